@@ -1,0 +1,155 @@
+"""Create the project's virtual environment, or download a wheelhouse for offline nodes.
+
+Used by the Makefile; needs only the standard library.
+
+    python tools/bootstrap.py venv [--venv .venv] [--extras test,bench] [--gpu auto|yes|no]
+    python tools/bootstrap.py wheelhouse [--dest wheelhouse] [--python-version 3.12] [--cuda 13]
+
+`venv` installs from `wheelhouse/` without network when that folder holds wheels, else
+from the package index. GPU nodes often ship a Python that already has CuPy, numpy and
+numba (sometimes inside a venv of their own); the new venv then reuses those packages
+instead of reinstalling them, so such a node needs only the few wheels it lacks.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+REQ = ROOT / "requirements"
+EXTRAS = ("test", "gpu", "bench")
+
+
+def log(msg: str) -> None:
+    print(f"[bootstrap] {msg}", flush=True)
+
+
+def driver_cuda_major() -> int | None:
+    """CUDA major version the driver supports, from nvidia-smi; None without a GPU."""
+    exe = shutil.which("nvidia-smi")
+    if not exe:
+        return None
+    try:
+        out = subprocess.run([exe], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.search(r"CUDA Version:\s*(\d+)\.", out)
+    return int(m.group(1)) if m else None
+
+
+def has_module(python: str, module: str) -> bool:
+    code = f"import importlib.util,sys; sys.exit(importlib.util.find_spec({module!r}) is None)"
+    return subprocess.run([python, "-c", code], capture_output=True).returncode == 0
+
+
+def requirement_files(extras: list[str]) -> list[Path]:
+    return [REQ / "base.txt"] + [REQ / f"{e}.txt" for e in extras]
+
+
+def stamp_of(files: list[Path], extra: str) -> str:
+    h = hashlib.sha256(extra.encode())
+    for f in files + [Path(__file__)]:
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def wheel_args(wheelhouse: Path) -> list[str]:
+    if wheelhouse.is_dir() and any(wheelhouse.glob("*.whl")):
+        log(f"installing offline from {wheelhouse}")
+        return ["--no-index", "--find-links", str(wheelhouse)]
+    return []
+
+
+def cmd_venv(args: argparse.Namespace) -> int:
+    venv = Path(args.venv).resolve()
+    extras = [e for e in args.extras.split(",") if e]
+    for e in extras:
+        if e not in EXTRAS:
+            log(f"unknown extra {e!r}; known: {', '.join(EXTRAS)}")
+            return 2
+    cuda = driver_cuda_major() if args.gpu != "no" else None
+    want_gpu = args.gpu == "yes" or (args.gpu == "auto" and cuda is not None)
+    if want_gpu and "gpu" not in extras:
+        extras.append("gpu")
+    files = requirement_files(extras)
+    reuse = has_module(sys.executable, "cupy")
+    stamp = venv / ".bootstrap-stamp"
+    key = stamp_of(files, f"{extras}{cuda}{reuse}{sys.executable}")
+    python = venv / "bin" / "python"
+    if stamp.exists() and stamp.read_text() == key and python.exists():
+        return 0
+
+    if not python.exists():
+        log(f"creating {venv} ({'reusing this Python' + chr(39) + 's packages' if reuse else 'isolated'})")
+        cmd = [sys.executable, "-m", "venv", str(venv)]
+        if reuse:
+            cmd.append("--system-site-packages")
+        subprocess.run(cmd, check=True)
+        if reuse and sys.prefix != sys.base_prefix:
+            # This Python is itself a venv: --system-site-packages would expose only its
+            # base interpreter's packages, so link this venv's site-packages explicitly.
+            site = venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+            paths = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+            (site / "_parent_venv.pth").write_text("\n".join(sorted(paths)) + "\n")
+
+    pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+    pip += wheel_args(Path(args.wheelhouse))
+    reqs: list[str] = []
+    for f in files:
+        reqs += ["-r", str(f)]
+    if want_gpu and not has_module(str(python), "cupy"):
+        if cuda is None:
+            log("--gpu yes but nvidia-smi reports no CUDA version; installing cupy-cuda12x")
+        reqs.append(f"cupy-cuda{13 if (cuda or 12) >= 13 else 12}x")
+    log("installing " + " ".join(r for r in reqs if r != "-r"))
+    subprocess.run(pip + reqs, check=True)
+    stamp.write_text(key)
+    log(f"ready: {python}" + ("" if want_gpu else " (no GPU found: CPU strategies only)"))
+    return 0
+
+
+def cmd_wheelhouse(args: argparse.Namespace) -> int:
+    dest = Path(args.dest).resolve()
+    dest.mkdir(parents=True, exist_ok=True)
+    tag = args.python_version.replace(".", "")
+    platforms = ["manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64"]
+    reqs: list[str] = []
+    for f in requirement_files(list(EXTRAS)):
+        reqs += ["-r", str(f)]
+    reqs += [f"cupy-cuda{args.cuda}x", "pip", "setuptools", "wheel"]
+    cmd = [sys.executable, "-m", "pip", "download", "--only-binary=:all:", "-d", str(dest),
+           "--python-version", args.python_version, "--implementation", "cp", "--abi", f"cp{tag}"]
+    for p in platforms:
+        cmd += ["--platform", p]
+    log(f"downloading wheels for CPython {args.python_version} into {dest}")
+    subprocess.run(cmd + reqs, check=True)
+    log(f"{len(list(dest.glob('*.whl')))} wheels in {dest}; copy that folder next to the Makefile on the node")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    v = sub.add_parser("venv", help="create or update the virtual environment")
+    v.add_argument("--venv", default=".venv")
+    v.add_argument("--extras", default="test", help=f"comma list of {', '.join(EXTRAS)}")
+    v.add_argument("--gpu", choices=("auto", "yes", "no"), default="auto")
+    v.add_argument("--wheelhouse", default=str(ROOT / "wheelhouse"))
+    w = sub.add_parser("wheelhouse", help="download every wheel the project needs")
+    w.add_argument("--dest", default=str(ROOT / "wheelhouse"))
+    w.add_argument("--python-version", default=f"{sys.version_info.major}.{sys.version_info.minor}")
+    w.add_argument("--cuda", default="13", choices=("12", "13"))
+    args = ap.parse_args(argv)
+    os.chdir(ROOT)
+    return cmd_venv(args) if args.cmd == "venv" else cmd_wheelhouse(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
