@@ -1,0 +1,211 @@
+"""What a strategy is asked to compute, and what it returns.
+
+Units are reduced LJ units throughout (length sigma, energy epsilon) unless a file says
+otherwise; nothing here converts units.
+
+Virial convention (used by the reference, every strategy and the reports):
+    W[a, b] = sum over pairs i<j of r_ij[a] * f_ij[b]
+with r_ij = r_i - r_j (minimum image) and f_ij the force on i due to j. W is positive for
+repulsion; the pressure tensor is P = (sum_i m v_i v_i^T + W) / V.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+PRECISIONS = ("fp32", "mixed", "fp64")
+PRECISION_HELP = {
+    "fp32": "float compute, float accumulation",
+    "mixed": "float compute, double accumulation",
+    "fp64": "double compute, double accumulation",
+}
+AXES = "xyz"
+
+
+class InputError(ValueError):
+    """Bad input: the message names the field and the offending value."""
+
+
+def check_precision(precision: str) -> str:
+    if precision not in PRECISIONS:
+        raise InputError(f"unknown precision {precision!r}; known: {', '.join(PRECISIONS)}")
+    return precision
+
+
+@dataclass(frozen=True)
+class Box:
+    """Orthorhombic box [0, L_x) x [0, L_y) x [0, L_z), periodic or open per axis.
+
+    lengths: (3,) float64, length units. periodic: three bools.
+    """
+
+    lengths: tuple[float, float, float]
+    periodic: tuple[bool, bool, bool] = (True, True, True)
+
+    @staticmethod
+    def make(lengths: Any, periodic: Any = True) -> "Box":
+        arr = np.asarray(lengths)
+        if arr.dtype.kind not in "iuf" or arr.shape not in ((3,), (3, 3)):
+            raise InputError(f"box: expected 3 lengths (or a diagonal 3x3 matrix), got shape {arr.shape} dtype {arr.dtype}")
+        arr = arr.astype(np.float64)
+        if arr.shape == (3, 3):
+            if np.any(arr - np.diag(np.diag(arr))):
+                raise InputError("box: only orthorhombic boxes are supported (the 3x3 box matrix has off-diagonal entries)")
+            arr = np.diag(arr).copy()
+        for a, v in zip(AXES, arr):
+            if not math.isfinite(v) or v <= 0.0:
+                raise InputError(f"box: length along {a} must be finite and > 0, got {v}")
+        per = np.asarray(periodic)
+        if per.dtype.kind not in "bi" or per.shape not in ((), (3,)):
+            raise InputError(f"periodic: expected one bool or three bools, got {periodic!r}")
+        per = np.broadcast_to(per.astype(bool), (3,))
+        return Box(tuple(float(v) for v in arr), tuple(bool(p) for p in per))
+
+    @property
+    def array(self) -> np.ndarray:
+        return np.array(self.lengths, dtype=np.float64)
+
+    @property
+    def volume(self) -> float:
+        return float(np.prod(self.lengths))
+
+    def describe(self) -> str:
+        dims = "x".join(f"{v:g}" for v in self.lengths)
+        pbc = "".join(a if p else "-" for a, p in zip(AXES, self.periodic))
+        return f"{dims} pbc={pbc}"
+
+
+@dataclass(frozen=True)
+class LennardJones:
+    """LJ 12-6: U(r) = 4 eps [(sigma/r)^12 - (sigma/r)^6] for r < cutoff.
+
+    cutoff None means no cutoff (every pair interacts; open boundaries only). shift subtracts
+    U(cutoff) so the pair energy is zero at the cutoff (forces unchanged).
+    """
+
+    epsilon: float = 1.0
+    sigma: float = 1.0
+    cutoff: float | None = 2.5
+    shift: bool = False
+    name: str = field(default="lj", init=False)
+
+    def __post_init__(self) -> None:
+        for key in ("epsilon", "sigma"):
+            v = getattr(self, key)
+            if not isinstance(v, (int, float, np.floating, np.integer)) or not math.isfinite(v) or v <= 0:
+                raise InputError(f"{key} must be finite and > 0, got {v!r}")
+        rc = self.cutoff
+        if rc is not None and (not isinstance(rc, (int, float, np.floating, np.integer)) or not math.isfinite(rc) or rc <= 0):
+            raise InputError(f"cutoff must be finite and > 0 (or None for no cutoff), got {rc!r}")
+        if rc is None and self.shift:
+            raise InputError("shift needs a cutoff: with no cutoff there is nothing to shift to")
+
+    @property
+    def energy_shift(self) -> float:
+        """U(cutoff) when shifting, else 0."""
+        if not self.shift or self.cutoff is None:
+            return 0.0
+        s6 = (self.sigma / self.cutoff) ** 6
+        return 4.0 * self.epsilon * s6 * (s6 - 1.0)
+
+    def params(self) -> np.ndarray:
+        """Functor parameters as the kernels read them: sigma^2, 24 eps, 4 eps, cutoff^2, U_shift."""
+        rc2 = math.inf if self.cutoff is None else self.cutoff ** 2
+        return np.array([self.sigma ** 2, 24.0 * self.epsilon, 4.0 * self.epsilon, rc2, self.energy_shift])
+
+
+def _validate_positions(positions: Any) -> np.ndarray:
+    arr = np.asarray(positions)
+    if arr.dtype.kind not in "iuf":
+        raise InputError(f"positions: expected a real numeric array, got dtype {arr.dtype}")
+    if arr.ndim != 2 or arr.shape[1] != 3:
+        raise InputError(f"positions: expected shape (N, 3), got {arr.shape}")
+    arr = np.array(arr, dtype=np.float64, order="C", copy=True)  # ours: wrapped and frozen below
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        i, a = np.argwhere(bad)[0]
+        raise InputError(f"positions: particle {i} has a non-finite {AXES[a]} coordinate ({arr[i, a]})"
+                         f"; {int(bad.any(axis=1).sum())} particle(s) affected")
+    return arr
+
+
+@dataclass(frozen=True, eq=False)
+class Problem:
+    """One force evaluation: positions in a box, a pair potential, a precision mode.
+
+    positions: (N, 3) float64, length units, inside [0, L) on periodic axes (wrapped on
+    construction) and inside [0, L] on open axes (checked). label: how to reproduce it.
+    """
+
+    positions: np.ndarray
+    box: Box
+    potential: LennardJones = LennardJones()
+    precision: str = "fp32"
+    label: str = ""
+
+    @staticmethod
+    def make(positions: Any, box: Box | Any, potential: LennardJones | None = None,
+             precision: str = "fp32", periodic: Any = True, label: str = "") -> "Problem":
+        if not isinstance(box, Box):
+            box = Box.make(box, periodic)
+        potential = potential or LennardJones()
+        check_precision(precision)
+        pos = _validate_positions(positions)
+        L = box.array
+        rc = potential.cutoff
+        for a in range(3):
+            if not box.periodic[a]:
+                continue
+            if rc is None:
+                raise InputError(f"cutoff: no cutoff needs open boundaries on every axis, but {AXES[a]} is periodic "
+                                 "(minimum image would count only the nearest image)")
+            if L[a] < 2.0 * rc:
+                raise InputError(f"box: periodic length along {AXES[a]} ({L[a]:g}) is shorter than twice the cutoff "
+                                 f"(2 x {rc:g}); minimum image would miss interactions")
+        if len(pos):
+            for a in range(3):
+                if box.periodic[a]:
+                    col = pos[:, a] - L[a] * np.floor(pos[:, a] / L[a])
+                    col[col >= L[a]] = 0.0  # x = -tiny wraps to L by rounding
+                    pos[:, a] = col
+                else:
+                    out = (pos[:, a] < 0.0) | (pos[:, a] > L[a])
+                    if out.any():
+                        i = int(np.argmax(out))
+                        raise InputError(f"positions: particle {i} lies outside the open box along {AXES[a]}: "
+                                         f"{pos[i, a]:g} not in [0, {L[a]:g}] ({int(out.sum())} particle(s) outside)")
+        pos.setflags(write=False)
+        return Problem(pos, box, potential, precision, label)
+
+    @property
+    def n(self) -> int:
+        return int(self.positions.shape[0])
+
+    def with_precision(self, precision: str) -> "Problem":
+        return replace(self, precision=check_precision(precision))
+
+    def describe(self) -> str:
+        rc = "none" if self.potential.cutoff is None else f"{self.potential.cutoff:g}"
+        return f"{self.label or 'problem'}: N={self.n} box {self.box.describe()} rc={rc} {self.precision}"
+
+
+@dataclass
+class Forces:
+    """Result of one evaluation. On the host: forces (N, 3) float64 (force units),
+    energy float, virial (3, 3) float64 (see module docstring), pairs int (pairs i<j with
+    r < cutoff). A GPU strategy returns device arrays; to_host() copies them."""
+
+    forces: Any
+    energy: Any
+    virial: Any
+    pairs: Any
+
+    def to_host(self) -> "Forces":
+        def host(x: Any) -> np.ndarray:
+            return x.get() if hasattr(x, "get") and not isinstance(x, np.ndarray) else np.asarray(x)
+        f = host(self.forces).astype(np.float64, copy=False).reshape(-1, 3)
+        return Forces(f, float(host(self.energy)), host(self.virial).astype(np.float64).reshape(3, 3),
+                      int(host(self.pairs)))
