@@ -1,0 +1,42 @@
+"""Float64 CPU reference (numba), independent of the strategies' code."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .lj import cell_grid, cutoff_band, lj_forces
+
+__all__ = ["Reference", "compute", "cell_grid", "cutoff_band", "lj_forces"]
+
+
+@dataclass(frozen=True)
+class Reference:
+    """Float64 result plus what verification needs to judge a strategy against it.
+
+    forces (N, 3); energy; virial (3, 3), W = sum_{i<j} r_ij f_ij^T; pairs (i<j, r < rc);
+    near_cutoff: pairs within rounding of the cutoff, per precision ('fp32' also serves
+    'mixed'); energy_abs = sum |u_ij| and virial_abs = sum |r_ij . f_ij| (scales of the sums);
+    r_min: closest interacting pair distance.
+    """
+
+    forces: np.ndarray
+    energy: float
+    virial: np.ndarray
+    pairs: int
+    near_cutoff: dict
+    energy_abs: float
+    virial_abs: float
+    r_min: float
+    method: str
+
+    def near(self, precision: str) -> int:
+        return self.near_cutoff["fp64" if precision == "fp64" else "fp32"]
+
+
+def compute(problem, method: str = "auto") -> Reference:
+    """Reference for a harness.problem.Problem (its precision is ignored: always float64)."""
+    lj = problem.potential
+    out = lj_forces(problem.positions, problem.box.array, problem.box.periodic, lj.epsilon, lj.sigma,
+                    lj.cutoff, lj.shift, method=method)
+    return Reference(**out)
