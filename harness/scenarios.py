@@ -1,0 +1,258 @@
+"""Seeded, reproducible particle configurations (the scenario axis of the matrix).
+
+Every scenario maps (n, seed, params) to a Problem; the same arguments give the same bits.
+Sizes are named tiny (unit tests), small (CI verify), medium and large (GPU); any N can be
+asked for and is rounded to the scenario's natural count (4 m^3 for fcc, k m^3 for cells).
+
+Random placements use random sequential addition with a minimum pair distance: LJ at
+r -> 0 overflows float32 (r^-13), and no force strategy should be judged on such pairs.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+from numba import njit
+
+from .problem import Box, InputError, LennardJones, Problem, check_precision
+
+DENSITY = 0.8442  # LJ liquid near the triple point, the standard LJ benchmark density
+SIZES = ("tiny", "small", "medium", "large")
+
+
+@njit(inline="always")
+def _hash_axis(g, o, n, periodic):
+    """Neighbour hash coordinate g + o along one axis, or -1 outside an open axis."""
+    h = g + o
+    if h < 0 or h >= n:
+        return h % n if periodic else -1
+    return h
+
+
+@njit(cache=True)
+def _rsa(cand, slot, quota, L, per, dmin, pos, count, head, nxt, ng):
+    """Accept candidates in order while their slot has quota and no accepted particle lies
+    closer than dmin (minimum image on periodic axes). Grid hash of ng cells per axis."""
+    d2min = dmin * dmin
+    sx, sy, sz = L[0] / ng[0], L[1] / ng[1], L[2] / ng[2]
+    for c in range(cand.shape[0]):
+        s = slot[c]
+        if quota[s] == 0:
+            continue
+        x, y, z = cand[c, 0], cand[c, 1], cand[c, 2]
+        gx = min(int(x / sx), ng[0] - 1)
+        gy = min(int(y / sy), ng[1] - 1)
+        gz = min(int(z / sz), ng[2] - 1)
+        ok = True
+        for ox in range(-1, 2):
+            hx = _hash_axis(gx, ox, ng[0], per[0])
+            if hx < 0 or not ok:
+                continue
+            for oy in range(-1, 2):
+                hy = _hash_axis(gy, oy, ng[1], per[1])
+                if hy < 0 or not ok:
+                    continue
+                for oz in range(-1, 2):
+                    hz = _hash_axis(gz, oz, ng[2], per[2])
+                    if hz < 0:
+                        continue
+                    k = head[(hx * ng[1] + hy) * ng[2] + hz]
+                    while k >= 0 and ok:
+                        dx = x - pos[k, 0]
+                        dy = y - pos[k, 1]
+                        dz = z - pos[k, 2]
+                        if per[0]:
+                            dx -= L[0] * np.rint(dx / L[0])
+                        if per[1]:
+                            dy -= L[1] * np.rint(dy / L[1])
+                        if per[2]:
+                            dz -= L[2] * np.rint(dz / L[2])
+                        if dx * dx + dy * dy + dz * dz < d2min:
+                            ok = False
+                        k = nxt[k]
+        if ok:
+            i = count[0]
+            pos[i, 0], pos[i, 1], pos[i, 2] = x, y, z
+            cell = (gx * ng[1] + gy) * ng[2] + gz
+            nxt[i] = head[cell]
+            head[cell] = i
+            count[0] += 1
+            quota[s] -= 1
+
+
+def place(rng: np.random.Generator, L: np.ndarray, periodic, quota: np.ndarray, dmin: float,
+          propose: Callable[[np.random.Generator, np.ndarray], tuple[np.ndarray, np.ndarray]],
+          what: str, rounds: int = 200) -> np.ndarray:
+    """Random sequential addition. quota[s] particles per slot s; propose(rng, remaining)
+    returns (candidates (M, 3), slot (M,)) for the slots that still need particles."""
+    total = int(quota.sum())
+    pos = np.empty((total, 3))
+    count = np.zeros(1, dtype=np.int64)
+    # hash cells of side >= dmin, and no more than about two cells per particle
+    side = max(dmin, (L.prod() / (2.0 * max(total, 1))) ** (1 / 3))
+    ng = np.maximum(1, np.floor(L / side)).astype(np.int64)
+    head = np.full(int(ng.prod()), -1, dtype=np.int64)
+    nxt = np.full(total, -1, dtype=np.int64)
+    left = quota.astype(np.int64).copy()
+    per = np.array(periodic, dtype=np.bool_)
+    for _ in range(rounds):
+        if left.sum() == 0:
+            return pos
+        cand, slot = propose(rng, left)
+        _rsa(cand, slot.astype(np.int64), left, L, per, dmin, pos, count, head, nxt, ng)
+    raise InputError(f"{what}: could not place {int(left.sum())} of {total} particles with minimum distance "
+                     f"{dmin:g} after {rounds} rounds; lower the density or the minimum distance")
+
+
+def _uniform_in_box(L: np.ndarray, batch: float = 1.5):
+    def propose(rng, left):
+        m = max(int(left[0] * batch), 256)
+        return rng.random((m, 3)) * L, np.zeros(m, dtype=np.int64)
+    return propose
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    sizes: dict
+    build: Callable[..., tuple[np.ndarray, Box, LennardJones]]
+    defaults: dict = field(default_factory=dict)
+
+    def size(self, size: str | int) -> int:
+        if isinstance(size, (int, np.integer)):
+            if size < 0:
+                raise InputError(f"n: must be >= 0, got {size}")
+            return int(size)
+        if size not in self.sizes:
+            raise InputError(f"unknown size {size!r}; known: {', '.join(self.sizes)} or a particle count")
+        return self.sizes[size]
+
+
+# --- builders: (n, rng, **params) -> positions, box, potential -------------------------
+
+def _fcc(n, rng, density=DENSITY, jitter=0.05, cutoff=2.5, periodic=True):
+    m = max(1, round((n / 4) ** (1 / 3)))
+    a = (4.0 / density) ** (1 / 3)
+    basis = np.array([[0, 0, 0], [0.5, 0.5, 0], [0.5, 0, 0.5], [0, 0.5, 0.5]])
+    g = np.stack(np.meshgrid(*[np.arange(m)] * 3, indexing="ij"), -1).reshape(-1, 1, 3)
+    pos = ((g + basis + 0.25) * a).reshape(-1, 3)
+    pos += rng.uniform(-jitter, jitter, pos.shape) * a
+    L = m * a
+    if not periodic:
+        pos = np.clip(pos, 0.0, L)
+    return pos, Box.make([L] * 3, periodic), LennardJones(cutoff=cutoff)
+
+
+def _uniform(n, rng, density=DENSITY, dmin=0.8, cutoff=2.5, periodic=(True, True, True)):
+    L = np.full(3, (max(n, 1) / density) ** (1 / 3))
+    pos = place(rng, L, periodic, np.array([n]), dmin, _uniform_in_box(L), "uniform")
+    return pos, Box.make(L, periodic), LennardJones(cutoff=cutoff)
+
+
+def _slab(n, rng, **kw):
+    return _uniform(n, rng, periodic=(True, True, False), **kw)
+
+
+def _per_cell(n, rng, k=9, cutoff=2.5, dmin=0.8, periodic=True):
+    m = max(1, round((n / k) ** (1 / 3)))
+    side = cutoff
+    L = np.full(3, m * side)
+    if k == 1:  # the thesis's grid: one particle per cell, here randomly inside its central half
+        g = np.stack(np.meshgrid(*[np.arange(m)] * 3, indexing="ij"), -1).reshape(-1, 3)
+        pos = (g + 0.25 + 0.5 * rng.random(g.shape)) * side
+    else:
+        ncell = m ** 3
+
+        def propose(rng, left):
+            cells = np.repeat(np.nonzero(left)[0], 4 * k)
+            cx, cy, cz = cells // (m * m), (cells // m) % m, cells % m
+            corner = np.stack([cx, cy, cz], -1) * side
+            return corner + rng.random((len(cells), 3)) * side, cells
+
+        pos = place(rng, L, (periodic,) * 3, np.full(ncell, k), dmin, propose, f"k_per_cell k={k}")
+    return pos, Box.make(L, periodic), LennardJones(cutoff=cutoff)
+
+
+def _gaussian(n, rng, sigma=12.0, dmin=0.2, cutoff=3.0):
+    """Thesis section 10.5 at n = 1,000,000: box side 120 with 40^3 cells of side 3, sigma in
+    [12, 85]. Other n scale box and sigma by (n / 1e6)^(1/3), keeping the shape and density."""
+    scale = (max(n, 1) / 1e6) ** (1 / 3)
+    L = np.full(3, 120.0 * scale)
+    s = sigma * scale
+
+    def propose(rng, left):
+        m = max(int(left[0] * 1.5), 256)
+        c = rng.normal(L / 2, s, (m, 3))
+        c = c[np.all((c >= 0) & (c < L), axis=1)]  # truncated to the (open) box
+        return c, np.zeros(len(c), dtype=np.int64)
+
+    pos = place(rng, L, (False,) * 3, np.array([n]), dmin, propose, f"gaussian sigma={sigma:g}")
+    return pos, Box.make(L, False), LennardJones(cutoff=cutoff)
+
+
+def _cube(n, rng, density=DENSITY, jitter=0.05):
+    m = max(1, round(n ** (1 / 3)))
+    a = density ** (-1 / 3)
+    g = np.stack(np.meshgrid(*[np.arange(m)] * 3, indexing="ij"), -1).reshape(-1, 3)
+    pos = (g + 0.5 + rng.uniform(-jitter, jitter, g.shape)) * a
+    return pos, Box.make([m * a] * 3, False), LennardJones(cutoff=None)
+
+
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
+    Scenario("lj_liquid", "fcc lattice at density 0.8442, jittered by 5% of the lattice constant; periodic; rc 2.5",
+             {"tiny": 256, "small": 2048, "medium": 32000, "large": 1048576}, _fcc),
+    Scenario("lj_liquid_open", "the LJ liquid lattice in an open box (surfaces on every side); rc 2.5",
+             {"tiny": 256, "small": 2048, "medium": 32000, "large": 1048576},
+             lambda n, rng, **kw: _fcc(n, rng, periodic=False, **kw)),
+    Scenario("uniform", "uniform random at density 0.8442, minimum distance 0.8; periodic; rc 2.5",
+             {"tiny": 300, "small": 3000, "medium": 50000, "large": 1000000}, _uniform),
+    Scenario("uniform_slab", "uniform random at density 0.8442; periodic in x and y, open in z; rc 2.5",
+             {"tiny": 300, "small": 3000, "medium": 50000, "large": 1000000}, _slab),
+    Scenario("one_per_cell", "one particle per cell of side rc = 2.5 (random in the cell's central half); periodic",
+             {"tiny": 216, "small": 1728, "medium": 64000, "large": 1000000},
+             lambda n, rng, **kw: _per_cell(n, rng, k=1, **kw), {"k": 1}),
+    Scenario("k_per_cell", "k particles per cell of side rc = 2.5 (default k=9, thesis fig. 10.4), minimum distance 0.8; periodic",
+             {"tiny": 243, "small": 1944, "medium": 36864, "large": 2146689}, _per_cell, {"k": 9}),
+    Scenario("gaussian", "Gaussian blob (thesis 10.5): box 120 and sigma 12 at N=1e6 (scaled by N^(1/3)), open, rc 3.0, minimum distance 0.2",
+             {"tiny": 300, "small": 4000, "medium": 64000, "large": 1000000}, _gaussian, {"sigma": 12.0}),
+    Scenario("allpairs_cube", "simple cubic lattice at density 0.8442, jittered; open box; no cutoff (thesis 10.1)",
+             {"tiny": 125, "small": 1000, "medium": 32768, "large": 216000}, _cube),
+]}
+
+DEFAULT_MATRIX = ("lj_liquid", "lj_liquid_open", "uniform", "uniform_slab", "one_per_cell", "k_per_cell",
+                  "gaussian", "allpairs_cube")
+
+
+def parse_spec(spec: str) -> tuple[Scenario, dict]:
+    """'name' or 'name:key=value,key=value' -> (scenario, params)."""
+    name, _, rest = spec.partition(":")
+    if name not in SCENARIOS:
+        raise InputError(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}")
+    sc = SCENARIOS[name]
+    params: dict = {}
+    for item in filter(None, rest.split(",")):
+        key, eq, val = item.partition("=")
+        if not eq:
+            raise InputError(f"scenario {name}: parameter {item!r} is not key=value")
+        try:
+            params[key] = int(val) if val.lstrip("-").isdigit() else float(val)
+        except ValueError:
+            raise InputError(f"scenario {name}: parameter {key} must be a number, got {val!r}") from None
+    return sc, params
+
+
+def make(spec: str, size: str | int = "small", seed: int = 1, precision: str = "fp32") -> Problem:
+    """Build the Problem for scenario `spec` at `size` (a size name or a particle count)."""
+    check_precision(precision)
+    sc, params = parse_spec(spec)
+    n = sc.size(size)
+    rng = np.random.default_rng(seed)
+    try:
+        pos, box, lj = sc.build(n, rng, **params)
+    except TypeError as e:
+        raise InputError(f"scenario {sc.name}: bad parameter ({e})") from None
+    label = f"{spec} N={len(pos)} seed={seed}"
+    return Problem.make(pos, box, lj, precision=precision, label=label)
