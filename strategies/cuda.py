@@ -1,0 +1,158 @@
+"""CUDA plumbing shared by the GPU strategies: device detection, kernel compilation (CuPy
+RawModule, one cached module per specialisation), device buffers and the reduce phase.
+
+CuPy is imported lazily so that CPU-only machines can import every strategy module.
+"""
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+import numpy as np
+
+from harness.problem import Forces, Problem
+
+from .base import Plan, Strategy, StrategyError
+
+KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
+# precision mode -> (C++ compute type, C++ accumulation type)
+CTYPES = {"fp32": ("float", "float"), "mixed": ("float", "double"), "fp64": ("double", "double")}
+DTYPES = {"float": np.float32, "double": np.float64}
+REDUCE_BLOCK = 256
+COMPILE_OPTIONS = ("-std=c++17",)
+_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.M)
+
+
+@functools.cache
+def device_status() -> tuple[bool, str]:
+    """(True, "") when CuPy imports and sees a CUDA device, else (False, why not)."""
+    try:
+        import cupy
+    except Exception as e:  # ImportError, or a broken CUDA install
+        return False, f"no CUDA GPU: CuPy is not importable ({type(e).__name__}: {e})"
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:
+        return False, f"no CUDA GPU: {type(e).__name__}: {e}"
+    if count == 0:
+        return False, "no CUDA GPU: the driver reports no device"
+    return True, ""
+
+
+def source(name: str, _seen: set | None = None) -> str:
+    """Kernel source with local "..." includes inlined. CuPy's compile cache is keyed on the
+    code string, so a header edit must change that string (an -I include would not)."""
+    seen = set() if _seen is None else _seen
+    path = KERNEL_DIR / name
+    if path in seen:
+        return ""
+    seen.add(path)
+    text = path.read_text()
+    return _INCLUDE.sub(lambda m: source(m.group(1), seen), text).replace("#pragma once", "")
+
+
+@functools.cache
+def kernel(file: str, expression: str):
+    """Compiled kernel for one template specialisation, e.g.
+    kernel("allpairs.cu", "allpairs_tiled<float, double, LennardJones, 256, true>")."""
+    import cupy
+
+    module = cupy.RawModule(code=source(file), options=COMPILE_OPTIONS, name_expressions=(expression,))
+    return module.get_function(expression)
+
+
+def reduce_expression(acc: str) -> str:
+    return f"reduce_partials<{acc}, {REDUCE_BLOCK}>"
+
+
+def box_struct(problem: Problem, real: type) -> np.ndarray:
+    """Box<Real> by value: lengths, then inverse lengths (0 on open axes)."""
+    L = problem.box.array
+    inv = np.where(problem.box.periodic, 1.0 / L, 0.0)
+    dtype = np.dtype({"names": ["lx", "ly", "lz", "ilx", "ily", "ilz"], "formats": [real] * 6})
+    return np.concatenate([L, inv]).astype(real).view(dtype)
+
+
+def centred_positions(problem: Problem, real: type) -> np.ndarray:
+    """(N, 4) positions relative to the box centre: |x| <= L/2 halves the rounding of float
+    coordinates compared with [0, L); minimum image is unaffected."""
+    out = np.zeros((problem.n, 4), dtype=real)
+    out[:, :3] = problem.positions - 0.5 * problem.box.array
+    return out
+
+
+class CudaStrategy(Strategy):
+    """Base of the GPU strategies: availability from the device, precision from CTYPES."""
+
+    backend = "cuda"
+    source_file: str = ""
+
+    def available(self) -> tuple[bool, str]:
+        return device_status()
+
+    def expressions(self) -> list[str]:
+        """Every template specialisation this strategy may launch (CI compiles them all)."""
+        raise NotImplementedError
+
+
+class CudaPlan(Plan):
+    """Device buffers common to the GPU strategies, and the reduce and download phases.
+
+    nparts: partial-sum slots the force kernels write (one per block for the all-pairs
+    kernels). Subclasses implement force().
+    """
+
+    visits_per_pair = 2  # full-shell traversals see every pair from both sides
+
+    def __init__(self, strategy: CudaStrategy, problem: Problem, nparts: int):
+        super().__init__(strategy, problem)
+        import cupy
+
+        self.cp = cupy
+        self.real_t, self.acc_t = CTYPES[problem.precision]
+        self.real, self.acc = DTYPES[self.real_t], DTYPES[self.acc_t]
+        n = problem.n
+        self.host_pos = centred_positions(problem, self.real)
+        self.box = box_struct(problem, self.real)
+        self.pos = cupy.empty((max(n, 1), 4), dtype=self.real)
+        self.fparams = cupy.asarray(problem.potential.params(), dtype=self.real)
+        self.forces = cupy.empty((n, 3), dtype=self.acc)
+        self.nparts = nparts
+        self.partial = cupy.empty((max(nparts, 1), 7), dtype=self.acc)
+        self.pcount = cupy.empty(max(nparts, 1), dtype=np.uint64)
+        self.sums = cupy.empty(7, dtype=self.acc)
+        self.out = cupy.empty(10, dtype=self.acc)  # energy, then the 3x3 virial
+        self.count = cupy.empty(1, dtype=np.uint64)
+        try:
+            self._reduce = kernel("reduce.cu", reduce_expression(self.acc_t))
+        except Exception as e:
+            raise StrategyError(f"{strategy.name}: compiling the reduction failed: {e}") from e
+
+    @property
+    def device_bytes(self) -> int:
+        arrays = (self.pos, self.fparams, self.forces, self.partial, self.pcount, self.sums, self.out, self.count)
+        return int(sum(a.nbytes for a in arrays))
+
+    def upload(self) -> None:
+        if self.problem.n:
+            self.pos[: self.problem.n].set(self.host_pos)
+
+    def reduce(self) -> None:
+        scale = self.acc(1.0 / self.visits_per_pair)
+        shift = np.int32(1 if self.visits_per_pair == 2 else 0)
+        self._reduce((1,), (REDUCE_BLOCK,), (self.partial, self.pcount, np.int32(self.nparts), scale, shift,
+                                             self.sums, self.out, self.count))
+
+    def output(self) -> Forces:
+        return Forces(self.forces, self.out[0], self.out[1:10], self.count[0])
+
+    def poison(self) -> None:
+        self.forces.fill(np.nan)
+        self.partial.fill(np.nan)
+        self.out.fill(np.nan)
+        self.pcount.fill(np.iinfo(np.uint64).max)
+        self.count.fill(np.iinfo(np.uint64).max)
+
+    def synchronize(self) -> None:
+        self.cp.cuda.get_current_stream().synchronize()
+

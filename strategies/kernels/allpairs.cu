@@ -1,0 +1,78 @@
+// All-pairs traversals: every particle against every other, no cells, no Newton3 (each
+// pair is visited from both sides and each thread writes only its own particle's force).
+//
+// Launch: one thread per particle i, BLOCK threads per block, grid = ceil(n / BLOCK);
+// partial sums: one slot per block. Positions are Vec4 (x, y, z, unused), centred on the box.
+#include "common.cuh"
+
+// allpairs_naive: the PLUMED tutorial's getSelfCoord pattern. Particle i in registers, j read
+// straight from global memory (all lanes read the same j: one broadcast load per warp).
+template <typename Real, typename Acc, template <typename> class Functor, int BLOCK, bool PBC>
+__global__ void __launch_bounds__(BLOCK)
+allpairs_naive(const Vec4<Real>* __restrict__ pos, const int n, const Box<Real> box,
+               const Real* __restrict__ fparams, Acc* __restrict__ force, Acc* __restrict__ partial,
+               unsigned long long* __restrict__ count) {
+  const Functor<Real> f(fparams);
+  const int i = blockIdx.x * BLOCK + threadIdx.x;
+  Accumulator<Real, Acc> acc;
+  if (i < n) {
+    const Vec4<Real> pi = pos[i];
+    for (int j = 0; j < n; ++j) {
+      const Vec4<Real> pj = pos[j];
+      const Real dx = min_image<PBC>(pi.x - pj.x, box.lx, box.ilx);
+      const Real dy = min_image<PBC>(pi.y - pj.y, box.ly, box.ily);
+      const Real dz = min_image<PBC>(pi.z - pj.z, box.lz, box.ilz);
+      const Real r2 = dx * dx + dy * dy + dz * dz;
+      if (f.inside(r2) && j != i) acc.add(f, dx, dy, dz, r2);
+    }
+    force[3 * i + 0] = acc.fx;
+    force[3 * i + 1] = acc.fy;
+    force[3 * i + 2] = acc.fz;
+  }
+  block_sums<BLOCK>(acc.s, acc.pairs, partial, count, blockIdx.x);
+}
+
+// allpairs_tiled: the same loop with j staged through shared memory, BLOCK particles per tile
+// (GPU Gems 3, ch. 31): each position is read from global memory once per block, not once
+// per thread.
+template <typename Real, typename Acc, template <typename> class Functor, int BLOCK, bool PBC>
+__global__ void __launch_bounds__(BLOCK)
+allpairs_tiled(const Vec4<Real>* __restrict__ pos, const int n, const Box<Real> box,
+               const Real* __restrict__ fparams, Acc* __restrict__ force, Acc* __restrict__ partial,
+               unsigned long long* __restrict__ count) {
+  __shared__ Vec4<Real> tile[BLOCK];
+  const Functor<Real> f(fparams);
+  const int i = blockIdx.x * BLOCK + threadIdx.x;
+  const bool active = i < n;
+  Vec4<Real> pi = {Real(0), Real(0), Real(0), Real(0)};
+  if (active) pi = pos[i];
+  Accumulator<Real, Acc> acc;
+
+  auto visit = [&](const Vec4<Real>& pj, int j) {
+    const Real dx = min_image<PBC>(pi.x - pj.x, box.lx, box.ilx);
+    const Real dy = min_image<PBC>(pi.y - pj.y, box.ly, box.ily);
+    const Real dz = min_image<PBC>(pi.z - pj.z, box.lz, box.ilz);
+    const Real r2 = dx * dx + dy * dy + dz * dz;
+    if (f.inside(r2) && j != i) acc.add(f, dx, dy, dz, r2);
+  };
+
+  for (int base = 0; base < n; base += BLOCK) {
+    if (base + threadIdx.x < n) tile[threadIdx.x] = pos[base + threadIdx.x];
+    __syncthreads();
+    if (active) {
+      if (n - base >= BLOCK) {
+#pragma unroll 8
+        for (int k = 0; k < BLOCK; ++k) visit(tile[k], base + k);
+      } else {
+        for (int k = 0; k < n - base; ++k) visit(tile[k], base + k);
+      }
+    }
+    __syncthreads();  // the tile is overwritten next iteration
+  }
+  if (active) {
+    force[3 * i + 0] = acc.fx;
+    force[3 * i + 1] = acc.fy;
+    force[3 * i + 2] = acc.fz;
+  }
+  block_sums<BLOCK>(acc.s, acc.pairs, partial, count, blockIdx.x);
+}

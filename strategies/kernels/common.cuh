@@ -1,0 +1,139 @@
+// Shared by every kernel: vector type, precision traits, minimum image, the pair functor,
+// the per-thread accumulator and the block reduction of energy, virial and pair count.
+//
+// Compiled by NVRTC through CuPy (strategies/cuda.py inlines this header) and by nvcc in the
+// CI compile check, so no system headers. Types are chosen on purpose: Real is the compute
+// type (float or double), Acc the accumulation type (float, or double in mixed and fp64
+// modes); literals are typed through Real(...) / Acc(...) or an f suffix.
+#pragma once
+
+template <typename Real>
+struct alignas(16) Vec4 {
+  Real x, y, z, w;
+};
+
+template <typename Real>
+struct Math;
+
+template <>
+struct Math<float> {
+  static __device__ __forceinline__ float rint(float x) { return rintf(x); }
+  // Approximate reciprocal (MUFU.RCP, <= 2 ulp): its error is far below the rounding of
+  // float coordinates, which dominates the fp32 force error.
+  static __device__ __forceinline__ float rcp(float x) { return __fdividef(1.0f, x); }
+};
+
+template <>
+struct Math<double> {
+  static __device__ __forceinline__ double rint(double x) { return ::rint(x); }
+  static __device__ __forceinline__ double rcp(double x) { return 1.0 / x; }
+};
+
+// Orthorhombic box: lengths and inverse lengths; the inverse is 0 on an open axis, which
+// makes the minimum-image shift vanish there without a branch.
+template <typename Real>
+struct Box {
+  Real lx, ly, lz, ilx, ily, ilz;
+};
+
+template <bool PBC, typename Real>
+__device__ __forceinline__ Real min_image(Real d, Real len, Real inv_len) {
+  if constexpr (PBC) d -= len * Math<Real>::rint(d * inv_len);
+  return d;
+}
+
+// The pair functor: Lennard-Jones 12-6, truncated at the cutoff, optionally shifted.
+// Parameters (device array, host order in harness.problem.LennardJones.params()):
+// sigma^2, 24 eps, 4 eps, cutoff^2 (inf = no cutoff), U(cutoff) or 0.
+template <typename Real>
+struct LennardJones {
+  static constexpr int kParams = 5;
+  Real sigma2, eps24, eps4, cutoff2, shift;
+
+  __device__ __forceinline__ explicit LennardJones(const Real* __restrict__ p)
+      : sigma2(p[0]), eps24(p[1]), eps4(p[2]), cutoff2(p[3]), shift(p[4]) {}
+
+  __device__ __forceinline__ bool inside(Real r2) const { return r2 < cutoff2; }
+
+  // For r2 inside the cutoff: |F| / r (positive = repulsive) and the pair energy u.
+  __device__ __forceinline__ Real force_over_r(Real r2, Real& u) const {
+    const Real inv_r2 = Math<Real>::rcp(r2);
+    const Real s2 = sigma2 * inv_r2;
+    const Real s6 = s2 * s2 * s2;
+    u = eps4 * s6 * (s6 - Real(1)) - shift;
+    return eps24 * s6 * (s6 + s6 - Real(1)) * inv_r2;
+  }
+};
+
+// Energy, then the virial's 6 independent components (xx, xy, xz, yy, yz, zz).
+constexpr int kSums = 7;
+
+// One thread's sums for its particle i. add() takes d = r_i - r_j: the force on i, the
+// pair energy and the pair virial r (x) f are added in full; traversals that visit every
+// pair from both sides halve energy and virial in the final reduction.
+template <typename Real, typename Acc>
+struct Accumulator {
+  Acc fx = Acc(0), fy = Acc(0), fz = Acc(0);
+  Acc s[kSums] = {Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0)};
+  unsigned int pairs = 0u;
+
+  template <class Functor>
+  __device__ __forceinline__ void add(const Functor& f, Real dx, Real dy, Real dz, Real r2) {
+    Real u;
+    const Real fr = f.force_over_r(r2, u);
+    const Real ax = fr * dx, ay = fr * dy, az = fr * dz;
+    fx += Acc(ax);
+    fy += Acc(ay);
+    fz += Acc(az);
+    s[0] += Acc(u);
+    s[1] += Acc(ax * dx);
+    s[2] += Acc(ax * dy);
+    s[3] += Acc(ax * dz);
+    s[4] += Acc(ay * dy);
+    s[5] += Acc(ay * dz);
+    s[6] += Acc(az * dz);
+    ++pairs;
+  }
+};
+
+template <typename T>
+__device__ __forceinline__ T warp_sum(T v) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffffu, v, off);
+  return v;
+}
+
+// Sum kSums values and a count over the whole block (every thread must call it); thread 0
+// writes them to partial[slot * kSums + k] and count[slot]. Fixed order: deterministic.
+template <int BLOCK, typename Acc>
+__device__ __forceinline__ void block_sums(Acc (&v)[kSums], unsigned long long n, Acc* __restrict__ partial,
+                                           unsigned long long* __restrict__ count, int slot) {
+  static_assert(BLOCK % 32 == 0 && BLOCK <= 1024, "block must be whole warps, at most 1024 threads");
+  constexpr int kWarps = BLOCK / 32;
+  __shared__ Acc s_v[kWarps][kSums];
+  __shared__ unsigned long long s_n[kWarps];
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+#pragma unroll
+  for (int k = 0; k < kSums; ++k) v[k] = warp_sum(v[k]);
+  n = warp_sum(n);
+  if (lane == 0) {
+#pragma unroll
+    for (int k = 0; k < kSums; ++k) s_v[warp][k] = v[k];
+    s_n[warp] = n;
+  }
+  __syncthreads();
+  if (warp == 0) {
+#pragma unroll
+    for (int k = 0; k < kSums; ++k) v[k] = lane < kWarps ? s_v[lane][k] : Acc(0);
+    n = lane < kWarps ? s_n[lane] : 0ull;
+#pragma unroll
+    for (int k = 0; k < kSums; ++k) v[k] = warp_sum(v[k]);
+    n = warp_sum(n);
+    if (lane == 0) {
+#pragma unroll
+      for (int k = 0; k < kSums; ++k) partial[slot * kSums + k] = v[k];
+      count[slot] = n;
+    }
+  }
+}

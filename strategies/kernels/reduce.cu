@@ -1,0 +1,35 @@
+// Final reduction of per-block partial sums: one block, fixed order, so repeated runs give
+// identical bits. Writes out[0] = energy, out[1..9] = the symmetric 3x3 virial (row-major)
+// and out_count[0] = pair count.
+//
+// scale: 0.5 for traversals that visit every pair from both sides (full shell), 1 with
+// Newton3; count_shift: 1 when every pair was counted twice, else 0.
+#include "common.cuh"
+
+template <typename Acc, int BLOCK>
+__global__ void __launch_bounds__(BLOCK)
+reduce_partials(const Acc* __restrict__ partial, const unsigned long long* __restrict__ count, const int nparts,
+                const Acc scale, const int count_shift, Acc* __restrict__ sums, Acc* __restrict__ out,
+                unsigned long long* __restrict__ out_count) {
+  Acc v[kSums];
+#pragma unroll
+  for (int k = 0; k < kSums; ++k) v[k] = Acc(0);
+  unsigned long long n = 0ull;
+  for (int p = threadIdx.x; p < nparts; p += BLOCK) {
+#pragma unroll
+    for (int k = 0; k < kSums; ++k) v[k] += partial[p * kSums + k];
+    n += count[p];
+  }
+  block_sums<BLOCK>(v, n, sums, out_count, 0);
+  __syncthreads();  // block_sums' thread 0 wrote sums[] and out_count[0]
+  if (threadIdx.x == 0) {
+    const Acc e = sums[0] * scale;
+    const Acc xx = sums[1] * scale, xy = sums[2] * scale, xz = sums[3] * scale;
+    const Acc yy = sums[4] * scale, yz = sums[5] * scale, zz = sums[6] * scale;
+    out[0] = e;
+    out[1] = xx; out[2] = xy; out[3] = xz;
+    out[4] = xy; out[5] = yy; out[6] = yz;
+    out[7] = xz; out[8] = yz; out[9] = zz;
+    out_count[0] >>= count_shift;
+  }
+}

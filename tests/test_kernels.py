@@ -1,0 +1,58 @@
+"""Every kernel specialisation compiles with nvcc, and the precision modes mean what they say."""
+import re
+
+import pytest
+
+from strategies import cuda, nvcc
+
+pytestmark = pytest.mark.skipif(nvcc.nvcc() is None, reason="nvcc not found on PATH")
+
+SPECS = nvcc.specialisations()
+
+
+@pytest.mark.parametrize("file", sorted(SPECS))
+def test_every_specialisation_compiles_without_warnings(file):
+    code, out, _ = nvcc.compile_unit(file, SPECS[file])
+    assert code == 0, out
+    reports = nvcc.resources(out)
+    assert len(reports) == len(SPECS[file])
+    for r in reports:
+        assert r.registers > 0
+        # the default launch configurations must not spill (block 512 may, a little)
+        if "Li256E" in r.expression:
+            assert r.spill_stores == 0 and r.spill_loads == 0, r
+
+
+def _precision_of(expression):
+    m = re.search(r"<(float|double), (float|double)", expression)
+    return {("float", "float"): "fp32", ("float", "double"): "mixed", ("double", "double"): "fp64"}[m.groups()]
+
+
+EXPRS = [(f, e) for f in sorted(SPECS) for e in SPECS[f] if f != "reduce.cu" and "256" in e]
+
+
+@pytest.mark.parametrize("file, expr", EXPRS)
+def test_precision_modes_in_ptx(file, expr):
+    """fp32: no float64 arithmetic at all (an untyped literal would show up here); mixed: float64
+    only in additions (the accumulators); fp64: float64 arithmetic present."""
+    code, out, ptx = nvcc.compile_unit(file, [expr], ptx=True)
+    assert code == 0, out
+    f64 = nvcc.f64_instructions(ptx)
+    mode = _precision_of(expr)
+    if mode == "fp32":
+        assert f64 == [], f64[:5]
+    elif mode == "mixed":
+        assert f64 and all(op.startswith("add.") for op in f64), sorted(set(f64))
+    else:
+        assert any(op.startswith(("mul.", "fma.")) for op in f64)
+
+
+def test_f64_detector_itself():
+    ptx = "\tadd.f64 %fd1, %fd2, %fd3;\n\tcvt.f64.f32 %fd4, %f1;\n@%p1 fma.rn.f64 %fd5, %fd1, %fd2, %fd3;\n\tld.global.f64 %fd6, [%rd1];\n"
+    assert nvcc.f64_instructions(ptx) == ["add.f64", "@%p1 fma.rn.f64"]
+
+
+def test_header_is_inlined_for_the_cupy_cache_key():
+    text = cuda.source("allpairs.cu")
+    assert '#include "common.cuh"' not in text and "struct LennardJones" in text
+    assert text.count("struct LennardJones") == 1  # included once even when reached twice
