@@ -1,0 +1,240 @@
+"""python -m harness {list, verify, bench, forces, export}
+
+Exit codes: 0 success, 1 a verification cell failed, 2 bad input (the message names it).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import strategies
+from strategies import StrategyError
+
+from . import scenarios
+from .problem import PRECISION_HELP, PRECISIONS, InputError, LennardJones, Problem, check_precision
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _precisions(text: str) -> list[str]:
+    if text == "all":
+        return list(PRECISIONS)
+    return [check_precision(p.strip()) for p in text.split(",") if p.strip()]
+
+
+def _cutoff(text: str) -> float | None:
+    if text.lower() in ("none", "inf"):
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise InputError(f"cutoff: expected a number or 'none', got {text!r}") from None
+
+
+def _potential_args(ap: argparse.ArgumentParser) -> None:
+    g = ap.add_argument_group("potential (with --input)")
+    g.add_argument("--cutoff", type=_cutoff, default=2.5, help="cutoff radius, or 'none' (default 2.5)")
+    g.add_argument("--epsilon", type=float, default=1.0)
+    g.add_argument("--sigma", type=float, default=1.0)
+    g.add_argument("--shift", action="store_true", help="shift the pair energy to zero at the cutoff")
+
+
+def _input_problem(args: argparse.Namespace, precision: str = "fp32") -> Problem:
+    from .io import read_configuration
+
+    pos, box = read_configuration(args.input)
+    lj = LennardJones(epsilon=args.epsilon, sigma=args.sigma, cutoff=args.cutoff, shift=args.shift)
+    return Problem.make(pos, box, lj, precision=precision, label=f"input:{Path(args.input).name} N={len(pos)}")
+
+
+def _require_devices(names: list[str]) -> None:
+    """Strategies named explicitly must be able to run here."""
+    for name in names:
+        ok, why = strategies.create(name).available()
+        if not ok:
+            raise InputError(f"strategy {name} cannot run on this machine: {why}")
+
+
+def _launch(text: str | None) -> dict:
+    out: dict = {}
+    for item in filter(None, (text or "").split(",")):
+        key, eq, val = item.partition("=")
+        if not eq:
+            raise InputError(f"--launch: {item!r} is not key=value")
+        out[key] = int(val) if val.lstrip("-").isdigit() else val
+    return out
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    strat = [{"name": n, "backend": c.backend, "description": c.description,
+              "launch": c.launch_defaults, "precisions": list(c.precisions)} for n, c in strategies.REGISTRY.items()]
+    scen = [{"name": s.name, "description": s.description, "sizes": s.sizes, "params": s.defaults}
+            for s in scenarios.SCENARIOS.values()]
+    if args.json:
+        print(json.dumps({"strategies": strat, "scenarios": scen, "precisions": PRECISION_HELP}, indent=1))
+        return 0
+    print("strategies:")
+    for s in strat:
+        ok, why = strategies.create(s["name"]).available()
+        print(f"  {s['name']:18s} {s['backend']:5s} {s['description']}" + ("" if ok else f"  [unavailable: {why}]"))
+    print("scenarios:")
+    for s in scen:
+        sizes = ", ".join(f"{k} {v}" for k, v in s["sizes"].items())
+        print(f"  {s['name']:18s} {s['description']}\n  {'':18s} sizes: {sizes}")
+    print("precisions:")
+    for p, h in PRECISION_HELP.items():
+        print(f"  {p:18s} {h}")
+    return 0
+
+
+def _size(text: str) -> str | int:
+    return int(text) if text.isdigit() else text
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from . import verify
+
+    names = strategies.resolve(args.strategies)
+    if args.strategies:
+        _require_devices(names)
+    precisions = _precisions(args.precision)
+    if args.input:
+        cases = [verify.Case(f"input:{Path(args.input).name}", _input_problem(args))]
+    else:
+        specs = args.scenarios.split(",") if args.scenarios else list(scenarios.DEFAULT_MATRIX)
+        for spec in specs:
+            scenarios.parse_spec(spec)  # unknown names fail before any work
+        _say(f"building {len(specs)} scenario(s) at size {args.size}")
+        cases = verify.build_cases(specs, _size(args.size), args.seed)
+    budgets = {k: v for k, v in (("cpu", args.max_checks_cpu), ("cuda", args.max_checks_gpu)) if v is not None}
+    rows = verify.run_matrix([strategies.create(n) for n in names], cases, precisions, budgets,
+                             progress=None if args.quiet else _say)
+    meta = verify.meta(sys.argv[1:] if args.argv is None else args.argv)
+    paths = verify.write_reports(rows, meta, Path(args.out), Path(args.json) if args.json else None)
+    print(verify.table(rows))
+    s = verify.summary(rows)
+    print("\n" + "  ".join(f"{k}: {v}" for k, v in s["counts"].items()) + f"   reports: {', '.join(map(str, paths))}")
+    for p, w in s["worst_by_precision"].items():
+        print(f"worst {p:5s} " + "  ".join(f"{k} {v:.2e}" for k, v in w.items()))
+    return 0 if s["ok"] else 1
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from . import bench, device
+
+    names = strategies.resolve(args.strategies)
+    _require_devices([n for n in names if strategies.REGISTRY[n].backend == "cuda"])
+    problem = _input_problem(args) if args.input else None
+    if problem is None:
+        scenarios.parse_spec(args.scenario)
+    sizes = [_size(s.strip()) for s in args.n.split(",")] if args.n else ["medium"]
+    for line in device.header_lines(device.header()):
+        print(line)
+    rows = []
+    for prec in _precisions(args.precision):
+        rows += bench.run(names, args.scenario, sizes, prec, seed=args.seed, warmup=args.warmup, repeat=args.repeat,
+                          min_time=args.min_time, launch=_launch(args.launch), problem=problem, progress=print)
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps({"device": device.header(), "rows": rows}, indent=1,
+                                              default=lambda o: o.item() if hasattr(o, "item") else str(o)))
+    return 0
+
+
+def cmd_forces(args: argparse.Namespace) -> int:
+    problem = _input_problem(args, check_precision(args.precision))
+    if args.strategy == "reference":
+        import reference
+
+        ref = reference.compute(problem)
+        forces, energy, virial, pairs = ref.forces, ref.energy, ref.virial, ref.pairs
+    else:
+        _require_devices([args.strategy])
+        out = strategies.create(args.strategy).evaluate(problem)
+        forces, energy, virial, pairs = out.forces, out.energy, out.virial, out.pairs
+    np.savez(args.out, forces=forces, energy=np.float64(energy), virial=virial, pairs=np.int64(pairs))
+    print(f"{args.strategy} {problem.describe()}: energy {energy:.10g}, pairs {pairs} -> {args.out}")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from .io import write_configuration
+
+    p = scenarios.make(args.scenario, _size(args.n), seed=args.seed)
+    write_configuration(args.out, p.positions, p.box)
+    print(f"{p.describe()} -> {args.out}")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m harness", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    p = sub.add_parser("list", help="registered strategies, scenarios and precision modes")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=cmd_list)
+
+    p = sub.add_parser("verify", help="correctness matrix against the float64 reference")
+    p.add_argument("--strategies", help="comma list of names or family prefixes (default: all)")
+    p.add_argument("--scenarios", help=f"comma list, 'name:key=value' for parameters (default: {','.join(scenarios.DEFAULT_MATRIX)})")
+    p.add_argument("--precision", default="all", help="comma list of fp32, mixed, fp64, or all")
+    p.add_argument("--size", default="small", help="tiny, small, medium, large, or a particle count")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--input", help="verify on this configuration instead of the scenarios (.xyz or .npz)")
+    p.add_argument("--json", help="also write the JSON report here")
+    p.add_argument("--out", default=str(ROOT / "reports" / "verify"), help="report folder (default reports/verify)")
+    p.add_argument("--max-checks-cpu", type=float, help="skip CPU cells with more distance checks (default 4e9)")
+    p.add_argument("--max-checks-gpu", type=float, help="skip GPU cells with more distance checks (default 4e12)")
+    p.add_argument("--quiet", action="store_true")
+    _potential_args(p)
+    p.set_defaults(fn=cmd_verify)
+
+    p = sub.add_parser("bench", help="time strategies on a scenario")
+    p.add_argument("--strategies", default="allpairs_tiled")
+    p.add_argument("--scenario", default="lj_liquid")
+    p.add_argument("--n", help="comma list of particle counts or size names (default medium)")
+    p.add_argument("--precision", default="fp32", help="comma list or all")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--repeat", type=int, default=20)
+    p.add_argument("--min-time", type=float, default=0.3, help="seconds of samples per phase at least")
+    p.add_argument("--launch", help="launch parameters, e.g. block=128")
+    p.add_argument("--input", help="time on this configuration (.xyz or .npz)")
+    p.add_argument("--json", help="write the rows and the device header here")
+    _potential_args(p)
+    p.set_defaults(fn=cmd_bench)
+
+    p = sub.add_parser("forces", help="forces, energy, virial and pairs of one configuration")
+    p.add_argument("--strategy", required=True, help="a registered strategy, or 'reference' (float64 CPU)")
+    p.add_argument("--input", required=True)
+    p.add_argument("--precision", default="fp32")
+    p.add_argument("--out", required=True, help="output .npz")
+    _potential_args(p)
+    p.set_defaults(fn=cmd_forces)
+
+    p = sub.add_parser("export", help="write a scenario's configuration to .xyz or .npz")
+    p.add_argument("--scenario", required=True)
+    p.add_argument("--n", default="small", help="size name or particle count")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--out", required=True)
+    p.set_defaults(fn=cmd_export)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    args.argv = argv
+    try:
+        return args.fn(args)
+    except (InputError, StrategyError) as e:
+        _say(f"error: {e}")
+        return 2

@@ -1,0 +1,109 @@
+"""The device header every report carries: GPU, clocks, driver, CUDA, CuPy, CPU, commit."""
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import shutil
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# FP32 and FP64 lanes per SM by compute capability (CUDA C Programming Guide, arithmetic
+# instruction throughput table). Unknown architectures get no peak and no floor.
+LANES = {(7, 0): (64, 32), (7, 5): (64, 2), (8, 0): (64, 32), (8, 6): (128, 2), (8, 7): (128, 2),
+         (8, 9): (128, 2), (9, 0): (128, 64), (10, 0): (128, 64), (12, 0): (128, 2)}
+
+
+def _run(cmd: list[str]) -> str:
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=20, cwd=ROOT).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
+def commit() -> str:
+    rev = _run(["git", "rev-parse", "--short=12", "HEAD"]) if shutil.which("git") else ""
+    dirty = _run(["git", "status", "--porcelain", "--untracked-files=no"]) if rev else ""
+    return (rev + ("+dirty" if dirty else "")) or "unknown"
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+@functools.cache
+def gpu_info() -> dict | None:
+    """GPU properties through CuPy; None without a usable device."""
+    try:
+        import cupy
+        from cupy.cuda import runtime
+
+        dev = cupy.cuda.Device()
+        props = runtime.getDeviceProperties(dev.id)
+    except Exception:
+        return None
+    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+    cc = (int(props["major"]), int(props["minor"]))
+    sms = int(props["multiProcessorCount"])
+    clock_khz = 0
+    try:
+        clock_khz = int(runtime.deviceGetAttribute(13, dev.id))  # cudaDevAttrClockRate (kHz)
+    except Exception:
+        pass
+    if not clock_khz:
+        smi = _run(["nvidia-smi", "--query-gpu=clocks.max.sm", "--format=csv,noheader,nounits", f"--id={dev.id}"])
+        clock_khz = int(float(smi) * 1000) if smi.replace(".", "").isdigit() else 0
+    lanes = LANES.get(cc)
+    peak32 = 2.0 * sms * lanes[0] * clock_khz * 1e3 if lanes and clock_khz else None
+    peak64 = 2.0 * sms * lanes[1] * clock_khz * 1e3 if lanes and clock_khz else None
+    drv = runtime.driverGetVersion()
+    rt = runtime.runtimeGetVersion()
+    smi_driver = _run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader", f"--id={dev.id}"])
+    return {
+        "gpu": name,
+        "compute_capability": f"{cc[0]}.{cc[1]}",
+        "sms": sms,
+        "sm_clock_mhz": clock_khz / 1000.0,
+        "memory_gib": round(int(props["totalGlobalMem"]) / 2 ** 30, 1),
+        "l2_mib": round(int(props["l2CacheSize"]) / 2 ** 20, 1),
+        "driver": smi_driver or f"CUDA {drv // 1000}.{drv % 1000 // 10}",
+        "cuda_runtime": f"{rt // 1000}.{rt % 1000 // 10}",
+        "cupy": cupy.__version__,
+        "peak_fp32_tflops": round(peak32 / 1e12, 1) if peak32 else None,
+        "peak_fp64_tflops": round(peak64 / 1e12, 1) if peak64 else None,
+    }
+
+
+def header() -> dict:
+    import numba
+    import numpy
+
+    return {
+        **(gpu_info() or {"gpu": None}),
+        "cpu": _cpu_model(),
+        "cpu_cores": os.cpu_count(),
+        "numba_threads": numba.config.NUMBA_NUM_THREADS,
+        "python": platform.python_version(),
+        "numpy": numpy.__version__,
+        "numba": numba.__version__,
+        "commit": commit(),
+    }
+
+
+def header_lines(h: dict) -> list[str]:
+    if h.get("gpu"):
+        gpu = (f"GPU {h['gpu']} (cc {h['compute_capability']}, {h['sms']} SMs, {h['sm_clock_mhz']:.0f} MHz max, "
+               f"{h['memory_gib']} GiB, L2 {h['l2_mib']} MiB), driver {h['driver']}, CUDA {h['cuda_runtime']}, "
+               f"CuPy {h['cupy']}, FP32 peak {h['peak_fp32_tflops']} TFLOP/s")
+    else:
+        gpu = "GPU none"
+    return [gpu, f"CPU {h['cpu']} ({h['cpu_cores']} cores, numba {h['numba']} with {h['numba_threads']} threads), "
+                 f"Python {h['python']}, numpy {h['numpy']}, commit {h['commit']}"]

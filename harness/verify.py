@@ -1,0 +1,239 @@
+"""The correctness matrix: strategy x scenario x precision, each cell against float64.
+
+Every cell poisons the strategy's outputs, runs one whole evaluation, and compares forces,
+energy, virial and pair count with the reference (harness.tolerances says how). A cell is
+pass, FAIL (with the reasons and the worst particle), ERROR (the strategy raised), or n/a
+with the strategy's reason.
+"""
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+import numpy as np
+
+import reference
+import strategies
+
+from . import device, scenarios
+from .problem import PRECISIONS, Forces, Problem
+from .tolerances import TOLERANCES, kappa
+
+# Verify skips strategies whose distance checks exceed these budgets (O(N^2) at large N).
+DEFAULT_MAX_CHECKS = {"cpu": 4e9, "cuda": 4e12}
+COLUMNS = ["strategy", "backend", "scenario", "n", "precision", "force_rms", "force_max", "energy", "virial",
+           "pairs_diff", "pairs_allowed", "kappa", "status", "detail"]
+
+
+def _rel(num: float, den: float) -> float:
+    if den > 0.0:
+        return num / den
+    return 0.0 if num == 0.0 else math.inf
+
+
+def compare(out: Forces, ref: reference.Reference, precision: str, lengths) -> dict:
+    """Metrics of a host result against the reference, and the verdict.
+
+    Returns metric values (see harness.tolerances), kappa, the tolerances used, the worst
+    particle, and 'failures': a list of human-readable reasons (empty = pass)."""
+    f = np.asarray(out.forces, dtype=np.float64).reshape(-1, 3)
+    n = len(ref.forces)
+    failures: list[str] = []
+    if f.shape != (n, 3):
+        return {"failures": [f"forces have shape {f.shape}, expected ({n}, 3)"]}
+    bad = ~np.isfinite(f).all(axis=1)
+    if bad.any():
+        failures.append(f"{int(bad.sum())} particle(s) with non-finite or unwritten force, first index {int(np.argmax(bad))}")
+        f = np.where(np.isfinite(f), f, 0.0)
+    diff = f - ref.forces
+    err = np.sqrt((diff * diff).sum(axis=1))
+    ref_norm = float(np.sqrt((ref.forces * ref.forces).sum()))
+    rms_ref = ref_norm / math.sqrt(n) if n else 0.0
+    worst = int(np.argmax(err)) if n else -1
+    energy = float(out.energy)
+    virial = np.asarray(out.virial, dtype=np.float64).reshape(3, 3)
+    if not math.isfinite(energy):
+        failures.append(f"energy is {energy}")
+        energy = math.inf
+    if not np.isfinite(virial).all():
+        failures.append("virial has non-finite entries")
+    m = {
+        "force_rms": _rel(float(np.sqrt((diff * diff).sum())), ref_norm),
+        "force_max": _rel(float(err[worst]), rms_ref) if n else 0.0,
+        "energy": _rel(abs(energy - ref.energy), ref.energy_abs),
+        "virial": _rel(float(np.linalg.norm(virial - ref.virial)), ref.virial_abs),
+        "energy_rel": _rel(abs(energy - ref.energy), abs(ref.energy)),
+        "virial_rel": _rel(float(np.linalg.norm(virial - ref.virial)), float(np.linalg.norm(ref.virial))),
+        "worst_particle": worst,
+        "pairs_diff": int(out.pairs) - ref.pairs,
+        "pairs_allowed": ref.near(precision),
+        "kappa": kappa(precision, lengths, ref.r_min),
+    }
+    tol = TOLERANCES[precision].values(m["kappa"])
+    m["tolerance"] = tol
+    for key, limit in tol.items():
+        value = m[key]
+        if not value <= limit:  # catches NaN too
+            where = f" (worst particle {worst})" if key == "force_max" else ""
+            failures.append(f"{key} {value:.3g} > {limit:.3g}{where}")
+    if abs(m["pairs_diff"]) > m["pairs_allowed"]:
+        failures.append(f"pair count {int(out.pairs)} vs reference {ref.pairs}: off by {m['pairs_diff']}, "
+                        f"only {m['pairs_allowed']} pair(s) lie within rounding of the cutoff")
+    m["failures"] = failures
+    return m
+
+
+@dataclass
+class Case:
+    """One scenario of the matrix: a problem (float64 positions) and its reference."""
+
+    scenario: str
+    problem: Problem
+    ref: reference.Reference | None = None
+    seconds: float = 0.0
+
+
+def _row(strategy: strategies.Strategy, case: Case, precision: str) -> dict:
+    return {"strategy": strategy.label, "backend": strategy.backend, "scenario": case.scenario, "n": case.problem.n,
+            "precision": precision, "status": "", "detail": "", "box": case.problem.box.describe(),
+            "cutoff": case.problem.potential.cutoff, "label": case.problem.label}
+
+
+def run_cell(strategy: strategies.Strategy, case: Case, precision: str, max_checks: dict) -> dict:
+    problem = case.problem.with_precision(precision)
+    row = _row(strategy, case, precision)
+    ok, why = strategy.supports(problem)
+    if ok:
+        checks = strategy.work(problem).get("distance_checks")
+        limit = max_checks.get(strategy.backend, math.inf)
+        if checks is not None and checks > limit:
+            ok, why = False, f"{checks:.2g} distance checks exceed the verify budget {limit:.2g} (--max-checks)"
+    if not ok:
+        row.update(status="n/a", detail=why)
+        return row
+    t0 = time.perf_counter()
+    try:
+        plan = strategy.prepare(problem)
+        plan.poison()
+        plan.upload()
+        out = strategy.compute(plan).to_host()
+    except Exception as e:  # a strategy bug must not stop the matrix
+        row.update(status="ERROR", detail=f"{type(e).__name__}: {e}",
+                   traceback="".join(traceback.format_exception(e)))
+        return row
+    row["seconds"] = round(time.perf_counter() - t0, 4)
+    assert case.ref is not None
+    m = compare(out, case.ref, precision, problem.box.array)
+    failures = m.pop("failures")
+    row.update(m)
+    if failures:
+        row.update(status="FAIL", detail="; ".join(failures) + f" [reproduce: {problem.label} {precision} "
+                                                              f"strategy {strategy.label}]")
+    else:
+        row.update(status="pass")
+    return row
+
+
+def run_matrix(strategy_list: Iterable[strategies.Strategy], cases: Iterable[Case], precisions: Iterable[str],
+               max_checks: dict | None = None, progress: Callable[[str], None] | None = None) -> list[dict]:
+    """Run every strategy x case x precision; references are computed once per case."""
+    budgets = {**DEFAULT_MAX_CHECKS, **(max_checks or {})}
+    strategy_list, precisions = list(strategy_list), list(precisions)
+    rows = []
+    for case in cases:
+        if case.ref is None:
+            t0 = time.perf_counter()
+            case.ref = reference.compute(case.problem)
+            case.seconds = time.perf_counter() - t0
+            if progress:
+                progress(f"reference {case.problem.label}: {case.ref.pairs} pairs, {case.ref.method}, {case.seconds:.1f} s")
+        for s in strategy_list:
+            for p in precisions:
+                row = run_cell(s, case, p, budgets)
+                rows.append(row)
+                if progress:
+                    progress(f"  {row['strategy']:18s} {p:5s} {row['status']}")
+    return rows
+
+
+def build_cases(specs: Iterable[str], size: str | int, seed: int) -> list[Case]:
+    return [Case(spec, scenarios.make(spec, size, seed=seed)) for spec in specs]
+
+
+# --- output -------------------------------------------------------------------------
+
+def _fmt(v, kind: str) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    if kind == "e":
+        return f"{v:.2e}"
+    return str(v)
+
+
+def table(rows: list[dict]) -> str:
+    """Fixed-width table for the terminal and the markdown report."""
+    head = ["strategy", "backend", "scenario", "N", "precision", "force_rms", "force_max", "energy", "virial",
+            "pairs", "status"]
+    lines = []
+    for r in rows:
+        pairs = "" if "pairs_diff" not in r else f"{r['pairs_diff']:+d} (<= {r['pairs_allowed']})"
+        status = r["status"] if r["status"] == "pass" else f"{r['status']}: {r['detail']}"
+        lines.append([r["strategy"], r["backend"], r["scenario"], str(r["n"]), r["precision"],
+                      _fmt(r.get("force_rms"), "e"), _fmt(r.get("force_max"), "e"), _fmt(r.get("energy"), "e"),
+                      _fmt(r.get("virial"), "e"), pairs, status])
+    widths = [max([len(h)] + [len(l[i]) for l in lines]) for i, h in enumerate(head[:-1])]
+    out = ["  ".join(h.ljust(w) for h, w in zip(head[:-1], widths)) + "  status"]
+    out += ["  ".join(c.ljust(w) for c, w in zip(l[:-1], widths)) + "  " + l[-1] for l in lines]
+    return "\n".join(out)
+
+
+def summary(rows: list[dict]) -> dict:
+    counts = {k: sum(r["status"] == k for r in rows) for k in ("pass", "FAIL", "ERROR", "n/a")}
+    worst = {}
+    for p in PRECISIONS:
+        sel = [r for r in rows if r["precision"] == p and r["status"] in ("pass", "FAIL")]
+        if sel:
+            worst[p] = {k: max(r[k] for r in sel) for k in ("force_rms", "force_max", "energy", "virial")}
+    return {"counts": counts, "worst_by_precision": worst, "ok": counts["FAIL"] + counts["ERROR"] == 0}
+
+
+def write_reports(rows: list[dict], meta: dict, out_dir: Path, json_path: Path | None = None) -> list[Path]:
+    import pandas as pd
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    df = pd.DataFrame(rows)
+    for c in COLUMNS:
+        if c not in df:
+            df[c] = None
+    csv = out_dir / "verify.csv"
+    df[COLUMNS + [c for c in df.columns if c not in COLUMNS and c not in ("tolerance", "traceback")]].to_csv(csv, index=False)
+    doc = {"meta": meta, "summary": summary(rows), "tolerances": {p: t.as_dict() for p, t in TOLERANCES.items()},
+           "rows": rows}
+    text = json.dumps(doc, indent=1, default=lambda o: o.item() if hasattr(o, "item") else str(o))
+    paths = [csv]
+    for p in filter(None, [out_dir / "verify.json", json_path]):
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+        paths.append(p)
+    md = out_dir / "verify.md"
+    s = doc["summary"]
+    lines = ["# Verification matrix", "", *[f"- {l}" for l in device.header_lines(meta["device"])],
+             f"- command: `{meta['command']}`", f"- {meta['date']}", "",
+             "| " + " | ".join(f"{k}: {v}" for k, v in s["counts"].items()) + " |", "| --- " * len(s["counts"]) + "|", "",
+             "```", table(rows), "```", "",
+             "Metrics and tolerances: see harness/tolerances.py (energy and virial relative to the sum of pair-term "
+             "magnitudes; pairs may differ by the pairs within rounding of the cutoff)."]
+    md.write_text("\n".join(lines) + "\n")
+    paths.append(md)
+    return paths
+
+
+def meta(argv: list[str] | None = None) -> dict:
+    return {"device": device.header(), "command": " ".join(["python -m harness"] + (argv if argv is not None else sys.argv[1:])),
+            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}

@@ -1,0 +1,132 @@
+"""The command line as a user runs it: python -m harness ..."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import reference
+import strategies
+from harness import cli, io, scenarios
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, cwd=ROOT)
+
+
+def test_list_json():
+    r = run("list", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert {s["name"] for s in doc["strategies"]} == set(strategies.REGISTRY)
+    assert {s["name"] for s in doc["scenarios"]} == set(scenarios.SCENARIOS)
+    assert set(doc["precisions"]) == {"fp32", "mixed", "fp64"}
+
+
+def test_list_text():
+    r = run("list")
+    assert r.returncode == 0 and "allpairs_tiled" in r.stdout and "gaussian" in r.stdout
+
+
+def test_verify_cpu_end_to_end(tmp_path):
+    r = run("verify", "--strategies", "allpairs_cpu", "--scenarios", "lj_liquid,allpairs_cube", "--size", "tiny",
+            "--precision", "fp32,fp64", "--out", str(tmp_path), "--json", str(tmp_path / "x" / "v.json"), "--quiet")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "pass: 4" in r.stdout
+    doc = json.loads((tmp_path / "x" / "v.json").read_text())
+    assert len(doc["rows"]) == 4 and doc["summary"]["ok"]
+    assert (tmp_path / "verify.csv").exists() and (tmp_path / "verify.md").exists()
+
+
+def test_verify_lists_gpu_strategies_as_not_applicable_without_a_gpu(tmp_path):
+    ok, why = strategies.create("allpairs_tiled").available()
+    if ok:
+        pytest.skip("this machine has a GPU")
+    code = cli.main(["verify", "--scenarios", "uniform", "--size", "tiny", "--precision", "fp32",
+                     "--out", str(tmp_path), "--quiet"])
+    assert code == 0
+    doc = json.loads((tmp_path / "verify.json").read_text())
+    gpu = [r for r in doc["rows"] if r["backend"] == "cuda"]
+    assert gpu and all(r["status"] == "n/a" and "no CUDA GPU" in r["detail"] for r in gpu)
+
+
+@pytest.mark.parametrize("args, msg", [
+    (["verify", "--strategies", "allpairs_magic"], "unknown strategy 'allpairs_magic'"),
+    (["verify", "--scenarios", "lj_gas"], "unknown scenario 'lj_gas'"),
+    (["verify", "--precision", "fp16"], "unknown precision 'fp16'"),
+    (["verify", "--size", "huge", "--strategies", "allpairs_cpu"], "unknown size 'huge'"),
+    (["bench", "--strategies", "allpairs_cpu", "--scenario", "nothing"], "unknown scenario 'nothing'"),
+    (["bench", "--strategies", "allpairs_cpu", "--launch", "block"], "is not key=value"),
+    (["bench", "--strategies", "allpairs_cpu", "--launch", "block=64"], "unknown launch parameter"),
+    (["forces", "--strategy", "reference", "--input", "/nonexistent.xyz", "--out", "x.npz"], "no such file"),
+])
+def test_bad_names_exit_2_with_a_message(args, msg):
+    r = run(*args)
+    assert r.returncode == 2 and msg in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_gpu_strategy_named_without_gpu_is_an_error(tmp_path):
+    ok, _ = strategies.create("allpairs_tiled").available()
+    if ok:
+        pytest.skip("this machine has a GPU")
+    for args in (["verify", "--strategies", "allpairs_tiled", "--size", "tiny"],
+                 ["bench", "--strategies", "allpairs_naive", "--scenario", "uniform", "--n", "tiny"]):
+        r = run(*args)
+        assert r.returncode == 2 and "cannot run on this machine: no CUDA GPU" in r.stderr
+
+
+@pytest.mark.parametrize("bad, msg", [("cutoff=0", "cutoff must be finite and > 0"),
+                                      ("cutoff=4", "shorter than twice the cutoff")])
+def test_forces_bad_potential(tmp_path, bad, msg):
+    p = scenarios.make("uniform", "tiny")
+    io.write_configuration(tmp_path / "c.xyz", p.positions, p.box)
+    r = run("forces", "--strategy", "reference", "--input", str(tmp_path / "c.xyz"), "--cutoff", bad.split("=")[1],
+            "--out", str(tmp_path / "o.npz"))
+    assert r.returncode == 2 and msg in r.stderr
+
+
+def test_export_then_forces_from_file_matches_reference(tmp_path):
+    conf = tmp_path / "c.xyz"
+    assert run("export", "--scenario", "lj_liquid", "--n", "tiny", "--out", str(conf)).returncode == 0
+    for strat in ("reference", "allpairs_cpu"):
+        out = tmp_path / f"{strat}.npz"
+        r = run("forces", "--strategy", strat, "--input", str(conf), "--precision", "fp64", "--shift",
+                "--out", str(out))
+        assert r.returncode == 0, r.stderr
+    a, b = np.load(tmp_path / "reference.npz"), np.load(tmp_path / "allpairs_cpu.npz")
+    assert set(a.files) == {"forces", "energy", "virial", "pairs"}
+    np.testing.assert_allclose(b["forces"], a["forces"], atol=1e-10 * np.abs(a["forces"]).max())
+    assert int(a["pairs"]) == int(b["pairs"])
+    pos, box = io.read_configuration(conf)
+    from harness.problem import LennardJones, Problem
+    ref = reference.compute(Problem.make(pos, box, LennardJones(shift=True)))
+    assert float(a["energy"]) == pytest.approx(ref.energy, rel=1e-14)
+
+
+def test_forces_no_cutoff_open_box(tmp_path):
+    p = scenarios.make("allpairs_cube", "tiny")
+    io.write_configuration(tmp_path / "c.npz", p.positions, p.box)
+    r = run("forces", "--strategy", "reference", "--input", str(tmp_path / "c.npz"), "--cutoff", "none",
+            "--out", str(tmp_path / "o.npz"))
+    assert r.returncode == 0, r.stderr
+    assert int(np.load(tmp_path / "o.npz")["pairs"]) == 125 * 124 // 2
+
+
+def test_verify_from_input_file(tmp_path):
+    p = scenarios.make("gaussian", "tiny")
+    io.write_configuration(tmp_path / "g.npz", p.positions, p.box)
+    r = run("verify", "--strategies", "allpairs_cpu", "--input", str(tmp_path / "g.npz"), "--cutoff", "3.0",
+            "--out", str(tmp_path), "--quiet")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "input:g.npz" in r.stdout and "pass: 3" in r.stdout
+
+
+def test_bench_cpu_prints_times():
+    r = run("bench", "--strategies", "allpairs_cpu", "--scenario", "lj_liquid", "--n", "tiny", "--repeat", "3",
+            "--min-time", "0")
+    assert r.returncode == 0, r.stderr
+    assert "allpairs_cpu" in r.stdout and "Gpairs/s" in r.stdout and "compute" in r.stdout

@@ -1,0 +1,77 @@
+"""GPU strategies against the float64 reference (skipped, with the reason, without a device)."""
+import numpy as np
+import pytest
+
+import reference
+import strategies
+from harness import scenarios, verify
+from harness.problem import LennardJones, Problem
+
+pytestmark = pytest.mark.gpu
+GPU = strategies.names("cuda")
+PRECISIONS = ["fp32", "mixed", "fp64"]
+
+
+@pytest.fixture(scope="module")
+def cases():
+    cs = verify.build_cases(scenarios.DEFAULT_MATRIX, "tiny", seed=11)
+    for c in cs:
+        c.ref = reference.compute(c.problem)
+    return cs
+
+
+@pytest.mark.parametrize("name", GPU)
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_matrix_tiny(name, precision, cases):
+    rows = verify.run_matrix([strategies.create(name)], cases, [precision])
+    bad = [r for r in rows if r["status"] != "pass"]
+    assert not bad, verify.table(bad)
+
+
+@pytest.mark.parametrize("name", GPU)
+@pytest.mark.parametrize("block", [64, 128, 512, 1024])
+def test_launch_blocks(name, block, cases):
+    rows = verify.run_matrix([strategies.create(name, block=block)], cases[:1] + cases[-1:], ["fp32"])
+    assert all(r["status"] == "pass" for r in rows), verify.table(rows)
+
+
+@pytest.mark.parametrize("name", GPU)
+@pytest.mark.parametrize("n", [0, 1, 2, 257])
+def test_small_counts(name, n, rng):
+    L = 8.0
+    pos = rng.random((n, 3)) * L
+    p = Problem.make(pos, [L] * 3, LennardJones(cutoff=2.5), precision="fp64")
+    out = strategies.create(name).evaluate(p)
+    ref = reference.compute(p)
+    assert out.forces.shape == (n, 3) and out.pairs == ref.pairs
+    np.testing.assert_allclose(out.forces, ref.forces, rtol=1e-9, atol=1e-9 * max(1.0, np.abs(ref.forces).max()))
+    assert out.energy == pytest.approx(ref.energy, rel=1e-10, abs=1e-12)
+
+
+@pytest.mark.parametrize("name", GPU)
+def test_repeatable_bits(name):
+    p = scenarios.make("uniform", "small", precision="fp32")
+    s = strategies.create(name)
+    plan = s.prepare(p)
+    plan.upload()
+    a = s.compute(plan).to_host()
+    plan.poison()
+    b = s.compute(plan).to_host()
+    assert np.array_equal(a.forces, b.forces) and a.energy == b.energy and np.array_equal(a.virial, b.virial)
+
+
+@pytest.mark.parametrize("name", GPU)
+def test_poison_is_overwritten(name):
+    p = scenarios.make("lj_liquid", "tiny", precision="mixed")
+    s = strategies.create(name)
+    plan = s.prepare(p)
+    plan.upload()
+    plan.poison()
+    assert np.isnan(plan.forces.get()).all()
+    out = s.compute(plan).to_host()
+    assert np.isfinite(out.forces).all() and np.isfinite(out.energy)
+
+
+def test_nvtx_backend_active_on_gpu():
+    from harness import ranges
+    assert ranges.backend() in ("nvtx", "cupy")
