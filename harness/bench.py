@@ -69,6 +69,8 @@ def bench_point(strategy: strategies.Strategy, problem: Problem, warmup: int, re
         if peak:
             row["floor_ms"] = fl / (peak * 1e12) * 1e3
             row["pct_of_peak"] = 100.0 * row["floor_ms"] / t["compute"].median
+    row["launch"] = getattr(plan, "launch_info", None)
+    row["device_bytes"] = getattr(plan, "device_bytes", None)
     row["status"] = "ok"
     return row
 
@@ -99,4 +101,6 @@ def format_row(r: dict) -> str:
          f"{r['pairs_per_s'] / 1e9:8.3f} Gpairs/s")
     if r.get("floor_ms") is not None:
         s += f"  {r['gflops']:.0f} GFLOP/s, floor {r['floor_ms']:.4f} ms ({r['pct_of_peak']:.1f}% of peak)"
+    if r.get("launch"):
+        s += "  launch " + ",".join(f"{k}={v}" for k, v in r["launch"].items())
     return s

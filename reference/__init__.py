@@ -16,8 +16,9 @@ class Reference:
 
     forces (N, 3); energy; virial (3, 3), W = sum_{i<j} r_ij f_ij^T; pairs (i<j, r < rc);
     near_cutoff: pairs within rounding of the cutoff, per precision ('fp32' also serves
-    'mixed'); energy_abs = sum |u_ij| and virial_abs = sum |r_ij . f_ij| (scales of the sums);
-    r_min: closest interacting pair distance.
+    'mixed'), and near_per_particle: (N,) ambiguous partners of each particle; cutoff_jump:
+    force, energy and virial change of one pair crossing the cutoff; energy_abs = sum |u_ij|
+    and virial_abs = sum |r_ij . f_ij| (scales of the sums); r_min: closest interacting pair.
     """
 
     forces: np.ndarray
@@ -25,6 +26,8 @@ class Reference:
     virial: np.ndarray
     pairs: int
     near_cutoff: dict
+    near_per_particle: dict
+    cutoff_jump: dict
     energy_abs: float
     virial_abs: float
     r_min: float
@@ -32,6 +35,14 @@ class Reference:
 
     def near(self, precision: str) -> int:
         return self.near_cutoff["fp64" if precision == "fp64" else "fp32"]
+
+    def near_each(self, precision: str) -> np.ndarray:
+        return self.near_per_particle["fp64" if precision == "fp64" else "fp32"]
+
+    @property
+    def interactions_per_particle(self) -> float:
+        """Mean number of partners inside the cutoff: the length of a particle's force sum."""
+        return 2.0 * self.pairs / len(self.forces) if len(self.forces) else 0.0
 
 
 def compute(problem, method: str = "auto") -> Reference:

@@ -27,12 +27,11 @@ _PAIRS, _NEAR32, _NEAR64 = 0, 1, 2
 @njit(inline="always")
 def _pair(d0, d1, d2, r2, i, j, sig2, eps, rc2, ushift, band32, band64, acc, cnt, frc):
     """Accumulate the ordered pair (i, j) into row i; d = r_i - r_j."""
-    if j > i:
-        gap = abs(r2 - rc2)
-        if gap <= band32:
-            cnt[i, _NEAR32] += 1
-        if gap <= band64:
-            cnt[i, _NEAR64] += 1
+    gap = abs(r2 - rc2)
+    if gap <= band32:
+        cnt[i, _NEAR32] += 1  # per particle: ambiguous partners of i (each pair counted on both sides)
+    if gap <= band64:
+        cnt[i, _NEAR64] += 1
     if r2 < rc2:
         sr2 = sig2 / r2
         sr6 = sr2 * sr2 * sr2
@@ -167,7 +166,9 @@ def lj_forces(pos: np.ndarray, lengths: np.ndarray, periodic, epsilon: float, si
     """Float64 LJ forces. pos (N, 3) float64 inside the box; lengths (3,); periodic 3 bools.
 
     Returns dict: forces (N, 3), energy, virial (3, 3) (W = sum r_ij f_ij^T), pairs,
-    near_cutoff {'fp32', 'fp64'} (pairs within rounding of the cutoff for that precision),
+    near_cutoff {'fp32', 'fp64'} (pairs within rounding of the cutoff for that precision) and
+    near_per_particle (the same per particle, as ambiguous partners), cutoff_jump (what one
+    pair crossing the cutoff changes: |F(rc)|, |U(rc)| after the shift, rc |F(rc)|),
     energy_abs (sum |u|), virial_abs (sum |r_ij . f_ij|), r_min (closest interacting pair).
     """
     pos = np.ascontiguousarray(pos, dtype=np.float64)
@@ -196,12 +197,20 @@ def lj_forces(pos: np.ndarray, lengths: np.ndarray, periodic, epsilon: float, si
     sums = acc[:, :_NACC].sum(axis=0) if len(pos) else np.zeros(_NACC)
     totals = cnt.sum(axis=0) if len(pos) else np.zeros(3, dtype=np.int64)
     rmin2 = float(acc[:, _NACC].min()) if len(pos) else math.inf
+    # what a pair crossing the cutoff changes: the truncated potential jumps there
+    jump = {"force": 0.0, "energy": 0.0, "virial": 0.0}
+    if cutoff is not None:
+        s6 = (sigma / cutoff) ** 6
+        f_rc = abs(24.0 * epsilon * s6 * (2.0 * s6 - 1.0) / cutoff)
+        jump = {"force": f_rc, "energy": abs(4.0 * epsilon * s6 * (s6 - 1.0) - ushift), "virial": f_rc * cutoff}
     return {
         "forces": frc,
         "energy": float(sums[_E]),
         "virial": sums[_W:_W + 9].reshape(3, 3).copy(),
         "pairs": int(totals[_PAIRS]),
-        "near_cutoff": {"fp32": int(totals[_NEAR32]), "fp64": int(totals[_NEAR64])},
+        "near_cutoff": {"fp32": int(totals[_NEAR32]) // 2, "fp64": int(totals[_NEAR64]) // 2},
+        "near_per_particle": {"fp32": cnt[:, _NEAR32].astype(np.int32), "fp64": cnt[:, _NEAR64].astype(np.int32)},
+        "cutoff_jump": jump,
         "energy_abs": float(sums[_EABS]),
         "virial_abs": float(sums[_WABS]),
         "r_min": math.sqrt(rmin2),

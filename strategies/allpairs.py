@@ -12,7 +12,7 @@ from numba import njit, prange
 from harness.problem import Forces, Problem
 
 from .base import Plan, Strategy
-from .cuda import CTYPES, CudaPlan, CudaStrategy, kernel
+from .cuda import CTYPES, CudaPlan, CudaStrategy, fold_expression, kernel, resident_blocks, sm_count
 
 
 def _all_pairs_work(problem: Problem) -> dict:
@@ -39,18 +39,26 @@ class _AllPairsCuda(CudaStrategy):
     def work(self, problem: Problem) -> dict:
         return _all_pairs_work(problem)
 
-    def _prepare(self, problem: Problem) -> Plan:
-        return _AllPairsPlan(self, problem)
-
 
 class _AllPairsPlan(CudaPlan):
-    def __init__(self, strategy: _AllPairsCuda, problem: Problem):
+    def __init__(self, strategy: _AllPairsCuda, problem: Problem, slices: int = 1):
         self.block = strategy.launch["block"]
         self.grid = -(-problem.n // self.block)
-        super().__init__(strategy, problem, nparts=self.grid)
+        super().__init__(strategy, problem, nparts=self.grid * slices)
         pbc = any(problem.box.periodic)
         self._kernel = kernel(strategy.source_file, strategy.expression(problem.precision, pbc))
 
+
+class AllPairsNaive(_AllPairsCuda):
+    name = "allpairs_naive"
+    kernel_name = "allpairs_naive"
+    description = "CUDA, one thread per particle, every j read from global memory (PLUMED tutorial's kernel)"
+
+    def _prepare(self, problem: Problem) -> Plan:
+        return _NaivePlan(self, problem)
+
+
+class _NaivePlan(_AllPairsPlan):
     def force(self) -> None:
         n = self.problem.n
         if n == 0:
@@ -59,16 +67,56 @@ class _AllPairsPlan(CudaPlan):
                                                     self.partial, self.pcount))
 
 
-class AllPairsNaive(_AllPairsCuda):
-    name = "allpairs_naive"
-    kernel_name = "allpairs_naive"
-    description = "CUDA, one thread per particle, every j read from global memory (PLUMED tutorial's kernel)"
-
-
 class AllPairsTiled(_AllPairsCuda):
     name = "allpairs_tiled"
     kernel_name = "allpairs_tiled"
-    description = "CUDA, one thread per particle, j staged through shared-memory tiles of one block"
+    description = ("CUDA, one thread per particle, j staged through shared-memory tiles; the j range is split "
+                   "over blockIdx.y until the GPU is full (slices=0: automatic)")
+    launch_defaults = {"block": 256, "slices": 0}
+    launch_choices = {"block": (64, 128, 256, 512, 1024), "slices": (0, 1, 2, 4, 8, 16, 32, 64)}
+    WAVES = 4  # automatic slices aim at this many waves of resident blocks (keeps the tail small)
+
+    def _prepare(self, problem: Problem) -> Plan:
+        return _TiledPlan(self, problem)
+
+
+class _TiledPlan(_AllPairsPlan):
+    def __init__(self, strategy: AllPairsTiled, problem: Problem):
+        n, block = problem.n, strategy.launch["block"]
+        grid = -(-n // block)
+        wanted = strategy.launch["slices"]
+        if wanted == 0 and n:
+            probe = kernel(strategy.source_file, strategy.expression(problem.precision, any(problem.box.periodic)))
+            target = strategy.WAVES * resident_blocks(probe, block) * sm_count()
+            wanted = -(-target // grid)
+        tiles = max(1, -(-n // block))
+        self.jchunk = block * -(-tiles // max(1, min(wanted, tiles)))  # whole tiles per slice
+        self.slices = max(1, -(-n // self.jchunk))
+        super().__init__(strategy, problem, slices=self.slices)
+        self.launch_info = {"grid": [self.grid, self.slices], "block": block, "jchunk": self.jchunk}
+        if self.slices > 1:
+            self.parts = self.cp.empty((self.slices, n, 3), dtype=self.acc)
+            self._fold = kernel("reduce.cu", fold_expression(self.acc_t))
+
+    @property
+    def device_bytes(self) -> int:
+        return super().device_bytes + (self.parts.nbytes if self.slices > 1 else 0)
+
+    def force(self) -> None:
+        n = self.problem.n
+        if n == 0:
+            return
+        target = self.parts if self.slices > 1 else self.forces
+        self._kernel((self.grid, self.slices), (self.block,), (self.pos, np.int32(n), np.int32(self.jchunk), self.box,
+                                                                self.fparams, target, self.partial, self.pcount))
+        if self.slices > 1:
+            blocks = min(-(-3 * n // 256), 4 * sm_count())
+            self._fold((blocks,), (256,), (self.parts, np.int32(3 * n), np.int32(self.slices), self.forces))
+
+    def poison(self) -> None:
+        super().poison()
+        if self.slices > 1:
+            self.parts.fill(np.nan)
 
 
 # --- CPU --------------------------------------------------------------------------------

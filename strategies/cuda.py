@@ -65,6 +65,28 @@ def reduce_expression(acc: str) -> str:
     return f"reduce_partials<{acc}, {REDUCE_BLOCK}>"
 
 
+def fold_expression(acc: str) -> str:
+    return f"fold_slices<{acc}>"
+
+
+@functools.cache
+def sm_count() -> int:
+    import cupy
+
+    return int(cupy.cuda.Device().attributes["MultiProcessorCount"])
+
+
+def resident_blocks(fn, block: int) -> int:
+    """Blocks of `block` threads of kernel `fn` that fit on one SM at once."""
+    import cupy
+
+    try:
+        return max(1, int(cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.ptr, block, 0)))
+    except Exception:  # older CuPy: estimate from threads and registers
+        regs = max(1, int(getattr(fn, "num_regs", 32)))
+        return max(1, min(2048 // block, 65536 // (regs * block), 32))
+
+
 def box_struct(problem: Problem, real: type) -> np.ndarray:
     """Box<Real> by value: lengths, then inverse lengths (0 on open axes)."""
     L = problem.box.array

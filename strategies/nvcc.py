@@ -16,7 +16,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .cuda import COMPILE_OPTIONS, KERNEL_DIR, REDUCE_BLOCK, reduce_expression
+from .cuda import COMPILE_OPTIONS, KERNEL_DIR, fold_expression, reduce_expression
 
 ARCH = "sm_90"
 _F64 = re.compile(r"^\s*(?:@%p\d+\s+)?(?!cvt|mov|ld|st)\w+(?:\.\w+)*\.f64\b", re.M)
@@ -41,7 +41,8 @@ def specialisations() -> dict[str, list[str]]:
     import strategies
     from .cuda import CudaStrategy
 
-    out: dict[str, list[str]] = {"reduce.cu": [reduce_expression(a) for a in ("float", "double")]}
+    out: dict[str, list[str]] = {"reduce.cu": [f(a) for f in (reduce_expression, fold_expression)
+                                                for a in ("float", "double")]}
     for name, cls in strategies.REGISTRY.items():
         if issubclass(cls, CudaStrategy):
             s = cls()

@@ -9,7 +9,7 @@ import reference
 import strategies
 from harness import scenarios, verify
 from harness.problem import Forces
-from harness.tolerances import EPS, TOLERANCES, kappa
+from harness.tolerances import EPS, TOLERANCES, accumulation, kappa
 from strategies.allpairs import AllPairsCpu, _CpuPlan
 
 
@@ -27,7 +27,7 @@ def as_forces(ref, **change):
 
 
 def test_reference_against_itself_passes_with_zero_error(case):
-    m = verify.compare(as_forces(case.ref), case.ref, "fp64", case.problem.box.array)
+    m = verify.compare(as_forces(case.ref), case.ref, case.problem.with_precision("fp64"))
     assert m["failures"] == []
     assert m["force_rms"] == m["force_max"] == m["energy"] == m["virial"] == 0.0 and m["pairs_diff"] == 0
 
@@ -36,8 +36,8 @@ def test_compare_measures_known_perturbations(case):
     ref = case.ref
     f = ref.forces.copy()
     f[17] += [3e-3, 0.0, 4e-3]  # |dF| = 5e-3 on one particle
-    m = verify.compare(as_forces(ref, forces=f, energy=ref.energy + 1e-3 * ref.energy_abs), ref, "fp64",
-                       case.problem.box.array)
+    out = as_forces(ref, forces=f, energy=ref.energy + 1e-3 * ref.energy_abs)
+    m = verify.compare(out, ref, case.problem.with_precision("fp64"))
     rms = np.linalg.norm(ref.forces) / math.sqrt(len(f))
     assert m["force_rms"] == pytest.approx(5e-3 / np.linalg.norm(ref.forces))
     assert m["force_max"] == pytest.approx(5e-3 / rms) and m["worst_particle"] == 17
@@ -50,20 +50,20 @@ def test_compare_measures_known_perturbations(case):
 def test_compare_flags_unwritten_and_nan(case):
     f = case.ref.forces.copy()
     f[5] = np.nan
-    m = verify.compare(as_forces(case.ref, forces=f), case.ref, "fp32", case.problem.box.array)
+    m = verify.compare(as_forces(case.ref, forces=f), case.ref, case.problem.with_precision("fp32"))
     assert any("non-finite or unwritten force, first index 5" in s for s in m["failures"])
-    m = verify.compare(as_forces(case.ref, energy=float("nan")), case.ref, "fp32", case.problem.box.array)
+    m = verify.compare(as_forces(case.ref, energy=float("nan")), case.ref, case.problem.with_precision("fp32"))
     assert any("energy is nan" in s for s in m["failures"])
 
 
 def test_compare_pair_count_slack(case):
-    m = verify.compare(as_forces(case.ref, pairs=case.ref.pairs + 1), case.ref, "fp64", case.problem.box.array)
+    m = verify.compare(as_forces(case.ref, pairs=case.ref.pairs + 1), case.ref, case.problem.with_precision("fp64"))
     assert m["pairs_allowed"] == case.ref.near("fp64")
     assert (m["failures"] != []) == (m["pairs_allowed"] < 1)
 
 
 def test_compare_wrong_shape(case):
-    m = verify.compare(as_forces(case.ref, forces=case.ref.forces[:-1]), case.ref, "fp64", case.problem.box.array)
+    m = verify.compare(as_forces(case.ref, forces=case.ref.forces[:-1]), case.ref, case.problem.with_precision("fp64"))
     assert "shape" in m["failures"][0]
 
 
@@ -71,13 +71,37 @@ def test_zero_reference_forces_relative_errors():
     assert verify._rel(0.0, 0.0) == 0.0 and verify._rel(1.0, 0.0) == math.inf and verify._rel(1.0, 4.0) == 0.25
 
 
-def test_kappa_and_tolerance_table():
+def test_kappa_accumulation_and_tolerance_table():
     assert kappa("fp32", [10.0, 20.0, 5.0], 0.5) == pytest.approx(EPS["fp32"] * 10.0 / 0.5)
     assert kappa("fp64", [10.0] * 3, math.inf) == 0.0
+    assert accumulation("fp32", 100.0) == pytest.approx(10 * EPS["fp32"])
+    assert accumulation("mixed", 100.0) == pytest.approx(10 * EPS["fp64"])  # double accumulators
     for p, t in TOLERANCES.items():
-        lo, hi = t.values(0.0), t.values(1e-3)
-        assert all(hi[k] >= lo[k] > 0 for k in lo)
+        lo, hi = t.values(0.0, 0.0), t.values(1e-3, 1e-3)
+        assert all(hi[k] > lo[k] > 0 for k in lo)
     assert TOLERANCES["fp64"].force_rms.floor < TOLERANCES["fp32"].force_rms.floor
+
+
+def _pair_at_cutoff():
+    from harness.problem import LennardJones, Problem
+    rc = 2.5
+    pos = np.array([[3.0, 3.0, 3.0], [3.0 + rc, 3.0, 3.0]])
+    return Problem.make(pos, [8.0, 8.0, 8.0], LennardJones(cutoff=rc), precision="fp32")
+
+
+def test_pair_within_rounding_of_the_cutoff_may_be_counted_in():
+    """A kernel may see the pair at exactly rc as inside: forces, energy and pairs then
+    differ by one pair's values at the cutoff, which the comparison excuses."""
+    p = _pair_at_cutoff()
+    ref = reference.compute(p)
+    assert ref.pairs == 0 and ref.near("fp32") == 1
+    fr, u = ref.cutoff_jump["force"], ref.cutoff_jump["energy"]
+    inside = Forces(np.array([[fr, 0, 0], [-fr, 0, 0]]), -u, np.diag([-2.5 * fr, 0, 0]), 1)
+    m = verify.compare(inside, ref, p)
+    assert m["failures"] == [], m["failures"]
+    twice = Forces(2 * inside.forces, -2 * u, 2 * inside.virial, 1)
+    assert verify.compare(twice, ref, p)["failures"]
+    assert verify.compare(Forces(inside.forces, -u, inside.virial, 2), ref, p)["failures"]
 
 
 class _Broken(AllPairsCpu):

@@ -34,16 +34,21 @@ allpairs_naive(const Vec4<Real>* __restrict__ pos, const int n, const Box<Real> 
 
 // allpairs_tiled: the same loop with j staged through shared memory, BLOCK particles per tile
 // (GPU Gems 3, ch. 31): each position is read from global memory once per block, not once
-// per thread.
+// per thread. blockIdx.y selects a slice [y * jchunk, (y + 1) * jchunk) of the j range, so
+// that small systems still fill the GPU; slice y writes its partial forces to
+// force + y * 3n (fold_slices sums them in a fixed order) and its sums to slot
+// y * gridDim.x + x.
 template <typename Real, typename Acc, template <typename> class Functor, int BLOCK, bool PBC>
 __global__ void __launch_bounds__(BLOCK)
-allpairs_tiled(const Vec4<Real>* __restrict__ pos, const int n, const Box<Real> box,
+allpairs_tiled(const Vec4<Real>* __restrict__ pos, const int n, const int jchunk, const Box<Real> box,
                const Real* __restrict__ fparams, Acc* __restrict__ force, Acc* __restrict__ partial,
                unsigned long long* __restrict__ count) {
   __shared__ Vec4<Real> tile[BLOCK];
   const Functor<Real> f(fparams);
   const int i = blockIdx.x * BLOCK + threadIdx.x;
   const bool active = i < n;
+  const int jbeg = blockIdx.y * jchunk;
+  const int jend = min(n, jbeg + jchunk);
   Vec4<Real> pi = {Real(0), Real(0), Real(0), Real(0)};
   if (active) pi = pos[i];
   Accumulator<Real, Acc> acc;
@@ -56,23 +61,24 @@ allpairs_tiled(const Vec4<Real>* __restrict__ pos, const int n, const Box<Real> 
     if (f.inside(r2) && j != i) acc.add(f, dx, dy, dz, r2);
   };
 
-  for (int base = 0; base < n; base += BLOCK) {
-    if (base + threadIdx.x < n) tile[threadIdx.x] = pos[base + threadIdx.x];
+  for (int base = jbeg; base < jend; base += BLOCK) {
+    if (base + threadIdx.x < jend) tile[threadIdx.x] = pos[base + threadIdx.x];
     __syncthreads();
     if (active) {
-      if (n - base >= BLOCK) {
+      if (jend - base >= BLOCK) {
 #pragma unroll 8
         for (int k = 0; k < BLOCK; ++k) visit(tile[k], base + k);
       } else {
-        for (int k = 0; k < n - base; ++k) visit(tile[k], base + k);
+        for (int k = 0; k < jend - base; ++k) visit(tile[k], base + k);
       }
     }
     __syncthreads();  // the tile is overwritten next iteration
   }
   if (active) {
-    force[3 * i + 0] = acc.fx;
-    force[3 * i + 1] = acc.fy;
-    force[3 * i + 2] = acc.fz;
+    Acc* out = force + static_cast<size_t>(blockIdx.y) * 3 * n;
+    out[3 * i + 0] = acc.fx;
+    out[3 * i + 1] = acc.fy;
+    out[3 * i + 2] = acc.fz;
   }
-  block_sums<BLOCK>(acc.s, acc.pairs, partial, count, blockIdx.x);
+  block_sums<BLOCK>(acc.s, acc.pairs, partial, count, blockIdx.y * gridDim.x + blockIdx.x);
 }

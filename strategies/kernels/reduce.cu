@@ -33,3 +33,14 @@ reduce_partials(const Acc* __restrict__ partial, const unsigned long long* __res
     out_count[0] >>= count_shift;
   }
 }
+
+// Sum `slices` partial arrays of `len` elements (parts[s * len + k]) into out[k], slice 0
+// first: a fixed order, so the result does not depend on scheduling.
+template <typename Acc>
+__global__ void fold_slices(const Acc* __restrict__ parts, const int len, const int slices, Acc* __restrict__ out) {
+  for (int k = blockIdx.x * blockDim.x + threadIdx.x; k < len; k += gridDim.x * blockDim.x) {
+    Acc s = parts[k];
+    for (int t = 1; t < slices; ++t) s += parts[static_cast<size_t>(t) * len + k];
+    out[k] = s;
+  }
+}
