@@ -4,6 +4,11 @@
     @nvtx_range("reduce/allpairs_tiled")
     def reduce(...): ...
 
+A name with slashes is pushed as nested ranges ("force", then "allpairs_tiled"): Nsight
+Compute reads '/' as nesting, so `ncu --nvtx --nvtx-include "force/"` selects every
+strategy's force phase and `--nvtx-include "force/allpairs_tiled/"` one strategy's, and Nsight
+Systems shows the phase with the strategy inside it.
+
 Uses the `nvtx` package when installed, else CuPy's NVTX binding, else does nothing (CPU-only
 machines). `backend()` says which one is active, so reports can state whether ranges exist.
 """
@@ -47,18 +52,21 @@ def backend() -> str:
 
 
 class nvtx_range(contextlib.ContextDecorator):
-    """Push an NVTX range named `name` on enter, pop it on exit (also on exceptions)."""
+    """Push the NVTX ranges of `name` on enter, pop them on exit (also on exceptions)."""
 
     def __init__(self, name: str):
         self.name = name
+        self.parts = [p for p in name.split("/") if p]
 
     def __enter__(self) -> "nvtx_range":
         if _push is not None:
-            _push(self.name)
+            for part in self.parts:
+                _push(part)
         return self
 
     def __exit__(self, *exc) -> bool:
         if _pop is not None:
-            _pop()
+            for _ in self.parts:
+                _pop()
         return False
 

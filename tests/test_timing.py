@@ -46,3 +46,12 @@ def test_nvtx_range_as_context_and_decorator():
         with ranges.nvtx_range("download/test"):
             raise KeyError("pops on the way out")
     assert seen == [3] and ranges.backend() in ("nvtx", "cupy", "none")
+
+
+def test_nested_parts_pushed_and_popped_in_order(monkeypatch):
+    log = []
+    monkeypatch.setattr(ranges, "_push", lambda m: log.append(("push", m)))
+    monkeypatch.setattr(ranges, "_pop", lambda: log.append(("pop",)))
+    with ranges.nvtx_range("force/allpairs_tiled"):
+        log.append(("work",))
+    assert log == [("push", "force"), ("push", "allpairs_tiled"), ("work",), ("pop",), ("pop",)]
