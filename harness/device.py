@@ -24,9 +24,11 @@ def _run(cmd: list[str]) -> str:
 
 
 def commit() -> str:
+    """Short commit id (+dirty); HARNESS_COMMIT names it where the tree has no .git (a copy
+    sent to a GPU node)."""
     rev = _run(["git", "rev-parse", "--short=12", "HEAD"]) if shutil.which("git") else ""
     dirty = _run(["git", "status", "--porcelain", "--untracked-files=no"]) if rev else ""
-    return (rev + ("+dirty" if dirty else "")) or "unknown"
+    return (rev + ("+dirty" if dirty else "")) or os.environ.get("HARNESS_COMMIT", "unknown")
 
 
 def _cpu_model() -> str:
