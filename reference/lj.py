@@ -65,6 +65,15 @@ def _wrap(d, length, periodic):
     return d
 
 
+@njit(inline="always")
+def _visit(pos, L, per, i, j, sig2, eps, rc2, ushift, band32, band64, acc, cnt, frc):
+    """The ordered pair (i, j): minimum-image separation, then _pair."""
+    d0 = _wrap(pos[i, 0] - pos[j, 0], L[0], per[0])
+    d1 = _wrap(pos[i, 1] - pos[j, 1], L[1], per[1])
+    d2 = _wrap(pos[i, 2] - pos[j, 2], L[2], per[2])
+    _pair(d0, d1, d2, d0 * d0 + d1 * d1 + d2 * d2, i, j, sig2, eps, rc2, ushift, band32, band64, acc, cnt, frc)
+
+
 @njit(parallel=True, cache=True)
 def _direct(pos, L, per, sig2, eps, rc2, ushift, band32, band64):
     n = pos.shape[0]
@@ -74,12 +83,8 @@ def _direct(pos, L, per, sig2, eps, rc2, ushift, band32, band64):
     cnt = np.zeros((n, 3), dtype=np.int64)
     for i in prange(n):
         for j in range(n):
-            if j == i:
-                continue
-            d0 = _wrap(pos[i, 0] - pos[j, 0], L[0], per[0])
-            d1 = _wrap(pos[i, 1] - pos[j, 1], L[1], per[1])
-            d2 = _wrap(pos[i, 2] - pos[j, 2], L[2], per[2])
-            _pair(d0, d1, d2, d0 * d0 + d1 * d1 + d2 * d2, i, j, sig2, eps, rc2, ushift, band32, band64, acc, cnt, frc)
+            if j != i:
+                _visit(pos, L, per, i, j, sig2, eps, rc2, ushift, band32, band64, acc, cnt, frc)
     return frc, acc, cnt
 
 
@@ -120,13 +125,8 @@ def _cells(pos, L, per, nc, cell_of, start, order, sig2, eps, rc2, ushift, band3
                     cell = (nb[0, ax] * nc[1] + nb[1, ay]) * nc[2] + nb[2, az]
                     for s in range(start[cell], start[cell + 1]):
                         j = order[s]
-                        if j == i:
-                            continue
-                        d0 = _wrap(pos[i, 0] - pos[j, 0], L[0], per[0])
-                        d1 = _wrap(pos[i, 1] - pos[j, 1], L[1], per[1])
-                        d2 = _wrap(pos[i, 2] - pos[j, 2], L[2], per[2])
-                        _pair(d0, d1, d2, d0 * d0 + d1 * d1 + d2 * d2, i, j, sig2, eps, rc2, ushift,
-                              band32, band64, acc, cnt, frc)
+                        if j != i:
+                            _visit(pos, L, per, i, j, sig2, eps, rc2, ushift, band32, band64, acc, cnt, frc)
     return frc, acc, cnt
 
 
