@@ -1,8 +1,9 @@
 """`python -m harness bench`: time strategies on one scenario at several sizes.
 
-Per point: upload, force, reduce and compute (= force + reduce, the device-resident
-evaluation an MD step pays) with CUDA events, download and the whole evaluation (upload +
-compute + download) with the host clock; medians after warm-up.
+Per point: set-up (prepare: allocation, first binning, layout; compilation excluded) with the
+host clock; upload, bin, force, reduce and compute (= bin + force + reduce, the
+device-resident evaluation an MD step pays) with CUDA events; download and the whole
+evaluation (upload + compute + download) with the host clock; medians after warm-up.
 
 Throughput uses AutoPas's flop counts: 8 flops per distance check, 15 per interaction without
 Newton3 (every pair computed from both sides: 2 interactions per pair), 18 with. The floor is
@@ -11,6 +12,7 @@ can be faster.
 """
 from __future__ import annotations
 
+import time
 from typing import Callable
 
 import strategies
@@ -32,8 +34,12 @@ def bench_point(strategy: strategies.Strategy, problem: Problem, warmup: int, re
     ok, why = strategy.supports(problem)
     if not ok:
         return {**row, "status": "n/a", "detail": why}
-    plan = strategy.prepare(problem)
     gpu = strategy.backend == "cuda"
+    strategy.compile(problem)  # keep compilation out of the set-up time
+    t0 = time.perf_counter()
+    plan = strategy.prepare(problem)
+    plan.synchronize()
+    row["setup_ms"] = (time.perf_counter() - t0) * 1e3
 
     def timer(fn: Callable[[], object]) -> Stats:
         if gpu:
@@ -42,8 +48,8 @@ def bench_point(strategy: strategies.Strategy, problem: Problem, warmup: int, re
 
     plan.upload()
     out = strategy.compute(plan).to_host()  # first run: compilation and the pair count
-    t = {"upload": timer(plan.upload), "force": timer(plan.force), "reduce": timer(plan.reduce),
-         "compute": timer(lambda: strategy.compute(plan))}
+    t = {"upload": timer(plan.upload), "bin": timer(plan.bin), "force": timer(plan.force),
+         "reduce": timer(plan.reduce), "compute": timer(lambda: strategy.compute(plan))}
     done = strategy.compute(plan)
     plan.synchronize()
     t["download"] = time_cpu(done.to_host, warmup=1, repeat=5, min_time=0.0)
@@ -95,10 +101,12 @@ def format_row(r: dict) -> str:
     if r["status"] != "ok":
         return f"{r['strategy']:16s} N={r['n']:<9d} {r['precision']:5s} n/a: {r['detail']}"
     s = (f"{r['strategy']:16s} N={r['n']:<9d} {r['precision']:5s} compute {r['compute_ms']:9.4f} ms "
-         f"[{r['compute_min_ms']:.4f}..{r['compute_max_ms']:.4f}, n={r['repeats']}]  "
+         f"[{r['compute_min_ms']:.4f}..{r['compute_max_ms']:.4f}, n={r['repeats']}]  bin {r['bin_ms']:.4f}  "
          f"force {r['force_ms']:.4f}  reduce {r['reduce_ms']:.4f}  upload {r['upload_ms']:.4f}  "
-         f"download {r['download_ms']:.4f}  evaluate {r['evaluate_ms']:.4f} ms  "
+         f"download {r['download_ms']:.4f}  evaluate {r['evaluate_ms']:.4f} ms  setup {r['setup_ms']:.1f} ms  "
          f"{r['pairs_per_s'] / 1e9:8.3f} Gpairs/s")
+    if r.get("device_bytes") is not None:
+        s += f"  {r['device_bytes'] / 2**20:.1f} MiB"
     if r.get("floor_ms") is not None:
         s += f"  {r['gflops']:.0f} GFLOP/s, floor {r['floor_ms']:.4f} ms ({r['pct_of_peak']:.1f}% of peak)"
     if r.get("launch"):

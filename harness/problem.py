@@ -29,6 +29,11 @@ class InputError(ValueError):
     """Bad input: the message names the field and the offending value."""
 
 
+class StrategyError(RuntimeError):
+    """A strategy could not run or its result is unusable (device missing, capacity
+    exceeded, scheduler timeout); the message says which and what to do."""
+
+
 def check_precision(precision: str) -> str:
     if precision not in PRECISIONS:
         raise InputError(f"unknown precision {precision!r}; known: {', '.join(PRECISIONS)}")
@@ -196,16 +201,24 @@ class Problem:
 class Forces:
     """Result of one evaluation. On the host: forces (N, 3) float64 (force units),
     energy float, virial (3, 3) float64 (see module docstring), pairs int (pairs i<j with
-    r < cutoff). A GPU strategy returns device arrays; to_host() copies them."""
+    r < cutoff). A GPU strategy returns device arrays; to_host() copies them.
+
+    checks: (flag, message) pairs a strategy raises from the device (errors as data): a
+    non-zero flag makes to_host() raise StrategyError(message.format(value=flag))."""
 
     forces: Any
     energy: Any
     virial: Any
     pairs: Any
+    checks: tuple = ()
 
     def to_host(self) -> "Forces":
         def host(x: Any) -> np.ndarray:
             return x.get() if hasattr(x, "get") and not isinstance(x, np.ndarray) else np.asarray(x)
+        for flag, message in self.checks:
+            value = int(host(flag).reshape(-1)[0])
+            if value:
+                raise StrategyError(message.format(value=value))
         f = host(self.forces).astype(np.float64, copy=False).reshape(-1, 3)
         return Forces(f, float(host(self.energy)), host(self.virial).astype(np.float64).reshape(3, 3),
                       int(host(self.pairs)))

@@ -10,11 +10,15 @@ from harness.problem import InputError
 
 from .allpairs import AllPairsCpu, AllPairsNaive, AllPairsTiled
 from .base import Plan, Strategy, StrategyError
+from .cells import CPU_STRATEGIES as _CELLS_CPU
+from .cells import CUDA_STRATEGIES as _CELLS_CUDA
 
 REGISTRY: dict[str, type[Strategy]] = {cls.name: cls for cls in (
     AllPairsNaive,
     AllPairsTiled,
     AllPairsCpu,
+    *_CELLS_CUDA,
+    *_CELLS_CPU,
 )}
 
 __all__ = ["REGISTRY", "Plan", "Strategy", "StrategyError", "create", "names", "resolve"]

@@ -9,9 +9,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from harness.problem import Forces, Problem
+from harness.problem import Problem
 
 from .base import Plan, Strategy
+from .cpu import CpuPlan, lj_pair, wrap
 from .cuda import CTYPES, CudaPlan, CudaStrategy, fold_expression, kernel, resident_blocks, sm_count
 
 
@@ -31,9 +32,11 @@ class _AllPairsCuda(CudaStrategy):
         block = block or self.launch["block"]
         return f"{self.kernel_name}<{real}, {acc}, LennardJones, {block}, {'true' if pbc else 'false'}>"
 
+    def default_expressions(self) -> list[str]:
+        return sorted({self.expression(p, pbc) for p in CTYPES for pbc in (False, True)})
+
     def expressions(self) -> list[str]:
-        out = [self.expression(p, pbc) for p in CTYPES for pbc in (False, True)]
-        out += [self.expression("fp32", True, b) for b in self.launch_choices["block"]]
+        out = self.default_expressions() + [self.expression("fp32", True, b) for b in self.launch_choices["block"]]
         return sorted(set(out))
 
     def work(self, problem: Problem) -> dict:
@@ -126,11 +129,10 @@ class _TiledPlan(_AllPairsPlan):
 @njit(parallel=True, cache=True)
 def _allpairs_cpu(pos, box, prm, zero, forces, sums, counts):
     """pos (n, 3) in the compute dtype; box: L0, L1, L2, 1/L0, 1/L1, 1/L2 (0 = open axis);
-    prm: sigma^2, 24 eps, 4 eps, rc^2, U_shift, 1, 2 in the compute dtype (typed constants
-    keep float32 arithmetic in float32); zero: 0 in the accumulation dtype.
+    prm: the functor's constants (strategies.cpu.lj_pair); zero: 0 in the accumulation dtype.
     forces (n, 3) and sums (n, 7) in the accumulation dtype, counts (n,) int64."""
     n = pos.shape[0]
-    sig2, eps24, eps4, rc2, shift, one, two = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5], prm[6]
+    rc2 = prm[3]
     for i in prange(n):
         fx = fy = fz = zero
         e = wxx = wxy = wxz = wyy = wyz = wzz = zero
@@ -139,23 +141,17 @@ def _allpairs_cpu(pos, box, prm, zero, forces, sums, counts):
         for j in range(n):
             if j == i:
                 continue
-            dx = xi - pos[j, 0]
-            dy = yi - pos[j, 1]
-            dz = zi - pos[j, 2]
-            dx -= box[0] * np.rint(dx * box[3])
-            dy -= box[1] * np.rint(dy * box[4])
-            dz -= box[2] * np.rint(dz * box[5])
+            dx = wrap(xi - pos[j, 0], box[0], box[3])
+            dy = wrap(yi - pos[j, 1], box[1], box[4])
+            dz = wrap(zi - pos[j, 2], box[2], box[5])
             r2 = dx * dx + dy * dy + dz * dz
             if r2 < rc2:
-                inv = one / r2
-                s2 = sig2 * inv
-                s6 = s2 * s2 * s2
-                fr = eps24 * s6 * (two * s6 - one) * inv
+                fr, u = lj_pair(r2, prm)
                 ax, ay, az = fr * dx, fr * dy, fr * dz
                 fx += ax
                 fy += ay
                 fz += az
-                e += eps4 * s6 * (s6 - one) - shift
+                e += u
                 wxx += ax * dx
                 wxy += ax * dy
                 wxz += ax * dz
@@ -169,39 +165,9 @@ def _allpairs_cpu(pos, box, prm, zero, forces, sums, counts):
         counts[i] = c
 
 
-class _CpuPlan(Plan):
-    def __init__(self, strategy: Strategy, problem: Problem):
-        super().__init__(strategy, problem)
-        real_t, acc_t = CTYPES[problem.precision]
-        self.real = np.float32 if real_t == "float" else np.float64
-        self.acc = np.float32 if acc_t == "float" else np.float64
-        L = problem.box.array
-        self.pos = (problem.positions - 0.5 * L).astype(self.real)  # centred, as on the GPU
-        self.box = np.concatenate([L, np.where(problem.box.periodic, 1.0 / L, 0.0)]).astype(self.real)
-        self.prm = np.concatenate([problem.potential.params(), [1.0, 2.0]]).astype(self.real)
-        n = problem.n
-        self.forces = np.empty((n, 3), self.acc)
-        self.sums = np.empty((n, 7), self.acc)
-        self.counts = np.empty(n, np.int64)
-        self.result: Forces | None = None
-
+class _CpuPlan(CpuPlan):
     def force(self) -> None:
         _allpairs_cpu(self.pos, self.box, self.prm, self.acc(0), self.forces, self.sums, self.counts)
-
-    def reduce(self) -> None:
-        s = self.sums.sum(axis=0, dtype=self.acc) * self.acc(0.5)
-        w = np.array([[s[1], s[2], s[3]], [s[2], s[4], s[5]], [s[3], s[5], s[6]]])
-        self.result = Forces(self.forces, s[0], w, int(self.counts.sum()) // 2)
-
-    def output(self) -> Forces:
-        assert self.result is not None, "compute() before output()"
-        return self.result
-
-    def poison(self) -> None:
-        self.forces.fill(np.nan)
-        self.sums.fill(np.nan)
-        self.counts.fill(-1)
-        self.result = None
 
 
 class AllPairsCpu(Strategy):

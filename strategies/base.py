@@ -4,18 +4,16 @@ A strategy declares (name, backend, description, launch parameters) and says whe
 applies to a problem (`supports`); the harness decides what to run. `prepare` does the
 one-off work (compile, allocate, upload); `compute` is the timed part and, on the GPU,
 returns without waiting for the device. Phases carry NVTX ranges named
-`<phase>/<strategy name>`: upload, force, reduce, download (cell strategies add bin).
+`<phase>/<strategy name>`: upload, bin (cell strategies), force, reduce, download.
 """
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from harness.problem import PRECISIONS, Forces, InputError, Problem
+from harness.problem import PRECISIONS, Forces, InputError, Problem, StrategyError
 from harness.ranges import nvtx_range
 
-
-class StrategyError(RuntimeError):
-    """A strategy could not run (device missing, capacity exceeded, scheduler timeout)."""
+__all__ = ["Plan", "Strategy", "StrategyError"]
 
 
 class Plan:
@@ -27,6 +25,9 @@ class Plan:
 
     def upload(self) -> None:
         """Copy positions to where `force` reads them (no-op on the CPU)."""
+
+    def bin(self) -> None:
+        """Sort particles into cells (cell strategies; a no-op for the others)."""
 
     def force(self) -> None:
         raise NotImplementedError
@@ -100,8 +101,13 @@ class Strategy:
     def _prepare(self, problem: Problem) -> Plan:
         raise NotImplementedError
 
+    def compile(self, problem: Problem) -> None:
+        """Compile what prepare() would, so that set-up can be timed without compilation."""
+
     def compute(self, plan: Plan) -> Forces:
-        """Force and reduce phases; asynchronous on the device."""
+        """Bin, force and reduce phases; asynchronous on the device."""
+        with nvtx_range(f"bin/{self.name}"):
+            plan.bin()
         with nvtx_range(f"force/{self.name}"):
             plan.force()
         with nvtx_range(f"reduce/{self.name}"):

@@ -116,6 +116,11 @@ class CudaStrategy(Strategy):
         """Every template specialisation this strategy may launch (CI compiles them all)."""
         raise NotImplementedError
 
+    def default_expressions(self) -> list[str]:
+        """The specialisations of the default launch parameters, every precision and
+        periodicity (CI checks them for spills and float64 in fp32)."""
+        raise NotImplementedError
+
 
 class CudaPlan(Plan):
     """Device buffers common to the GPU strategies, and the reduce and download phases.

@@ -85,3 +85,41 @@ def test_poison_is_overwritten(name):
 def test_nvtx_backend_active_on_gpu():
     from harness import ranges
     assert ranges.backend() in ("nvtx", "cupy")
+
+
+@pytest.mark.parametrize("layout", ["2d", "nested"])
+def test_capacity_overflow_is_reported_not_overrun(layout):
+    """Capacities are sized at prepare(); crowd one cell afterwards and the result must
+    refuse to download, naming the layout."""
+    from harness.problem import StrategyError
+
+    p = scenarios.make("uniform", "small", precision="fp32")
+    s = strategies.create(f"cells_fullshell_{layout}")
+    plan = s.prepare(p)
+    crowded = plan.host_pos.copy()
+    crowded[:40, :3] = crowded[0, :3] + np.linspace(0.0, 0.2, 40)[:, None]  # 40 particles in one cell
+    plan.host_pos = crowded
+    plan.upload()
+    with pytest.raises(StrategyError, match=f"more than the {layout} layout's capacity"):
+        s.compute(plan).to_host()
+
+
+@pytest.mark.parametrize("periodic", [True, False])
+@pytest.mark.parametrize("name", [n for n in GPU if not n.startswith("allpairs")])
+def test_cells_bin_particles_at_the_box_edges(name, periodic):
+    from test_cells import _edge_problem
+
+    p = _edge_problem(periodic, "fp64")
+    ref = reference.compute(p)
+    out = strategies.create(name).evaluate(p)
+    assert out.pairs == ref.pairs
+    np.testing.assert_allclose(out.forces, ref.forces, rtol=1e-10, atol=1e-10 * np.abs(ref.forces).max())
+
+
+@pytest.mark.parametrize("name", [n for n in GPU if n.startswith("c08")])
+def test_c08_gaussian_dense_cells(name):
+    """Dense cells (hundreds of particles) in every precision: the warp processor's
+    chunks of 32 and the Newton3 updates of large cells."""
+    case = verify.Case("gaussian", scenarios.make("gaussian", "small", seed=2))
+    rows = verify.run_matrix([strategies.create(name)], [case], PRECISIONS)
+    assert all(r["status"] == "pass" for r in rows), verify.table(rows)

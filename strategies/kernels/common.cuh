@@ -18,6 +18,7 @@ struct Math;
 template <>
 struct Math<float> {
   static __device__ __forceinline__ float rint(float x) { return rintf(x); }
+  static __device__ __forceinline__ float floor(float x) { return floorf(x); }
   // Approximate reciprocal (MUFU.RCP, <= 2 ulp): its error is far below the rounding of
   // float coordinates, which dominates the fp32 force error.
   static __device__ __forceinline__ float rcp(float x) { return __fdividef(1.0f, x); }
@@ -26,6 +27,7 @@ struct Math<float> {
 template <>
 struct Math<double> {
   static __device__ __forceinline__ double rint(double x) { return ::rint(x); }
+  static __device__ __forceinline__ double floor(double x) { return ::floor(x); }
   static __device__ __forceinline__ double rcp(double x) { return 1.0 / x; }
 };
 
@@ -68,9 +70,11 @@ struct LennardJones {
 // Energy, then the virial's 6 independent components (xx, xy, xz, yy, yz, zz).
 constexpr int kSums = 7;
 
-// One thread's sums for its particle i. add() takes d = r_i - r_j: the force on i, the
-// pair energy and the pair virial r (x) f are added in full; traversals that visit every
-// pair from both sides halve energy and virial in the final reduction.
+// One thread's sums. pair() takes d = r_i - r_j inside the cutoff, adds the pair energy, the
+// pair virial r (x) f and one to the pair count, and returns the force on i (Newton3
+// traversals subtract it from j themselves). add() also sums that force into fx, fy, fz:
+// the full-shell form, where every pair is visited from both sides and the final reduction
+// halves energy and virial.
 template <typename Real, typename Acc>
 struct Accumulator {
   Acc fx = Acc(0), fy = Acc(0), fz = Acc(0);
@@ -79,12 +83,21 @@ struct Accumulator {
 
   template <class Functor>
   __device__ __forceinline__ void add(const Functor& f, Real dx, Real dy, Real dz, Real r2) {
-    Real u;
-    const Real fr = f.force_over_r(r2, u);
-    const Real ax = fr * dx, ay = fr * dy, az = fr * dz;
+    Real ax, ay, az;
+    pair(f, dx, dy, dz, r2, ax, ay, az);
     fx += Acc(ax);
     fy += Acc(ay);
     fz += Acc(az);
+  }
+
+  template <class Functor>
+  __device__ __forceinline__ void pair(const Functor& f, Real dx, Real dy, Real dz, Real r2, Real& ax, Real& ay,
+                                       Real& az) {
+    Real u;
+    const Real fr = f.force_over_r(r2, u);
+    ax = fr * dx;
+    ay = fr * dy;
+    az = fr * dz;
     s[0] += Acc(u);
     s[1] += Acc(ax * dx);
     s[2] += Acc(ax * dy);

@@ -1,0 +1,73 @@
+"""What the numba CPU strategies share: the pair functor (the CPU twin of LennardJones in
+kernels/common.cuh), the precision set-up and the plan's buffers and reduction.
+
+Precision: arrays carry the compute dtype (float32 or float64) and the functor's constants
+come in `prm` in that dtype, so float32 arithmetic stays float32 (a Python literal would
+promote it); sums start from `zero` in the accumulation dtype.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from harness.problem import Forces, Problem
+
+from .base import Plan, Strategy
+from .cuda import CTYPES
+
+NP = {"float": np.float32, "double": np.float64}
+
+
+@njit(inline="always")
+def lj_pair(r2, prm):
+    """(|F| / r, pair energy) for r2 inside the cutoff; prm = sigma^2, 24 eps, 4 eps, rc^2,
+    U_shift, 1, 2 in the compute dtype."""
+    one, two = prm[5], prm[6]
+    inv = one / r2
+    s2 = prm[0] * inv
+    s6 = s2 * s2 * s2
+    return prm[1] * s6 * (two * s6 - one) * inv, prm[2] * s6 * (s6 - one) - prm[4]
+
+
+@njit(inline="always")
+def wrap(d, length, inv_length):
+    """Minimum image along one axis; inv_length = 0 on an open axis."""
+    return d - length * np.rint(d * inv_length)
+
+
+class CpuPlan(Plan):
+    """Centred positions in the compute dtype; forces (n, 3) and per-row sums (rows, 7) in
+    the accumulation dtype. Subclasses fill them in force(); reduce() folds the rows."""
+
+    visits_per_pair = 2
+
+    def __init__(self, strategy: Strategy, problem: Problem, rows: int | None = None):
+        super().__init__(strategy, problem)
+        real_t, acc_t = CTYPES[problem.precision]
+        self.real, self.acc = NP[real_t], NP[acc_t]
+        L = problem.box.array
+        self.pos = (problem.positions - 0.5 * L).astype(self.real)  # centred, as on the GPU
+        self.box = np.concatenate([L, np.where(problem.box.periodic, 1.0 / L, 0.0)]).astype(self.real)
+        self.prm = np.concatenate([problem.potential.params(), [1.0, 2.0]]).astype(self.real)
+        n = problem.n
+        rows = n if rows is None else rows
+        self.forces = np.empty((n, 3), self.acc)
+        self.sums = np.empty((rows, 7), self.acc)
+        self.counts = np.empty(rows, np.int64)
+        self.result: Forces | None = None
+
+    def reduce(self) -> None:
+        s = self.sums.sum(axis=0, dtype=self.acc) * self.acc(1.0 / self.visits_per_pair)
+        w = np.array([[s[1], s[2], s[3]], [s[2], s[4], s[5]], [s[3], s[5], s[6]]])
+        self.result = Forces(self.forces, s[0], w, int(self.counts.sum()) // self.visits_per_pair)
+
+    def output(self) -> Forces:
+        if self.result is None:
+            raise RuntimeError("compute() before output()")
+        return self.result
+
+    def poison(self) -> None:
+        self.forces.fill(np.nan)
+        self.sums.fill(np.nan)
+        self.counts.fill(-1)
+        self.result = None

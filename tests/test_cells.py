@@ -1,0 +1,110 @@
+"""Cell strategies on the CPU, and the applicability rules every cell strategy shares."""
+import numpy as np
+import pytest
+
+import reference
+import strategies
+from harness import scenarios, verify
+from harness.problem import InputError, LennardJones, Problem
+from strategies import cells
+
+CPU = ["cells_fullshell_cpu", "c08_cpu"]
+
+
+@pytest.mark.parametrize("name", CPU)
+def test_cpu_cell_strategies_pass_the_matrix(name):
+    cases = verify.build_cases(scenarios.DEFAULT_MATRIX, "tiny", seed=6)
+    rows = verify.run_matrix([strategies.create(name)], cases, ["fp32", "mixed", "fp64"])
+    bad = [r for r in rows if r["status"] not in ("pass", "n/a")]
+    assert not bad, verify.table(bad)
+    na = {r["scenario"] for r in rows if r["status"] == "n/a"}
+    assert "allpairs_cube" in na  # no cutoff
+    assert {r["scenario"] for r in rows if r["status"] == "pass"} >= {"lj_liquid_open", "gaussian"}
+
+
+def _edge_problem(periodic, precision):
+    """Particles exactly at 0, just below L and (open axes) exactly at L, on every axis."""
+    L = 10.0
+    below = np.nextafter(L, 0.0)
+    rng = np.random.default_rng(3)
+    pos = rng.random((300, 3)) * L
+    edges = [0.0, below] + ([] if periodic else [L])
+    extra = np.array([[a, b, c] for a in edges for b in edges for c in edges])
+    # keep the edge particles apart from each other's images and from the random ones
+    pos = pos[np.all(np.abs(pos[:, None, :] - extra[None, :, :]).min(axis=1) > 0.9, axis=1)]
+    keep = [pos[0]]
+    for p in pos[1:]:
+        if np.min(np.linalg.norm(np.array(keep) - p, axis=1)) > 0.9:
+            keep.append(p)
+    pos = np.vstack([extra[:1], np.array(keep)[:60], extra[1:]])
+    return Problem.make(pos, [L] * 3, LennardJones(cutoff=2.5), precision=precision, periodic=periodic)
+
+
+@pytest.mark.parametrize("periodic", [True, False])
+@pytest.mark.parametrize("name", CPU)
+def test_particles_at_the_box_edges_are_binned(name, periodic):
+    p = _edge_problem(periodic, "fp64")
+    ref = reference.compute(p)
+    out = strategies.create(name).evaluate(p)
+    assert out.pairs == ref.pairs
+    np.testing.assert_allclose(out.forces, ref.forces, rtol=1e-10, atol=1e-10 * np.abs(ref.forces).max())
+
+
+def test_c08_not_applicable_with_two_periodic_cells():
+    p = scenarios.make("lj_liquid", "tiny")  # box 6.7 with rc 2.5: 2 cells per axis
+    ok, why = strategies.create("c08_cpu").supports(p)
+    assert not ok and "at least 3 cells along a periodic axis, x has 2" in why
+    assert strategies.create("cells_fullshell_cpu").supports(p) == (True, "")
+    open_box = scenarios.make("lj_liquid_open", "tiny")
+    assert strategies.create("c08_cpu").supports(open_box) == (True, "")
+
+
+@pytest.mark.parametrize("name", CPU)
+def test_cell_factor_changes_the_grid_not_the_result(name):
+    p = scenarios.make("uniform", "small", precision="fp64")
+    ref = reference.compute(p)
+    for factor in (1.0, 1.3, 2.0):
+        s = strategies.create(name, cell_factor=factor)
+        plan = s.prepare(p)
+        side = p.box.array / plan.dims
+        assert np.all(side >= 2.5 * factor)
+        out = s.evaluate(p)
+        assert out.pairs == ref.pairs
+        np.testing.assert_allclose(out.forces, ref.forces, rtol=1e-10, atol=1e-10 * np.abs(ref.forces).max())
+
+
+@pytest.mark.parametrize("bad", [0.5, "x", float("nan")])
+def test_bad_cell_factor(bad):
+    with pytest.raises(InputError, match="cell_factor must be a number >= 1.0"):
+        strategies.create("c08_cpu", cell_factor=bad)
+
+
+def test_work_counts_are_cell_checks():
+    p = scenarios.make("k_per_cell", "small")
+    full = strategies.create("cells_fullshell_cpu").work(p)
+    c08 = strategies.create("c08_cpu").work(p)
+    assert full["cells"] == c08["cells"] == 6 ** 3 and full["max_per_cell"] == 9
+    # full shell sees every pair from both sides, c08 once: exactly twice as many checks
+    assert full["distance_checks"] == 2 * c08["distance_checks"]
+    assert full["distance_checks"] == p.n * (27 * 9 - 1)
+
+
+def test_2d_views_refuse_what_does_not_fit(monkeypatch):
+    s = strategies.create("cells_fullshell_2d")
+    p = scenarios.make("gaussian", "small")
+    monkeypatch.setattr(type(s), "available", lambda self: (True, ""))
+    monkeypatch.setattr(type(s), "_free_bytes", staticmethod(lambda: 1 << 20))
+    ok, why = s.supports(p)
+    need = s.padded_bytes(p)
+    assert not ok and "2D views need" in why and "GiB" in why and "use the csr or nested layout" in why
+    assert need > 1 << 20
+    counts = cells._host_counts(p, 1.0)
+    assert need == len(counts) * (counts.max() + 1) * (16 + 12)  # fp32: float4 positions, 3 float forces
+
+
+def test_registry_has_every_traversal_on_every_layout():
+    names = set(strategies.names("cuda"))
+    for t in ("cells_fullshell", "c08_thread", "c08_warp"):
+        for lay in ("csr", "2d", "nested"):
+            assert f"{t}_{lay}" in names
+    assert {"cells_fullshell_cpu", "c08_cpu"} <= set(strategies.names("cpu"))
