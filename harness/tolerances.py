@@ -63,15 +63,16 @@ class Tolerance:
 
 
 TOLERANCES: dict[str, Tolerance] = {
-    # fp32: float compute, float accumulation. Measured with allpairs_naive/_tiled on an
-    # NVIDIA H200 and allpairs_cpu, every scenario at small, medium and large sizes (up to
-    # 1,048,576 particles), 2026-11-22: force_rms <= 4 kappa with a cutoff, and in the
-    # no-cutoff cube (m = N - 1 partners) <= 2.7e-5 = 0.5 accum + 6.7 kappa; force_max <= 54
-    # kappa; energy <= 2.7 accum (cube, 32768), virial <= 0.5 accum. The worst cell reached 30%
-    # of these bounds, so every value carries >= 3x margin.
+    # fp32: float compute, float accumulation. Measured on an NVIDIA H200 (allpairs_*,
+    # cells_fullshell_*, c08_*) and with the numba CPU strategies, every scenario at small,
+    # medium and large sizes (up to 1,048,576 particles), 2026-11-22: force_rms <= 4 kappa with
+    # a cutoff and <= 9 kappa in the no-cutoff cube (m = N - 1 partners); force_max <= 55
+    # kappa; energy <= 7.2 accum and virial <= 4.3 accum (cells_fullshell_cpu on the 64,000
+    # particle Gaussian: numba does not fuse multiply-adds, so every float term is rounded
+    # twice). Every bound leaves >= 2.8x margin over the worst cell.
     "fp32": Tolerance(force_rms=Bound(1e-6, kappa=20.0, accum=1.0),
                       force_max=Bound(1e-5, kappa=400.0, accum=10.0),
-                      energy=Bound(1e-5, accum=10.0), virial=Bound(1e-5, accum=4.0)),
+                      energy=Bound(1e-5, accum=25.0), virial=Bound(1e-5, accum=25.0)),
     # mixed: float compute, double accumulation. Coordinate rounding is unchanged, so the
     # kappa terms equal fp32's; the accumulation term becomes eps64 sqrt(m), negligible, and
     # what remains in energy and virial is per-pair float rounding (measured <= 5.4e-7).
@@ -79,7 +80,7 @@ TOLERANCES: dict[str, Tolerance] = {
                        force_max=Bound(1e-5, kappa=400.0, accum=10.0),
                        energy=Bound(5e-6, accum=10.0), virial=Bound(5e-6, accum=4.0)),
     # fp64: measured up to 1,048,576 particles: force_rms <= 3.0e-14, force_max <= 5.7e-13,
-    # energy <= 3.5e-14, virial <= 1.9e-14 (AutoPas compares its traversals at 1e-10 in
+    # energy <= 3.5e-14, virial <= 2.9e-14 (AutoPas compares its traversals at 1e-10 in
     # double). The floors leave >= 25x margin.
     "fp64": Tolerance(force_rms=Bound(1e-12, kappa=20.0, accum=1.0),
                       force_max=Bound(2e-11, kappa=400.0, accum=10.0),

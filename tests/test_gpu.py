@@ -24,8 +24,9 @@ def cases():
 @pytest.mark.parametrize("precision", PRECISIONS)
 def test_matrix_tiny(name, precision, cases):
     rows = verify.run_matrix([strategies.create(name)], cases, [precision])
-    bad = [r for r in rows if r["status"] != "pass"]
+    bad = [r for r in rows if r["status"] not in ("pass", "n/a")]
     assert not bad, verify.table(bad)
+    assert sum(r["status"] == "pass" for r in rows) >= 2
 
 
 @pytest.mark.parametrize("name", GPU)
