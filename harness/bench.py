@@ -5,6 +5,9 @@ host clock; upload, bin, force, reduce and compute (= bin + force + reduce, the
 device-resident evaluation an MD step pays) with CUDA events; download and the whole
 evaluation (upload + compute + download) with the host clock; medians after warm-up.
 
+A point whose first evaluation takes longer than SLOW_S is timed with one sample per phase
+(marked single_sample): the spread of such points is not measured.
+
 Throughput uses AutoPas's flop counts: 8 flops per distance check, 15 per interaction without
 Newton3 (every pair computed from both sides: 2 interactions per pair), 18 with. The floor is
 those flops at the device's peak rate (FP32, or FP64 in fp64 mode): no kernel doing this work
@@ -22,6 +25,7 @@ from .problem import Problem
 from .timing import Stats, time_cpu, time_gpu
 
 FLOPS_CHECK, FLOPS_NO_N3, FLOPS_N3 = 8, 15, 18
+SLOW_S = 0.5  # a first evaluation slower than this is timed with one sample per phase
 
 
 def flops(checks: int, pairs: int, newton3: bool) -> float:
@@ -44,17 +48,21 @@ def bench_point(strategy: strategies.Strategy, problem: Problem, warmup: int, re
     def timer(fn: Callable[[], object]) -> Stats:
         if gpu:
             return time_gpu(fn, warmup=warmup, repeat=repeat, min_time=min_time)
-        return time_cpu(fn, warmup=min(warmup, 1), repeat=max(3, repeat // 4), min_time=min_time)
+        return time_cpu(fn, warmup=min(warmup, 1), repeat=max(min(repeat, 3), repeat // 4), min_time=min_time)
 
     plan.upload()
-    out = strategy.compute(plan).to_host()  # first run: compilation and the pair count
+    t0 = time.perf_counter()
+    out = strategy.compute(plan).to_host()  # first run: the pair count, and how slow a run is
+    if time.perf_counter() - t0 > SLOW_S:  # one sample per phase: a slow point is slow enough
+        warmup, repeat, min_time = 0, 1, 0.0
+        row["single_sample"] = True
     t = {"upload": timer(plan.upload), "bin": timer(plan.bin), "force": timer(plan.force),
          "reduce": timer(plan.reduce), "compute": timer(lambda: strategy.compute(plan))}
     done = strategy.compute(plan)
     plan.synchronize()
     t["download"] = time_cpu(done.to_host, warmup=1, repeat=5, min_time=0.0)
-    t["evaluate"] = time_cpu(lambda: (plan.upload(), strategy.compute(plan).to_host()), warmup=1, repeat=3,
-                             min_time=min_time / 2, sync=plan.synchronize)
+    t["evaluate"] = time_cpu(lambda: (plan.upload(), strategy.compute(plan).to_host()), warmup=min(warmup, 1),
+                             repeat=min(repeat, 3), min_time=min_time / 2, sync=plan.synchronize)
     work = strategy.work(problem)
     checks = work.get("distance_checks")
     sec = t["compute"].median / 1e3
