@@ -101,9 +101,6 @@ class Strategy:
     def _prepare(self, problem: Problem) -> Plan:
         raise NotImplementedError
 
-    def compile(self, problem: Problem) -> None:
-        """Compile what prepare() would, so that set-up can be timed without compilation."""
-
     def compute(self, plan: Plan) -> Forces:
         """Bin, force and reduce phases; asynchronous on the device."""
         with nvtx_range(f"bin/{self.name}"):

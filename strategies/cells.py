@@ -149,10 +149,6 @@ class _CellsCuda(_CellStrategy, CudaStrategy):
     def default_expressions(self) -> list[str]:
         return self.expressions()
 
-    def compile(self, problem: Problem) -> None:
-        for k in self.kinds():
-            kernel(self.source_file, self.expression(k, problem.precision, any(problem.box.periodic)))
-
     def _prepare(self, problem: Problem) -> Plan:
         return _CellsPlan(self, problem)
 
