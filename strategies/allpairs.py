@@ -12,7 +12,7 @@ from numba import njit, prange
 from harness.problem import Problem
 
 from .base import Plan, Strategy
-from .cpu import CpuPlan, lj_pair, wrap
+from .cpu import CpuPlan, pair_sums, store_sums, wrap
 from .cuda import CTYPES, CudaPlan, CudaStrategy, fold_expression, kernel, resident_blocks, sm_count
 
 
@@ -134,34 +134,24 @@ def _allpairs_cpu(pos, box, prm, zero, forces, sums, counts):
     n = pos.shape[0]
     rc2 = prm[3]
     for i in prange(n):
+        s = (zero, zero, zero, zero, zero, zero, zero)
         fx = fy = fz = zero
-        e = wxx = wxy = wxz = wyy = wyz = wzz = zero
         c = 0
-        xi, yi, zi = pos[i, 0], pos[i, 1], pos[i, 2]
         for j in range(n):
             if j == i:
                 continue
-            dx = wrap(xi - pos[j, 0], box[0], box[3])
-            dy = wrap(yi - pos[j, 1], box[1], box[4])
-            dz = wrap(zi - pos[j, 2], box[2], box[5])
+            dx = wrap(pos[i, 0] - pos[j, 0], box[0], box[3])
+            dy = wrap(pos[i, 1] - pos[j, 1], box[1], box[4])
+            dz = wrap(pos[i, 2] - pos[j, 2], box[2], box[5])
             r2 = dx * dx + dy * dy + dz * dz
             if r2 < rc2:
-                fr, u = lj_pair(r2, prm)
-                ax, ay, az = fr * dx, fr * dy, fr * dz
+                ax, ay, az, s = pair_sums(s, dx, dy, dz, r2, prm)
                 fx += ax
                 fy += ay
                 fz += az
-                e += u
-                wxx += ax * dx
-                wxy += ax * dy
-                wxz += ax * dz
-                wyy += ay * dy
-                wyz += ay * dz
-                wzz += az * dz
                 c += 1
         forces[i, 0], forces[i, 1], forces[i, 2] = fx, fy, fz
-        sums[i, 0], sums[i, 1], sums[i, 2], sums[i, 3] = e, wxx, wxy, wxz
-        sums[i, 4], sums[i, 5], sums[i, 6] = wyy, wyz, wzz
+        store_sums(sums[i], s)
         counts[i] = c
 
 

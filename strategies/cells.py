@@ -26,7 +26,7 @@ from harness.problem import Forces, InputError, Problem, StrategyError
 
 from . import schedules as S
 from .base import Plan, Strategy
-from .cpu import CpuPlan, lj_pair, wrap
+from .cpu import CpuPlan, pair_sums, store_sums, wrap
 from .cuda import CTYPES, CudaPlan, CudaStrategy, kernel, sm_count
 
 LAYOUTS = {"csr": 0, "2d": 1, "nested": 2}
@@ -351,8 +351,8 @@ def _fullshell_cpu(pos, cell_sorted, start, dims, per, box, prm, zero, forces, s
         xlo, xhi = _axis_range(cx, dims[0], per[0])
         ylo, yhi = _axis_range(cy, dims[1], per[1])
         zlo, zhi = _axis_range(cz, dims[2], per[2])
+        s = (zero, zero, zero, zero, zero, zero, zero)
         fx = fy = fz = zero
-        e = wxx = wxy = wxz = wyy = wyz = wzz = zero
         m = 0
         for ox in range(xlo, xhi + 1):
             x = _wrapi(cx + ox, dims[0])
@@ -368,22 +368,13 @@ def _fullshell_cpu(pos, cell_sorted, start, dims, per, box, prm, zero, forces, s
                         dz = wrap(pos[k, 2] - pos[j, 2], box[2], box[5])
                         r2 = dx * dx + dy * dy + dz * dz
                         if r2 < rc2:
-                            fr, u = lj_pair(r2, prm)
-                            ax, ay, az = fr * dx, fr * dy, fr * dz
+                            ax, ay, az, s = pair_sums(s, dx, dy, dz, r2, prm)
                             fx += ax
                             fy += ay
                             fz += az
-                            e += u
-                            wxx += ax * dx
-                            wxy += ax * dy
-                            wxz += ax * dz
-                            wyy += ay * dy
-                            wyz += ay * dz
-                            wzz += az * dz
                             m += 1
         forces[k, 0], forces[k, 1], forces[k, 2] = fx, fy, fz
-        sums[k, 0], sums[k, 1], sums[k, 2], sums[k, 3] = e, wxx, wxy, wxz
-        sums[k, 4], sums[k, 5], sums[k, 6] = wyy, wyz, wzz
+        store_sums(sums[k], s)
         counts[k] = m
 
 
@@ -408,7 +399,7 @@ def _c08_colour_cpu(pos, start, bases, pairs, dims, per, box, prm, zero, forces,
     Newton3 (bases of one colour touch disjoint cells); sums and counts per base."""
     rc2 = prm[3]
     for t in prange(bases.shape[0]):
-        e = wxx = wxy = wxz = wyy = wyz = wzz = zero
+        s = (zero, zero, zero, zero, zero, zero, zero)
         m = 0
         for p in range(pairs.shape[0]):
             a = _block_cell(bases[t], pairs[p, 0], dims, per)
@@ -424,27 +415,18 @@ def _c08_colour_cpu(pos, start, bases, pairs, dims, per, box, prm, zero, forces,
                     dz = wrap(pos[i, 2] - pos[j, 2], box[2], box[5])
                     r2 = dx * dx + dy * dy + dz * dz
                     if r2 < rc2:
-                        fr, u = lj_pair(r2, prm)
-                        ax, ay, az = fr * dx, fr * dy, fr * dz
+                        ax, ay, az, s = pair_sums(s, dx, dy, dz, r2, prm)
                         fx += ax
                         fy += ay
                         fz += az
                         forces[j, 0] -= ax
                         forces[j, 1] -= ay
                         forces[j, 2] -= az
-                        e += u
-                        wxx += ax * dx
-                        wxy += ax * dy
-                        wxz += ax * dz
-                        wyy += ay * dy
-                        wyz += ay * dz
-                        wzz += az * dz
                         m += 1
                 forces[i, 0] += fx
                 forces[i, 1] += fy
                 forces[i, 2] += fz
-        sums[t, 0], sums[t, 1], sums[t, 2], sums[t, 3] = e, wxx, wxy, wxz
-        sums[t, 4], sums[t, 5], sums[t, 6] = wyy, wyz, wzz
+        store_sums(sums[t], s)
         counts[t] = m
 
 

@@ -29,6 +29,25 @@ def lj_pair(r2, prm):
     return prm[1] * s6 * (two * s6 - one) * inv, prm[2] * s6 * (s6 - one) - prm[4]
 
 
+@njit
+def pair_sums(s, dx, dy, dz, r2, prm):
+    """One pair inside the cutoff, d = r_i - r_j. s: the running sums (energy, virial xx, xy,
+    xz, yy, yz, zz) as a tuple, so that they stay in registers (LLVM inlines the call; numba's
+    own inlining would trip its parfor array analysis on the tuple). Returns the force on i
+    and the updated sums."""
+    fr, u = lj_pair(r2, prm)
+    ax, ay, az = fr * dx, fr * dy, fr * dz
+    s = (s[0] + u, s[1] + ax * dx, s[2] + ax * dy, s[3] + ax * dz, s[4] + ay * dy, s[5] + ay * dz,
+         s[6] + az * dz)
+    return ax, ay, az, s
+
+
+@njit(inline="always")
+def store_sums(row, s):
+    for k in range(7):
+        row[k] = s[k]
+
+
 @njit(inline="always")
 def wrap(d, length, inv_length):
     """Minimum image along one axis; inv_length = 0 on an open axis."""
