@@ -12,7 +12,7 @@ from numba import njit, prange
 from harness.problem import Problem
 
 from .base import Plan, Strategy
-from .cpu import CpuPlan, pair_sums, store_sums, wrap
+from .cpu import CpuPlan, pair_sums, separation, store_sums
 from .cuda import CTYPES, CudaPlan, CudaStrategy, fold_expression, kernel, resident_blocks, sm_count
 
 
@@ -140,10 +140,7 @@ def _allpairs_cpu(pos, box, prm, zero, forces, sums, counts):
         for j in range(n):
             if j == i:
                 continue
-            dx = wrap(pos[i, 0] - pos[j, 0], box[0], box[3])
-            dy = wrap(pos[i, 1] - pos[j, 1], box[1], box[4])
-            dz = wrap(pos[i, 2] - pos[j, 2], box[2], box[5])
-            r2 = dx * dx + dy * dy + dz * dz
+            dx, dy, dz, r2 = separation(pos, i, j, box)
             if r2 < rc2:
                 ax, ay, az, s = pair_sums(s, dx, dy, dz, r2, prm)
                 fx += ax

@@ -26,7 +26,7 @@ from harness.problem import Forces, InputError, Problem, StrategyError
 
 from . import schedules as S
 from .base import Plan, Strategy
-from .cpu import CpuPlan, pair_sums, store_sums, wrap
+from .cpu import CpuPlan, pair_sums, separation, store_sums
 from .cuda import CTYPES, CudaPlan, CudaStrategy, kernel, sm_count
 
 LAYOUTS = {"csr": 0, "2d": 1, "nested": 2}
@@ -363,10 +363,7 @@ def _fullshell_cpu(pos, cell_sorted, start, dims, per, box, prm, zero, forces, s
                     for j in range(start[nb], start[nb + 1]):
                         if j == k:
                             continue
-                        dx = wrap(pos[k, 0] - pos[j, 0], box[0], box[3])
-                        dy = wrap(pos[k, 1] - pos[j, 1], box[1], box[4])
-                        dz = wrap(pos[k, 2] - pos[j, 2], box[2], box[5])
-                        r2 = dx * dx + dy * dy + dz * dz
+                        dx, dy, dz, r2 = separation(pos, k, j, box)
                         if r2 < rc2:
                             ax, ay, az, s = pair_sums(s, dx, dy, dz, r2, prm)
                             fx += ax
@@ -410,10 +407,7 @@ def _c08_colour_cpu(pos, start, bases, pairs, dims, per, box, prm, zero, forces,
                 fx = fy = fz = zero
                 j0 = i + 1 if a == b else start[b]
                 for j in range(j0, start[b + 1]):
-                    dx = wrap(pos[i, 0] - pos[j, 0], box[0], box[3])
-                    dy = wrap(pos[i, 1] - pos[j, 1], box[1], box[4])
-                    dz = wrap(pos[i, 2] - pos[j, 2], box[2], box[5])
-                    r2 = dx * dx + dy * dy + dz * dz
+                    dx, dy, dz, r2 = separation(pos, i, j, box)
                     if r2 < rc2:
                         ax, ay, az, s = pair_sums(s, dx, dy, dz, r2, prm)
                         fx += ax

@@ -54,6 +54,15 @@ def wrap(d, length, inv_length):
     return d - length * np.rint(d * inv_length)
 
 
+@njit(inline="always")
+def separation(pos, i, j, box):
+    """Minimum-image d = r_i - r_j and |d|^2; box: L0, L1, L2, 1/L0, 1/L1, 1/L2 (0 = open)."""
+    dx = wrap(pos[i, 0] - pos[j, 0], box[0], box[3])
+    dy = wrap(pos[i, 1] - pos[j, 1], box[1], box[4])
+    dz = wrap(pos[i, 2] - pos[j, 2], box[2], box[5])
+    return dx, dy, dz, dx * dx + dy * dy + dz * dz
+
+
 class CpuPlan(Plan):
     """Centred positions in the compute dtype; forces (n, 3) and per-row sums (rows, 7) in
     the accumulation dtype. Subclasses fill them in force(); reduce() folds the rows."""
