@@ -16,7 +16,6 @@ CPU counterparts (numba): cells_fullshell_cpu and c08_cpu (prange over the bases
 """
 from __future__ import annotations
 
-import functools
 from typing import ClassVar
 
 import numpy as np
@@ -43,12 +42,23 @@ def grid_of(problem: Problem, factor: float) -> np.ndarray:
     return S.grid_dims(problem.box.array, problem.potential.cutoff, factor)
 
 
-@functools.lru_cache(maxsize=8)
+_COUNTS: dict = {}  # (id of positions, box, cutoff, factor) -> (positions, counts): a small cache
+
+
 def _host_counts(problem: Problem, factor: float) -> np.ndarray:
-    """Particles per cell binned on the host in float64 (estimates: work, memory)."""
-    n = grid_of(problem, factor)
-    idx = np.minimum((problem.positions / (problem.box.array / n)).astype(np.int64), n - 1)
-    return np.bincount((idx[:, 0] * n[1] + idx[:, 1]) * n[2] + idx[:, 2], minlength=int(np.prod(n)))
+    """Particles per cell binned on the host in float64 (estimates: work, memory). Cached on
+    the positions array, which every precision's Problem of one configuration shares; the
+    cache holds the array, so its id cannot be reused while the entry lives."""
+    key = (id(problem.positions), problem.box, problem.potential.cutoff, factor)
+    hit = _COUNTS.get(key)
+    if hit is None:
+        n = grid_of(problem, factor)
+        idx = np.minimum((problem.positions / (problem.box.array / n)).astype(np.int64), n - 1)
+        counts = np.bincount((idx[:, 0] * n[1] + idx[:, 1]) * n[2] + idx[:, 2], minlength=int(np.prod(n)))
+        while len(_COUNTS) >= 4:
+            _COUNTS.pop(next(iter(_COUNTS)))
+        hit = _COUNTS[key] = (problem.positions, counts)
+    return hit[1]
 
 
 class _CellStrategy(Strategy):

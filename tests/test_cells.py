@@ -108,3 +108,10 @@ def test_registry_has_every_traversal_on_every_layout():
         for lay in ("csr", "2d", "nested"):
             assert f"{t}_{lay}" in names
     assert {"cells_fullshell_cpu", "c08_cpu"} <= set(strategies.names("cpu"))
+
+
+def test_host_counts_shared_across_precisions():
+    p = scenarios.make("uniform", "small", precision="fp32")
+    a = cells._host_counts(p, 1.0)
+    assert cells._host_counts(p.with_precision("fp64"), 1.0) is a
+    assert cells._host_counts(p, 1.5) is not a and a.sum() == p.n
