@@ -16,12 +16,13 @@ SCENARIO   ?= allpairs_cube
 N          ?= 32768,216000
 PRECISION  ?= fp32
 
-.PHONY: help setup test verify bench wheelhouse list clean
+.PHONY: help setup test verify bench sanitize wheelhouse list clean
 
 help:
 	@echo "make verify     correctness matrix (SIZE=small|medium|large, ARGS='...' for harness verify)"
 	@echo "make test       pytest (GPU tests skip without a device)"
 	@echo "make bench      harness bench (STRATEGIES=, SCENARIO=, N=, PRECISION=)"
+	@echo "make sanitize   compute-sanitizer memcheck/racecheck/synccheck/initcheck per GPU strategy (ARGS=)"
 	@echo "make list       registered strategies, scenarios and precision modes"
 	@echo "make wheelhouse PY=3.12   download all wheels for an offline node into wheelhouse/"
 
@@ -38,6 +39,9 @@ verify: setup
 
 bench: setup
 	$(PYTHON) -m harness bench --strategies $(STRATEGIES) --scenario $(SCENARIO) --n $(N) --precision $(PRECISION) $(ARGS)
+
+sanitize: setup
+	$(PYTHON) -m harness sanitize $(ARGS)
 
 list: setup
 	$(PYTHON) -m harness list

@@ -1,4 +1,4 @@
-"""python -m harness {list, verify, bench, forces, export}
+"""python -m harness {list, verify, bench, forces, export, sanitize}
 
 Exit codes: 0 success, 1 a verification cell failed, 2 bad input (the message names it).
 """
@@ -174,6 +174,25 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_sanitize(args: argparse.Namespace) -> int:
+    from . import sanitize
+
+    names = strategies.resolve(args.strategies or "cuda")
+    cpu = [n for n in names if strategies.REGISTRY[n].backend != "cuda"]
+    if cpu:
+        raise InputError(f"sanitize checks GPU strategies; {', '.join(cpu)} run on the CPU")
+    scenarios.parse_spec(args.scenario)
+    if args.inner:
+        return sanitize.inner(names, args.scenario, args.size)
+    _require_devices(names)
+    tools = [t.strip() for t in args.tools.split(",") if t.strip()]
+    results = sanitize.run(names, tools, args.scenario, args.size)
+    bad = [r for r in results if not r.ok]
+    print(f"\n{len(results) - len(bad)} clean, {len(bad)} with errors or failures "
+          f"({len(names)} strategies x {len(tools)} tools, {args.scenario} {args.size}, fp32 and fp64)")
+    return 1 if bad else 0
+
+
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m harness", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -212,6 +231,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--json", help="write the rows and the device header here")
     _potential_args(p)
     p.set_defaults(fn=cmd_bench)
+
+    p = sub.add_parser("sanitize", help="compute-sanitizer (memcheck, racecheck, synccheck, initcheck) per GPU strategy")
+    p.add_argument("--strategies", help="comma list or family prefixes (default: every GPU strategy)")
+    p.add_argument("--tools", default=",".join(("memcheck", "racecheck", "synccheck", "initcheck")))
+    p.add_argument("--scenario", default="lj_liquid", help="a small periodic system (default lj_liquid)")
+    p.add_argument("--size", default="tiny")
+    p.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
+    p.set_defaults(fn=cmd_sanitize)
 
     p = sub.add_parser("forces", help="forces, energy, virial and pairs of one configuration")
     p.add_argument("--strategy", required=True, help="a registered strategy, or 'reference' (float64 CPU)")

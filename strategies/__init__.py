@@ -12,6 +12,7 @@ from .allpairs import AllPairsCpu, AllPairsNaive, AllPairsTiled
 from .base import Plan, Strategy, StrategyError
 from .cells import CPU_STRATEGIES as _CELLS_CPU
 from .cells import CUDA_STRATEGIES as _CELLS_CUDA
+from .mardyn import CUDA_STRATEGIES as _MARDYN_CUDA
 
 REGISTRY: dict[str, type[Strategy]] = {cls.name: cls for cls in (
     AllPairsNaive,
@@ -19,6 +20,7 @@ REGISTRY: dict[str, type[Strategy]] = {cls.name: cls for cls in (
     AllPairsCpu,
     *_CELLS_CUDA,
     *_CELLS_CPU,
+    *_MARDYN_CUDA,
 )}
 
 __all__ = ["REGISTRY", "Plan", "Strategy", "StrategyError", "create", "names", "resolve"]

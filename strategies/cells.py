@@ -137,7 +137,7 @@ class _CellsCuda(_CellStrategy, CudaStrategy):
     def expression(self, kind: str, precision: str, pbc: bool = False) -> str:
         real, acc = CTYPES[precision]
         lay = LAYOUTS[self.layout]
-        block = self.launch["block"]
+        block = self.launch.get("block")  # the traversal kernels only
         pbc_s = "true" if pbc else "false"
         if kind == "bin":
             return f"bin_cells<{real}>"
@@ -148,6 +148,10 @@ class _CellsCuda(_CellStrategy, CudaStrategy):
             return f"cells_fullshell<{real}, {acc}, LennardJones, {lay}, {block}, {pbc_s}>"
         warp = "true" if kind == "warp" else "false"
         return f"c08_colour<{real}, {acc}, LennardJones, {lay}, {block}, {pbc_s}, {warp}>"
+
+    def kernel_file(self, kind: str) -> str:
+        """Source file of the kernel `kind` (binning and layouts live in cells.cu)."""
+        return self.source_file
 
     def kinds(self) -> list[str]:
         return ["bin", "scatter", "gather"] + ([self.traversal] if self.traversal == "fullshell"
@@ -167,40 +171,53 @@ class _CellsPlan(CudaPlan):
     def __init__(self, strategy: _CellsCuda, problem: Problem):
         self.n3 = strategy.newton3
         self.visits_per_pair = 1 if self.n3 else 2
-        self.block = strategy.launch["block"]
         n = problem.n
         self.dims = grid_of(problem, strategy.launch["cell_factor"])
         self.ncells = int(np.prod(self.dims))
         self.grid_struct = np.array([(*self.dims, _pmask(problem))], dtype=GRID_DTYPE)
         pbc = any(problem.box.periodic)
-        if self.n3:
-            colours = S.c08_colours(self.dims, problem.box.periodic)
-            per_block = self.block // 32 if strategy.traversal == "warp" else self.block
-            self.colour_grid = [max(1, -(-len(c) // per_block)) for c in colours]
-            nparts = sum(self.colour_grid)
-        else:
-            nparts = max(1, -(-n // self.block))
+        nparts = self._schedule(strategy, problem)
         super().__init__(strategy, problem, nparts=nparts)
         if n == 0:
             self.nparts = 0  # no kernel writes a slot; the reduction must read none
         cp = self.cp
         self.inv_side = [self.real(self.dims[a] / problem.box.array[a]) for a in range(3)]
-        self.k = {kind: kernel(strategy.source_file, strategy.expression(kind, problem.precision, pbc))
+        self.k = {kind: kernel(strategy.kernel_file(kind), strategy.expression(kind, problem.precision, pbc))
                   for kind in strategy.kinds()}
         self.cell = cp.empty(max(n, 1), np.int32)
         self.order = cp.empty(max(n, 1), np.int32)
         self.cell_sorted = cp.empty(max(n, 1), np.int32)
         self.start = cp.zeros(self.ncells + 1, np.int32)
         self.overflow = cp.zeros(1, np.int32)
-        if self.n3:
-            self.bases = [cp.asarray(np.concatenate([c, np.zeros((len(c), 1), np.int32)], 1)) for c in colours]
-            self.pairs = cp.asarray(S.C08_PAIRS.reshape(-1))
+        self.schedule_arrays: list = self._upload_schedule()
         self.layout = strategy.layout
         counts = self._device_counts()
         self.max_count = int(counts.max()) if n else 0
         self._allocate_layout(counts)
         self.launch_info = {"cells": self.dims.tolist(), "layout": self.layout, "max_per_cell": self.max_count,
-                            "block": self.block, **({"colours": len(self.colour_grid)} if self.n3 else {})}
+                            "block": self.block, **self.schedule_info}
+
+    # -- schedule (the traversal's own set-up) ---------------------------------------------
+    def _schedule(self, strategy: "_CellsCuda", problem: Problem) -> int:
+        """Host side of the traversal; returns the number of partial-sum slots."""
+        self.block = strategy.launch["block"]
+        self.schedule_info: dict = {}
+        if not self.n3:
+            return max(1, -(-problem.n // self.block))
+        self.colours = S.c08_colours(self.dims, problem.box.periodic)
+        per_block = self.block // 32 if strategy.traversal == "warp" else self.block
+        self.colour_grid = [max(1, -(-len(c) // per_block)) for c in self.colours]
+        self.schedule_info = {"colours": len(self.colours)}
+        return sum(self.colour_grid)
+
+    def _upload_schedule(self) -> list:
+        """Device side of the traversal; returns its arrays (for device_bytes)."""
+        if not self.n3:
+            return []
+        cp = self.cp
+        self.bases = [cp.asarray(np.concatenate([c, np.zeros((len(c), 1), np.int32)], 1)) for c in self.colours]
+        self.pairs = cp.asarray(S.C08_PAIRS.reshape(-1))
+        return [*self.bases, self.pairs]
 
     # -- set-up -------------------------------------------------------------------------
     def _device_counts(self) -> np.ndarray:
@@ -252,8 +269,7 @@ class _CellsPlan(CudaPlan):
             own += [self.lpos, self.lforce]
         else:
             own += [self.pos_table, self.force_table, self.capacity]
-        if self.n3:
-            own += [*self.bases, self.pairs]
+        own += self.schedule_arrays
         nested = sum(-(-b.mem.size // POOL_GRANULE) * POOL_GRANULE for b in self.cell_buffers)
         return super().device_bytes + int(sum(a.nbytes for a in own)) + int(nested)
 

@@ -160,3 +160,98 @@ def c08_checks(counts: np.ndarray, n, periodic) -> int:
     for off_a, off_b in C08_PAIRS[1:]:
         total += int((c3 * _shift(c3, off_b - off_a, periodic)).sum())
     return total
+
+
+# --- parity-plane domain traverser (ls1-MarDyn CUDA port) ------------------------------
+#
+# The 13 directions d of one half space (first non-zero component +1): every unordered pair
+# of neighbouring cells is {c, c + d} for exactly one of them. For a direction, its layer axis
+# l is the first axis with d[l] != 0; the cells A of one launch lie in the layers of one
+# parity along l, and B = A + d lies in the next layer, so no cell is in two pairs of a launch.
+# Along a periodic layer axis with an odd number of cells the last layer meets layer 0 through
+# the boundary: it gets a launch of its own. One more launch (d = 0) is the intra-cell pass.
+#
+# As in the port, the host gives each launch the first cell A (start), the 2D grid of a layer
+# (du x dv), the number of layers, the offsets of one step along u, v and to the next layer of
+# the same parity (grid offsets) and the direction; the kernel wraps B on periodic axes.
+
+PARITY_DIRECTIONS = np.array([d for d in itertools.product((-1, 0, 1), repeat=3)
+                              if any(d) and d[next(a for a in range(3) if d[a])] == 1], dtype=np.int32)
+
+LAYER_DTYPE = np.dtype([(f, np.int32) for f in ("start", "du", "dv", "nl", "gu", "gv", "gl", "dx", "dy", "dz")])
+
+
+def parity_applicable(n, periodic) -> tuple[bool, str]:
+    for a, axis in enumerate("xyz"):
+        if periodic[a] and n[a] < 3:
+            return False, (f"the parity traverser needs at least 3 cells along a periodic axis, {axis} has "
+                           f"{int(n[a])} (a cell would pair with its own image twice); enlarge the box or use "
+                           "cells_fullshell")
+    return True, ""
+
+
+def _strides(n) -> tuple[int, int, int]:
+    return int(n[1]) * int(n[2]), int(n[2]), 1
+
+
+def _axis_extent(n_axis: int, periodic: bool, d: int) -> tuple[int, int]:
+    """First coordinate and count of cells A along a non-layer axis with B = A + d inside."""
+    if periodic or d == 0:
+        return 0, n_axis
+    return (0, n_axis - 1) if d > 0 else (1, n_axis - 1)
+
+
+def _layers(n_axis: int, periodic: bool) -> list[tuple[int, int]]:
+    """(first layer, number of layers) per launch along the layer axis, stride 2."""
+    if periodic:
+        if n_axis % 2 == 0:
+            return [(0, n_axis // 2), (1, n_axis // 2)]
+        return [(0, (n_axis - 1) // 2), (1, (n_axis - 1) // 2), (n_axis - 1, 1)]
+    last = n_axis - 2  # the last layer whose neighbour layer exists
+    return [(p, (last - p) // 2 + 1) for p in (0, 1) if p <= last]
+
+
+def parity_launches(n, periodic) -> np.ndarray:
+    """The launches of one traversal (LAYER_DTYPE records): the intra-cell pass first, then per
+    direction the even, odd (and, on an odd periodic layer axis, boundary) layers. Launches
+    without cells are left out."""
+    ok, why = parity_applicable(n, periodic)
+    if not ok:
+        raise ValueError(why)
+    n = [int(v) for v in n]
+    st = _strides(n)
+    out = [(0, n[2], n[1], n[0], st[2], st[1], st[0], 0, 0, 0)]
+    for d in PARITY_DIRECTIONS:
+        l = next(a for a in range(3) if d[a])
+        u, v = [a for a in range(3) if a != l]
+        u0, du = _axis_extent(n[u], bool(periodic[u]), int(d[u]))
+        v0, dv = _axis_extent(n[v], bool(periodic[v]), int(d[v]))
+        if du <= 0 or dv <= 0:
+            continue
+        for first, nl in _layers(n[l], bool(periodic[l])):
+            if nl <= 0:
+                continue
+            origin = [0, 0, 0]
+            origin[l], origin[u], origin[v] = first, u0, v0
+            out.append((linear(origin, n), du, dv, nl, st[u], st[v], 2 * st[l], *map(int, d)))
+    return np.array(out, dtype=LAYER_DTYPE)
+
+
+def layer_pairs(layer, n, periodic) -> list[tuple[int, int]]:
+    """The (A, B) cell pairs of one launch, decoded as the kernels decode them (block or job
+    index -> grid position -> A; B = A + d wrapped). A == B: the intra-cell pass."""
+    n = [int(v) for v in n]
+    out = []
+    for idx in range(int(layer["du"]) * int(layer["dv"]) * int(layer["nl"])):
+        iu, iv, il = idx % layer["du"], (idx // layer["du"]) % layer["dv"], idx // (layer["du"] * layer["dv"])
+        a = int(layer["start"] + iu * layer["gu"] + iv * layer["gv"] + il * layer["gl"])
+        c = [a // (n[1] * n[2]), (a // n[2]) % n[1], a % n[2]]
+        e = []
+        for ax, dd in enumerate((layer["dx"], layer["dy"], layer["dz"])):
+            k = c[ax] + int(dd)
+            if periodic[ax]:
+                k %= n[ax]
+            assert 0 <= k < n[ax], "the host clipped A so that B lies inside open axes"
+            e.append(k)
+        out.append((a, linear(e, n)))
+    return out

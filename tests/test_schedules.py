@@ -121,3 +121,62 @@ def test_grid_dims_rounding_edge():
     assert np.all(L / n >= rc)
     with pytest.raises(ValueError, match="factor must be >= 1.0"):
         S.grid_dims([1.0] * 3, 0.1, 0.5)
+
+
+# --- parity-plane traverser -------------------------------------------------------------
+
+PARITY_SHAPES = SHAPES + [((5, 5, 5), (True, True, True)), ((3, 3, 3), (False, True, False)),
+                          ((2, 7, 3), (False, True, True)), ((1, 1, 1), (False, False, False))]
+
+
+@pytest.mark.parametrize("n, periodic", PARITY_SHAPES)
+def test_parity_visits_every_neighbour_pair_exactly_once(n, periodic):
+    seen = Counter()
+    for layer in S.parity_launches(n, periodic):
+        for a, b in S.layer_pairs(layer, n, periodic):
+            seen[frozenset((a, b))] += 1
+    assert set(seen) == true_neighbour_pairs(n, periodic)
+    assert max(seen.values()) == 1, [tuple(p) for p, k in seen.items() if k > 1][:5]
+
+
+@pytest.mark.parametrize("n, periodic", PARITY_SHAPES)
+def test_parity_no_cell_in_two_pairs_of_one_launch(n, periodic):
+    launches = S.parity_launches(n, periodic)
+    assert launches[0]["dx"] == launches[0]["dy"] == launches[0]["dz"] == 0  # the intra-cell pass
+    for layer in launches:
+        pairs = S.layer_pairs(layer, n, periodic)
+        assert pairs, "empty launches are left out"
+        touched = Counter(c for a, b in pairs for c in {a, b})
+        assert max(touched.values()) == 1, layer
+    # 13 directions, 2 launches each, a third along odd periodic layer axes (without empties)
+    assert len(launches) <= 1 + 13 * 3
+
+
+def test_parity_launch_parameters_follow_the_document():
+    """Host-side parameters for +x on a 4x3x5 periodic grid: start cell, the 2D grid of a layer
+    (y by z), grid offsets (one step in y, in z, and two layers in x) and the direction."""
+    n = (4, 3, 5)
+    launches = S.parity_launches(n, (True, True, True))
+    px = [L for L in launches if (L["dx"], L["dy"], L["dz"]) == (1, 0, 0)]
+    assert [int(L["start"]) for L in px] == [0, 15]  # layers x = 0, 2 and x = 1, 3
+    for L in px:
+        assert (L["du"], L["dv"], L["nl"]) == (3, 5, 2)
+        assert (L["gu"], L["gv"], L["gl"]) == (5, 1, 30)
+    odd = S.parity_launches((5, 3, 3), (True, True, True))
+    assert sum((L["dx"], L["dy"], L["dz"]) == (1, 0, 0) for L in odd) == 3  # boundary layer x = 4
+
+
+def test_parity_directions_are_one_half_space():
+    d = {tuple(v) for v in S.PARITY_DIRECTIONS}
+    assert len(d) == 13 and not any(tuple(-np.array(v)) in d for v in d)
+    for v in itertools.product((-1, 0, 1), repeat=3):
+        if any(v):
+            assert (v in d) != (tuple(-np.array(v)) in d), v  # each of the 26 offsets, one way
+
+
+@pytest.mark.parametrize("n", [(2, 4, 4), (4, 4, 1)])
+def test_parity_refuses_fewer_than_three_periodic_cells(n):
+    ok, why = S.parity_applicable(n, (True, True, True))
+    assert not ok and "at least 3 cells" in why
+    with pytest.raises(ValueError, match="at least 3 cells"):
+        S.parity_launches(n, (True, True, True))

@@ -1,0 +1,124 @@
+"""`python -m harness sanitize`: compute-sanitizer over every GPU strategy.
+
+One sanitizer process per tool (memcheck, racecheck, synccheck, initcheck) runs this module's
+inner mode, which evaluates each strategy on a small periodic system (the LJ liquid, tiny, fp32
+and fp64) between marker lines; every report the sanitizer prints after a strategy's marker is
+that strategy's. Prints one line per strategy and tool and exits non-zero on any error, or when
+a strategy's own evaluation fails under the tool.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+
+from .problem import InputError
+
+TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
+MARK = "@@sanitize "
+_RECORD = re.compile(r"^========= (?!ERROR SUMMARY|RACECHECK SUMMARY|COMPUTE-SANITIZER|Target application|\s)(.+)$")
+_SUMMARY = re.compile(r"^========= ERROR SUMMARY: (\d+) error")
+
+
+@dataclass
+class Result:
+    strategy: str
+    tool: str
+    errors: int = 0
+    ran: bool = False
+    failed: str = ""
+    first: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.ran and not self.errors and not self.failed
+
+    def line(self) -> str:
+        if not self.ran:
+            state = "NOT RUN (the process stopped before this strategy)"
+        elif self.failed:
+            state = f"FAILED: {self.failed}"
+        else:
+            state = "0 errors" if not self.errors else f"{self.errors} error(s): {self.first[0] if self.first else ''}"
+        return f"{self.tool:10s} {self.strategy:22s} {state}"
+
+
+def inner(names: list[str], scenario: str, size: str) -> int:
+    """Run under the sanitizer: each strategy between markers, failures reported as markers."""
+    import strategies
+    from . import scenarios
+
+    problems = [scenarios.make(scenario, size, seed=3, precision=p) for p in ("fp32", "fp64")]
+    for name in names:
+        print(f"{MARK}begin {name}", flush=True)
+        try:
+            s = strategies.create(name)
+            for p in problems:
+                if s.supports(p)[0]:
+                    s.evaluate(p)
+        except Exception as e:  # reported per strategy; the next one still runs
+            print(f"{MARK}fail {name} {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", flush=True)
+        print(f"{MARK}end {name}", flush=True)
+    return 0
+
+
+def parse(tool: str, names: list[str], text: str) -> list[Result]:
+    results = {n: Result(n, tool) for n in names}
+    current = None
+    summary = None
+    for line in text.splitlines():
+        if line.startswith(MARK):
+            kind, _, rest = line[len(MARK):].partition(" ")
+            name, _, why = rest.partition(" ")
+            if kind == "begin":
+                current = results.get(name)
+                if current:
+                    current.ran = True
+            elif kind == "fail" and name in results:
+                results[name].failed = why or "error"
+            elif kind == "end":
+                current = None
+            continue
+        m = _SUMMARY.match(line)
+        if m:
+            summary = int(m.group(1))
+            continue
+        m = _RECORD.match(line)
+        if m and current is not None:
+            current.errors += 1
+            if len(current.first) < 3:
+                current.first.append(m.group(1).strip())
+    attributed = sum(r.errors for r in results.values())
+    if summary is not None and summary > attributed:  # outside any strategy (e.g. at exit)
+        extra = Result("(outside strategies)", tool, errors=summary - attributed, ran=True)
+        return [*results.values(), extra]
+    return list(results.values())
+
+
+def run(names: list[str], tools: list[str], scenario: str = "lj_liquid", size: str = "tiny",
+        timeout: float = 1200.0, say=print) -> list[Result]:
+    exe = shutil.which("compute-sanitizer")
+    if exe is None:
+        raise InputError("compute-sanitizer not found on PATH (it ships with the CUDA toolkit)")
+    bad = [t for t in tools if t not in TOOLS]
+    if bad:
+        raise InputError(f"unknown sanitizer tool(s) {', '.join(bad)}; known: {', '.join(TOOLS)}")
+    out: list[Result] = []
+    for tool in tools:
+        cmd = [exe, "--tool", tool, "--print-limit", "100", "--error-exitcode", "0", sys.executable, "-m", "harness",
+               "sanitize", "--inner", "--strategies", ",".join(names), "--scenario", scenario, "--size", size]
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+            text = p.stdout + "\n" + p.stderr
+        except subprocess.TimeoutExpired as e:
+            text = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+            text += f"\n{MARK}timeout\n"
+        results = parse(tool, names, text)
+        for r in results:
+            say(r.line())
+        out += results
+    return out
