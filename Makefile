@@ -41,6 +41,7 @@ bench: setup
 	$(PYTHON) -m harness bench --strategies $(STRATEGIES) --scenario $(SCENARIO) --n $(N) --precision $(PRECISION) $(ARGS)
 
 sanitize: setup
+	$(PYTHON) -m harness sanitize --self-test
 	$(PYTHON) -m harness sanitize $(ARGS)
 
 list: setup

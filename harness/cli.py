@@ -183,9 +183,16 @@ def cmd_sanitize(args: argparse.Namespace) -> int:
         raise InputError(f"sanitize checks GPU strategies; {', '.join(cpu)} run on the CPU")
     scenarios.parse_spec(args.scenario)
     if args.inner:
-        return sanitize.inner(names, args.scenario, args.size)
+        return sanitize.inner(names, args.scenario, args.size, self_test=args.self_test)
     _require_devices(names)
     tools = [t.strip() for t in args.tools.split(",") if t.strip()]
+    if args.self_test:  # the tools must flag the planted race (racecheck) and overrun (memcheck)
+        results = sanitize.run(names, tools, self_test=True)
+        want = {"memcheck", "racecheck"} & set(tools)
+        caught = {r.tool for r in results if r.errors}
+        print(f"\nself-test: planted faults flagged by {', '.join(sorted(caught)) or 'no tool'}; "
+              f"expected {', '.join(sorted(want))}")
+        return 0 if want <= caught else 1
     results = sanitize.run(names, tools, args.scenario, args.size)
     bad = [r for r in results if not r.ok]
     print(f"\n{len(results) - len(bad)} clean, {len(bad)} with errors or failures "
@@ -237,6 +244,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--tools", default=",".join(("memcheck", "racecheck", "synccheck", "initcheck")))
     p.add_argument("--scenario", default="lj_liquid", help="a small periodic system (default lj_liquid)")
     p.add_argument("--size", default="tiny")
+    p.add_argument("--self-test", action="store_true",
+                   help="run a kernel with a planted race and overrun instead; pass when the tools flag it")
     p.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(fn=cmd_sanitize)
 

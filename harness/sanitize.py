@@ -46,10 +46,45 @@ class Result:
         return f"{self.tool:10s} {self.strategy:22s} {state}"
 
 
-def inner(names: list[str], scenario: str, size: str) -> int:
+PLANTED = "(planted-faults)"
+_PLANTED_SRC = r"""
+extern "C" __global__ void planted(float* out, int n) {
+  __shared__ float s[64];
+  s[threadIdx.x % 64] = (float)threadIdx.x;   // threads t and t + 64 write one word: a race
+  out[threadIdx.x] = s[(threadIdx.x + 1) % 64]; // read another warp's word, no barrier: a race
+  if (threadIdx.x == 0) out[n] = 1.0f;          // one past the allocation: memcheck
+}
+"""
+
+
+def planted() -> None:
+    """A kernel with a shared-memory race and an out-of-bounds write: the self-test that the
+    tools attach and report (memcheck and racecheck must flag it)."""
+    import cupy
+
+    n = 128
+    ptr = cupy.cuda.runtime.malloc(4 * n)  # its own allocation, so one past the end is outside it
+    try:
+        fn = cupy.RawKernel(_PLANTED_SRC, "planted")
+        fn((1,), (n,), (cupy.uint64(ptr), cupy.int32(n)))
+        cupy.cuda.runtime.deviceSynchronize()
+    finally:
+        cupy.cuda.runtime.free(ptr)
+
+
+def inner(names: list[str], scenario: str, size: str, self_test: bool = False) -> int:
     """Run under the sanitizer: each strategy between markers, failures reported as markers."""
     import strategies
     from . import scenarios
+
+    if self_test:
+        print(f"{MARK}begin {PLANTED}", flush=True)
+        try:
+            planted()
+        except Exception as e:
+            print(f"{MARK}fail {PLANTED} {type(e).__name__}", flush=True)
+        print(f"{MARK}end {PLANTED}", flush=True)
+        return 0
 
     problems = [scenarios.make(scenario, size, seed=3, precision=p) for p in ("fp32", "fp64")]
     for name in names:
@@ -91,6 +126,10 @@ def parse(tool: str, names: list[str], text: str) -> list[Result]:
             current.errors += 1
             if len(current.first) < 3:
                 current.first.append(m.group(1).strip())
+    if summary is None:  # the tool never reported: it did not attach, or the process died
+        for r in results.values():
+            r.failed = r.failed or "no ERROR SUMMARY from compute-sanitizer (tool not attached, or the process died)"
+        return list(results.values())
     attributed = sum(r.errors for r in results.values())
     if summary is not None and summary > attributed:  # outside any strategy (e.g. at exit)
         extra = Result("(outside strategies)", tool, errors=summary - attributed, ran=True)
@@ -99,7 +138,8 @@ def parse(tool: str, names: list[str], text: str) -> list[Result]:
 
 
 def run(names: list[str], tools: list[str], scenario: str = "lj_liquid", size: str = "tiny",
-        timeout: float = 1200.0, say=print) -> list[Result]:
+        timeout: float = 1200.0, say=print, self_test: bool = False) -> list[Result]:
+    """self_test: run only the planted-fault kernel; its results are ok when the tool flags it."""
     exe = shutil.which("compute-sanitizer")
     if exe is None:
         raise InputError("compute-sanitizer not found on PATH (it ships with the CUDA toolkit)")
@@ -110,6 +150,8 @@ def run(names: list[str], tools: list[str], scenario: str = "lj_liquid", size: s
     for tool in tools:
         cmd = [exe, "--tool", tool, "--print-limit", "100", "--error-exitcode", "0", sys.executable, "-m", "harness",
                "sanitize", "--inner", "--strategies", ",".join(names), "--scenario", scenario, "--size", size]
+        if self_test:
+            cmd.append("--self-test")
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
@@ -117,7 +159,7 @@ def run(names: list[str], tools: list[str], scenario: str = "lj_liquid", size: s
         except subprocess.TimeoutExpired as e:
             text = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
             text += f"\n{MARK}timeout\n"
-        results = parse(tool, names, text)
+        results = parse(tool, [PLANTED] if self_test else names, text)
         for r in results:
             say(r.line())
         out += results
