@@ -20,7 +20,8 @@ from .problem import InputError
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 MARK = "@@sanitize "
 _RECORD = re.compile(r"^========= (?!ERROR SUMMARY|RACECHECK SUMMARY|COMPUTE-SANITIZER|Target application|\s)(.+)$")
-_SUMMARY = re.compile(r"^========= ERROR SUMMARY: (\d+) error")
+# memcheck, synccheck, initcheck: "ERROR SUMMARY: N errors"; racecheck: "RACECHECK SUMMARY: N hazards"
+_SUMMARY = re.compile(r"^========= (?:ERROR SUMMARY: (\d+) error|RACECHECK SUMMARY: (\d+) hazard)")
 
 
 @dataclass
@@ -119,7 +120,7 @@ def parse(tool: str, names: list[str], text: str) -> list[Result]:
             continue
         m = _SUMMARY.match(line)
         if m:
-            summary = int(m.group(1))
+            summary = int(m.group(1) or m.group(2))
             continue
         m = _RECORD.match(line)
         if m and current is not None:

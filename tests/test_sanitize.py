@@ -29,6 +29,11 @@ def test_reports_are_attributed_to_the_strategy_that_was_running():
     assert extra.errors == 1 and not extra.ok  # the summary counts one more than the markers hold
 
 
+def test_racecheck_summary_counts():
+    text = "@@sanitize begin a\n@@sanitize end a\n========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n"
+    assert sanitize.parse("racecheck", ["a"], text)[0].ok
+
+
 def test_no_summary_means_the_tool_did_not_attach():
     res = sanitize.parse("racecheck", ["a"], "@@sanitize begin a\n@@sanitize end a\n")
     assert not res[0].ok and "no ERROR SUMMARY" in res[0].line()
