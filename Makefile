@@ -5,23 +5,30 @@ BASE_PYTHON ?= python3
 PY      ?=
 VENV    ?= .venv
 PYTHON  := $(VENV)/bin/python
-EXTRAS  ?= test
+EXTRAS  ?= test,bench
 GPU     ?= auto
 SIZE    ?= small
 ARGS    ?=
 
-# bench defaults: the issue's all-pairs points
-STRATEGIES ?= allpairs_tiled
-SCENARIO   ?= allpairs_cube
-N          ?= 32768,216000
+# bench: a named suite (harness/suites.py), or STRATEGIES= for an ad-hoc sweep
+SUITE      ?= default
+STRATEGIES ?=
+SCENARIO   ?= lj_liquid
+N          ?= medium
 PRECISION  ?= fp32
+# profile: one point under Nsight Compute (large by default: the timing cross-check needs it)
+STRATEGY   ?= allpairs_tiled
+PROFILE_N  ?= large
 
-.PHONY: help setup test verify bench sanitize wheelhouse list clean
+.PHONY: help setup test verify bench profile timeline asv asv-preview sanitize wheelhouse list clean
 
 help:
 	@echo "make verify     correctness matrix (SIZE=small|medium|large, ARGS='...' for harness verify)"
 	@echo "make test       pytest (GPU tests skip without a device)"
-	@echo "make bench      harness bench (STRATEGIES=, SCENARIO=, N=, PRECISION=)"
+	@echo "make bench      harness bench: SUITE=default (harness/suites.py), or STRATEGIES= SCENARIO= N= PRECISION="
+	@echo "make profile    Nsight Compute on one point's force phase: STRATEGY= SCENARIO= PROFILE_N= PRECISION="
+	@echo "make timeline   Nsight Systems timeline of one evaluation, where nsys exists"
+	@echo "make asv        record an asv run for the current commit and build the HTML history"
 	@echo "make sanitize   compute-sanitizer memcheck/racecheck/synccheck/initcheck per GPU strategy (ARGS=)"
 	@echo "make list       registered strategies, scenarios and precision modes"
 	@echo "make wheelhouse PY=3.12   download all wheels for an offline node into wheelhouse/"
@@ -38,7 +45,24 @@ verify: setup
 	$(PYTHON) -m harness verify --size $(SIZE) $(ARGS)
 
 bench: setup
-	$(PYTHON) -m harness bench --strategies $(STRATEGIES) --scenario $(SCENARIO) --n $(N) --precision $(PRECISION) $(ARGS)
+	$(PYTHON) -m harness bench $(if $(STRATEGIES),--strategies $(STRATEGIES) --scenario $(SCENARIO) --n $(N) --precision $(PRECISION),--suite $(SUITE)) $(ARGS)
+
+profile: setup
+	$(PYTHON) -m harness profile --strategy $(STRATEGY) --scenario $(SCENARIO) --n $(PROFILE_N) --precision $(PRECISION) $(ARGS)
+
+timeline: setup
+	$(PYTHON) -m harness timeline --strategy $(STRATEGY) --scenario $(SCENARIO) --n $(N) --precision $(PRECISION)
+
+# asv: the existing environment (no network on GPU nodes), results for the checked-out commit
+asv: setup
+	@git rev-parse HEAD >/dev/null 2>&1 || { echo "make asv: needs a git checkout (asv files results by commit)"; exit 2; }
+	$(PYTHON) -m asv machine --yes
+	$(PYTHON) -m asv run --python=same --set-commit-hash $$(git rev-parse HEAD) $(ARGS)
+	$(PYTHON) -m asv publish
+	@echo "history: .asv/html/index.html (make asv-preview serves it)"
+
+asv-preview: setup
+	$(PYTHON) -m asv preview
 
 sanitize: setup
 	$(PYTHON) -m harness sanitize --self-test

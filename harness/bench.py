@@ -1,4 +1,5 @@
-"""`python -m harness bench`: time strategies on one scenario at several sizes.
+"""`python -m harness bench`: sweeps of strategies x scenarios x sizes x precisions x launch
+parameters, timed per phase.
 
 Per point: set-up (a second prepare: allocation, first binning, layout; compilation in the
 first) with the host clock; upload, bin, force, reduce and compute (= bin + force + reduce, the
@@ -8,6 +9,12 @@ evaluation (upload + compute + download) with the host clock; medians after warm
 A point whose first evaluation takes longer than SLOW_S is timed with one sample per phase
 (marked single_sample): the spread of such points is not measured.
 
+On the GPU every sample starts with a cold L2 (a buffer of twice the L2 is overwritten before
+each sample, outside its events; l2="warm" leaves the cache as the previous sample left it), and
+the compute phase is also timed as a CUDA-graph replay (graph_ms: the same kernels without
+Python and launch overhead; "graph_note" says why where a strategy cannot be captured).
+Effective bandwidth counts the least traffic an evaluation needs: positions in, forces out.
+
 Throughput uses AutoPas's flop counts: 8 flops per distance check, 15 per interaction without
 Newton3 (every pair computed from both sides: 2 interactions per pair), 18 with. The floor is
 those flops at the device's peak rate (FP32, or FP64 in fp64 mode): no kernel doing this work
@@ -15,13 +22,16 @@ can be faster.
 """
 from __future__ import annotations
 
+import itertools
 import time
 from typing import Callable
+
+import numpy as np
 
 import strategies
 
 from . import device, scenarios
-from .problem import Problem
+from .problem import Problem, StrategyError
 from .timing import Stats, time_cpu, time_gpu
 
 FLOPS_CHECK, FLOPS_NO_N3, FLOPS_N3 = 8, 15, 18
@@ -32,9 +42,66 @@ def flops(checks: int, pairs: int, newton3: bool) -> float:
     return FLOPS_CHECK * checks + (FLOPS_N3 * pairs if newton3 else FLOPS_NO_N3 * 2 * pairs)
 
 
-def bench_point(strategy: strategies.Strategy, problem: Problem, warmup: int, repeat: int, min_time: float) -> dict:
-    row = {"strategy": strategy.label, "backend": strategy.backend, "scenario": problem.label.split(" ")[0],
-           "n": problem.n, "precision": problem.precision}
+class L2Flush:
+    """Overwrites twice the L2's size on the device (enqueued, not waited for)."""
+
+    def __init__(self) -> None:
+        import cupy
+
+        info = device.gpu_info() or {}
+        self.buf = cupy.empty(int(2 * (info.get("l2_mib") or 64) * 2 ** 20) // 4, np.int32)
+
+    def __call__(self) -> None:
+        self.buf.fill(0)
+
+
+_FLUSH: list = []
+
+
+def _flush() -> L2Flush:
+    if not _FLUSH:
+        _FLUSH.append(L2Flush())
+    return _FLUSH[0]
+
+
+def min_bytes(problem: Problem) -> int:
+    """Positions in (4 values of the compute type) and forces out (3 of the accumulation type)."""
+    real, acc = {"fp32": (4, 4), "mixed": (4, 8), "fp64": (8, 8)}[problem.precision]
+    return problem.n * (4 * real + 3 * acc)
+
+
+def time_graph(strategy: strategies.Strategy, plan, warmup: int, repeat: int, min_time: float,
+               before: Callable[[], object] | None):
+    """Capture compute() into a CUDA graph on a side stream and time its replay; returns
+    (Stats, "") or (None, why not)."""
+    import cupy
+
+    stream = cupy.cuda.Stream(non_blocking=True)
+    try:
+        with stream:
+            strategy.compute(plan)  # allocations of the first run happen before the capture
+            stream.synchronize()
+            stream.begin_capture()
+            try:
+                strategy.compute(plan)
+            finally:
+                graph = stream.end_capture()
+            stats = time_gpu(lambda: graph.launch(stream), warmup=warmup, repeat=repeat, min_time=min_time,
+                             before=before)
+        return stats, ""
+    except Exception as e:  # not capturable (host synchronisation, allocation during capture)
+        try:
+            cupy.cuda.Device().synchronize()
+        except Exception:
+            pass
+        return None, f"not capturable: {type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}"
+
+
+def bench_point(strategy: strategies.Strategy, problem: Problem, warmup: int, repeat: int, min_time: float,
+                l2: str = "flush", graph: bool = True) -> dict:
+    row = {"strategy": strategy.label, "name": strategy.name, "backend": strategy.backend,
+           "scenario": problem.label.split(" ")[0], "n": problem.n, "precision": problem.precision,
+           "launch_params": dict(strategy.launch)}
     ok, why = strategy.supports(problem)
     if not ok:
         return {**row, "status": "n/a", "detail": why}
@@ -47,14 +114,17 @@ def bench_point(strategy: strategies.Strategy, problem: Problem, warmup: int, re
     plan.synchronize()
     row["setup_ms"] = (time.perf_counter() - t0) * 1e3
 
+    before = _flush() if gpu and l2 == "flush" else None
+
     def timer(fn: Callable[[], object]) -> Stats:
         if gpu:
-            return time_gpu(fn, warmup=warmup, repeat=repeat, min_time=min_time)
+            return time_gpu(fn, warmup=warmup, repeat=repeat, min_time=min_time, before=before)
         return time_cpu(fn, warmup=min(warmup, 1), repeat=max(min(repeat, 3), repeat // 4), min_time=min_time)
 
     plan.upload()
+    strategy.compute(plan).to_host()  # first run: just-in-time compilation (numba, CuPy's own kernels)
     t0 = time.perf_counter()
-    out = strategy.compute(plan).to_host()  # first run: the pair count, and how slow a run is
+    out = strategy.compute(plan).to_host()  # second run: the pair count, and how slow a run is
     if time.perf_counter() - t0 > SLOW_S:  # one sample per phase: a slow point is slow enough
         warmup, repeat, min_time = 0, 1, 0.0
         row["single_sample"] = True
@@ -63,16 +133,25 @@ def bench_point(strategy: strategies.Strategy, problem: Problem, warmup: int, re
     done = strategy.compute(plan)
     plan.synchronize()
     t["download"] = time_cpu(done.to_host, warmup=1, repeat=5, min_time=0.0)
+    if gpu and graph:
+        g, why = time_graph(strategy, plan, warmup, repeat, min_time, before)
+        if g is not None:
+            row.update({"graph_ms": g.median, "graph_min_ms": g.min, "graph_max_ms": g.max})
+        else:
+            row["graph_note"] = why
     t["evaluate"] = time_cpu(lambda: (plan.upload(), strategy.compute(plan).to_host()), warmup=min(warmup, 1),
                              repeat=min(repeat, 3), min_time=min_time / 2, sync=plan.synchronize)
     work = strategy.work(problem)
     checks = work.get("distance_checks")
     sec = t["compute"].median / 1e3
     row.update({f"{k}_ms": v.median for k, v in t.items()})
+    row.update({f"{k}_spread": v.spread for k, v in t.items()})
     row.update({"compute_min_ms": t["compute"].min, "compute_max_ms": t["compute"].max,
-                "compute_spread": t["compute"].spread, "repeats": t["compute"].repeats, "pairs": out.pairs,
+                "force_min_ms": t["force"].min, "force_max_ms": t["force"].max,
+                "repeats": t["compute"].repeats, "pairs": out.pairs, "l2": l2 if gpu else None,
                 "pairs_per_s": out.pairs / sec if sec else None,
-                "particles_per_s": problem.n / sec if sec else None})
+                "particles_per_s": problem.n / sec if sec else None,
+                "eff_bandwidth_gbs": min_bytes(problem) / sec / 1e9 if sec else None})
     if checks is not None:
         fl = flops(checks, out.pairs, strategy.newton3)
         interactions = out.pairs * (1 if strategy.newton3 else 2)
@@ -85,31 +164,55 @@ def bench_point(strategy: strategies.Strategy, problem: Problem, warmup: int, re
         if peak:
             row["floor_ms"] = fl / (peak * 1e12) * 1e3
             row["pct_of_peak"] = 100.0 * row["floor_ms"] / t["compute"].median
+        if info and info.get("peak_dram_gbs") and row.get("eff_bandwidth_gbs") is not None:
+            row["pct_of_dram"] = 100.0 * row["eff_bandwidth_gbs"] / info["peak_dram_gbs"]
     row["launch"] = getattr(plan, "launch_info", None)
     row["device_bytes"] = getattr(plan, "device_bytes", None)
     row["status"] = "ok"
     return row
 
 
-def run(names: list[str], scenario: str | None, sizes: list, precision: str, seed: int = 1, warmup: int = 3,
-        repeat: int = 20, min_time: float = 0.3, launch: dict | None = None, problem: Problem | None = None,
-        progress: Callable[[str], None] | None = None) -> list[dict]:
+def launch_variants(cls: type[strategies.Strategy], launch: dict, sweep: dict[str, list]) -> list[dict]:
+    """`launch` (applied as given) times the product of the sweep values this strategy knows."""
+    keys = [k for k in sweep if k in cls.launch_defaults]
+    combos = itertools.product(*[sweep[k] for k in keys]) if keys else [()]
+    return [{**launch, **dict(zip(keys, values))} for values in combos]
+
+
+def run(names: list[str], scenario: str | list[str] | None, sizes: list, precision: str, seed: int = 1,
+        warmup: int = 3, repeat: int = 20, min_time: float = 0.3, launch: dict | None = None,
+        problem: Problem | None = None, progress: Callable[[str], None] | None = None,
+        sweep: dict[str, list] | None = None, l2: str = "flush", graph: bool = True, bar=None) -> list[dict]:
+    """One row per (scenario, size, strategy, launch variant) at this precision."""
     rows = []
+    specs = [scenario] if isinstance(scenario, str) or scenario is None else list(scenario)
     problems = [problem.with_precision(precision)] if problem is not None else \
-        [scenarios.make(scenario, n, seed=seed, precision=precision) for n in sizes]
+        [scenarios.make(spec, n, seed=seed, precision=precision) for spec in specs for n in sizes]
     for p in problems:
         for name in names:
-            s = strategies.create(name, **(launch or {}))
-            row = bench_point(s, p, warmup, repeat, min_time)
-            rows.append(row)
-            if progress:
-                progress(format_row(row))
+            for lp in launch_variants(strategies.REGISTRY[name], launch or {}, sweep or {}):
+                s = strategies.create(name, **lp)
+                try:
+                    row = bench_point(s, p, warmup, repeat, min_time, l2=l2, graph=graph)
+                except StrategyError as e:  # e.g. a lock timeout or capacity overflow: a result, not a crash
+                    row = {"strategy": s.label, "name": name, "backend": s.backend,
+                           "scenario": p.label.split(" ")[0], "n": p.n, "precision": p.precision,
+                           "status": "error", "detail": str(e)}
+                rows.append(row)
+                if bar is not None:
+                    bar.update(1)
+                if progress:
+                    progress(format_row(row))
     return rows
+
+
+def count_points(names: list[str], n_problems: int, launch: dict | None, sweep: dict | None) -> int:
+    return n_problems * sum(len(launch_variants(strategies.REGISTRY[n], launch or {}, sweep or {})) for n in names)
 
 
 def format_row(r: dict) -> str:
     if r["status"] != "ok":
-        return f"{r['strategy']:16s} N={r['n']:<9d} {r['precision']:5s} n/a: {r['detail']}"
+        return f"{r['strategy']:16s} N={r['n']:<9d} {r['precision']:5s} {r['status']}: {r['detail']}"
     s = (f"{r['strategy']:16s} N={r['n']:<9d} {r['precision']:5s} compute {r['compute_ms']:9.4f} ms "
          f"[{r['compute_min_ms']:.4f}..{r['compute_max_ms']:.4f}, n={r['repeats']}]  bin {r['bin_ms']:.4f}  "
          f"force {r['force_ms']:.4f}  reduce {r['reduce_ms']:.4f}  upload {r['upload_ms']:.4f}  "
@@ -117,8 +220,54 @@ def format_row(r: dict) -> str:
          f"{r['pairs_per_s'] / 1e9:8.3f} Gpairs/s")
     if r.get("device_bytes") is not None:
         s += f"  {r['device_bytes'] / 2**20:.1f} MiB"
+    if r.get("graph_ms") is not None:
+        s += f"  graph {r['graph_ms']:.4f} ms"
     if r.get("floor_ms") is not None:
         s += f"  {r['gflops']:.0f} GFLOP/s, floor {r['floor_ms']:.4f} ms ({r['pct_of_peak']:.1f}% of peak)"
     if r.get("launch"):
         s += "  launch " + ",".join(f"{k}={v}" for k, v in r["launch"].items())
     return s
+
+
+# --- tables and files --------------------------------------------------------------------
+
+COLUMNS = ["strategy", "scenario", "n", "precision", "status", "compute_ms", "compute_spread", "repeats", "bin_ms",
+           "force_ms", "reduce_ms", "graph_ms", "evaluate_ms", "setup_ms", "pairs_per_s", "particles_per_s",
+           "checks_per_interaction", "gflops", "pct_of_peak", "eff_bandwidth_gbs", "device_bytes"]
+
+
+def frame(rows: list[dict]):
+    """The rows as a pandas DataFrame (nested fields as JSON text)."""
+    import json
+
+    import pandas as pd
+
+    flat = [{k: (json.dumps(v) if isinstance(v, (dict, list)) else v) for k, v in r.items()} for r in rows]
+    df = pd.DataFrame(flat)
+    first = [c for c in COLUMNS if c in df.columns]
+    return df[first + [c for c in df.columns if c not in first]]
+
+
+def terminal_table(rows: list[dict]) -> str:
+    """A readable summary: one line per point, times in ms, rates in G/s."""
+    df = frame(rows)
+    show = df[[c for c in ("strategy", "scenario", "n", "precision", "status", "compute_ms", "compute_spread",
+                           "force_ms", "graph_ms", "pairs_per_s", "pct_of_peak") if c in df.columns]].copy()
+    if "pairs_per_s" in show:
+        show["pairs_per_s"] = show["pairs_per_s"] / 1e9
+        show = show.rename(columns={"pairs_per_s": "Gpairs_per_s"})
+    return show.to_string(index=False, float_format=lambda v: f"{v:.4g}", na_rep="")
+
+
+def write(rows: list[dict], header: dict, meta: dict, folder, name: str) -> list:
+    """<folder>/<name>.csv (one row per point) and <name>.json (device header, command, rows)."""
+    import json
+    from pathlib import Path
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    csv, js = folder / f"{name}.csv", folder / f"{name}.json"
+    frame(rows).to_csv(csv, index=False)
+    js.write_text(json.dumps({"device": header, "meta": meta, "rows": rows}, indent=1,
+                             default=lambda o: o.item() if hasattr(o, "item") else str(o)))
+    return [csv, js]

@@ -1,4 +1,4 @@
-"""python -m harness {list, verify, bench, forces, export, sanitize}
+"""python -m harness {list, verify, bench, profile, timeline, sanitize, forces, export}
 
 Exit codes: 0 success, 1 a verification cell failed, 2 bad input (the message names it).
 """
@@ -63,13 +63,23 @@ def _require_devices(names: list[str]) -> None:
             raise InputError(f"strategy {name} cannot run on this machine: {why}")
 
 
+def _value(text: str):
+    """A launch value as typed: int, float, or the string."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
 def _launch(text: str | None) -> dict:
     out: dict = {}
     for item in filter(None, (text or "").split(",")):
         key, eq, val = item.partition("=")
         if not eq:
             raise InputError(f"--launch: {item!r} is not key=value")
-        out[key] = int(val) if val.lstrip("-").isdigit() else val
+        out[key] = _value(val)
     return out
 
 
@@ -127,25 +137,87 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 0 if s["ok"] else 1
 
 
-def cmd_bench(args: argparse.Namespace) -> int:
-    from . import bench, device
+def _sweep(items: list[str] | None) -> dict[str, list]:
+    """--sweep key=v1:v2:v3 (repeatable) -> {key: [v1, v2, v3]}."""
+    out: dict[str, list] = {}
+    for item in items or []:
+        key, eq, vals = item.partition("=")
+        if not eq or not vals:
+            raise InputError(f"--sweep: {item!r} is not key=value:value:...")
+        out[key] = [_value(v) for v in vals.split(":")]
+    return out
 
-    names = strategies.resolve(args.strategies)
-    _require_devices([n for n in names if strategies.REGISTRY[n].backend == "cuda"])
+
+def _progress_bar(total: int):
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, desc="bench", unit="point", file=sys.stderr, leave=False,
+                disable=not sys.stderr.isatty())
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from datetime import datetime, timezone
+
+    from . import bench, device, suites
+
+    gpu_ok = strategies.create("allpairs_tiled").available()[0]
     problem = _input_problem(args) if args.input else None
-    if problem is None:
-        scenarios.parse_spec(args.scenario)
-    sizes = [_size(s.strip()) for s in args.n.split(",")] if args.n else ["medium"]
-    for line in device.header_lines(device.header()):
+    if args.suite:
+        if args.strategies or args.scenario or args.n or args.sweep:
+            raise InputError("--suite sets strategies, scenarios, sizes and sweeps; leave those out")
+        _, parts = suites.get(args.suite)
+        plan = [(p.strategies, list(p.scenarios), [_size(str(n)) for n in p.sizes], list(p.precisions), p.sweep)
+                for p in parts]
+        explicit = False
+    else:
+        specs = args.scenario or ["lj_liquid"]
+        sizes = [_size(s.strip()) for s in args.n.split(",")] if args.n else ["medium"]
+        plan = [(args.strategies or "allpairs_tiled", specs, sizes, _precisions(args.precision), _sweep(args.sweep))]
+        explicit = bool(args.strategies)
+    parts = []
+    for spec_names, specs, sizes, precs, sweep in plan:
+        names = strategies.resolve(spec_names)
+        if explicit:
+            _require_devices([n for n in names if strategies.REGISTRY[n].backend == "cuda"])
+        elif not gpu_ok:  # a suite or the default on a CPU-only machine: its CPU part
+            names = [n for n in names if strategies.REGISTRY[n].backend != "cuda"]
+        if problem is None:
+            for spec in specs:
+                scenarios.parse_spec(spec)
+        parts.append((names, specs, sizes, precs, sweep))
+    launch = _launch(args.launch)
+    header = device.header()
+    for line in device.header_lines(header):
         print(line)
+    total = sum(bench.count_points(names, (1 if problem else len(specs) * len(sizes)) * len(precs), launch, sweep)
+                for names, specs, sizes, precs, sweep in parts)
+    bar = _progress_bar(total)
     rows = []
-    for prec in _precisions(args.precision):
-        rows += bench.run(names, args.scenario, sizes, prec, seed=args.seed, warmup=args.warmup, repeat=args.repeat,
-                          min_time=args.min_time, launch=_launch(args.launch), problem=problem, progress=print)
+    try:
+        for names, specs, sizes, precs, sweep in parts:
+            for prec in precs:
+                rows += bench.run(names, specs, sizes, prec, seed=args.seed, warmup=args.warmup, repeat=args.repeat,
+                                  min_time=args.min_time, launch=launch, problem=problem,
+                                  progress=None if args.quiet else print, sweep=sweep, l2=args.l2,
+                                  graph=not args.no_graph, bar=bar)
+    finally:
+        if bar is not None:
+            bar.close()
+    if not rows:
+        raise InputError("nothing to time: no strategy of this selection runs on this machine")
+    print()
+    print(bench.terminal_table(rows))
+    meta = {"command": "python -m harness " + " ".join(sys.argv[1:] if args.argv is None else args.argv),
+            "suite": args.suite, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "l2": args.l2, "graph": not args.no_graph}
+    name = args.name or (args.suite or "bench") + "-" + datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    paths = bench.write(rows, header, meta, Path(args.out), name)
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps({"device": device.header(), "rows": rows}, indent=1,
-                                              default=lambda o: o.item() if hasattr(o, "item") else str(o)))
+        Path(args.json).write_text(paths[1].read_text())
+    print(f"\nwrote {', '.join(map(str, paths))}")
     return 0
 
 
@@ -200,6 +272,52 @@ def cmd_sanitize(args: argparse.Namespace) -> int:
     return 1 if bad else 0
 
 
+def cmd_profile(args: argparse.Namespace) -> int:
+    from . import profile
+
+    name = args.strategy
+    if name not in strategies.REGISTRY:
+        raise InputError(f"unknown strategy {name!r}; known: {', '.join(strategies.REGISTRY)}")
+    if strategies.REGISTRY[name].backend != "cuda":
+        raise InputError(f"profile: {name} runs on the CPU; Nsight Compute profiles GPU strategies")
+    scenarios.parse_spec(args.scenario)
+    launch = _launch(args.launch)
+    size = _size(args.n)
+    if args.inner:
+        return profile.inner(name, args.scenario, size, args.precision, launch)
+    _require_devices([name])
+    doc = profile.run(name, args.scenario, size, check_precision(args.precision), launch, Path(args.out))
+    for line in profile.lines(doc):
+        print(line)
+    print(f"report: {Path(args.out) / doc['report']} (and .csv, .json beside it)")
+    return 0
+
+
+def cmd_timeline(args: argparse.Namespace) -> int:
+    import shutil
+    import subprocess
+
+    exe = shutil.which("nsys")
+    if exe is None:
+        print("Nsight Systems (nsys) is not on this machine: no timeline. NVTX ranges are still emitted; "
+              "`make profile` (Nsight Compute) selects them.")
+        return 0
+    out = Path(args.out) / f"{args.strategy}-{args.scenario.replace(':', '-')}-{args.n}-timeline"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [exe, "profile", "-t", "cuda,nvtx", "-f", "true", "-o", str(out), sys.executable, "-m", "harness",
+           "profile", "--inner", "--strategy", args.strategy, "--scenario", args.scenario, "--n", args.n,
+           "--precision", args.precision]
+    r = subprocess.run(cmd)
+    print(f"timeline: {out}.nsys-rep" if r.returncode == 0 else f"nsys failed with exit {r.returncode}")
+    return r.returncode
+
+
+def _suite_names() -> list[str]:
+    from .suites import SUITES
+
+    return list(SUITES)
+
+
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m harness", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -224,18 +342,27 @@ def parser() -> argparse.ArgumentParser:
     _potential_args(p)
     p.set_defaults(fn=cmd_verify)
 
-    p = sub.add_parser("bench", help="time strategies on a scenario")
-    p.add_argument("--strategies", default="allpairs_tiled")
-    p.add_argument("--scenario", default="lj_liquid")
+    p = sub.add_parser("bench", help="time strategies: sweeps over strategies, scenarios, sizes, precisions, launch")
+    p.add_argument("--suite", help="a named sweep (harness/suites.py): " + ", ".join(_suite_names()))
+    p.add_argument("--strategies", help="comma list or family prefixes (default allpairs_tiled)")
+    p.add_argument("--scenario", action="append", help="scenario spec, repeatable (default lj_liquid)")
     p.add_argument("--n", help="comma list of particle counts or size names (default medium)")
     p.add_argument("--precision", default="fp32", help="comma list or all")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--repeat", type=int, default=20)
     p.add_argument("--min-time", type=float, default=0.3, help="seconds of samples per phase at least")
-    p.add_argument("--launch", help="launch parameters, e.g. block=128")
+    p.add_argument("--launch", help="launch parameters for every point, e.g. block=128")
+    p.add_argument("--sweep", action="append", help="launch-parameter sweep, e.g. warps=1:2:4:8:16 (repeatable; "
+                                                     "applied to the strategies that have the parameter)")
+    p.add_argument("--l2", choices=("flush", "warm"), default="flush",
+                   help="flush the L2 before every GPU sample (default) or leave it warm")
+    p.add_argument("--no-graph", action="store_true", help="skip the CUDA-graph replay timing")
     p.add_argument("--input", help="time on this configuration (.xyz or .npz)")
-    p.add_argument("--json", help="write the rows and the device header here")
+    p.add_argument("--out", default=str(ROOT / "reports" / "bench"), help="folder for CSV and JSON (reports/bench)")
+    p.add_argument("--name", help="file name stem (default <suite or bench>-<UTC time>)")
+    p.add_argument("--json", help="also write the JSON here")
+    p.add_argument("--quiet", action="store_true", help="no line per point, only the table at the end")
     _potential_args(p)
     p.set_defaults(fn=cmd_bench)
 
@@ -248,6 +375,24 @@ def parser() -> argparse.ArgumentParser:
                    help="run a kernel with a planted race and overrun instead; pass when the tools flag it")
     p.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(fn=cmd_sanitize)
+
+    p = sub.add_parser("profile", help="Nsight Compute on one point's force phase, summary and timing cross-check")
+    p.add_argument("--strategy", default="allpairs_tiled")
+    p.add_argument("--scenario", default="lj_liquid")
+    p.add_argument("--n", default="large", help="size name or particle count (default large)")
+    p.add_argument("--precision", default="fp32")
+    p.add_argument("--launch", help="launch parameters, e.g. block=128")
+    p.add_argument("--out", default=str(ROOT / "reports" / "profile"))
+    p.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
+    p.set_defaults(fn=cmd_profile)
+
+    p = sub.add_parser("timeline", help="Nsight Systems timeline of one evaluation's NVTX phases, where nsys exists")
+    p.add_argument("--strategy", default="allpairs_tiled")
+    p.add_argument("--scenario", default="lj_liquid")
+    p.add_argument("--n", default="medium")
+    p.add_argument("--precision", default="fp32")
+    p.add_argument("--out", default=str(ROOT / "reports" / "profile"))
+    p.set_defaults(fn=cmd_timeline)
 
     p = sub.add_parser("forces", help="forces, energy, virial and pairs of one configuration")
     p.add_argument("--strategy", required=True, help="a registered strategy, or 'reference' (float64 CPU)")

@@ -66,6 +66,8 @@ def gpu_info() -> dict | None:
     lanes = LANES.get(cc)
     peak32 = 2.0 * sms * lanes[0] * clock_khz * 1e3 if lanes and clock_khz else None
     peak64 = 2.0 * sms * lanes[1] * clock_khz * 1e3 if lanes and clock_khz else None
+    mem_khz, bus_bits = int(props.get("memoryClockRate", 0) or 0), int(props.get("memoryBusWidth", 0) or 0)
+    dram = 2.0 * mem_khz * 1e3 * bus_bits / 8 / 1e9 if mem_khz and bus_bits else None  # double data rate
     drv = runtime.driverGetVersion()
     rt = runtime.runtimeGetVersion()
     smi_driver = _run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader", f"--id={dev.id}"])
@@ -81,6 +83,7 @@ def gpu_info() -> dict | None:
         "cupy": cupy.__version__,
         "peak_fp32_tflops": round(peak32 / 1e12, 1) if peak32 else None,
         "peak_fp64_tflops": round(peak64 / 1e12, 1) if peak64 else None,
+        "peak_dram_gbs": round(dram) if dram else None,
     }
 
 

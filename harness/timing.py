@@ -47,9 +47,10 @@ def _check(warmup: int, repeat: int, max_repeat: int) -> None:
 
 
 def time_gpu(fn: Callable[[], object], warmup: int = 3, repeat: int = 20, min_time: float = 0.2,
-             max_repeat: int = 2000) -> Stats:
+             max_repeat: int = 2000, before: Callable[[], object] | None = None) -> Stats:
     """Time `fn` (which enqueues device work on the current stream) with CUDA events, one
-    event pair per sample; synchronises once per batch of samples, not per sample."""
+    event pair per sample; synchronises once per batch of samples, not per sample. `before`
+    (e.g. an L2 flush) is enqueued ahead of each sample, outside its event pair."""
     import cupy
 
     _check(warmup, repeat, max_repeat)
@@ -63,6 +64,8 @@ def time_gpu(fn: Callable[[], object], warmup: int = 3, repeat: int = 20, min_ti
     while True:
         events = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(batch)]
         for start, stop in events:
+            if before is not None:
+                before()
             start.record(stream)
             fn()
             stop.record(stream)

@@ -125,8 +125,50 @@ def test_verify_from_input_file(tmp_path):
     assert "input:g.npz" in r.stdout and "pass: 3" in r.stdout
 
 
-def test_bench_cpu_prints_times():
+def test_bench_cpu_prints_times(tmp_path):
     r = run("bench", "--strategies", "allpairs_cpu", "--scenario", "lj_liquid", "--n", "tiny", "--repeat", "3",
-            "--min-time", "0")
+            "--min-time", "0", "--out", str(tmp_path), "--name", "t")
     assert r.returncode == 0, r.stderr
     assert "allpairs_cpu" in r.stdout and "Gpairs/s" in r.stdout and "compute" in r.stdout
+
+
+def test_bench_sweep_writes_csv_and_json(tmp_path):
+    """Two scenarios x two sizes x a launch sweep (applied where the strategy has the key)."""
+    import pandas as pd
+
+    r = run("bench", "--strategies", "allpairs_cpu,c08_cpu", "--scenario", "uniform", "--scenario",
+            "gaussian:sigma=4", "--n", "tiny,400", "--repeat", "2", "--min-time", "0", "--warmup", "1",
+            "--sweep", "cell_factor=1.0:1.2", "--out", str(tmp_path), "--name", "s", "--quiet")
+    assert r.returncode == 0, r.stderr
+    df = pd.read_csv(tmp_path / "s.csv")
+    # allpairs_cpu has no cell_factor: 1 variant; c08_cpu: 2; per (scenario, size) -> 3 rows, 4 problems
+    assert len(df) == 12 and set(df["scenario"]) == {"uniform", "gaussian:sigma=4"}
+    assert (df[df["name"] == "c08_cpu"]["strategy"].str.contains("cell_factor=1.2")).sum() == 4
+    ok = df[df["status"] == "ok"]
+    assert (ok["compute_ms"] > 0).all() and (ok["eff_bandwidth_gbs"] > 0).all()
+    doc = json.loads((tmp_path / "s.json").read_text())
+    assert doc["device"]["commit"] and doc["meta"]["command"].startswith("python -m harness bench")
+    assert len(doc["rows"]) == 12 and "compute_ms" in r.stdout  # the table at the end
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--suite", "nothing"], "unknown suite 'nothing'"),
+    (["--suite", "default", "--strategies", "allpairs_cpu"], "--suite sets strategies"),
+    (["--strategies", "allpairs_cpu", "--sweep", "block"], "is not key=value:value"),
+])
+def test_bench_bad_suite_or_sweep(args, message, capsys):
+    assert cli.main(["bench", *args]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_suites_name_real_strategies_and_scenarios():
+    from harness import suites
+
+    for name, (what, parts) in suites.SUITES.items():
+        assert what and parts
+        for part in parts:
+            assert strategies.resolve(part.strategies)
+            for spec in part.scenarios:
+                scenarios.parse_spec(spec)
+            for key in part.sweep:
+                assert any(key in strategies.REGISTRY[n].launch_defaults for n in strategies.resolve(part.strategies))

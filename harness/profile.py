@@ -1,0 +1,182 @@
+"""`python -m harness profile`: one point's force phase under Nsight Compute, a summary the
+reports can show, and a cross-check of the harness's own timing.
+
+1. Event timing (this process, no profiler): the force phase of the point timed twice with
+   CUDA events (L2 flushed before each sample), so the two medians can be compared with the
+   spread they report.
+2. ncu on a child process that evaluates the point once, filtered by the strategy's NVTX range
+   (`--nvtx --nvtx-include "force/<strategy>/"`), clocks left as they are (`--clock-control
+   none`: the GPU's settings are not ours to change). The report goes to
+   reports/profile/<stem>.ncu-rep, its raw metrics to <stem>.csv, the summary to <stem>.json.
+3. Cross-check: the sum of the kernels' gpu__time_duration against the event-timed force phase
+   (within 10% for a large system: launch gaps and the profiler's cache flush between kernels
+   are the difference).
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from .problem import InputError
+
+SECTIONS = ("SpeedOfLight", "Occupancy", "LaunchStats", "MemoryWorkloadAnalysis", "WarpStateStats")
+# summary field -> raw metric (ncu --page raw column)
+METRICS = {
+    "duration_ns": "gpu__time_duration.sum",
+    "achieved_occupancy_pct": "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "sm_throughput_pct": "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "dram_throughput_pct": "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+    "l1_hit_pct": "l1tex__t_sector_hit_rate.pct",
+    "l2_hit_pct": "lts__t_sector_hit_rate.pct",
+    "registers_per_thread": "launch__registers_per_thread",
+    "shared_static_bytes_per_block": "launch__shared_mem_per_block_static",
+    "shared_dynamic_bytes_per_block": "launch__shared_mem_per_block_dynamic",
+    "block_size": "launch__block_size",
+    "grid_size": "launch__grid_size",
+}
+# WarpStateStats: smsp__average_warp[s]_..._issue_stalled_<reason>[_per_issue_active].ratio
+_STALL = __import__("re").compile(r"^smsp__average_warps?_\w*?issue_stalled_(\w+?)(?:_per_\w+)?\.ratio$")
+CROSSCHECK_TOLERANCE = 0.10
+
+
+def ncu() -> str | None:
+    return shutil.which("ncu")
+
+
+def _number(text) -> float | None:
+    try:
+        return float(str(text).replace(",", ""))
+    except (TypeError, ValueError):
+        return None
+
+
+def summarise(csv_text: str) -> dict:
+    """Per-kernel rows and totals from `ncu --import R --csv --page raw` output (first row:
+    metric names, second: units, then one row per kernel launch)."""
+    import csv
+    import io
+
+    rows = list(csv.reader(io.StringIO(csv_text)))
+    rows = [r for r in rows if r and not r[0].startswith("==")]
+    if len(rows) < 3:
+        return {"kernels": [], "total_duration_ms": 0.0, "launches": 0}
+    names, units, data = rows[0], rows[1], rows[2:]
+    col = {n: i for i, n in enumerate(names)}
+    kernels = []
+    for r in data:
+        k = {"kernel": r[col["Kernel Name"]] if "Kernel Name" in col else "?"}
+        for field, metric in METRICS.items():
+            k[field] = _number(r[col[metric]]) if metric in col and col[metric] < len(r) else None
+        if k["duration_ns"] is not None and units[col[METRICS["duration_ns"]]].strip() in ("usecond", "us"):
+            k["duration_ns"] *= 1e3
+        elif k["duration_ns"] is not None and units[col[METRICS["duration_ns"]]].strip() in ("msecond", "ms"):
+            k["duration_ns"] *= 1e6
+        stalls = {_STALL.match(n).group(1): _number(r[i]) for n, i in col.items() if _STALL.match(n) and i < len(r)}
+        stalls = {n: v for n, v in stalls.items() if v}
+        k["top_stalls"] = sorted(stalls.items(), key=lambda kv: -kv[1])[:3]
+        kernels.append(k)
+    total = sum(k["duration_ns"] or 0.0 for k in kernels) / 1e6
+    heaviest = max(kernels, key=lambda k: k["duration_ns"] or 0.0)
+    return {"kernels": kernels, "launches": len(kernels), "total_duration_ms": total,
+            "heaviest": {k: v for k, v in heaviest.items()}}
+
+
+def event_times(name: str, spec: str, size, precision: str, launch: dict) -> dict:
+    """The force phase timed twice with events, L2 flushed before every sample."""
+    import strategies
+
+    from . import bench, scenarios
+    from .timing import time_gpu
+
+    s = strategies.create(name, **launch)
+    p = scenarios.make(spec, size, seed=1, precision=precision)
+    ok, why = s.supports(p)
+    if not ok:
+        raise InputError(f"{s.label} cannot run {p.describe()}: {why}")
+    plan = s.prepare(p)
+    plan.upload()
+    for _ in range(2):
+        s.compute(plan)
+    flush = bench._flush()
+    runs = [time_gpu(plan.force, warmup=2, repeat=20, min_time=0.3, before=flush) for _ in range(2)]
+    a, b = runs
+    agree = abs(a.median - b.median) <= max(a.max - a.min, b.max - b.min)
+    return {"n": p.n, "first": a.as_dict(), "second": b.as_dict(), "repeat_agrees_within_spread": agree,
+            "median_ms": (a.median + b.median) / 2}
+
+
+def inner(name: str, spec: str, size, precision: str, launch: dict) -> int:
+    """Under ncu: one evaluation of the point (its force range is what ncu selects)."""
+    import strategies
+
+    from . import scenarios
+
+    s = strategies.create(name, **launch)
+    p = scenarios.make(spec, size, seed=1, precision=precision)
+    s.evaluate(p)
+    return 0
+
+
+def run(name: str, spec: str, size, precision: str, launch: dict, out_dir: Path, say=print) -> dict:
+    exe = ncu()
+    if exe is None:
+        raise InputError("ncu (Nsight Compute) not found on PATH")
+    from . import device, ranges
+
+    if ranges.backend() == "none":
+        raise InputError("no NVTX binding (the nvtx package or CuPy's): ncu could not select the force phase")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tag = "-".join([name, spec.replace(":", "-").replace("=", "").replace(",", "-"), str(size), precision] +
+                   [f"{k}{v}" for k, v in sorted(launch.items())])
+    stem = out_dir / tag
+    say(f"event timing of force/{name} ...")
+    events = event_times(name, spec, size, precision, launch)
+    launch_arg = ",".join(f"{k}={v}" for k, v in launch.items())
+    cmd = [exe, "--nvtx", "--nvtx-include", f"force/{name}/", "--clock-control", "none", "-f", "-o", str(stem)]
+    for sec in SECTIONS:
+        cmd += ["--section", sec]
+    cmd += [sys.executable, "-m", "harness", "profile", "--inner", "--strategy", name, "--scenario", spec, "--n",
+            str(size), "--precision", precision] + (["--launch", launch_arg] if launch_arg else [])
+    say("ncu " + " ".join(cmd[1:]))
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    rep = Path(str(stem) + ".ncu-rep")
+    if p.returncode != 0 or not rep.exists():
+        raise InputError(f"ncu failed (exit {p.returncode}): {(p.stderr or p.stdout).strip()[-800:]}")
+    raw = subprocess.run([exe, "--import", str(rep), "--csv", "--page", "raw"], capture_output=True, text=True)
+    Path(str(stem) + ".csv").write_text(raw.stdout)
+    summary = summarise(raw.stdout)
+    if not summary["launches"]:
+        raise InputError(f"ncu profiled no kernel inside force/{name}/ (is the NVTX range there?): "
+                         f"{p.stdout.strip()[-400:]}")
+    ratio = summary["total_duration_ms"] / events["median_ms"] if events["median_ms"] else None
+    doc = {"strategy": name, "scenario": spec, "size": size, "n": events["n"], "precision": precision,
+           "launch": launch, "device": device.header(), "command": " ".join(cmd), "report": rep.name,
+           "events": events, "ncu": summary,
+           "crosscheck": {"ncu_sum_ms": summary["total_duration_ms"], "event_force_ms": events["median_ms"],
+                          "ratio": ratio, "within_10pct": ratio is not None and abs(ratio - 1) <= CROSSCHECK_TOLERANCE}}
+    Path(str(stem) + ".json").write_text(json.dumps(doc, indent=1, default=str))
+    return doc
+
+
+def lines(doc: dict) -> list[str]:
+    s, c, e = doc["ncu"], doc["crosscheck"], doc["events"]
+    out = [f"{doc['strategy']} {doc['scenario']} N={doc['n']} {doc['precision']}: {s['launches']} kernel launches "
+           f"in force/{doc['strategy']}/"]
+    for k in s["kernels"][:12]:
+        stalls = ", ".join(f"{n} {v:.1f}" for n, v in k["top_stalls"])
+        fmt = lambda v, f="{:.1f}": "-" if v is None else f.format(v)  # noqa: E731
+        out.append(f"  {fmt(k['duration_ns'] and k['duration_ns'] / 1e3, '{:.2f}'):>9s} us  occ {fmt(k['achieved_occupancy_pct'])}%  "
+                   f"SM {fmt(k['sm_throughput_pct'])}%  DRAM {fmt(k['dram_throughput_pct'])}%  "
+                   f"L1 {fmt(k['l1_hit_pct'])}%  L2 {fmt(k['l2_hit_pct'])}%  regs {fmt(k['registers_per_thread'], '{:.0f}')}  "
+                   f"smem {fmt((k['shared_static_bytes_per_block'] or 0) + (k['shared_dynamic_bytes_per_block'] or 0), '{:.0f}')} B/block  "
+                   f"stalls: {stalls or '-'}  {k['kernel'][:60]}")
+    if len(s["kernels"]) > 12:
+        out.append(f"  ... {len(s['kernels']) - 12} more launches")
+    out.append(f"timing cross-check: ncu sum {c['ncu_sum_ms']:.4f} ms vs events {c['event_force_ms']:.4f} ms "
+               f"(ratio {c['ratio']:.3f}, {'within' if c['within_10pct'] else 'OUTSIDE'} 10%); event timing twice: "
+               f"{e['first']['median']:.4f} and {e['second']['median']:.4f} ms, "
+               f"{'agree' if e['repeat_agrees_within_spread'] else 'DISAGREE'} within the spread")
+    return out

@@ -1,0 +1,58 @@
+"""Named benchmark sweeps (`python -m harness bench --suite NAME`, `make bench SUITE=NAME`).
+
+Each suite is a list of parts; a part is strategies (names or families) x scenarios x sizes x
+precisions, with optional launch-parameter sweeps. GPU strategies are left out on a machine
+without a GPU, so every suite also runs (its CPU part) there.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Part:
+    strategies: str
+    scenarios: tuple[str, ...]
+    sizes: tuple
+    precisions: tuple[str, ...] = ("fp32",)
+    sweep: dict = field(default_factory=dict)
+
+
+SUITES: dict[str, tuple[str, list[Part]]] = {
+    "default": ("every strategy on the LJ liquid and the Gaussian blob, small and medium, fp32", [
+        Part("all", ("lj_liquid", "gaussian"), ("small", "medium")),
+    ]),
+    "allpairs": ("thesis fig. 10.1: all pairs without cutoff, 125 to 216,000 particles", [
+        Part("allpairs_", ("allpairs_cube",), (125, 1000, 8000, 27000, 64000, 125000, 216000)),
+    ]),
+    "views": ("thesis fig. 10.2: nested vs 2D views (and CSR), 1,000 to 1,000,000 particles at constant density", [
+        Part("cells_fullshell_,c08_warp_", ("uniform",), (1000, 8000, 64000, 216000, 512000, 1000000)),
+    ]),
+    "one_per_cell": ("thesis fig. 10.3: one particle per cell, 1,000 to 8,000,000 cells", [
+        Part("cells_fullshell_csr,c08_warp_csr,c08_thread_csr,tbp_parity,wbp_shared_atomic,wbp_twopass_atomic,"
+             "cells_fullshell_cpu,c08_cpu", ("one_per_cell",), (1000, 8000, 64000, 512000, 1000000, 8000000)),
+    ]),
+    "nine_per_cell": ("thesis fig. 10.4: 9 particles per cell, 125 to 2,200,000 particles", [
+        Part("cells_fullshell_csr,c08_warp_csr,c08_thread_csr,tbp_parity,wbp_shared_atomic,wbp_twopass_atomic,"
+             "cells_fullshell_cpu,c08_cpu", ("k_per_cell",), (125, 1000, 8000, 64000, 512000, 2200000)),
+    ]),
+    "gaussian": ("thesis fig. 10.5: Gaussian blob, sigma 12 to 85 at 1,000,000 particles, box 120", [
+        Part("cells_fullshell_csr,c08_warp_csr,tbp_parity,wbp_shared_atomic,wbp_twopass_atomic,c08_cpu",
+             tuple(f"gaussian:sigma={s}" for s in (12, 20, 30, 40, 55, 70, 85)), ("large",)),
+    ]),
+    "mardyn": ("the MarDyn processors: block and warps-per-block sweeps, schedulers and commits on LJ 1M", [
+        Part("tbp_parity", ("lj_liquid",), ("large",), sweep={"block": [32, 64, 128, 256, 512]}),
+        Part("wbp_", ("lj_liquid",), ("large",), sweep={"warps": [1, 2, 4, 8, 16], "commit": ["atomic", "lock"]}),
+    ]),
+    "precision": ("every strategy in every precision mode on the LJ liquid, medium", [
+        Part("all", ("lj_liquid",), ("medium",), ("fp32", "mixed", "fp64")),
+    ]),
+}
+
+
+def get(name: str) -> tuple[str, list[Part]]:
+    from .problem import InputError
+
+    if name not in SUITES:
+        raise InputError(f"unknown suite {name!r}; known: {', '.join(SUITES)}")
+    return SUITES[name]

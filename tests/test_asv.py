@@ -1,0 +1,26 @@
+"""The asv suite as CI can check it: benchmarks import and their signatures are valid."""
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("asv") is None,
+                                reason="asv is not installed (requirements/bench.txt)")
+
+
+def test_asv_check():
+    r = subprocess.run([sys.executable, "-m", "asv", "check", "--python=same"], capture_output=True, text=True,
+                       cwd=ROOT, timeout=300)
+    assert r.returncode == 0 and "No problems found" in r.stdout, r.stdout + r.stderr
+
+
+def test_full_grid_behind_the_environment_variable():
+    code = "import benchmarks.common as c; print(len(c.SCENARIOS), len(c.SIZES), len(c.PRECISIONS))"
+    small = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    full = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                          env={"MDFORCE_ASV_FULL": "1", "PATH": ""})
+    assert small.stdout.split() == ["1", "1", "1"], small.stderr
+    assert [int(v) for v in full.stdout.split()] > [1, 1, 1], full.stderr

@@ -1,0 +1,40 @@
+"""The Nsight Compute summary, from raw-page CSV as `ncu --import R --csv --page raw` writes it."""
+import pytest
+
+from harness import cli, profile
+
+RAW = '''"ID","Kernel Name","gpu__time_duration.sum","sm__warps_active.avg.pct_of_peak_sustained_active","launch__registers_per_thread","launch__shared_mem_per_block_static","lts__t_sector_hit_rate.pct","smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio","smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio","smsp__average_warps_issue_stalled_wait_per_issue_active.ratio"
+"","","usecond","%","register/thread","byte/block","%","ratio","ratio","ratio"
+"0","cells_fullshell<float>","812.5","61.2","40","1088","93.1","5.5","0","1.25"
+"1","gather_forces<float>","20.0","80.0","16","0","50.0","0.2","","0.1"
+'''
+
+
+def test_summary_reads_kernels_units_and_stalls():
+    s = profile.summarise(RAW)
+    assert s["launches"] == 2
+    assert s["total_duration_ms"] == pytest.approx(0.8325)
+    k = s["kernels"][0]
+    assert k["duration_ns"] == pytest.approx(812500.0) and k["registers_per_thread"] == 40
+    assert k["achieved_occupancy_pct"] == pytest.approx(61.2) and k["l2_hit_pct"] == pytest.approx(93.1)
+    assert k["dram_throughput_pct"] is None  # not collected: None, not a crash
+    assert [n for n, _ in k["top_stalls"]] == ["long_scoreboard", "wait"]  # zero stalls left out
+    assert s["heaviest"]["kernel"] == "cells_fullshell<float>"
+
+
+def test_empty_export_has_no_kernels():
+    assert profile.summarise("==PROF== nothing\n")["launches"] == 0
+
+
+def test_profile_refuses_cpu_strategies_and_unknown_names(capsys):
+    assert cli.main(["profile", "--strategy", "c08_cpu"]) == 2
+    assert "runs on the CPU" in capsys.readouterr().err
+    assert cli.main(["profile", "--strategy", "nope"]) == 2
+    assert "unknown strategy 'nope'" in capsys.readouterr().err
+
+
+def test_timeline_without_nsys_says_so(monkeypatch, capsys):
+    import shutil
+    monkeypatch.setattr(shutil, "which", lambda exe: None)
+    assert cli.main(["timeline"]) == 0
+    assert "Nsight Systems (nsys) is not on this machine" in capsys.readouterr().out
