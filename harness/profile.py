@@ -40,6 +40,9 @@ METRICS = {
 # WarpStateStats: smsp__average_warp[s]_..._issue_stalled_<reason>[_per_issue_active].ratio
 _STALL = __import__("re").compile(r"^smsp__average_warps?_\w*?issue_stalled_(\w+?)(?:_per_\w+)?\.ratio$")
 CROSSCHECK_TOLERANCE = 0.10
+# ncu scales units per report ("usecond", "Kbyte/block"): to ns and bytes
+_SCALE = {"nsecond": 1.0, "usecond": 1e3, "msecond": 1e6, "second": 1e9,
+          "byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "Kibyte": 1024.0, "Mibyte": 2.0 ** 20}
 
 
 def ncu() -> str | None:
@@ -69,11 +72,9 @@ def summarise(csv_text: str) -> dict:
     for r in data:
         k = {"kernel": r[col["Kernel Name"]] if "Kernel Name" in col else "?"}
         for field, metric in METRICS.items():
-            k[field] = _number(r[col[metric]]) if metric in col and col[metric] < len(r) else None
-        if k["duration_ns"] is not None and units[col[METRICS["duration_ns"]]].strip() in ("usecond", "us"):
-            k["duration_ns"] *= 1e3
-        elif k["duration_ns"] is not None and units[col[METRICS["duration_ns"]]].strip() in ("msecond", "ms"):
-            k["duration_ns"] *= 1e6
+            i = col.get(metric)
+            v = _number(r[i]) if i is not None and i < len(r) else None
+            k[field] = v * _SCALE.get(units[i].split("/")[0].strip(), 1.0) if v is not None else None
         stalls = {_STALL.match(n).group(1): _number(r[i]) for n, i in col.items() if _STALL.match(n) and i < len(r)}
         stalls = {n: v for n, v in stalls.items() if v}
         k["top_stalls"] = sorted(stalls.items(), key=lambda kv: -kv[1])[:3]

@@ -1,10 +1,11 @@
 """`python -m harness sanitize`: compute-sanitizer over every GPU strategy.
 
-One sanitizer process per tool (memcheck, racecheck, synccheck, initcheck) runs this module's
-inner mode, which evaluates each strategy on a small periodic system (the LJ liquid, tiny, fp32
-and fp64) between marker lines; every report the sanitizer prints after a strategy's marker is
-that strategy's. Prints one line per strategy and tool and exits non-zero on any error, or when
-a strategy's own evaluation fails under the tool.
+One sanitizer process per strategy and tool (memcheck, racecheck, synccheck, initcheck) runs
+this module's inner mode, which evaluates the strategy on a small periodic system (the LJ
+liquid, tiny, fp32 and fp64). Every report of that process is the strategy's (the sanitizer
+prints some reports only at exit, so one process per strategy is what makes attribution
+certain). Prints one line per strategy and tool and exits non-zero on any error, or when a
+strategy's own evaluation fails under the tool.
 """
 from __future__ import annotations
 
@@ -101,45 +102,37 @@ def inner(names: list[str], scenario: str, size: str, self_test: bool = False) -
     return 0
 
 
-def parse(tool: str, names: list[str], text: str) -> list[Result]:
-    results = {n: Result(n, tool) for n in names}
-    current = None
+def parse(tool: str, name: str, text: str) -> Result:
+    """The Result of one sanitizer process that ran strategy `name`."""
+    r = Result(name, tool)
     summary = None
+    records = 0
     for line in text.splitlines():
         if line.startswith(MARK):
             kind, _, rest = line[len(MARK):].partition(" ")
-            name, _, why = rest.partition(" ")
+            _, _, why = rest.partition(" ")
             if kind == "begin":
-                current = results.get(name)
-                if current:
-                    current.ran = True
-            elif kind == "fail" and name in results:
-                results[name].failed = why or "error"
-            elif kind == "end":
-                current = None
+                r.ran = True
+            elif kind == "fail":
+                r.failed = why or "error"
             continue
         m = _SUMMARY.match(line)
         if m:
             summary = int(m.group(1) or m.group(2))
             continue
         m = _RECORD.match(line)
-        if m and current is not None:
-            current.errors += 1
-            if len(current.first) < 3:
-                current.first.append(m.group(1).strip())
+        if m:
+            records += 1
+            if len(r.first) < 3:
+                r.first.append(m.group(1).strip())
     if summary is None:  # the tool never reported: it did not attach, or the process died
-        for r in results.values():
-            r.failed = r.failed or "no ERROR SUMMARY from compute-sanitizer (tool not attached, or the process died)"
-        return list(results.values())
-    attributed = sum(r.errors for r in results.values())
-    if summary is not None and summary > attributed:  # outside any strategy (e.g. at exit)
-        extra = Result("(outside strategies)", tool, errors=summary - attributed, ran=True)
-        return [*results.values(), extra]
-    return list(results.values())
+        r.failed = r.failed or "no summary from compute-sanitizer (tool not attached, or the process died)"
+    r.errors = max(records, summary or 0)
+    return r
 
 
 def run(names: list[str], tools: list[str], scenario: str = "lj_liquid", size: str = "tiny",
-        timeout: float = 1200.0, say=print, self_test: bool = False) -> list[Result]:
+        timeout: float = 600.0, say=print, self_test: bool = False) -> list[Result]:
     """self_test: run only the planted-fault kernel; its results are ok when the tool flags it."""
     exe = shutil.which("compute-sanitizer")
     if exe is None:
@@ -149,19 +142,20 @@ def run(names: list[str], tools: list[str], scenario: str = "lj_liquid", size: s
         raise InputError(f"unknown sanitizer tool(s) {', '.join(bad)}; known: {', '.join(TOOLS)}")
     out: list[Result] = []
     for tool in tools:
-        cmd = [exe, "--tool", tool, "--print-limit", "100", "--error-exitcode", "0", sys.executable, "-m", "harness",
-               "sanitize", "--inner", "--strategies", ",".join(names), "--scenario", scenario, "--size", size]
-        if self_test:
-            cmd.append("--self-test")
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        try:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-            text = p.stdout + "\n" + p.stderr
-        except subprocess.TimeoutExpired as e:
-            text = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
-            text += f"\n{MARK}timeout\n"
-        results = parse(tool, [PLANTED] if self_test else names, text)
-        for r in results:
+        for name in [PLANTED] if self_test else names:
+            cmd = [exe, "--tool", tool, "--print-limit", "100", "--error-exitcode", "0", sys.executable, "-m",
+                   "harness", "sanitize", "--inner", "--strategies", names[0] if self_test else name, "--scenario",
+                   scenario, "--size", size]
+            if self_test:
+                cmd.append("--self-test")
+            env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+            try:
+                p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+                text = p.stdout + "\n" + p.stderr
+            except subprocess.TimeoutExpired as e:
+                text = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+                text += f"\n{MARK}fail {name} timed out after {timeout:.0f} s\n"
+            r = parse(tool, name, text)
             say(r.line())
-        out += results
+            out.append(r)
     return out

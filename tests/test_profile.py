@@ -4,8 +4,8 @@ import pytest
 from harness import cli, profile
 
 RAW = '''"ID","Kernel Name","gpu__time_duration.sum","sm__warps_active.avg.pct_of_peak_sustained_active","launch__registers_per_thread","launch__shared_mem_per_block_static","lts__t_sector_hit_rate.pct","smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio","smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio","smsp__average_warps_issue_stalled_wait_per_issue_active.ratio"
-"","","usecond","%","register/thread","byte/block","%","ratio","ratio","ratio"
-"0","cells_fullshell<float>","812.5","61.2","40","1088","93.1","5.5","0","1.25"
+"","","usecond","%","register/thread","Kbyte/block","%","ratio","ratio","ratio"
+"0","cells_fullshell<float>","812.5","61.2","40","2.05","93.1","5.5","0","1.25"
 "1","gather_forces<float>","20.0","80.0","16","0","50.0","0.2","","0.1"
 '''
 
@@ -16,6 +16,7 @@ def test_summary_reads_kernels_units_and_stalls():
     assert s["total_duration_ms"] == pytest.approx(0.8325)
     k = s["kernels"][0]
     assert k["duration_ns"] == pytest.approx(812500.0) and k["registers_per_thread"] == 40
+    assert k["shared_static_bytes_per_block"] == pytest.approx(2050.0)  # Kbyte/block in the export
     assert k["achieved_occupancy_pct"] == pytest.approx(61.2) and k["l2_hit_pct"] == pytest.approx(93.1)
     assert k["dram_throughput_pct"] is None  # not collected: None, not a crash
     assert [n for n, _ in k["top_stalls"]] == ["long_scoreboard", "wait"]  # zero stalls left out
