@@ -26,9 +26,11 @@ def _run(cmd: list[str]) -> str:
 def commit() -> str:
     """Short commit id (+dirty); HARNESS_COMMIT names it where the tree has no .git (a copy
     sent to a GPU node)."""
+    if os.environ.get("HARNESS_COMMIT"):  # named by whoever copied the tree: trust it over a stray .git
+        return os.environ["HARNESS_COMMIT"]
     rev = _run(["git", "rev-parse", "--short=12", "HEAD"]) if shutil.which("git") else ""
     dirty = _run(["git", "status", "--porcelain", "--untracked-files=no"]) if rev else ""
-    return (rev + ("+dirty" if dirty else "")) or os.environ.get("HARNESS_COMMIT", "unknown")
+    return (rev + ("+dirty" if dirty else "")) or "unknown"
 
 
 def _cpu_model() -> str:

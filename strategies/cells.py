@@ -188,6 +188,7 @@ class _CellsPlan(CudaPlan):
         self.order = cp.empty(max(n, 1), np.int32)
         self.cell_sorted = cp.empty(max(n, 1), np.int32)
         self.start = cp.zeros(self.ncells + 1, np.int32)
+        self.counts = cp.zeros(self.ncells, np.int32)
         self.overflow = cp.zeros(1, np.int32)
         self.schedule_arrays: list = self._upload_schedule()
         self.layout = strategy.layout
@@ -226,7 +227,7 @@ class _CellsPlan(CudaPlan):
             return np.zeros(self.ncells, np.int64)
         self.upload()
         self._bin_cells()
-        return self.cp.bincount(self.cell[: self.problem.n], minlength=self.ncells).get()
+        return self.counts.get()
 
     def _allocate_layout(self, counts: np.ndarray) -> None:
         cp, n = self.cp, self.problem.n
@@ -264,7 +265,7 @@ class _CellsPlan(CudaPlan):
 
     @property
     def device_bytes(self) -> int:
-        own = [self.cell, self.order, self.cell_sorted, self.start, self.overflow]
+        own = [self.cell, self.order, self.cell_sorted, self.start, self.counts, self.overflow]
         if self.layout in ("csr", "2d"):
             own += [self.lpos, self.lforce]
         else:
@@ -278,9 +279,11 @@ class _CellsPlan(CudaPlan):
         return max(1, min(-(-work // 256), 8 * sm_count()))
 
     def _bin_cells(self) -> None:
+        """Cell per particle into self.cell, particles per cell into self.counts[:ncells]."""
         n = self.problem.n
+        self.counts.fill(0)
         self.k["bin"]((self._blocks(n),), (256,), (self.pos, np.int32(n), self.box, self.grid_struct,
-                                                   *self.inv_side, self.cell))
+                                                   *self.inv_side, self.cell, self.counts))
 
     def bin(self) -> None:
         n = self.problem.n
@@ -291,7 +294,7 @@ class _CellsPlan(CudaPlan):
         cell = self.cell[:n]
         self.order[:n] = cp.argsort(cell)  # stable: particles keep input order inside a cell
         cp.take(cell, self.order[:n], out=self.cell_sorted[:n])
-        self.start[1:] = cp.cumsum(cp.bincount(cell, minlength=self.ncells))
+        cp.cumsum(self.counts, dtype=np.int32, out=self.start[1:])  # no host round trip (bincount reads the max)
         self.k["scatter"]((self._blocks(n),), (256,), (self.pos, self.order, self.cell_sorted, np.int32(n),
                                                         self.cells_struct, self.capacity if self.capacity is not None
                                                         else self.start, self.overflow))

@@ -61,11 +61,14 @@ __device__ __forceinline__ int block_cell(const Grid& g, int bx, int by, int bz,
 
 // --- binning ----------------------------------------------------------------------------
 
-// Cell of each particle (input order) from box-centred positions. Rounding at the edges
-// (x = L on an open axis, or x + L/2 one ulp outside) is clamped into the grid.
+// Cell of each particle (input order) from box-centred positions, and particles per cell
+// (counts zeroed by the caller; integer atomics, so the counts are exact and deterministic).
+// Rounding at the edges (x = L on an open axis, or x + L/2 one ulp outside) is clamped into
+// the grid.
 template <typename Real>
 __global__ void bin_cells(const Vec4<Real>* __restrict__ pos, const int n, const Box<Real> box, const Grid g,
-                          const Real isx, const Real isy, const Real isz, int* __restrict__ cell) {
+                          const Real isx, const Real isy, const Real isz, int* __restrict__ cell,
+                          int* __restrict__ counts) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
     const Vec4<Real> p = pos[i];
     int cx = static_cast<int>(Math<Real>::floor((p.x + Real(0.5) * box.lx) * isx));
@@ -74,7 +77,9 @@ __global__ void bin_cells(const Vec4<Real>* __restrict__ pos, const int n, const
     cx = min(max(cx, 0), g.nx - 1);
     cy = min(max(cy, 0), g.ny - 1);
     cz = min(max(cz, 0), g.nz - 1);
-    cell[i] = (cx * g.ny + cy) * g.nz + cz;
+    const int c = (cx * g.ny + cy) * g.nz + cz;
+    cell[i] = c;
+    atomicAdd(&counts[c], 1);
   }
 }
 
