@@ -210,6 +210,16 @@ def count_points(names: list[str], n_problems: int, launch: dict | None, sweep: 
     return n_problems * sum(len(launch_variants(strategies.REGISTRY[n], launch or {}, sweep or {})) for n in names)
 
 
+def format_peer(r: dict) -> str:
+    if r["status"] != "ok":
+        return f"{r['strategy']:16s} N={r['n']:<9d} {r['precision']:5s} {r['status']}: {r['detail']}"
+    extra = "".join(f"  {k.replace('_ms', '')} {r[k]:.4f} ms" for k in ("step_ms", "update_ms") if k in r)
+    return (f"{r['strategy']:16s} N={r['n']:<9d} {r['precision']:5s} force {r['force_ms']:9.4f} ms "
+            f"[{r['force_min_ms']:.4f}..{r['force_max_ms']:.4f}, n={r['repeats']}]{extra}  on {r['platform']}, "
+            f"force rms err {r['force_rms_err']:.2e}, energy err {r.get('energy_err', float('nan')):.2e}  "
+            f"({r['includes']})")
+
+
 def format_row(r: dict) -> str:
     if r["status"] != "ok":
         return f"{r['strategy']:16s} N={r['n']:<9d} {r['precision']:5s} {r['status']}: {r['detail']}"

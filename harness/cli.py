@@ -160,7 +160,7 @@ def _progress_bar(total: int):
 def cmd_bench(args: argparse.Namespace) -> int:
     from datetime import datetime, timezone
 
-    from . import bench, device, suites
+    from . import bench, device, peers, suites
 
     gpu_ok = strategies.create("allpairs_tiled").available()[0]
     problem = _input_problem(args) if args.input else None
@@ -205,6 +205,20 @@ def cmd_bench(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
+    peer_names = peers.parse(args.peers)
+    if peer_names:
+        import reference
+
+        for names, specs, sizes, precs, sweep in parts:
+            problems = [problem.with_precision(pr) for pr in precs] if problem is not None else \
+                [scenarios.make(sp, n, seed=args.seed, precision=pr) for pr in precs for sp in specs for n in sizes]
+            for p in problems:
+                ref = reference.compute(p)
+                for peer in peer_names:
+                    row = peers.run(peer, p, ref, min_time=args.min_time)
+                    rows.append(row)
+                    if not args.quiet:
+                        print(bench.format_peer(row))
     if not rows:
         raise InputError("nothing to time: no strategy of this selection runs on this machine")
     print()
@@ -358,6 +372,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--l2", choices=("flush", "warm"), default="flush",
                    help="flush the L2 before every GPU sample (default) or leave it warm")
     p.add_argument("--no-graph", action="store_true", help="skip the CUDA-graph replay timing")
+    p.add_argument("--peers", help="also time peers on the same problems: openmm, jaxmd (optional packages)")
     p.add_argument("--input", help="time on this configuration (.xyz or .npz)")
     p.add_argument("--out", default=str(ROOT / "reports" / "bench"), help="folder for CSV and JSON (reports/bench)")
     p.add_argument("--name", help="file name stem (default <suite or bench>-<UTC time>)")

@@ -24,7 +24,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 REQ = ROOT / "requirements"
-EXTRAS = ("test", "gpu", "bench")
+EXTRAS = ("test", "gpu", "bench", "peers")
+WHEELHOUSE_EXTRAS = ("test", "gpu", "bench")  # peers are optional and large (jaxlib): not in the wheelhouse
 
 
 def log(msg: str) -> None:
@@ -121,7 +122,7 @@ def cmd_wheelhouse(args: argparse.Namespace) -> int:
     tag = args.python_version.replace(".", "")
     platforms = ["manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64"]
     reqs: list[str] = []
-    for f in requirement_files(list(EXTRAS)):
+    for f in requirement_files(list(WHEELHOUSE_EXTRAS)):
         reqs += ["-r", str(f)]
     reqs += [f"cupy-cuda{args.cuda}x", "pip", "setuptools", "wheel"]
     cmd = [sys.executable, "-m", "pip", "download", "--only-binary=:all:", "-d", str(dest),

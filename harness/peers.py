@@ -1,0 +1,173 @@
+"""Peers timed beside the strategies (`python -m harness bench --peers openmm,jaxmd`).
+
+Each peer gets exactly the problem's positions, box and cutoff, the same truncated (unshifted)
+Lennard-Jones 12-6 with sigma and epsilon in its own units (nm and kJ/mol: the numbers are
+the same), and is checked against the float64 reference like a strategy: a peer can be wrong
+too. What each timing includes is stated in its row (`includes`):
+
+  openmm  NonbondedForce, CutoffPeriodic, zero charges, no dispersion correction, no switching;
+          CUDA platform (CPU where no GPU; precision single/mixed/double from the precision
+          mode). force_ms: Context.getState(forces, energy), which computes the forces and
+          downloads them (OpenMM has no call that computes without returning them);
+          step_ms: one VerletIntegrator step, neighbour-list upkeep included.
+  jaxmd   jax_md.partition neighbour list (cell list, capacity from the first build) and a
+          truncated LJ pair function through smap.pair_neighbor_list, jit-compiled;
+          force_ms: forces with the list as built (block_until_ready); update_ms: the list
+          update alone.
+
+A peer whose package is missing, or which cannot run the problem (open boundaries, no cutoff),
+gives a row with status n/a and the reason.
+"""
+from __future__ import annotations
+
+import importlib.util
+import time
+from typing import Callable
+
+import numpy as np
+
+from .problem import InputError, Problem
+from .timing import Stats, time_cpu
+
+PEERS = ("openmm", "jaxmd")
+
+
+def _applicable(problem: Problem) -> str:
+    if problem.potential.cutoff is None:
+        return "needs a cutoff (this problem has none)"
+    if not all(problem.box.periodic):
+        return "set up for periodic boxes only (this one has open axes)"
+    if problem.potential.shift:
+        return "compared with the unshifted potential only (this problem shifts it)"
+    if np.any(problem.box.array < 2 * problem.potential.cutoff):
+        return "needs a box of at least twice the cutoff"
+    return ""
+
+
+def _errors(forces: np.ndarray, energy: float | None, ref) -> dict:
+    scale = float(np.sqrt(np.mean(np.sum(ref.forces ** 2, axis=1)))) or 1.0
+    diff = np.sqrt(np.sum((forces - ref.forces) ** 2, axis=1))
+    out = {"force_rms_err": float(np.sqrt(np.mean(diff ** 2))) / scale, "force_max_err": float(diff.max()) / scale}
+    if energy is not None:
+        out["energy_err"] = abs(energy - ref.energy) / max(ref.energy_abs, 1e-300)
+    return out
+
+
+def _timer(fn: Callable[[], object], min_time: float) -> Stats:
+    return time_cpu(fn, warmup=1, repeat=5, min_time=min_time, max_repeat=200)
+
+
+def run_openmm(problem: Problem, ref, min_time: float = 0.3) -> dict:
+    import openmm
+    from openmm import unit
+
+    lj = problem.potential
+    L = problem.box.array
+    system = openmm.System()
+    system.setDefaultPeriodicBoxVectors(openmm.Vec3(L[0], 0, 0), openmm.Vec3(0, L[1], 0), openmm.Vec3(0, 0, L[2]))
+    nb = openmm.NonbondedForce()
+    nb.setNonbondedMethod(openmm.NonbondedForce.CutoffPeriodic)
+    nb.setCutoffDistance(lj.cutoff)
+    nb.setUseDispersionCorrection(False)
+    nb.setUseSwitchingFunction(False)
+    for _ in range(problem.n):
+        system.addParticle(1.0)
+        nb.addParticle(0.0, lj.sigma, lj.epsilon)
+    system.addForce(nb)
+    names = [openmm.Platform.getPlatform(i).getName() for i in range(openmm.Platform.getNumPlatforms())]
+    platform = "CUDA" if "CUDA" in names else ("CPU" if "CPU" in names else "Reference")
+    props = {}
+    if platform == "CUDA":
+        props["Precision"] = {"fp32": "single", "mixed": "mixed", "fp64": "double"}[problem.precision]
+    integrator = openmm.VerletIntegrator(0.0005)
+    t0 = time.perf_counter()
+    context = openmm.Context(system, integrator, openmm.Platform.getPlatformByName(platform), props)
+    context.setPositions(problem.positions)
+    state = context.getState(getForces=True, getEnergy=True)
+    setup_ms = (time.perf_counter() - t0) * 1e3
+    forces = state.getForces(asNumpy=True).value_in_unit(unit.kilojoule_per_mole / unit.nanometer)
+    energy = state.getPotentialEnergy().value_in_unit(unit.kilojoule_per_mole)
+    row = {"status": "ok", "platform": platform, "precision_used": props.get("Precision", "double/mixed (CPU)"),
+           "setup_ms": setup_ms, **_errors(np.asarray(forces, dtype=np.float64), float(energy), ref)}
+    force = _timer(lambda: context.getState(getForces=True, getEnergy=True), min_time)
+    row.update({"force_ms": force.median, "force_min_ms": force.min, "force_max_ms": force.max,
+                "repeats": force.repeats})
+    steps = 10
+    context.setPositions(problem.positions)
+    step = _timer(lambda: (integrator.step(steps), context.getState(getEnergy=True)), min_time)
+    row["step_ms"] = step.median / steps
+    row["includes"] = ("force_ms: getState(forces, energy) = force computation + download to the host; "
+                       f"step_ms: VerletIntegrator.step, neighbour-list upkeep included ({platform} platform)")
+    del context
+    return row
+
+
+def run_jaxmd(problem: Problem, ref, min_time: float = 0.3) -> dict:
+    import jax
+    import jax.numpy as jnp
+    from jax_md import partition, smap, space
+
+    if problem.precision == "fp64":
+        jax.config.update("jax_enable_x64", True)
+    dtype = jnp.float64 if problem.precision == "fp64" else jnp.float32
+    lj = problem.potential
+    box = jnp.asarray(problem.box.array, dtype=dtype)
+    displacement, _ = space.periodic(box)
+    rc2, s2, e4 = lj.cutoff ** 2, lj.sigma ** 2, 4.0 * lj.epsilon
+
+    def pair(dr):  # truncated, unshifted LJ 12-6 (the reference's potential)
+        r2 = dr * dr
+        inv6 = (s2 / jnp.where(r2 > 0, r2, 1.0)) ** 3
+        return jnp.where((r2 < rc2) & (r2 > 0), e4 * inv6 * (inv6 - 1.0), 0.0)
+
+    energy_fn = smap.pair_neighbor_list(pair, space.canonicalize_displacement_or_metric(displacement),
+                                        reduce_axis=None, ignore_unused_parameters=True)
+    neighbor_fn = partition.neighbor_list(displacement, box, lj.cutoff, dr_threshold=0.0,
+                                          format=partition.NeighborListFormat.Dense)
+    R = jnp.asarray(problem.positions, dtype=dtype)
+    t0 = time.perf_counter()
+    nbrs = neighbor_fn.allocate(R)
+    total = jax.jit(lambda R, nbrs: jnp.sum(energy_fn(R, neighbor=nbrs)))
+    force_fn = jax.jit(lambda R, nbrs: -jax.grad(lambda x: jnp.sum(energy_fn(x, neighbor=nbrs)))(R))
+    forces = np.asarray(force_fn(R, nbrs), dtype=np.float64)
+    energy = float(total(R, nbrs))
+    setup_ms = (time.perf_counter() - t0) * 1e3
+    if nbrs.did_buffer_overflow:
+        return {"status": "error", "detail": "jax_md neighbour list overflowed its capacity"}
+    row = {"status": "ok", "platform": jax.default_backend(), "setup_ms": setup_ms,
+           **_errors(forces, energy, ref)}
+    force = _timer(lambda: force_fn(R, nbrs).block_until_ready(), min_time)
+    update = jax.jit(lambda R, nbrs: nbrs.update(R))
+    upd = _timer(lambda: jax.block_until_ready(update(R, nbrs)), min_time)
+    row.update({"force_ms": force.median, "force_min_ms": force.min, "force_max_ms": force.max,
+                "repeats": force.repeats, "update_ms": upd.median,
+                "includes": f"force_ms: jit-compiled forces with a built dense neighbour list ({jax.default_backend()}); "
+                            "update_ms: the list update alone"})
+    return row
+
+
+RUNNERS = {"openmm": ("openmm", run_openmm), "jaxmd": ("jax_md", run_jaxmd)}
+
+
+def parse(text: str | None) -> list[str]:
+    names = [p.strip() for p in (text or "").split(",") if p.strip()]
+    bad = [p for p in names if p not in PEERS]
+    if bad:
+        raise InputError(f"unknown peer(s) {', '.join(bad)}; known: {', '.join(PEERS)}")
+    return names
+
+
+def run(name: str, problem: Problem, ref, min_time: float = 0.3) -> dict:
+    """One row: the peer's timings and errors against the reference, or n/a with the reason."""
+    module, runner = RUNNERS[name]
+    row = {"strategy": f"peer:{name}", "name": f"peer:{name}", "backend": "peer",
+           "scenario": problem.label.split(" ")[0], "n": problem.n, "precision": problem.precision}
+    if importlib.util.find_spec(module) is None:
+        return {**row, "status": "n/a", "detail": f"the {module} package is not installed (optional: requirements/peers.txt)"}
+    why = _applicable(problem)
+    if why:
+        return {**row, "status": "n/a", "detail": f"{name} {why}"}
+    try:
+        return {**row, **runner(problem, ref, min_time)}
+    except Exception as e:  # a peer's own failure is a result, reported with its message
+        return {**row, "status": "error", "detail": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"}
