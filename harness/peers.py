@@ -6,8 +6,9 @@ the same), and is checked against the float64 reference like a strategy: a peer 
 too. What each timing includes is stated in its row (`includes`):
 
   openmm  NonbondedForce, CutoffPeriodic, zero charges, no dispersion correction, no switching;
-          CUDA platform (CPU where no GPU; precision single/mixed/double from the precision
-          mode). force_ms: Context.getState(forces, energy), which computes the forces and
+          the CUDA platform, else OpenCL (on the same GPU), else CPU; precision
+          single/mixed/double from the precision mode; the row names the platform used, and
+          plugin load failures (a CUDA plugin built for another cuFFT) go into its notes. force_ms: Context.getState(forces, energy), which computes the forces and
           downloads them (OpenMM has no call that computes without returning them);
           step_ms: one VerletIntegrator step, neighbour-list upkeep included.
   jaxmd   jax_md.partition neighbour list (cell list, capacity from the first build) and a
@@ -75,9 +76,9 @@ def run_openmm(problem: Problem, ref, min_time: float = 0.3) -> dict:
         nb.addParticle(0.0, lj.sigma, lj.epsilon)
     system.addForce(nb)
     names = [openmm.Platform.getPlatform(i).getName() for i in range(openmm.Platform.getNumPlatforms())]
-    platform = "CUDA" if "CUDA" in names else ("CPU" if "CPU" in names else "Reference")
+    platform = next(p for p in ("CUDA", "OpenCL", "CPU", "Reference") if p in names)
     props = {}
-    if platform == "CUDA":
+    if platform in ("CUDA", "OpenCL"):
         props["Precision"] = {"fp32": "single", "mixed": "mixed", "fp64": "double"}[problem.precision]
     integrator = openmm.VerletIntegrator(0.0005)
     t0 = time.perf_counter()
@@ -87,7 +88,8 @@ def run_openmm(problem: Problem, ref, min_time: float = 0.3) -> dict:
     setup_ms = (time.perf_counter() - t0) * 1e3
     forces = state.getForces(asNumpy=True).value_in_unit(unit.kilojoule_per_mole / unit.nanometer)
     energy = state.getPotentialEnergy().value_in_unit(unit.kilojoule_per_mole)
-    row = {"status": "ok", "platform": platform, "precision_used": props.get("Precision", "double/mixed (CPU)"),
+    failures = [f.split(":")[-1].strip() for f in openmm.Platform.getPluginLoadFailures() if "CUDA.so" in f]
+    row = {"status": "ok", "platform": platform, "plugin_failures": "; ".join(sorted(set(failures)))[:200], "precision_used": props.get("Precision", "double/mixed (CPU)"),
            "setup_ms": setup_ms, **_errors(np.asarray(forces, dtype=np.float64), float(energy), ref)}
     force = _timer(lambda: context.getState(getForces=True, getEnergy=True), min_time)
     row.update({"force_ms": force.median, "force_min_ms": force.min, "force_max_ms": force.max,
