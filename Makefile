@@ -20,7 +20,7 @@ PRECISION  ?= fp32
 STRATEGY   ?= allpairs_tiled
 PROFILE_N  ?= large
 
-.PHONY: help setup test verify bench profile timeline asv asv-preview sanitize wheelhouse list clean
+.PHONY: help setup test verify bench profile timeline report asv asv-preview sanitize wheelhouse list clean
 
 help:
 	@echo "make verify     correctness matrix (SIZE=small|medium|large, ARGS='...' for harness verify)"
@@ -28,6 +28,7 @@ help:
 	@echo "make bench      harness bench: SUITE=default (harness/suites.py), or STRATEGIES= SCENARIO= N= PRECISION="
 	@echo "make profile    Nsight Compute on one point's force phase: STRATEGY= SCENARIO= PROFILE_N= PRECISION="
 	@echo "make timeline   Nsight Systems timeline of one evaluation, where nsys exists"
+	@echo "make report     HTML + markdown report from bench/verify/profile results (REPORT=name, INPUTS=files)"
 	@echo "make asv        record an asv run for the current commit and build the HTML history"
 	@echo "make sanitize   compute-sanitizer memcheck/racecheck/synccheck/initcheck per GPU strategy (ARGS=)"
 	@echo "make list       registered strategies, scenarios and precision modes"
@@ -52,6 +53,13 @@ profile: setup
 
 timeline: setup
 	$(PYTHON) -m harness timeline --strategy $(STRATEGY) --scenario $(SCENARIO) --n $(N) --precision $(PRECISION)
+
+# report: from the newest reports/bench/*.json, reports/verify/verify.json and reports/profile/*.json,
+# or the result files named in INPUTS; into reports/$(REPORT)/
+REPORT ?= latest
+INPUTS ?=
+report: setup
+	$(PYTHON) -m harness report $(INPUTS) --name $(REPORT) $(ARGS)
 
 # asv: the existing environment (no network on GPU nodes), results for the checked-out commit
 asv: setup

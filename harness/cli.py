@@ -1,4 +1,4 @@
-"""python -m harness {list, verify, bench, profile, timeline, sanitize, forces, export}
+"""python -m harness {list, verify, bench, profile, timeline, sanitize, report, forces, export}
 
 Exit codes: 0 success, 1 a verification cell failed, 2 bad input (the message names it).
 """
@@ -326,6 +326,21 @@ def cmd_timeline(args: argparse.Namespace) -> int:
     return r.returncode
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from . import report
+
+    paths = [Path(p) for p in (args.inputs or [])] or report.default_inputs(ROOT)
+    if not paths:
+        raise InputError("report: no inputs; run make bench / make verify first, or name JSON files")
+    for p in paths:
+        if not p.exists():
+            raise InputError(f"report: {p} does not exist")
+    out = Path(args.out) / args.name
+    index, md = report.build(paths, out, args.title or f"mdforce report: {args.name}")
+    print(f"wrote {index} and {md} (from {len(paths)} result files)")
+    return 0
+
+
 def _suite_names() -> list[str]:
     from .suites import SUITES
 
@@ -408,6 +423,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--precision", default="fp32")
     p.add_argument("--out", default=str(ROOT / "reports" / "profile"))
     p.set_defaults(fn=cmd_timeline)
+
+    p = sub.add_parser("report", help="HTML and markdown report from bench, verify and profile results")
+    p.add_argument("inputs", nargs="*", help="result JSON files (default: the newest reports/bench/*.json, "
+                                             "reports/verify/verify.json, reports/profile/*.json)")
+    p.add_argument("--name", default="latest", help="report folder under --out (default latest)")
+    p.add_argument("--out", default=str(ROOT / "reports"))
+    p.add_argument("--title")
+    p.set_defaults(fn=cmd_report)
 
     p = sub.add_parser("forces", help="forces, energy, virial and pairs of one configuration")
     p.add_argument("--strategy", required=True, help="a registered strategy, or 'reference' (float64 CPU)")

@@ -48,6 +48,10 @@ SUITES: dict[str, tuple[str, list[Part]]] = {
         Part("all", ("lj_liquid",), ("medium",), ("fp32", "mixed", "fp64")),
     ]),
 }
+# everything a full report shows, in one sweep (`make bench SUITE=full`, then `make report`)
+SUITES["full"] = ("every suite above in one run: what `make report` needs for all its sections",
+                  [part for name in ("default", "allpairs", "views", "one_per_cell", "nine_per_cell", "gaussian",
+                                     "mardyn", "precision") for part in SUITES[name][1]])
 
 
 def get(name: str) -> tuple[str, list[Part]]:

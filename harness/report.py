@@ -1,0 +1,570 @@
+"""`python -m harness report`: bench, verify and profile results -> reports/<name>/index.html and
+report.md, with PNG plots beside them (the page works offline).
+
+Sections (each present in every report; one without data says which command produces it):
+correctness, wins, thesis, cpu_gpu, mardyn, precision, peers, roofline, method.
+"""
+from __future__ import annotations
+
+import glob
+import html
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+
+from .problem import InputError
+
+SECTIONS = [
+    ("correctness", "Correctness"),
+    ("wins", "Which strategy wins where"),
+    ("thesis", "The thesis's measurements on this GPU"),
+    ("cpu_gpu", "CPU (numba) against GPU"),
+    ("mardyn", "MarDyn cell processors"),
+    ("precision", "Precision modes"),
+    ("peers", "Peers"),
+    ("roofline", "Roofline"),
+    ("method", "Device, commands and method"),
+]
+THESIS = {  # scenario family -> (figure, what is swept)
+    "allpairs_cube": ("10.1", "all pairs without cutoff"),
+    "uniform": ("10.2", "nested vs 2D views at constant density"),
+    "one_per_cell": ("10.3", "one particle per cell"),
+    "k_per_cell": ("10.4", "9 particles per cell"),
+    "lj_liquid": ("", "LJ liquid"),
+}
+METHOD = ("Forces, energy, virial and pair count of every strategy are compared with a float64 CPU reference "
+          "(numba; direct and cell-list, checked against each other); a cell passes when every error is within "
+          "its tolerance from an error model of coordinate rounding and accumulation length. Device phases are "
+          "timed with CUDA events after warm-up, each sample after an L2 flush, as medians with min, max and "
+          "spread; compute = bin + force + reduce (no transfers), the device-resident work of an MD step. "
+          "GFLOP/s use AutoPas's counts (8 per distance check, 15 per interaction without Newton3, 18 with); "
+          "effective bandwidth counts positions in and forces out. Times compare within one run on one GPU.")
+
+
+# --- loading ---------------------------------------------------------------------------
+
+def load(paths: list[Path]) -> dict:
+    """Classify result JSON files: bench (rows + meta.command bench), verify (tolerances),
+    profile (ncu)."""
+    out: dict = {"bench": [], "verify": [], "profile": [], "files": []}
+    for p in paths:
+        try:
+            doc = json.loads(Path(p).read_text())
+        except (OSError, ValueError) as e:
+            raise InputError(f"report: cannot read {p}: {e}") from None
+        if "ncu" in doc:
+            out["profile"].append(doc)
+        elif "tolerances" in doc and "rows" in doc:
+            out["verify"].append(doc)
+        elif "rows" in doc and "device" in doc:
+            out["bench"].append(doc)
+        else:
+            raise InputError(f"report: {p} is neither a bench, a verify nor a profile result")
+        out["files"].append(str(p))
+    return out
+
+
+def default_inputs(root: Path) -> list[Path]:
+    """The newest bench JSON, reports/verify/verify.json and every profile summary."""
+    bench = sorted(glob.glob(str(root / "reports" / "bench" / "*.json")), key=lambda f: Path(f).stat().st_mtime)
+    out = [Path(bench[-1])] if bench else []
+    v = root / "reports" / "verify" / "verify.json"
+    if v.exists():
+        out.append(v)
+    out += [Path(f) for f in sorted(glob.glob(str(root / "reports" / "profile" / "*.json")))]
+    return out
+
+
+# --- helpers -----------------------------------------------------------------------------
+
+def _family(scenario: str) -> str:
+    return scenario.split(":")[0]
+
+
+def _param(scenario: str, key: str) -> float | None:
+    _, _, rest = scenario.partition(":")
+    for item in rest.split(","):
+        k, _, v = item.partition("=")
+        if k == key:
+            return float(v)
+    return None
+
+
+def _ok(rows: list[dict]) -> list[dict]:
+    return [r for r in rows if r.get("status") == "ok" and r.get("compute_ms") is not None]
+
+
+def _md_table(header: list[str], rows: list[list]) -> str:
+    line = lambda cells: "| " + " | ".join(str(c) for c in cells) + " |"  # noqa: E731
+    return "\n".join([line(header), line(["---"] * len(header))] + [line(r) for r in rows])
+
+
+def _html_table(header: list[str], rows: list[list]) -> str:
+    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _fmt(v, digits=4) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    if isinstance(v, float):
+        return f"{v:.{digits}g}"
+    return str(v)
+
+
+class Section:
+    def __init__(self, key: str, title: str):
+        self.key, self.title = key, title
+        self.html: list[str] = []
+        self.md: list[str] = []
+
+    def text(self, s: str) -> None:
+        self.html.append(f"<p>{html.escape(s)}</p>")
+        self.md.append(s)
+
+    def table(self, header: list[str], rows: list[list]) -> None:
+        if rows:
+            self.html.append(_html_table(header, rows))
+            self.md.append(_md_table(header, rows))
+
+    def image(self, file: str, alt: str) -> None:
+        self.html.append(f'<figure><img src="{html.escape(file)}" alt="{html.escape(alt)}">'
+                         f"<figcaption>{html.escape(alt)}</figcaption></figure>")
+        self.md.append(f"![{alt}]({file})")
+
+    def empty(self, how: str) -> None:
+        self.text(f"No data for this section in this run. {how}")
+
+
+class Plots:
+    def __init__(self, folder: Path):
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        self.plt, self.folder, self.files = plt, folder, []
+
+    def save(self, fig, name: str) -> str:
+        file = f"{name}.png"
+        fig.tight_layout()
+        fig.savefig(self.folder / file, dpi=110)
+        self.plt.close(fig)
+        self.files.append(file)
+        return file
+
+
+# --- sections -----------------------------------------------------------------------------
+
+def correctness(sec: Section, plots: Plots, verify: list[dict]) -> None:
+    rows = [r for d in verify for r in d["rows"]]
+    if not rows:
+        return sec.empty("Run `make verify` (reports/verify/verify.json).")
+    plt = plots.plt
+    counts = defaultdict(int)
+    for r in rows:
+        counts[r["status"]] += 1
+    sec.text("Matrix cells: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) +
+             ". Colour: the largest error over its tolerance (force RMS, worst particle, energy, virial); "
+             "below 1 passes. n/a cells carry their reason below.")
+    reasons = {}
+    for prec in sorted({r["precision"] for r in rows}, key=["fp32", "mixed", "fp64"].index):
+        sub = [r for r in rows if r["precision"] == prec]
+        strats = list(dict.fromkeys(r["strategy"] for r in sub))
+        scens = list(dict.fromkeys(r["scenario"] for r in sub))
+        grid = [[math.nan] * len(scens) for _ in strats]
+        label = [[""] * len(scens) for _ in strats]
+        for r in sub:
+            i, j = strats.index(r["strategy"]), scens.index(r["scenario"])
+            if r["status"] == "n/a":
+                label[i][j] = "n/a"
+                reasons[(r["strategy"], r["scenario"])] = r.get("detail", "")
+                continue
+            tol = r.get("tolerance") or {}
+            ratios = [r[k] / tol[k] for k in ("force_rms", "force_max", "energy", "virial")
+                      if r.get(k) is not None and tol.get(k)]
+            worst = max(ratios) if ratios else math.nan
+            grid[i][j] = worst if math.isnan(grid[i][j]) else max(grid[i][j], worst)
+            label[i][j] = "FAIL" if r["status"] != "pass" else f"{grid[i][j]:.2g}"
+        import numpy as np
+
+        fig, ax = plt.subplots(figsize=(1.1 * len(scens) + 3, 0.32 * len(strats) + 1.6))
+        data = np.log10(np.clip(np.array(grid, dtype=float), 1e-4, 1e2))
+        im = ax.imshow(np.ma.masked_invalid(data), cmap="RdYlGn_r", vmin=-4, vmax=1, aspect="auto")
+        ax.set_xticks(range(len(scens)), scens, rotation=30, ha="right")
+        ax.set_yticks(range(len(strats)), strats)
+        for i in range(len(strats)):
+            for j in range(len(scens)):
+                ax.text(j, i, label[i][j], ha="center", va="center", fontsize=6)
+        fig.colorbar(im, ax=ax, label="log10(error / tolerance)")
+        ax.set_title(f"Verification matrix, {prec}")
+        sec.image(plots.save(fig, f"verify-{prec}"), f"Verification matrix ({prec}): error over tolerance per "
+                                                     "strategy and scenario")
+    if reasons:
+        sec.table(["strategy", "scenario", "why n/a"], [[s, c, w] for (s, c), w in sorted(reasons.items())])
+
+
+def wins(sec: Section, bench: list[dict]) -> None:
+    rows = _ok(bench)
+    if not rows:
+        return sec.empty("Run `make bench`.")
+    groups = defaultdict(list)
+    for r in rows:
+        groups[(r["scenario"], r["n"], r["precision"])].append(r)
+    table = []
+    for (scen, n, prec), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])):
+        rs = sorted(rs, key=lambda r: r["compute_ms"])
+        first = rs[0]
+        second = rs[1] if len(rs) > 1 else None
+        table.append([scen, n, prec, first["strategy"], _fmt(first["compute_ms"]),
+                      second["strategy"] if second else "", _fmt(second["compute_ms"]) if second else "",
+                      f"{second['compute_ms'] / first['compute_ms']:.2f}x" if second else ""])
+    sec.text("Fastest compute (bin + force + reduce, median ms) per point, and the runner-up.")
+    sec.table(["scenario", "N", "precision", "fastest", "ms", "next", "ms", "margin"], table)
+
+
+def _scaling_plot(plots: Plots, rows: list[dict], title: str, name: str, guide: bool = False) -> str | None:
+    by = defaultdict(list)
+    for r in rows:
+        by[r["strategy"]].append((r["n"], r["compute_ms"]))
+    by = {k: sorted(v) for k, v in by.items() if len({n for n, _ in v}) >= 2}
+    if not by:
+        return None
+    plt = plots.plt
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for k, pts in sorted(by.items()):
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=k)
+    if guide:
+        ns = sorted({r["n"] for r in rows})
+        ref = min(rows, key=lambda r: r["compute_ms"] if r["n"] == ns[-1] else math.inf)
+        ax.plot(ns, [ref["compute_ms"] * (n / ns[-1]) ** 2 for n in ns], "k--", lw=1, label="O(N^2) guide")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("particles N")
+    ax.set_ylabel("compute time per evaluation (ms)")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=6, ncol=2)
+    return plots.save(fig, name)
+
+
+def thesis(sec: Section, plots: Plots, bench: list[dict]) -> None:
+    rows = _ok(bench)
+    done = False
+    for fam, (fig_no, what) in THESIS.items():
+        sub = [r for r in rows if r["scenario"] == fam and r["backend"] in ("cuda", "cpu")]
+        f = _scaling_plot(plots, sub, f"{what}" + (f" (thesis fig. {fig_no})" if fig_no else ""), f"scaling-{fam}",
+                          guide=fam == "allpairs_cube")
+        if f:
+            sec.image(f, f"{what}: compute time against N, every strategy timed (GPU and CPU)" +
+                      (f" (thesis figure {fig_no})" if fig_no else ""))
+            done = True
+        if fam == "uniform":
+            done |= _views(sec, plots, sub)
+    done |= _gaussian(sec, plots, rows)
+    if not done:
+        sec.empty("Run `make bench SUITE=full` (or SUITE=allpairs, views, one_per_cell, nine_per_cell, gaussian).")
+
+
+def _views(sec: Section, plots: Plots, rows: list[dict]) -> bool:
+    out = []
+    for trav in ("cells_fullshell", "c08_warp", "c08_thread"):
+        nested = {r["n"]: r for r in rows if r["strategy"] == f"{trav}_nested"}
+        flat = {r["n"]: r for r in rows if r["strategy"] == f"{trav}_2d"}
+        for n in sorted(set(nested) & set(flat)):
+            out.append((trav, n, nested[n]["setup_ms"] / flat[n]["setup_ms"],
+                        nested[n]["compute_ms"] / flat[n]["compute_ms"]))
+    if not out:
+        return False
+    plt = plots.plt
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for trav in sorted({o[0] for o in out}):
+        pts = [o for o in out if o[0] == trav]
+        ax.plot([p[1] for p in pts], [p[2] for p in pts], marker="o", label=f"{trav}: set-up nested / 2d")
+        ax.plot([p[1] for p in pts], [p[3] for p in pts], marker="s", ls="--", label=f"{trav}: evaluation nested / 2d")
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("particles N")
+    ax.set_ylabel("time ratio, nested / 2D views")
+    ax.set_title("Nested vs 2D views (thesis fig. 10.2)")
+    ax.legend(fontsize=7)
+    sec.image(plots.save(fig, "views-ratio"), "Nested vs 2D views: set-up and evaluation time ratios (thesis figure 10.2)")
+    return True
+
+
+def _gaussian(sec: Section, plots: Plots, rows: list[dict]) -> bool:
+    sub = [r for r in rows if _family(r["scenario"]) == "gaussian" and _param(r["scenario"], "sigma") is not None]
+    by = defaultdict(list)
+    for r in sub:
+        by[r["strategy"]].append((_param(r["scenario"], "sigma"), r["compute_ms"]))
+    by = {k: sorted(v) for k, v in by.items() if len(v) >= 2}
+    if not by:
+        return False
+    plt = plots.plt
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for k, pts in sorted(by.items()):
+        a.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=k)
+        b.plot([p[0] for p in pts], [p[1] / pts[-1][1] for p in pts], marker="o", label=k)
+    a.set_yscale("log")
+    a.set_xlabel("sigma of the Gaussian blob")
+    a.set_ylabel("compute time per evaluation (ms)")
+    b.set_yscale("log")
+    b.set_xlabel("sigma of the Gaussian blob")
+    b.set_ylabel("time / time at the largest sigma (most homogeneous)")
+    a.legend(fontsize=6)
+    a.set_title("Gaussian sweep (thesis fig. 10.5)")
+    b.set_title("Ratio to the most homogeneous case")
+    sec.image(plots.save(fig, "gaussian-sweep"), "Gaussian blob: time against sigma, and the ratio to the most "
+                                                 "homogeneous case (thesis figure 10.5)")
+    return True
+
+
+def cpu_gpu(sec: Section, bench: list[dict]) -> None:
+    rows = _ok(bench)
+    groups = defaultdict(lambda: {"cpu": None, "cuda": None})
+    for r in rows:
+        g = groups[(r["scenario"], r["n"], r["precision"])]
+        if r["backend"] in g and (g[r["backend"]] is None or r["compute_ms"] < g[r["backend"]]["compute_ms"]):
+            g[r["backend"]] = r
+    table = [[s, n, p, g["cpu"]["strategy"], _fmt(g["cpu"]["compute_ms"]), g["cuda"]["strategy"],
+              _fmt(g["cuda"]["compute_ms"]), f"{g['cpu']['compute_ms'] / g['cuda']['compute_ms']:.1f}x"]
+             for (s, n, p), g in sorted(groups.items()) if g["cpu"] and g["cuda"]]
+    if not table:
+        return sec.empty("Run a suite with CPU and GPU strategies on one machine (`make bench`).")
+    cores = {d.get("cpu_cores") for d in [r.get("_device", {}) for r in rows]} - {None}
+    sec.text("Best CPU strategy (numba, this machine's cores" + (f": {', '.join(map(str, cores))}" if cores else "") +
+             ") against the best GPU strategy, compute time per evaluation.")
+    sec.table(["scenario", "N", "precision", "best CPU", "ms", "best GPU", "ms", "GPU speed-up"], table)
+
+
+def mardyn(sec: Section, plots: Plots, bench: list[dict]) -> None:
+    rows = [r for r in _ok(bench) if r["name"].startswith(("tbp_", "wbp_", "parity_"))]
+    if not rows:
+        return sec.empty("Run `make bench SUITE=mardyn` (and the Gaussian and one-per-cell suites).")
+    plt = plots.plt
+    tbp = sorted([(r["launch_params"].get("block"), r["force_ms"]) for r in rows if r["name"] == "tbp_parity"
+                  and r["scenario"] == "lj_liquid" and r["launch_params"].get("block")])
+    wbp = defaultdict(list)
+    for r in rows:
+        if r["name"].startswith("wbp_") and r["scenario"] == "lj_liquid" and r["launch_params"].get("warps"):
+            wbp[(r["name"], r["launch_params"].get("commit"))].append((r["launch_params"].get("warps"), r["force_ms"]))
+    if len({b for b, _ in tbp}) > 1 or any(len(v) > 1 for v in wbp.values()):
+        fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
+        if tbp:
+            a.plot([t[0] for t in tbp], [t[1] for t in tbp], marker="o", label="tbp_parity")
+        a.set_xscale("log", base=2)
+        a.set_xlabel("threads per block (tbp_parity)")
+        a.set_ylabel("force phase (ms)")
+        a.set_title("Thread-block processor: block size")
+        for (name, commit), pts in sorted(wbp.items(), key=str):
+            pts = sorted(pts)
+            b.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{name} commit={commit}")
+        b.set_xscale("log", base=2)
+        b.set_yscale("log")
+        b.set_xlabel("warps per block")
+        b.set_ylabel("force phase (ms)")
+        b.set_title("Warp-block processor: warps per block")
+        b.legend(fontsize=6)
+        a.legend(fontsize=6)
+        sec.image(plots.save(fig, "mardyn-launch"), "MarDyn processors on the LJ liquid: block size and warps per "
+                                                    "block sweeps (force phase)")
+    table = []
+    points = sorted({(r["scenario"], r["n"], r["precision"]) for r in rows})
+    for scen, n, prec in points:
+        sub = {r["strategy"]: r for r in rows if (r["scenario"], r["n"], r["precision"]) == (scen, n, prec)}
+        def ms(label):  # noqa: E306  (default launch parameters: the label carries no [..])
+            return _fmt(sub[label]["force_ms"]) if label in sub else ""
+        table.append([scen, n, prec, ms("tbp_parity"), ms("wbp_twopass_atomic"), ms("wbp_shared_atomic"),
+                      ms("wbp_twopass_mutex"), ms("wbp_shared_mutex"), ms("parity_reference")])
+    sec.text("Force phase (ms) at the default launch parameters: thread-block vs warp-block processors, two-pass vs "
+             "shared-cache Newton3, atomic vs mutex scheduler, and the reference processor.")
+    sec.table(["scenario", "N", "precision", "tbp_parity", "wbp two-pass atomic", "wbp shared atomic", "wbp two-pass mutex",
+               "wbp shared mutex", "reference"], table)
+    per_cell = defaultdict(list)
+    for r in rows:
+        cells = r.get("launch") or {}
+        if isinstance(cells, dict) and cells.get("cells") and not r["strategy"].count("["):
+            n_cells = math.prod(cells["cells"])
+            per_cell[r["strategy"]].append((r["n"] / n_cells, r["force_ms"] / r["n"] * 1e6))
+    if any(len(v) > 1 for v in per_cell.values()):
+        fig, ax = plt.subplots(figsize=(7, 4.2))
+        for k, pts in sorted(per_cell.items()):
+            pts = sorted(pts)
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=k)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("mean particles per cell")
+        ax.set_ylabel("force time per particle (ns)")
+        ax.set_title("Cell processors against particles per cell")
+        ax.legend(fontsize=6)
+        sec.image(plots.save(fig, "mardyn-per-cell"), "Thread-block vs warp-block processors against particles per cell")
+
+
+def precision(sec: Section, plots: Plots, bench: list[dict], verify: list[dict]) -> None:
+    vrows = [r for d in verify for r in d["rows"] if r["status"] == "pass"]
+    brows = _ok(bench)
+    if not vrows and not brows:
+        return sec.empty("Run `make verify` and `make bench SUITE=precision`.")
+    err = defaultdict(dict)
+    for r in vrows:
+        err[r["strategy"]][r["precision"]] = max(err[r["strategy"]].get(r["precision"], 0.0), r["force_rms"])
+    t = defaultdict(dict)
+    for r in brows:
+        key = (r["strategy"], r["scenario"], r["n"])
+        t[key][r["precision"]] = r["compute_ms"]
+    precs = ["fp32", "mixed", "fp64"]
+    if err:
+        sec.text("Largest relative RMS force error over the verify matrix, per strategy and precision mode.")
+        sec.table(["strategy", *precs], [[s, *[_fmt(e.get(p), 2) for p in precs]] for s, e in sorted(err.items())])
+    multi = {k: v for k, v in t.items() if len(v) > 1}
+    if multi:
+        sec.text("Compute time (ms) per precision mode where a run timed more than one.")
+        sec.table(["strategy", "scenario", "N", *precs], [[k[0], k[1], k[2], *[_fmt(v.get(p)) for p in precs]]
+                                                          for k, v in sorted(multi.items())])
+
+
+def peers(sec: Section, bench: list[dict]) -> None:
+    rows = [r for r in bench if r.get("backend") == "peer"]
+    if not rows:
+        return sec.empty("Run `make bench ARGS=\"--peers openmm,jaxmd\"` with the peers installed "
+                         "(`make setup EXTRAS=test,bench,peers`).")
+    mine = {(r["scenario"], r["n"], r["precision"]): r for r in sorted(_ok(bench), key=lambda r: -r["compute_ms"])}
+    table = []
+    for r in rows:
+        best = mine.get((r["scenario"], r["n"], r["precision"]))
+        if r["status"] != "ok":
+            table.append([r["strategy"], r["scenario"], r["n"], r["precision"], r["status"], "", "", "", r.get("detail", "")])
+            continue
+        table.append([r["strategy"], r["scenario"], r["n"], r["precision"], r.get("platform", ""),
+                      _fmt(r.get("force_ms")), _fmt(r.get("step_ms") or r.get("update_ms")),
+                      f"{best['strategy']} {best['compute_ms']:.4g} ms" if best else "",
+                      f"force err {r['force_rms_err']:.1e}; {r.get('includes', '')}"])
+    sec.text("Peers on exactly the same positions, box and cutoff, checked against the reference; what each time "
+             "includes is in the last column.")
+    sec.table(["peer", "scenario", "N", "precision", "platform", "force ms", "step/update ms",
+               "fastest strategy here", "notes"], table)
+
+
+def roofline(sec: Section, plots: Plots, bench: list[dict], devices: list[dict], profiles: list[dict]) -> None:
+    rows = [r for r in _ok(bench) if r.get("gflops") and r.get("eff_bandwidth_gbs") and r["backend"] == "cuda"]
+    dev = next((d for d in devices if d.get("peak_fp32_tflops")), None)
+    if rows and dev:
+        plt = plots.plt
+        fig, ax = plt.subplots(figsize=(12, 5.5))
+        peak = dev["peak_fp32_tflops"] * 1e3
+        bw = dev.get("peak_dram_gbs") or 1.0
+        xs = [r["gflops"] / r["eff_bandwidth_gbs"] for r in rows]
+        lo, hi = min(xs) / 3, max(xs) * 3
+        grid = [lo * (hi / lo) ** (i / 50) for i in range(51)]
+        ax.plot(grid, [min(peak, bw * x) for x in grid], "k-", lw=1.2, label=f"ceilings: FP32 {peak:.0f} GFLOP/s, "
+                                                                            f"DRAM {bw:.0f} GB/s")
+        largest = {}
+        for r in rows:
+            key = (r["strategy"], r["scenario"])
+            if key not in largest or r["n"] > largest[key]["n"]:
+                largest[key] = r
+        for (s, scen), r in sorted(largest.items()):
+            ax.scatter(r["gflops"] / r["eff_bandwidth_gbs"], r["gflops"], s=18, label=f"{s} ({scen}, N={r['n']})")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("arithmetic intensity (flop per byte of positions in + forces out)")
+        ax.set_ylabel("achieved GFLOP/s (AutoPas flop counts)")
+        ax.set_title(f"Roofline, {dev.get('gpu')}")
+        ax.legend(fontsize=5, ncol=2, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        sec.image(plots.save(fig, "roofline"), "Each strategy's compute phase against the GPU's FP32 and DRAM ceilings "
+                                               "(largest N per strategy and scenario)")
+    if profiles:
+        table = []
+        for d in profiles:
+            k = d["ncu"]["heaviest"]
+            c = d["crosscheck"]
+            table.append([d["strategy"], d["scenario"], d["n"], _fmt(d["ncu"]["total_duration_ms"]),
+                          _fmt(k.get("achieved_occupancy_pct"), 3), _fmt(k.get("sm_throughput_pct"), 3),
+                          _fmt(k.get("dram_throughput_pct"), 3), _fmt(k.get("l1_hit_pct"), 3), _fmt(k.get("l2_hit_pct"), 3),
+                          _fmt(k.get("registers_per_thread")), ", ".join(n for n, _ in k.get("top_stalls", [])),
+                          f"{c['ratio']:.3f}" if c.get("ratio") else ""])
+        sec.text("Nsight Compute summaries (heaviest kernel of the force phase) and the timing cross-check "
+                 "(sum of kernel durations / event-timed force phase).")
+        sec.table(["strategy", "scenario", "N", "ncu ms", "occupancy %", "SM %", "DRAM %", "L1 hit %", "L2 hit %",
+                   "regs", "top stalls", "ncu/events"], table)
+    if not rows and not profiles:
+        sec.empty("Run `make bench` on a GPU, and `make profile` for ncu summaries.")
+
+
+def method(sec: Section, data: dict) -> None:
+    devices = [d["device"] for d in data["bench"]] + [d.get("meta", {}).get("device", {}) for d in data["verify"]]
+    seen = set()
+    commits = sorted({str(d.get("commit")) for d in devices if d and d.get("commit")})
+    for dev in devices:
+        key = json.dumps({k: v for k, v in dev.items() if k != "commit"}, sort_keys=True, default=str)
+        if dev and key not in seen:
+            seen.add(key)
+            gpu = dev.get("gpu") or "no GPU"
+            sec.text(f"Device: {gpu}" + (f" (cc {dev.get('compute_capability')}, {dev.get('sms')} SMs, "
+                                         f"{dev.get('sm_clock_mhz', 0):.0f} MHz, driver {dev.get('driver')}, CUDA "
+                                         f"{dev.get('cuda_runtime')}, CuPy {dev.get('cupy')})" if dev.get("gpu") else "")
+                     + f"; CPU {dev.get('cpu')} ({dev.get('cpu_cores')} cores).")
+    if commits:
+        sec.text("Commits of the results: " + ", ".join(commits) + ".")
+    cmds = [[d.get("meta", {}).get("date", ""), d.get("meta", {}).get("command", "(not recorded)")]
+            for d in data["bench"] + data["verify"]]
+    cmds += [["", d.get("command", "")] for d in data["profile"]]
+    sec.table(["date", "command"], cmds)
+    sec.text(METHOD)
+    sec.text("Inputs: " + ", ".join(data["files"]))
+
+
+# --- build ---------------------------------------------------------------------------------
+
+CSS = ("body{font-family:sans-serif;max-width:1200px;margin:2em auto;color:#222}table{border-collapse:collapse;"
+       "font-size:12px;margin:0.5em 0}td,th{border:1px solid #ccc;padding:2px 6px}th{background:#eee}"
+       "img{max-width:100%}figure{margin:1em 0}figcaption{font-size:12px;color:#555}nav a{margin-right:1em}")
+
+
+# Marks every image data-loaded="1" once the browser has decoded it ("0" if it failed): a
+# headless browser's --dump-dom then shows whether the page works (tests/test_report.py).
+LOAD_CHECK = ("window.addEventListener('load',function(){for(const i of document.images){"
+              "i.setAttribute('data-loaded',(i.complete&&i.naturalWidth>0)?'1':'0');}"
+              "document.body.setAttribute('data-images-checked',String(document.images.length));});")
+
+
+def build(paths: list[Path], out_dir: Path, title: str) -> tuple[Path, Path]:
+    data = load(paths)
+    if not data["bench"] and not data["verify"] and not data["profile"]:
+        raise InputError("report: no results given (bench, verify or profile JSON)")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    plots = Plots(out_dir)
+    bench = []
+    for d in data["bench"]:
+        for r in d["rows"]:
+            r = dict(r)
+            r.setdefault("name", r.get("strategy", "").split("[")[0])
+            r.setdefault("launch_params", {})
+            r["_device"] = d["device"]
+            bench.append(r)
+    devices = [d["device"] for d in data["bench"]]
+    sections = {k: Section(k, t) for k, t in SECTIONS}
+    correctness(sections["correctness"], plots, data["verify"])
+    wins(sections["wins"], bench)
+    thesis(sections["thesis"], plots, bench)
+    cpu_gpu(sections["cpu_gpu"], bench)
+    mardyn(sections["mardyn"], plots, bench)
+    precision(sections["precision"], plots, bench, data["verify"])
+    peers(sections["peers"], bench)
+    roofline(sections["roofline"], plots, bench, devices, data["profile"])
+    method(sections["method"], data)
+    nav = "".join(f'<a href="#{k}">{html.escape(t)}</a>' for k, t in SECTIONS)
+    body = "".join(f'<section id="{s.key}"><h2>{html.escape(s.title)}</h2>{"".join(s.html)}</section>'
+                   for s in sections.values())
+    page = (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            f"<style>{CSS}</style></head><body><h1>{html.escape(title)}</h1><nav>{nav}</nav>{body}"
+            f"<script>{LOAD_CHECK}</script></body></html>")
+    index = out_dir / "index.html"
+    index.write_text(page)
+    md = out_dir / "report.md"
+    md.write_text(f"# {title}\n\n" + "\n\n".join(f"## {s.title}\n\n" + "\n\n".join(s.md) for s in sections.values())
+                  + "\n")
+    return index, md

@@ -1,0 +1,98 @@
+"""The report as CI can build it: from a small CPU-only bench and verify run, every section
+present, every image a real PNG beside the page; opened in headless Chromium where one is found."""
+import html.parser
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import report
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _run(*args):
+    r = subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    return r
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("report")
+    _run("bench", "--strategies", "allpairs_cpu,cells_fullshell_cpu,c08_cpu", "--scenario", "uniform", "--scenario",
+         "gaussian:sigma=12", "--scenario", "gaussian:sigma=40", "--n", "300,1000", "--repeat", "2", "--min-time", "0",
+         "--warmup", "1", "--precision", "fp32,fp64", "--out", str(tmp), "--name", "b", "--quiet")
+    _run("verify", "--strategies", "cpu", "--size", "tiny", "--precision", "fp32,fp64", "--out", str(tmp / "v"),
+         "--json", str(tmp / "v.json"), "--quiet")
+    _run("report", str(tmp / "b.json"), str(tmp / "v.json"), "--out", str(tmp), "--name", "r")
+    return tmp / "r"
+
+
+class _Page(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.ids, self.images, self.h2 = [], [], 0
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "section":
+            self.ids.append(a.get("id"))
+        if tag == "img":
+            self.images.append(a)
+        self.h2 += tag == "h2"
+
+
+def test_every_section_present_and_every_image_a_png(built):
+    page = _Page()
+    page.feed((built / "index.html").read_text())
+    assert page.ids == [k for k, _ in report.SECTIONS] and page.h2 == len(report.SECTIONS)
+    assert len(page.images) >= 4  # verify heatmaps (2), scaling (uniform), Gaussian sweep; the roofline needs a GPU
+    import matplotlib.image
+
+    for img in page.images:
+        f = built / img["src"]
+        assert f.exists() and f.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", img
+        h, w = matplotlib.image.imread(f).shape[:2]
+        assert h > 100 and w > 100 and img.get("alt")
+    md = (built / "report.md").read_text()
+    for _, title in report.SECTIONS:
+        assert f"## {title}" in md
+    assert "numba" in md and "c08_cpu" in md  # the CPU strategies and the method text
+
+
+def test_sections_without_data_say_how_to_get_it(built):
+    text = (built / "report.md").read_text()
+    assert "make bench SUITE=mardyn" in text  # no MarDyn rows in a CPU-only run
+    assert "--peers openmm,jaxmd" in text
+
+
+def test_bad_inputs_are_clear_errors(tmp_path, capsys):
+    from harness import cli
+
+    (tmp_path / "x.json").write_text('{"hello": 1}')
+    assert cli.main(["report", str(tmp_path / "x.json"), "--out", str(tmp_path)]) == 2
+    assert "neither a bench, a verify nor a profile result" in capsys.readouterr().err
+    assert cli.main(["report", str(tmp_path / "missing.json"), "--out", str(tmp_path)]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def _chromium():
+    for exe in (os.environ.get("MDFORCE_CHROMIUM"), "chromium", "chromium-browser", "google-chrome", "headless_shell"):
+        if exe and shutil.which(exe):
+            return shutil.which(exe)
+    return None
+
+
+@pytest.mark.skipif(_chromium() is None, reason="no Chromium here (set MDFORCE_CHROMIUM, or install chromium); "
+                                                 "the structural test above still checks every image file")
+def test_page_loads_in_headless_chromium(built):
+    r = subprocess.run([_chromium(), "--headless", "--disable-gpu", "--no-sandbox", "--virtual-time-budget=5000",
+                        "--dump-dom", (built / "index.html").as_uri()], capture_output=True, text=True, timeout=120)
+    dom = r.stdout
+    n = dom.count("<img")
+    assert n >= 4 and f"data-images-checked="{n}"' in dom, r.stderr[-1000:]
+    assert dom.count('data-loaded="1"') == n and 'data-loaded="0"' not in dom
