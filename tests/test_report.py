@@ -94,5 +94,5 @@ def test_page_loads_in_headless_chromium(built):
                         "--dump-dom", (built / "index.html").as_uri()], capture_output=True, text=True, timeout=120)
     dom = r.stdout
     n = dom.count("<img")
-    assert n >= 4 and f"data-images-checked="{n}"' in dom, r.stderr[-1000:]
+    assert n >= 4 and f'data-images-checked="{n}"' in dom, r.stderr[-1000:]
     assert dom.count('data-loaded="1"') == n and 'data-loaded="0"' not in dom
