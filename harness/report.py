@@ -78,6 +78,15 @@ def default_inputs(root: Path) -> list[Path]:
 
 # --- helpers -----------------------------------------------------------------------------
 
+def _value(text: str):
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
 def _family(scenario: str) -> str:
     return scenario.split(":")[0]
 
@@ -225,7 +234,26 @@ def wins(sec: Section, bench: list[dict]) -> None:
     sec.table(["scenario", "N", "precision", "fastest", "ms", "next", "ms", "margin"], table)
 
 
+MARKERS = "osD^v<>pPX*h"
+
+
+def _style(i: int) -> dict:
+    """Distinct colour, marker and dash for line i (20 colours x 3 dashes)."""
+    import matplotlib
+
+    return {"color": matplotlib.colormaps["tab20"](i % 20), "marker": MARKERS[i % len(MARKERS)],
+            "ls": ("-", "--", ":")[(i // 20) % 3]}
+
+
+def _fp32_first(rows: list[dict]) -> list[dict]:
+    """One precision per plot: fp32 where the rows have it."""
+    precs = {r["precision"] for r in rows}
+    keep = "fp32" if "fp32" in precs else (sorted(precs)[0] if precs else None)
+    return [r for r in rows if r["precision"] == keep]
+
+
 def _scaling_plot(plots: Plots, rows: list[dict], title: str, name: str, guide: bool = False) -> str | None:
+    rows = _fp32_first(rows)
     by = defaultdict(list)
     for r in rows:
         by[r["strategy"]].append((r["n"], r["compute_ms"]))
@@ -234,8 +262,8 @@ def _scaling_plot(plots: Plots, rows: list[dict], title: str, name: str, guide: 
         return None
     plt = plots.plt
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for k, pts in sorted(by.items()):
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=k)
+    for i, (k, pts) in enumerate(sorted(by.items())):
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], label=k, **_style(i))
     if guide:
         ns = sorted({r["n"] for r in rows})
         ref = min(rows, key=lambda r: r["compute_ms"] if r["n"] == ns[-1] else math.inf)
@@ -244,7 +272,7 @@ def _scaling_plot(plots: Plots, rows: list[dict], title: str, name: str, guide: 
     ax.set_yscale("log")
     ax.set_xlabel("particles N")
     ax.set_ylabel("compute time per evaluation (ms)")
-    ax.set_title(title)
+    ax.set_title(f"{title}, {rows[0]['precision']}")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=6, ncol=2)
     return plots.save(fig, name)
@@ -296,7 +324,8 @@ def _views(sec: Section, plots: Plots, rows: list[dict]) -> bool:
 
 
 def _gaussian(sec: Section, plots: Plots, rows: list[dict]) -> bool:
-    sub = [r for r in rows if _family(r["scenario"]) == "gaussian" and _param(r["scenario"], "sigma") is not None]
+    sub = [r for r in _fp32_first(rows) if _family(r["scenario"]) == "gaussian"
+           and _param(r["scenario"], "sigma") is not None]
     by = defaultdict(list)
     for r in sub:
         by[r["strategy"]].append((_param(r["scenario"], "sigma"), r["compute_ms"]))
@@ -305,9 +334,9 @@ def _gaussian(sec: Section, plots: Plots, rows: list[dict]) -> bool:
         return False
     plt = plots.plt
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for k, pts in sorted(by.items()):
-        a.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=k)
-        b.plot([p[0] for p in pts], [p[1] / pts[-1][1] for p in pts], marker="o", label=k)
+    for i, (k, pts) in enumerate(sorted(by.items())):
+        a.plot([p[0] for p in pts], [p[1] for p in pts], label=k, **_style(i))
+        b.plot([p[0] for p in pts], [p[1] / pts[-1][1] for p in pts], label=k, **_style(i))
     a.set_yscale("log")
     a.set_xlabel("sigma of the Gaussian blob")
     a.set_ylabel("compute time per evaluation (ms)")
@@ -345,12 +374,16 @@ def mardyn(sec: Section, plots: Plots, bench: list[dict]) -> None:
     if not rows:
         return sec.empty("Run `make bench SUITE=mardyn` (and the Gaussian and one-per-cell suites).")
     plt = plots.plt
-    tbp = sorted([(r["launch_params"].get("block"), r["force_ms"]) for r in rows if r["name"] == "tbp_parity"
-                  and r["scenario"] == "lj_liquid" and r["launch_params"].get("block")])
+    lj = [r for r in _fp32_first(rows) if r["scenario"] == "lj_liquid"]
+    top = max((r["n"] for r in lj), default=0)
+    lj = [r for r in lj if r["n"] == top]  # the sweeps at the largest LJ system
+    tbp = sorted({(r["launch_params"].get("block"), r["force_ms"]) for r in lj if r["name"] == "tbp_parity"
+                  and r["launch_params"].get("block")})
     wbp = defaultdict(list)
-    for r in rows:
-        if r["name"].startswith("wbp_") and r["scenario"] == "lj_liquid" and r["launch_params"].get("warps"):
-            wbp[(r["name"], r["launch_params"].get("commit"))].append((r["launch_params"].get("warps"), r["force_ms"]))
+    for r in lj:
+        if r["name"].startswith("wbp_") and r["launch_params"].get("warps"):
+            wbp[(r["name"], r["launch_params"].get("commit", "not recorded"))].append(
+                (r["launch_params"].get("warps"), r["force_ms"]))
     if len({b for b, _ in tbp}) > 1 or any(len(v) > 1 for v in wbp.values()):
         fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
         if tbp:
@@ -358,15 +391,15 @@ def mardyn(sec: Section, plots: Plots, bench: list[dict]) -> None:
         a.set_xscale("log", base=2)
         a.set_xlabel("threads per block (tbp_parity)")
         a.set_ylabel("force phase (ms)")
-        a.set_title("Thread-block processor: block size")
-        for (name, commit), pts in sorted(wbp.items(), key=str):
+        a.set_title(f"Thread-block processor: block size (LJ, N={top})")
+        for i, ((name, commit), pts) in enumerate(sorted(wbp.items(), key=str)):
             pts = sorted(pts)
-            b.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{name} commit={commit}")
+            b.plot([p[0] for p in pts], [p[1] for p in pts], label=f"{name} commit={commit}", **_style(i))
         b.set_xscale("log", base=2)
         b.set_yscale("log")
         b.set_xlabel("warps per block")
         b.set_ylabel("force phase (ms)")
-        b.set_title("Warp-block processor: warps per block")
+        b.set_title(f"Warp-block processor: warps per block (LJ, N={top})")
         b.legend(fontsize=6)
         a.legend(fontsize=6)
         sec.image(plots.save(fig, "mardyn-launch"), "MarDyn processors on the LJ liquid: block size and warps per "
@@ -384,16 +417,16 @@ def mardyn(sec: Section, plots: Plots, bench: list[dict]) -> None:
     sec.table(["scenario", "N", "precision", "tbp_parity", "wbp two-pass atomic", "wbp shared atomic", "wbp two-pass mutex",
                "wbp shared mutex", "reference"], table)
     per_cell = defaultdict(list)
-    for r in rows:
+    for r in _fp32_first(rows):
         cells = r.get("launch") or {}
         if isinstance(cells, dict) and cells.get("cells") and not r["strategy"].count("["):
             n_cells = math.prod(cells["cells"])
             per_cell[r["strategy"]].append((r["n"] / n_cells, r["force_ms"] / r["n"] * 1e6))
     if any(len(v) > 1 for v in per_cell.values()):
         fig, ax = plt.subplots(figsize=(7, 4.2))
-        for k, pts in sorted(per_cell.items()):
+        for i, (k, pts) in enumerate(sorted(per_cell.items())):
             pts = sorted(pts)
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=k)
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], label=k, **_style(i))
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("mean particles per cell")
@@ -542,7 +575,10 @@ def build(paths: list[Path], out_dir: Path, title: str) -> tuple[Path, Path]:
         for r in d["rows"]:
             r = dict(r)
             r.setdefault("name", r.get("strategy", "").split("[")[0])
-            r.setdefault("launch_params", {})
+            if "launch_params" not in r:  # older results: the label names the non-default ones
+                label = r.get("strategy", "")
+                inner = label[label.index("[") + 1:-1] if "[" in label else ""
+                r["launch_params"] = {k: _value(v) for k, _, v in (i.partition("=") for i in inner.split(",") if i)}
             r["_device"] = d["device"]
             bench.append(r)
     devices = [d["device"] for d in data["bench"]]
