@@ -15,7 +15,7 @@ import strategies
 from strategies import StrategyError
 
 from . import scenarios
-from .problem import PRECISION_HELP, PRECISIONS, InputError, LennardJones, Problem, check_precision
+from .problem import PRECISION_HELP, PRECISIONS, InputError, LennardJones, Problem, check_precision, parse_value
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -63,23 +63,13 @@ def _require_devices(names: list[str]) -> None:
             raise InputError(f"strategy {name} cannot run on this machine: {why}")
 
 
-def _value(text: str):
-    """A launch value as typed: int, float, or the string."""
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
-
-
 def _launch(text: str | None) -> dict:
     out: dict = {}
     for item in filter(None, (text or "").split(",")):
         key, eq, val = item.partition("=")
         if not eq:
             raise InputError(f"--launch: {item!r} is not key=value")
-        out[key] = _value(val)
+        out[key] = parse_value(val)
     return out
 
 
@@ -144,7 +134,7 @@ def _sweep(items: list[str] | None) -> dict[str, list]:
         key, eq, vals = item.partition("=")
         if not eq or not vals:
             raise InputError(f"--sweep: {item!r} is not key=value:value:...")
-        out[key] = [_value(v) for v in vals.split(":")]
+        out[key] = [parse_value(v) for v in vals.split(":")]
     return out
 
 

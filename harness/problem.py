@@ -34,6 +34,16 @@ class StrategyError(RuntimeError):
     exceeded, scheduler timeout); the message says which and what to do."""
 
 
+def parse_value(text: str):
+    """A launch or scenario value as typed on a command line: int, float, or the string."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
 def check_precision(precision: str) -> str:
     if precision not in PRECISIONS:
         raise InputError(f"unknown precision {precision!r}; known: {', '.join(PRECISIONS)}")

@@ -13,7 +13,7 @@ import math
 from collections import defaultdict
 from pathlib import Path
 
-from .problem import InputError
+from .problem import InputError, parse_value
 
 SECTIONS = [
     ("correctness", "Correctness"),
@@ -77,15 +77,6 @@ def default_inputs(root: Path) -> list[Path]:
 
 
 # --- helpers -----------------------------------------------------------------------------
-
-def _value(text: str):
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
-
 
 def _family(scenario: str) -> str:
     return scenario.split(":")[0]
@@ -578,7 +569,7 @@ def build(paths: list[Path], out_dir: Path, title: str) -> tuple[Path, Path]:
             if "launch_params" not in r:  # older results: the label names the non-default ones
                 label = r.get("strategy", "")
                 inner = label[label.index("[") + 1:-1] if "[" in label else ""
-                r["launch_params"] = {k: _value(v) for k, _, v in (i.partition("=") for i in inner.split(",") if i)}
+                r["launch_params"] = {k: parse_value(v) for k, _, v in (i.partition("=") for i in inner.split(",") if i)}
             r["_device"] = d["device"]
             bench.append(r)
     devices = [d["device"] for d in data["bench"]]
