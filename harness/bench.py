@@ -97,14 +97,25 @@ def time_graph(strategy: strategies.Strategy, plan, warmup: int, repeat: int, mi
         return None, f"not capturable: {type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}"
 
 
+# distance checks per evaluation above which a point is not timed (one evaluation of the CPU
+# budget takes about half a minute on 16 cores; a timed point runs about seven)
+MAX_CHECKS = {"cpu": 2e10, "cuda": 2e13}
+
+
 def bench_point(strategy: strategies.Strategy, problem: Problem, warmup: int, repeat: int, min_time: float,
-                l2: str = "flush", graph: bool = True) -> dict:
+                l2: str = "flush", graph: bool = True, max_checks: dict | None = None) -> dict:
     row = {"strategy": strategy.label, "name": strategy.name, "backend": strategy.backend,
            "scenario": problem.label.split(" ")[0], "n": problem.n, "precision": problem.precision,
            "launch_params": dict(strategy.launch)}
     ok, why = strategy.supports(problem)
     if not ok:
         return {**row, "status": "n/a", "detail": why}
+    budget = {**MAX_CHECKS, **(max_checks or {})}.get(strategy.backend)
+    checks = strategy.work(problem).get("distance_checks")
+    if budget is not None and checks is not None and checks > budget:
+        flag = "--max-checks-cpu" if strategy.backend == "cpu" else "--max-checks-gpu"
+        return {**row, "status": "n/a", "detail": f"{checks:.2g} distance checks per evaluation, over the "
+                                                  f"{strategy.backend} budget of {budget:.2g} ({flag})"}
     gpu = strategy.backend == "cuda"
     # set-up of a second prepare(): the first compiles kernels (ours and CuPy's own sort and
     # scan), which a set-up time must not include
@@ -182,7 +193,8 @@ def launch_variants(cls: type[strategies.Strategy], launch: dict, sweep: dict[st
 def run(names: list[str], scenario: str | list[str] | None, sizes: list, precision: str, seed: int = 1,
         warmup: int = 3, repeat: int = 20, min_time: float = 0.3, launch: dict | None = None,
         problem: Problem | None = None, progress: Callable[[str], None] | None = None,
-        sweep: dict[str, list] | None = None, l2: str = "flush", graph: bool = True, bar=None) -> list[dict]:
+        sweep: dict[str, list] | None = None, l2: str = "flush", graph: bool = True, bar=None,
+        max_checks: dict | None = None) -> list[dict]:
     """One row per (scenario, size, strategy, launch variant) at this precision."""
     rows = []
     specs = [scenario] if isinstance(scenario, str) or scenario is None else list(scenario)
@@ -193,7 +205,7 @@ def run(names: list[str], scenario: str | list[str] | None, sizes: list, precisi
             for lp in launch_variants(strategies.REGISTRY[name], launch or {}, sweep or {}):
                 s = strategies.create(name, **lp)
                 try:
-                    row = bench_point(s, p, warmup, repeat, min_time, l2=l2, graph=graph)
+                    row = bench_point(s, p, warmup, repeat, min_time, l2=l2, graph=graph, max_checks=max_checks)
                 except StrategyError as e:  # e.g. a lock timeout or capacity overflow: a result, not a crash
                     row = {"strategy": s.label, "name": name, "backend": s.backend,
                            "scenario": p.label.split(" ")[0], "n": p.n, "precision": p.precision,

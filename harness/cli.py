@@ -191,7 +191,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 rows += bench.run(names, specs, sizes, prec, seed=args.seed, warmup=args.warmup, repeat=args.repeat,
                                   min_time=args.min_time, launch=launch, problem=problem,
                                   progress=None if args.quiet else print, sweep=sweep, l2=args.l2,
-                                  graph=not args.no_graph, bar=bar)
+                                  graph=not args.no_graph, bar=bar,
+                                  max_checks={k: v for k, v in (("cpu", args.max_checks_cpu),
+                                                                ("cuda", args.max_checks_gpu)) if v is not None})
     finally:
         if bar is not None:
             bar.close()
@@ -377,6 +379,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--l2", choices=("flush", "warm"), default="flush",
                    help="flush the L2 before every GPU sample (default) or leave it warm")
     p.add_argument("--no-graph", action="store_true", help="skip the CUDA-graph replay timing")
+    p.add_argument("--max-checks-cpu", type=float, help="skip CPU points with more distance checks (default 2e10)")
+    p.add_argument("--max-checks-gpu", type=float, help="skip GPU points with more distance checks (default 2e13)")
     p.add_argument("--peers", help="also time peers on the same problems: openmm, jaxmd (optional packages)")
     p.add_argument("--input", help="time on this configuration (.xyz or .npz)")
     p.add_argument("--out", default=str(ROOT / "reports" / "bench"), help="folder for CSV and JSON (reports/bench)")

@@ -151,6 +151,13 @@ def test_bench_sweep_writes_csv_and_json(tmp_path):
     assert len(doc["rows"]) == 12 and "compute_ms" in r.stdout  # the table at the end
 
 
+def test_bench_budget_skips_points_with_the_reason(tmp_path):
+    r = run("bench", "--strategies", "allpairs_cpu", "--scenario", "uniform", "--n", "tiny", "--max-checks-cpu", "1000",
+            "--out", str(tmp_path), "--name", "b")
+    assert r.returncode == 0, r.stderr
+    assert "over the cpu budget of 1e+03 (--max-checks-cpu)" in r.stdout
+
+
 @pytest.mark.parametrize("args, message", [
     (["--suite", "nothing"], "unknown suite 'nothing'"),
     (["--suite", "default", "--strategies", "allpairs_cpu"], "--suite sets strategies"),
