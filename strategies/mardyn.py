@@ -46,6 +46,27 @@ SCHED_INTS = 4  # struct Sched in mardyn.cu
 DATA_KINDS = ("bin", "scatter", "zero", "gather")  # cells.cu kernels: binning, layout, forces out
 
 
+def job_table_bound(total_jobs: int, n: int) -> int:
+    """Entries the warp-block job table may need: every job of cell A has ceil(nA / 32) <= 1 +
+    nA / 32 warp blocks, and a cell is A in at most 27 jobs of a traversal (26 directions of
+    the two-pass jobs, or 13 shared-cache jobs, plus its intra-cell job)."""
+    return total_jobs + -(-27 * n // 32) + 1
+
+
+def warp_blocks(counts: np.ndarray, n_cells, periodic, mode: str) -> int:
+    """Warp-block jobs of one traversal, enumerated on the host as the kernels define them
+    (tests check the table bound and the schedule with it)."""
+    total = 0
+    for layer in S.parity_launches(n_cells, periodic):
+        for a, b in S.layer_pairs(layer, n_cells, periodic):
+            if a == b:
+                total += -(-counts[a] // 32) if counts[a] >= 2 else 0
+                continue
+            sides = [(a, b), (b, a)] if mode == "twopass" else [(a, b) if counts[a] >= counts[b] else (b, a)]
+            total += sum(-(-counts[x] // 32) for x, y in sides if counts[x] and counts[y])
+    return int(total)
+
+
 class _MardynCuda(_CellsCuda):
     source_file = "mardyn.cu"
     layout = "csr"
@@ -216,8 +237,7 @@ class _MardynPlan(_CellsPlan):
         self.job_sizes = cp.zeros(max(total, 1), np.int32)
         self.job_ends = cp.zeros(max(total, 1), np.int32)
         self.job_first = cp.zeros(total + 1, np.int32)
-        # every job of A: ceil(nA / 32) <= 1 + nA / 32, and a cell is A in at most 27 jobs
-        self.table = cp.zeros(total + -(-27 * self.problem.n // 32) + 1, np.int32)
+        self.table = cp.zeros(job_table_bound(total, self.problem.n), np.int32)
         arrays += [self.d_layers, self.d_offsets, self.job_sizes, self.job_ends, self.job_first, self.table]
         fn = self.k["force"]
         self.persistent_grid = resident_blocks(fn, self.block) * sm_count()

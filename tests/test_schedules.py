@@ -180,3 +180,20 @@ def test_parity_refuses_fewer_than_three_periodic_cells(n):
     assert not ok and "at least 3 cells" in why
     with pytest.raises(ValueError, match="at least 3 cells"):
         S.parity_launches(n, (True, True, True))
+
+
+@pytest.mark.parametrize("n, periodic", [((3, 3, 3), (True,) * 3), ((4, 3, 5), (True, False, True)),
+                                         ((3, 4, 3), (False,) * 3)])
+@pytest.mark.parametrize("mode", ["twopass", "shared"])
+def test_wbp_job_table_bound_holds_for_crowded_and_empty_cells(rng, n, periodic, mode):
+    """The warp-block job table is sized on the host before any count is known: the bound must
+    hold for any occupancy (empty cells, one crowded cell, many cells over 32)."""
+    from strategies.mardyn import job_table_bound, warp_blocks
+
+    cells = int(np.prod(n))
+    for counts in (rng.integers(0, 70, cells), np.eye(1, cells, 4, dtype=np.int64)[0] * 5000,
+                   np.full(cells, 33), np.zeros(cells, np.int64)):
+        layers = S.parity_launches(n, periodic)
+        jobs = sum(int(L["du"] * L["dv"] * L["nl"]) * (2 if mode == "twopass" and (L["dx"] or L["dy"] or L["dz"])
+                                                        else 1) for L in layers)
+        assert warp_blocks(counts, n, periodic, mode) <= job_table_bound(jobs, int(counts.sum()))
