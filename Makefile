@@ -32,7 +32,7 @@ help:
 	@echo "make asv        record an asv run for the current commit and build the HTML history"
 	@echo "make sanitize   compute-sanitizer memcheck/racecheck/synccheck/initcheck per GPU strategy (ARGS=)"
 	@echo "make list       registered strategies, scenarios and precision modes"
-	@echo "make wheelhouse PY=3.12   download all wheels for an offline node into wheelhouse/"
+	@echo "make wheelhouse PY=3.12 [WHEELS=nvtx,asv,asv-runner,tqdm]   wheels for an offline node into wheelhouse/ (WHEELS: only those, with deps)"
 
 $(VENV)/.bootstrap-stamp: tools/bootstrap.py requirements/*.txt
 	$(BASE_PYTHON) tools/bootstrap.py venv --venv $(VENV) --extras $(EXTRAS) --gpu $(GPU)
@@ -80,7 +80,7 @@ list: setup
 	$(PYTHON) -m harness list
 
 wheelhouse:
-	$(BASE_PYTHON) tools/bootstrap.py wheelhouse --dest wheelhouse $(if $(PY),--python-version $(PY))
+	$(BASE_PYTHON) tools/bootstrap.py wheelhouse --dest wheelhouse $(if $(PY),--python-version $(PY)) $(if $(WHEELS),--only $(WHEELS))
 
 clean:
 	rm -rf $(VENV) .pytest_cache build

@@ -120,13 +120,17 @@ def cmd_wheelhouse(args: argparse.Namespace) -> int:
     dest = Path(args.dest).resolve()
     dest.mkdir(parents=True, exist_ok=True)
     tag = args.python_version.replace(".", "")
-    platforms = ["manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64"]
+    platforms = ["manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "any"]
     reqs: list[str] = []
-    for f in requirement_files(list(WHEELHOUSE_EXTRAS)):
-        reqs += ["-r", str(f)]
-    reqs += [f"cupy-cuda{args.cuda}x", "pip", "setuptools", "wheel"]
+    if args.only:  # only what the node lacks (GPU images ship numpy, numba, CuPy...), with dependencies
+        reqs = [r.strip() for r in args.only.split(",") if r.strip()]
+    else:
+        for f in requirement_files(list(WHEELHOUSE_EXTRAS)):
+            reqs += ["-r", str(f)]
+        reqs += [f"cupy-cuda{args.cuda}x", "pip", "setuptools", "wheel"]
     cmd = [sys.executable, "-m", "pip", "download", "--only-binary=:all:", "-d", str(dest),
-           "--python-version", args.python_version, "--implementation", "cp", "--abi", f"cp{tag}"]
+           "--python-version", args.python_version, "--implementation", "cp", "--abi", f"cp{tag}",
+           "--abi", "abi3", "--abi", "none"]
     for p in platforms:
         cmd += ["--platform", p]
     log(f"downloading wheels for CPython {args.python_version} into {dest}")
@@ -147,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     w.add_argument("--dest", default=str(ROOT / "wheelhouse"))
     w.add_argument("--python-version", default=f"{sys.version_info.major}.{sys.version_info.minor}")
     w.add_argument("--cuda", default="13", choices=("12", "13"))
+    w.add_argument("--only", help="comma list of packages to download (with their dependencies) instead of every "
+                   "requirement: what the node lacks, e.g. nvtx,asv,asv-runner,tqdm")
     args = ap.parse_args(argv)
     os.chdir(ROOT)
     return cmd_venv(args) if args.cmd == "venv" else cmd_wheelhouse(args)
