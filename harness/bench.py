@@ -36,6 +36,7 @@ from .timing import Stats, time_cpu, time_gpu
 
 FLOPS_CHECK, FLOPS_NO_N3, FLOPS_N3 = 8, 15, 18
 SLOW_S = 0.5  # a first evaluation slower than this is timed with one sample per phase
+NOISE = 0.25  # (max - min) / median of compute above this: the point is flagged noisy
 
 
 def flops(checks: int, pairs: int, newton3: bool) -> float:
@@ -177,6 +178,8 @@ def bench_point(strategy: strategies.Strategy, problem: Problem, warmup: int, re
             row["pct_of_peak"] = 100.0 * row["floor_ms"] / t["compute"].median
         if info and info.get("peak_dram_gbs") and row.get("eff_bandwidth_gbs") is not None:
             row["pct_of_dram"] = 100.0 * row["eff_bandwidth_gbs"] / info["peak_dram_gbs"]
+    if t["compute"].repeats > 1 and t["compute"].spread > NOISE:
+        row["noisy"] = True  # NVBench's habit: say so rather than print a median that moved
     row["launch"] = getattr(plan, "launch_info", None)
     row["device_bytes"] = getattr(plan, "device_bytes", None)
     row["status"] = "ok"
@@ -271,14 +274,21 @@ def frame(rows: list[dict]):
 
 
 def terminal_table(rows: list[dict]) -> str:
-    """A readable summary: one line per point, times in ms, rates in G/s."""
+    """A readable summary: one line per point, times in ms, rates in G/s; a closing line names
+    the points whose compute spread stayed above NOISE."""
     df = frame(rows)
     show = df[[c for c in ("strategy", "scenario", "n", "precision", "status", "compute_ms", "compute_spread",
                            "force_ms", "graph_ms", "pairs_per_s", "pct_of_peak") if c in df.columns]].copy()
     if "pairs_per_s" in show:
         show["pairs_per_s"] = show["pairs_per_s"] / 1e9
         show = show.rename(columns={"pairs_per_s": "Gpairs_per_s"})
-    return show.to_string(index=False, float_format=lambda v: f"{v:.4g}", na_rep="")
+    text = show.to_string(index=False, float_format=lambda v: f"{v:.4g}", na_rep="")
+    noisy = [f"{r['strategy']} {r['scenario']} N={r['n']} {r['precision']} ({r['compute_spread']:.0%})"
+             for r in rows if r.get("noisy")]
+    if noisy:
+        text += (f"\nnoisy (spread (max - min) / median above {NOISE:.0%}; compare medians with care): "
+                 + "; ".join(noisy))
+    return text
 
 
 def write(rows: list[dict], header: dict, meta: dict, folder, name: str) -> list:

@@ -151,6 +151,17 @@ def test_bench_sweep_writes_csv_and_json(tmp_path):
     assert len(doc["rows"]) == 12 and "compute_ms" in r.stdout  # the table at the end
 
 
+def test_noisy_points_are_named_under_the_table():
+    from harness import bench
+
+    rows = [{"strategy": "a", "scenario": "s", "n": 10, "precision": "fp32", "status": "ok", "compute_ms": 1.0,
+             "compute_spread": 0.9, "noisy": True},
+            {"strategy": "b", "scenario": "s", "n": 10, "precision": "fp32", "status": "ok", "compute_ms": 2.0,
+             "compute_spread": 0.01}]
+    text = bench.terminal_table(rows)
+    assert "noisy" in text and "a s N=10 fp32 (90%)" in text and "b s N=10" not in text.split("noisy")[1]
+
+
 def test_bench_budget_skips_points_with_the_reason(tmp_path):
     r = run("bench", "--strategies", "allpairs_cpu", "--scenario", "uniform", "--n", "tiny", "--max-checks-cpu", "1000",
             "--out", str(tmp_path), "--name", "b")
