@@ -178,6 +178,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 scenarios.parse_spec(spec)
         parts.append((names, specs, sizes, precs, sweep))
     launch = _launch(args.launch)
+    if not args.noise > 0:
+        raise InputError(f"--noise must be a positive fraction, got {args.noise}")
+    bench.NOISE = args.noise
     header = device.header()
     for line in device.header_lines(header):
         print(line)
@@ -379,6 +382,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--l2", choices=("flush", "warm"), default="flush",
                    help="flush the L2 before every GPU sample (default) or leave it warm")
     p.add_argument("--no-graph", action="store_true", help="skip the CUDA-graph replay timing")
+    p.add_argument("--noise", type=float, default=0.25,
+                   help="flag points whose compute spread (max - min) / median exceeds this (default 0.25)")
     p.add_argument("--max-checks-cpu", type=float, help="skip CPU points with more distance checks (default 2e10)")
     p.add_argument("--max-checks-gpu", type=float, help="skip GPU points with more distance checks (default 2e13)")
     p.add_argument("--peers", help="also time peers on the same problems: openmm, jaxmd (optional packages)")
