@@ -86,14 +86,17 @@ class _MardynCuda(_CellsCuda):
         return S.parity_applicable(grid_of(problem, self.launch["cell_factor"]), problem.box.periodic)
 
     def work(self, problem: Problem) -> dict:
-        out = super().work(problem)  # c08's counts: each neighbouring pair once, a cell with itself half
-        if out.get("distance_checks") is None or not problem.n:
-            return out
+        """Distance checks from the cell occupancies: c08's count (each neighbouring pair of
+        cells once, a cell with itself half) split into its inter- and intra-cell parts, then
+        weighted by how often this processor computes each (checks())."""
+        if problem.potential.cutoff is None or not problem.n:
+            return {"distance_checks": 0 if problem.n == 0 else None}
+        dims = grid_of(problem, self.launch["cell_factor"])
         counts = _host_counts(problem, self.launch["cell_factor"]).astype(np.int64)
         intra_half = int((counts * (counts - 1) // 2).sum())
-        inter = out["distance_checks"] - intra_half
-        out["distance_checks"] = self.checks(inter, intra_half)
-        return out
+        inter = S.c08_checks(counts, dims, problem.box.periodic) - intra_half
+        return {"distance_checks": self.checks(inter, intra_half), "cells": int(np.prod(dims)),
+                "max_per_cell": int(counts.max())}
 
     def checks(self, inter: int, intra_half: int) -> int:
         return inter + intra_half

@@ -115,3 +115,20 @@ def test_host_counts_shared_across_precisions():
     a = cells._host_counts(p, 1.0)
     assert cells._host_counts(p.with_precision("fp64"), 1.0) is a
     assert cells._host_counts(p, 1.5) is not a and a.sum() == p.n
+
+
+@pytest.mark.parametrize("spec", ["uniform", "gaussian"])
+def test_mardyn_distance_checks_follow_what_each_processor_computes(spec):
+    """parity_reference and tbp_parity compute each pair once (c08's count); two-pass computes
+    every pair from both sides (the full shell's count); shared-cache computes inter-cell pairs
+    once and intra-cell pairs from both sides."""
+    import strategies
+    from harness import scenarios
+
+    p = scenarios.make(spec, "small")
+    work = {n: strategies.create(n).work(p)["distance_checks"] for n in
+            ("cells_fullshell_csr", "c08_warp_csr", "parity_reference", "tbp_parity", "wbp_twopass_atomic",
+             "wbp_shared_mutex")}
+    assert work["parity_reference"] == work["tbp_parity"] == work["c08_warp_csr"]
+    assert work["wbp_twopass_atomic"] == work["cells_fullshell_csr"]
+    assert work["c08_warp_csr"] < work["wbp_shared_mutex"] < work["cells_fullshell_csr"]
