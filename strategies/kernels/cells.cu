@@ -171,11 +171,8 @@ cells_fullshell(const Cells<Real, Acc, LAYOUT> cells, const int* __restrict__ ce
           const int nb = (x * g.ny + y) * g.nz + wrap(cz + oz, g.nz);
           const int m = cells.count(nb);
           for (int q = 0; q < m; ++q) {
-            const Vec4<Real> pj = cells.p(nb, q);
-            const Real dx = min_image<PBC>(pi.x - pj.x, box.lx, box.ilx);
-            const Real dy = min_image<PBC>(pi.y - pj.y, box.ly, box.ily);
-            const Real dz = min_image<PBC>(pi.z - pj.z, box.lz, box.ilz);
-            const Real r2 = dx * dx + dy * dy + dz * dz;
+            Real dx, dy, dz;
+            const Real r2 = separation<PBC>(pi, cells.p(nb, q), box, dx, dy, dz);
             if (f.inside(r2) && (nb != c || q != self)) acc.add(f, dx, dy, dz, r2);
           }
         }
@@ -200,21 +197,9 @@ __device__ __forceinline__ void pair_cells_thread(const Cells<Real, Acc, LAYOUT>
     const Vec4<Real> pi = cells.p(a, ia);
     Acc fx = Acc(0), fy = Acc(0), fz = Acc(0);
     for (int jb = (a == b ? ia + 1 : 0); jb < nb; ++jb) {
-      const Vec4<Real> pj = cells.p(b, jb);
-      const Real dx = min_image<PBC>(pi.x - pj.x, box.lx, box.ilx);
-      const Real dy = min_image<PBC>(pi.y - pj.y, box.ly, box.ily);
-      const Real dz = min_image<PBC>(pi.z - pj.z, box.lz, box.ilz);
-      const Real r2 = dx * dx + dy * dy + dz * dz;
-      if (f.inside(r2)) {
-        Real ax, ay, az;
-        acc.pair(f, dx, dy, dz, r2, ax, ay, az);
-        fx += Acc(ax);
-        fy += Acc(ay);
-        fz += Acc(az);
-        Acc* fj = cells.f(b, jb);
-        fj[0] -= Acc(ax);
-        fj[1] -= Acc(ay);
-        fj[2] -= Acc(az);
+      Real ax, ay, az;
+      if (newton3_pair<PBC>(acc, f, box, pi, cells.p(b, jb), fx, fy, fz, ax, ay, az)) {
+        subtract3(cells.f(b, jb), 1, ax, ay, az);
       }
     }
     Acc* fi = cells.f(a, ia);
@@ -248,19 +233,7 @@ __device__ __forceinline__ void pair_cells_warp(const Cells<Real, Acc, LAYOUT>& 
       const Vec4<Real> pj = cells.p(b, jb);
       Real ax = Real(0), ay = Real(0), az = Real(0);
       bool hit = false;
-      if (active && (a != b || jb > ia)) {
-        const Real dx = min_image<PBC>(pi.x - pj.x, box.lx, box.ilx);
-        const Real dy = min_image<PBC>(pi.y - pj.y, box.ly, box.ily);
-        const Real dz = min_image<PBC>(pi.z - pj.z, box.lz, box.ilz);
-        const Real r2 = dx * dx + dy * dy + dz * dz;
-        if (f.inside(r2)) {
-          acc.pair(f, dx, dy, dz, r2, ax, ay, az);
-          fx += Acc(ax);
-          fy += Acc(ay);
-          fz += Acc(az);
-          hit = true;
-        }
-      }
+      if (active && (a != b || jb > ia)) hit = newton3_pair<PBC>(acc, f, box, pi, pj, fx, fy, fz, ax, ay, az);
       if (__any_sync(0xffffffffu, hit)) {
         const Acc sx = warp_sum_all(Acc(ax)), sy = warp_sum_all(Acc(ay)), sz = warp_sum_all(Acc(az));
         if (lane == 0) {

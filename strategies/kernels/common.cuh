@@ -44,6 +44,16 @@ __device__ __forceinline__ Real min_image(Real d, Real len, Real inv_len) {
   return d;
 }
 
+// d = r_i - r_j (minimum image on periodic axes); returns |d|^2.
+template <bool PBC, typename Real>
+__device__ __forceinline__ Real separation(const Vec4<Real>& pi, const Vec4<Real>& pj, const Box<Real>& box, Real& dx,
+                                           Real& dy, Real& dz) {
+  dx = min_image<PBC>(pi.x - pj.x, box.lx, box.ilx);
+  dy = min_image<PBC>(pi.y - pj.y, box.ly, box.ily);
+  dz = min_image<PBC>(pi.z - pj.z, box.lz, box.ilz);
+  return dx * dx + dy * dy + dz * dz;
+}
+
 // The pair functor: Lennard-Jones 12-6, truncated at the cutoff, optionally shifted.
 // Parameters (device array, host order in harness.problem.LennardJones.params()):
 // sigma^2, 24 eps, 4 eps, cutoff^2 (inf = no cutoff), U(cutoff) or 0.
@@ -149,4 +159,29 @@ __device__ __forceinline__ void block_sums(Acc (&v)[kSums], unsigned long long n
       count[slot] = n;
     }
   }
+}
+
+// One pair seen from i with Newton3: inside the cutoff, adds the pair's sums to acc and its
+// force on i to (fx, fy, fz), and returns true with that force in (ax, ay, az) for the caller to
+// subtract from j wherever j's force lives (global memory, a shared cache, a warp sum).
+template <bool PBC, typename Real, typename Acc, class F>
+__device__ __forceinline__ bool newton3_pair(Accumulator<Real, Acc>& acc, const F& f, const Box<Real>& box,
+                                             const Vec4<Real>& pi, const Vec4<Real>& pj, Acc& fx, Acc& fy, Acc& fz,
+                                             Real& ax, Real& ay, Real& az) {
+  Real dx, dy, dz;
+  const Real r2 = separation<PBC>(pi, pj, box, dx, dy, dz);
+  if (!f.inside(r2)) return false;
+  acc.pair(f, dx, dy, dz, r2, ax, ay, az);
+  fx += Acc(ax);
+  fy += Acc(ay);
+  fz += Acc(az);
+  return true;
+}
+
+// *p -= (ax, ay, az) at p[0], p[stride], p[2 stride]
+template <typename Acc, typename Real>
+__device__ __forceinline__ void subtract3(Acc* p, int stride, Real ax, Real ay, Real az) {
+  p[0] -= Acc(ax);
+  p[stride] -= Acc(ay);
+  p[2 * stride] -= Acc(az);
 }

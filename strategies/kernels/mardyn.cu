@@ -30,15 +30,6 @@ __device__ __forceinline__ void layer_pair(const Layer& L, const Grid& g, int id
   b = (wrap(ax + L.dx, g.nx) * g.ny + wrap(ay + L.dy, g.ny)) * g.nz + wrap(az + L.dz, g.nz);
 }
 
-template <typename Real, bool PBC>
-__device__ __forceinline__ Real separation(const Vec4<Real>& pi, const Vec4<Real>& pj, const Box<Real>& box, Real& dx,
-                                           Real& dy, Real& dz) {
-  dx = min_image<PBC>(pi.x - pj.x, box.lx, box.ilx);
-  dy = min_image<PBC>(pi.y - pj.y, box.ly, box.ily);
-  dz = min_image<PBC>(pi.z - pj.z, box.lz, box.ilz);
-  return dx * dx + dy * dy + dz * dz;
-}
-
 // Add a thread's (or lane 0's warp-summed) statistics to cell c: plain read-modify-write. Only
 // for processors whose launch gives each cell to one block.
 template <typename Acc>
@@ -103,18 +94,9 @@ parity_reference(const Cells<Real, Acc, kCsr> cells, const Layer L, const Grid g
     const Vec4<Real> pi = cells.p(a, ia);
     Acc fx = Acc(0), fy = Acc(0), fz = Acc(0);
     for (int jb = 0; jb < (a == b ? ia : nb); ++jb) {
-      Real dx, dy, dz;
-      const Real r2 = separation<Real, PBC>(pi, cells.p(b, jb), box, dx, dy, dz);
-      if (f.inside(r2)) {
-        Real ax, ay, az;
-        acc.pair(f, dx, dy, dz, r2, ax, ay, az);
-        fx += Acc(ax);
-        fy += Acc(ay);
-        fz += Acc(az);
-        Acc* fj = cells.f(b, jb);
-        fj[0] -= Acc(ax);
-        fj[1] -= Acc(ay);
-        fj[2] -= Acc(az);
+      Real ax, ay, az;
+      if (newton3_pair<PBC>(acc, f, box, pi, cells.p(b, jb), fx, fy, fz, ax, ay, az)) {
+        subtract3(cells.f(b, jb), 1, ax, ay, az);
       }
     }
     Acc* fi = cells.f(a, ia);
@@ -179,19 +161,10 @@ parity_tbp(const Cells<Real, Acc, kCsr> cells, const Layer L, const Grid g, cons
           for (int s = diagonal ? 1 : 0; s <= (diagonal ? 16 : 31); ++s) {
             const int slot = wb * 32 + ((lane + s) & 31);
             const int j = bb * BLOCK + slot;
-            if (active && j < nb && !(diagonal && s == 16 && lane >= 16)) {
-              Real dx, dy, dz;
-              const Real r2 = separation<Real, PBC>(pi, s_pos[slot], box, dx, dy, dz);
-              if (f.inside(r2)) {
-                Real ax, ay, az;
-                acc.pair(f, dx, dy, dz, r2, ax, ay, az);
-                fx += Acc(ax);
-                fy += Acc(ay);
-                fz += Acc(az);
-                s_f[0][slot] -= Acc(ax);
-                s_f[1][slot] -= Acc(ay);
-                s_f[2][slot] -= Acc(az);
-              }
+            Real ax, ay, az;
+            if (active && j < nb && !(diagonal && s == 16 && lane >= 16) &&
+                newton3_pair<PBC>(acc, f, box, pi, s_pos[slot], fx, fy, fz, ax, ay, az)) {
+              subtract3(&s_f[0][slot], BLOCK, ax, ay, az);
             }
             __syncwarp();  // the next step hands this B molecule to another lane
           }
@@ -334,15 +307,8 @@ __device__ __forceinline__ void warp_job_one_side(const Cells<Real, Acc, kCsr>& 
   const Vec4<Real> pi = cells.p(a, ia);
   Acc fx = Acc(0), fy = Acc(0), fz = Acc(0);
   for (int jb = 0; jb < nb; ++jb) {
-    Real dx, dy, dz;
-    const Real r2 = separation<Real, PBC>(pi, cells.p(b, jb), box, dx, dy, dz);
-    if (f.inside(r2) && (a != b || jb != ia)) {
-      Real ax, ay, az;
-      acc.pair(f, dx, dy, dz, r2, ax, ay, az);
-      fx += Acc(ax);
-      fy += Acc(ay);
-      fz += Acc(az);
-    }
+    Real ax, ay, az;  // j's side is not written: its own job computes it
+    if (a != b || jb != ia) newton3_pair<PBC>(acc, f, box, pi, cells.p(b, jb), fx, fy, fz, ax, ay, az);
   }
   Acc* fi = cells.f(a, ia);  // molecule ia of A is in this one job of the launch
   fi[0] += fx;
@@ -380,19 +346,9 @@ __device__ __forceinline__ void warp_job_shared(const Cells<Real, Acc, kCsr>& ce
     __syncwarp();
     for (int s = 0; s < 32; ++s) {
       const int slot = (lane + s) & 31;
-      if (active && j0 + slot < nb) {
-        Real dx, dy, dz;
-        const Real r2 = separation<Real, PBC>(pi, s_pos[slot], box, dx, dy, dz);
-        if (f.inside(r2)) {
-          Real ax, ay, az;
-          acc.pair(f, dx, dy, dz, r2, ax, ay, az);
-          fx += Acc(ax);
-          fy += Acc(ay);
-          fz += Acc(az);
-          s_f[0][slot] -= Acc(ax);
-          s_f[1][slot] -= Acc(ay);
-          s_f[2][slot] -= Acc(az);
-        }
+      Real ax, ay, az;
+      if (active && j0 + slot < nb && newton3_pair<PBC>(acc, f, box, pi, s_pos[slot], fx, fy, fz, ax, ay, az)) {
+        subtract3(&s_f[0][slot], 32, ax, ay, az);
       }
       __syncwarp();
     }
