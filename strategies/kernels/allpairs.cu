@@ -18,11 +18,8 @@ allpairs_naive(const Vec4<Real>* __restrict__ pos, const int n, const Box<Real> 
   if (i < n) {
     const Vec4<Real> pi = pos[i];
     for (int j = 0; j < n; ++j) {
-      const Vec4<Real> pj = pos[j];
-      const Real dx = min_image<PBC>(pi.x - pj.x, box.lx, box.ilx);
-      const Real dy = min_image<PBC>(pi.y - pj.y, box.ly, box.ily);
-      const Real dz = min_image<PBC>(pi.z - pj.z, box.lz, box.ilz);
-      const Real r2 = dx * dx + dy * dy + dz * dz;
+      Real dx, dy, dz;
+      const Real r2 = separation<PBC>(pi, pos[j], box, dx, dy, dz);
       if (f.inside(r2) && j != i) acc.add(f, dx, dy, dz, r2);
     }
     force[3 * i + 0] = acc.fx;
@@ -54,10 +51,8 @@ allpairs_tiled(const Vec4<Real>* __restrict__ pos, const int n, const int jchunk
   Accumulator<Real, Acc> acc;
 
   auto visit = [&](const Vec4<Real>& pj, int j) {
-    const Real dx = min_image<PBC>(pi.x - pj.x, box.lx, box.ilx);
-    const Real dy = min_image<PBC>(pi.y - pj.y, box.ly, box.ily);
-    const Real dz = min_image<PBC>(pi.z - pj.z, box.lz, box.ilz);
-    const Real r2 = dx * dx + dy * dy + dz * dz;
+    Real dx, dy, dz;
+    const Real r2 = separation<PBC>(pi, pj, box, dx, dy, dz);
     if (f.inside(r2) && j != i) acc.add(f, dx, dy, dz, r2);
   };
 
