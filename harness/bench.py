@@ -103,12 +103,20 @@ def time_graph(strategy: strategies.Strategy, plan, warmup: int, repeat: int, mi
 MAX_CHECKS = {"cpu": 2e10, "cuda": 2e13}
 
 
-def bench_point(strategy: strategies.Strategy, problem: Problem, warmup: int, repeat: int, min_time: float,
-                l2: str = "flush", graph: bool = True, max_checks: dict | None = None) -> dict:
+def point_key(row: dict) -> tuple:
+    """What identifies a point in a sweep (and in a partial file that --resume continues)."""
+    return row["strategy"], row["scenario"], int(row["n"]), row["precision"]
+
+
+def plan_point(strategy: strategies.Strategy, problem: Problem, max_checks: dict | None = None,
+               check_device: bool = True) -> dict:
+    """The point's row before timing: status "planned" with its distance checks, or "n/a" with
+    the reason (not applicable, or over the distance-check budget). check_device=False plans a
+    GPU point on a machine without a GPU (its device checks left out)."""
     row = {"strategy": strategy.label, "name": strategy.name, "backend": strategy.backend,
            "scenario": problem.label.split(" ")[0], "n": problem.n, "precision": problem.precision,
            "launch_params": dict(strategy.launch)}
-    ok, why = strategy.supports(problem)
+    ok, why = strategy.supports(problem, check_device)
     if not ok:
         return {**row, "status": "n/a", "detail": why}
     budget = {**MAX_CHECKS, **(max_checks or {})}.get(strategy.backend)
@@ -117,6 +125,15 @@ def bench_point(strategy: strategies.Strategy, problem: Problem, warmup: int, re
         flag = "--max-checks-cpu" if strategy.backend == "cpu" else "--max-checks-gpu"
         return {**row, "status": "n/a", "detail": f"{checks:.2g} distance checks per evaluation, over the "
                                                   f"{strategy.backend} budget of {budget:.2g} ({flag})"}
+    return {**row, "status": "planned", "distance_checks": checks}
+
+
+def bench_point(strategy: strategies.Strategy, problem: Problem, warmup: int, repeat: int, min_time: float,
+                l2: str = "flush", graph: bool = True, max_checks: dict | None = None) -> dict:
+    row = plan_point(strategy, problem, max_checks)
+    if row.pop("status") != "planned":
+        return {**row, "status": "n/a"}
+    row.pop("distance_checks")
     gpu = strategy.backend == "cuda"
     # set-up of a second prepare(): the first compiles kernels (ours and CuPy's own sort and
     # scan), which a set-up time must not include
@@ -197,22 +214,33 @@ def run(names: list[str], scenario: str | list[str] | None, sizes: list, precisi
         warmup: int = 3, repeat: int = 20, min_time: float = 0.3, launch: dict | None = None,
         problem: Problem | None = None, progress: Callable[[str], None] | None = None,
         sweep: dict[str, list] | None = None, l2: str = "flush", graph: bool = True, bar=None,
-        max_checks: dict | None = None) -> list[dict]:
-    """One row per (scenario, size, strategy, launch variant) at this precision."""
+        max_checks: dict | None = None, done: dict | None = None, sink: Callable[[dict], None] | None = None,
+        dry_run: bool = False, check_device: bool = True) -> list[dict]:
+    """One row per (scenario, size, strategy, launch variant) at this precision. Points whose
+    key is in `done` (rows of an earlier, interrupted run) are taken from there, not timed;
+    `sink` gets each new row as soon as it is measured; `dry_run` plans without timing."""
     rows = []
     specs = [scenario] if isinstance(scenario, str) or scenario is None else list(scenario)
-    problems = [problem.with_precision(precision)] if problem is not None else \
-        [scenarios.make(spec, n, seed=seed, precision=precision) for spec in specs for n in sizes]
-    for p in problems:
+    problems = (problem.with_precision(precision) for _ in (0,)) if problem is not None else \
+        (scenarios.make(spec, n, seed=seed, precision=precision) for spec in specs for n in sizes)
+    for p in problems:  # one problem in memory at a time: the large ones are gigabytes
         for name in names:
             for lp in launch_variants(strategies.REGISTRY[name], launch or {}, sweep or {}):
                 s = strategies.create(name, **lp)
-                try:
-                    row = bench_point(s, p, warmup, repeat, min_time, l2=l2, graph=graph, max_checks=max_checks)
-                except StrategyError as e:  # e.g. a lock timeout or capacity overflow: a result, not a crash
-                    row = {"strategy": s.label, "name": name, "backend": s.backend,
-                           "scenario": p.label.split(" ")[0], "n": p.n, "precision": p.precision,
-                           "status": "error", "detail": str(e)}
+                key = (s.label, p.label.split(" ")[0], p.n, p.precision)
+                if done and key in done:
+                    row = done[key]
+                elif dry_run:
+                    row = plan_point(s, p, max_checks, check_device)
+                else:
+                    try:
+                        row = bench_point(s, p, warmup, repeat, min_time, l2=l2, graph=graph, max_checks=max_checks)
+                    except StrategyError as e:  # e.g. a lock timeout or capacity overflow: a result, not a crash
+                        row = {"strategy": s.label, "name": name, "backend": s.backend,
+                               "scenario": p.label.split(" ")[0], "n": p.n, "precision": p.precision,
+                               "status": "error", "detail": str(e)}
+                    if sink is not None:
+                        sink(row)
                 rows.append(row)
                 if bar is not None:
                     bar.update(1)
@@ -236,6 +264,11 @@ def format_peer(r: dict) -> str:
 
 
 def format_row(r: dict) -> str:
+    if r["status"] == "planned":
+        checks = r.get("distance_checks")
+        lp = ",".join(f"{k}={v}" for k, v in (r.get("launch_params") or {}).items())
+        return (f"{r['strategy']:16s} N={r['n']:<9d} {r['precision']:5s} {r['scenario']:20s} planned"
+                + (f", {checks:.3g} distance checks" if checks is not None else "") + (f"  ({lp})" if lp else ""))
     if r["status"] != "ok":
         return f"{r['strategy']:16s} N={r['n']:<9d} {r['precision']:5s} {r['status']}: {r['detail']}"
     s = (f"{r['strategy']:16s} N={r['n']:<9d} {r['precision']:5s} compute {r['compute_ms']:9.4f} ms "
@@ -255,6 +288,65 @@ def format_row(r: dict) -> str:
 
 
 # --- tables and files --------------------------------------------------------------------
+
+# what must match for --resume to add to earlier rows: the same machine, code and timing method
+RESUME_MATCH = ("gpu", "sms", "cpu", "cpu_cores", "commit")
+
+
+class Partial:
+    """<name>.partial.jsonl beside the results: a first line with the device header and the
+    command, then one row per measured point, written and flushed as the point ends, so that an
+    interrupted sweep keeps what it measured and `--resume` continues it. Removed once the
+    CSV and JSON are written."""
+
+    def __init__(self, path, header: dict, meta: dict, resume: bool) -> None:
+        import json
+        from pathlib import Path
+
+        from .problem import InputError
+
+        self.path = Path(path)
+        self.done: dict[tuple, dict] = {}
+        if resume and self.path.exists():
+            lines = self.path.read_text().splitlines()
+            try:
+                first = json.loads(lines[0]) if lines else {}
+            except json.JSONDecodeError:
+                first = {}
+            if "device" not in first:
+                raise InputError(f"--resume: {self.path} is not a partial bench file (no device header)")
+            for k in RESUME_MATCH:
+                if first["device"].get(k) != header.get(k):
+                    raise InputError(f"--resume: {self.path} was measured with {k} = {first['device'].get(k)!r}, "
+                                     f"this run has {header.get(k)!r}; start afresh (another --name) instead of "
+                                     f"mixing the two")
+            for line in lines[1:]:
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:  # the last line, cut off by the interruption
+                    break
+                self.done[point_key(row)] = row
+            self.file = self.path.open("a")
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.file = self.path.open("w")
+            self._write({"device": header, "meta": meta})
+
+    def _write(self, obj: dict) -> None:
+        import json
+        import os
+
+        self.file.write(json.dumps(obj, default=lambda o: o.item() if hasattr(o, "item") else str(o)) + "\n")
+        self.file.flush()
+        os.fsync(self.file.fileno())
+
+    def __call__(self, row: dict) -> None:
+        self._write(row)
+
+    def finish(self) -> None:
+        self.file.close()
+        self.path.unlink()
+
 
 COLUMNS = ["strategy", "scenario", "n", "precision", "status", "compute_ms", "compute_spread", "repeats", "bin_ms",
            "force_ms", "reduce_ms", "graph_ms", "evaluate_ms", "setup_ms", "pairs_per_s", "particles_per_s",

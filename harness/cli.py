@@ -169,9 +169,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     parts = []
     for spec_names, specs, sizes, precs, sweep in plan:
         names = strategies.resolve(spec_names)
-        if explicit:
+        if explicit and not args.dry_run:  # a dry run plans for a GPU on any machine
             _require_devices([n for n in names if strategies.REGISTRY[n].backend == "cuda"])
-        elif not gpu_ok:  # a suite or the default on a CPU-only machine: its CPU part
+        elif not gpu_ok and not args.dry_run:  # a suite or the default on a CPU-only machine: its CPU part
             names = [n for n in names if strategies.REGISTRY[n].backend != "cuda"]
         if problem is None:
             for spec in specs:
@@ -186,6 +186,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(line)
     total = sum(bench.count_points(names, (1 if problem else len(specs) * len(sizes)) * len(precs), launch, sweep)
                 for names, specs, sizes, precs, sweep in parts)
+    if args.resume and not args.name:
+        raise InputError("--resume continues the run named by --name; name it")
+    meta = {"command": "python -m harness " + " ".join(sys.argv[1:] if args.argv is None else args.argv),
+            "suite": args.suite, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "l2": args.l2, "graph": not args.no_graph}
+    name = args.name or (args.suite or "bench") + "-" + datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    partial = None
+    if not args.dry_run:
+        partial = bench.Partial(Path(args.out) / f"{name}.partial.jsonl", header, meta, resume=args.resume)
+        if partial.done:
+            print(f"resume: {len(partial.done)} points measured earlier are taken from {partial.path}")
+    print(f"{total} points" + (" (dry run: planned, not timed)" if args.dry_run else ""))
     bar = _progress_bar(total)
     rows = []
     try:
@@ -196,10 +208,20 @@ def cmd_bench(args: argparse.Namespace) -> int:
                                   progress=None if args.quiet else print, sweep=sweep, l2=args.l2,
                                   graph=not args.no_graph, bar=bar,
                                   max_checks={k: v for k, v in (("cpu", args.max_checks_cpu),
-                                                                ("cuda", args.max_checks_gpu)) if v is not None})
+                                                                ("cuda", args.max_checks_gpu)) if v is not None},
+                                  done=partial.done if partial else None, sink=partial, dry_run=args.dry_run,
+                                  check_device=gpu_ok or not args.dry_run)
     finally:
         if bar is not None:
             bar.close()
+    if args.dry_run:
+        planned = [r for r in rows if r["status"] == "planned"]
+        checks = sum(r.get("distance_checks") or 0 for r in planned)
+        print(f"\n{len(planned)} of {len(rows)} points would be timed ({len(rows) - len(planned)} n/a), "
+              f"{checks:.3g} distance checks per evaluation in all")
+        if not gpu_ok:
+            print("no GPU here: its points are planned without the device's own checks (device memory)")
+        return 0
     peer_names = peers.parse(args.peers)
     if peer_names:
         import reference
@@ -215,14 +237,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
                     if not args.quiet:
                         print(bench.format_peer(row))
     if not rows:
+        partial.finish()
         raise InputError("nothing to time: no strategy of this selection runs on this machine")
     print()
     print(bench.terminal_table(rows))
-    meta = {"command": "python -m harness " + " ".join(sys.argv[1:] if args.argv is None else args.argv),
-            "suite": args.suite, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "l2": args.l2, "graph": not args.no_graph}
-    name = args.name or (args.suite or "bench") + "-" + datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     paths = bench.write(rows, header, meta, Path(args.out), name)
+    partial.finish()
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(paths[1].read_text())
@@ -391,6 +411,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=str(ROOT / "reports" / "bench"), help="folder for CSV and JSON (reports/bench)")
     p.add_argument("--name", help="file name stem (default <suite or bench>-<UTC time>)")
     p.add_argument("--json", help="also write the JSON here")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the interrupted run of this --name: points in <out>/<name>.partial.jsonl "
+                        "(written as each point ends) are kept, the rest are timed")
+    p.add_argument("--dry-run", action="store_true",
+                   help="list the points with their distance checks and n/a reasons; time nothing")
     p.add_argument("--quiet", action="store_true", help="no line per point, only the table at the end")
     _potential_args(p)
     p.set_defaults(fn=cmd_bench)

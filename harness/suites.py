@@ -28,9 +28,10 @@ SUITES: dict[str, tuple[str, list[Part]]] = {
     "views": ("thesis fig. 10.2: nested vs 2D views (and CSR), 1,000 to 1,000,000 particles at constant density", [
         Part("cells_fullshell_,c08_warp_", ("uniform",), (1000, 8000, 64000, 216000, 512000, 1000000)),
     ]),
-    "one_per_cell": ("thesis fig. 10.3: one particle per cell, 1,000 to 8,000,000 cells", [
+    "one_per_cell": ("thesis fig. 10.3: one particle per cell, 1,000 to 20,000,000 cells", [
         Part("cells_fullshell_csr,c08_warp_csr,c08_thread_csr,tbp_parity,wbp_shared_atomic,wbp_twopass_atomic,"
-             "cells_fullshell_cpu,c08_cpu", ("one_per_cell",), (1000, 8000, 64000, 512000, 1000000, 8000000)),
+             "cells_fullshell_cpu,c08_cpu", ("one_per_cell",),
+             (1000, 8000, 64000, 512000, 1000000, 8000000, 20000000)),
     ]),
     "nine_per_cell": ("thesis fig. 10.4: 9 particles per cell, 125 to 2,200,000 particles", [
         Part("cells_fullshell_csr,c08_warp_csr,c08_thread_csr,tbp_parity,wbp_shared_atomic,wbp_twopass_atomic,"
@@ -40,9 +41,15 @@ SUITES: dict[str, tuple[str, list[Part]]] = {
         Part("cells_fullshell_csr,c08_warp_csr,tbp_parity,wbp_shared_atomic,wbp_twopass_atomic,c08_cpu",
              tuple(f"gaussian:sigma={s}" for s in (12, 20, 30, 40, 55, 70, 85)), ("large",)),
     ]),
-    "mardyn": ("the MarDyn processors: block and warps-per-block sweeps, schedulers and commits on LJ 1M", [
+    "mardyn": ("the MarDyn processors: block and warps-per-block sweeps, schedulers and commits on LJ 1M; "
+               "processors against particles per cell (1 to 12) at 1M", [
         Part("tbp_parity", ("lj_liquid",), ("large",), sweep={"block": [32, 64, 128, 256, 512]}),
-        Part("wbp_", ("lj_liquid",), ("large",), sweep={"warps": [1, 2, 4, 8, 16], "commit": ["atomic", "lock"]}),
+        Part("wbp_shared_atomic,wbp_twopass_atomic", ("lj_liquid",), ("large",),
+             sweep={"warps": [1, 2, 4, 8, 16], "commit": ["atomic", "lock"]}),
+        # the mutex scheduler costs seconds per evaluation at 1 warp per block: the warps sweep only
+        Part("wbp_shared_mutex,wbp_twopass_mutex", ("lj_liquid",), ("large",), sweep={"warps": [1, 2, 4, 8, 16]}),
+        Part("tbp_parity,wbp_shared_atomic,wbp_twopass_atomic,c08_warp_csr,cells_fullshell_csr",
+             tuple(f"k_per_cell:k={k}" for k in (1, 2, 4, 9, 12)), (1000000,)),
     ]),
     "precision": ("every strategy in every precision mode on the LJ liquid, medium", [
         Part("all", ("lj_liquid",), ("medium",), ("fp32", "mixed", "fp64")),

@@ -83,9 +83,11 @@ class Strategy:
         """Whether this machine can run the strategy at all (a GPU for cuda strategies)."""
         return True, ""
 
-    def supports(self, problem: Problem) -> tuple[bool, str]:
-        """(True, "") if the strategy applies to the problem, else (False, reason)."""
-        ok, why = self.available()
+    def supports(self, problem: Problem, check_device: bool = True) -> tuple[bool, str]:
+        """(True, "") if the strategy applies to the problem, else (False, reason). With
+        check_device=False only the problem is judged, not this machine (planning a sweep for a
+        GPU on a machine without one)."""
+        ok, why = self.available() if check_device else (True, "")
         if not ok:
             return False, why
         if problem.precision not in self.precisions:

@@ -80,8 +80,8 @@ class _CellStrategy(Strategy):
     def newton3(self) -> bool:  # type: ignore[override]
         return self.traversal != "fullshell"
 
-    def supports(self, problem: Problem) -> tuple[bool, str]:
-        ok, why = super().supports(problem)
+    def supports(self, problem: Problem, check_device: bool = True) -> tuple[bool, str]:
+        ok, why = super().supports(problem, check_device)
         if not ok:
             return ok, why
         if problem.potential.cutoff is None:
@@ -108,9 +108,9 @@ class _CellsCuda(_CellStrategy, CudaStrategy):
     launch_defaults = {"block": 128, "cell_factor": 1.0}
     launch_choices = {"block": (32, 64, 128, 256, 512)}
 
-    def supports(self, problem: Problem) -> tuple[bool, str]:
-        ok, why = super().supports(problem)
-        if not ok or self.layout != "2d":
+    def supports(self, problem: Problem, check_device: bool = True) -> tuple[bool, str]:
+        ok, why = super().supports(problem, check_device)
+        if not ok or self.layout != "2d" or not check_device:
             return ok, why
         need = self.padded_bytes(problem)
         free = self._free_bytes()

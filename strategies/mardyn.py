@@ -77,8 +77,8 @@ class _MardynCuda(_CellsCuda):
     def newton3(self) -> bool:  # type: ignore[override]
         return True
 
-    def supports(self, problem: Problem) -> tuple[bool, str]:
-        ok, why = Strategy.supports(self, problem)
+    def supports(self, problem: Problem, check_device: bool = True) -> tuple[bool, str]:
+        ok, why = Strategy.supports(self, problem, check_device)
         if not ok:
             return ok, why
         if problem.potential.cutoff is None:

@@ -190,3 +190,59 @@ def test_suites_name_real_strategies_and_scenarios():
                 scenarios.parse_spec(spec)
             for key in part.sweep:
                 assert any(key in strategies.REGISTRY[n].launch_defaults for n in strategies.resolve(part.strategies))
+
+
+def test_bench_resume_takes_measured_points_and_times_the_rest(tmp_path):
+    """An interrupted sweep leaves <name>.partial.jsonl (header, one row per measured point, maybe a
+    cut-off last line); --resume keeps those rows as they are and times only the others."""
+    args = ["bench", "--strategies", "allpairs_cpu,c08_cpu", "--scenario", "uniform", "--n", "tiny,400", "--repeat", "2",
+            "--min-time", "0", "--warmup", "1", "--out", str(tmp_path), "--name", "r", "--quiet"]
+    r = run(*args)
+    assert r.returncode == 0, r.stderr
+    assert not (tmp_path / "r.partial.jsonl").exists()  # a finished run leaves no partial file
+    doc = json.loads((tmp_path / "r.json").read_text())
+    kept = [dict(row, compute_ms=12345.0) for row in doc["rows"][:2]]  # marked: must come back unchanged
+    lines = [json.dumps({"device": doc["device"], "meta": doc["meta"]})] + [json.dumps(k) for k in kept]
+    (tmp_path / "r.partial.jsonl").write_text("\n".join(lines) + '\n{"strategy": "c08_cpu", "scen')
+    r = run(*args, "--resume")
+    assert r.returncode == 0, r.stderr
+    assert "resume: 2 points measured earlier" in r.stdout
+    rows = json.loads((tmp_path / "r.json").read_text())["rows"]
+    assert len(rows) == 4 and [x["compute_ms"] for x in rows[:2]] == [12345.0, 12345.0]
+    assert all(x["compute_ms"] != 12345.0 for x in rows[2:]) and not (tmp_path / "r.partial.jsonl").exists()
+
+
+def test_bench_resume_refuses_another_machine_or_commit(tmp_path, capsys):
+    from harness import device
+
+    header = dict(device.header(), commit="0123abcd")
+    (tmp_path / "r.partial.jsonl").write_text(json.dumps({"device": header, "meta": {}}) + "\n")
+    argv = ["bench", "--strategies", "allpairs_cpu", "--scenario", "uniform", "--n", "tiny", "--out", str(tmp_path),
+            "--name", "r", "--resume"]
+    assert cli.main(argv) == 2
+    assert "was measured with commit = '0123abcd'" in capsys.readouterr().err
+    assert cli.main(argv[:-3] + ["--resume"]) == 2
+    assert "--resume continues the run named by --name" in capsys.readouterr().err
+
+
+def test_bench_partial_file_grows_as_points_end(tmp_path):
+    from harness import bench
+
+    part = bench.Partial(tmp_path / "p.partial.jsonl", {"gpu": None}, {"command": "x"}, resume=False)
+    part({"strategy": "a", "scenario": "s", "n": 1, "precision": "fp32", "status": "ok"})
+    lines = (tmp_path / "p.partial.jsonl").read_text().splitlines()  # readable before the run ends
+    assert len(lines) == 2 and json.loads(lines[1])["strategy"] == "a"
+    again = bench.Partial(tmp_path / "p.partial.jsonl", {"gpu": None}, {}, resume=True)
+    assert list(again.done) == [("a", "s", 1, "fp32")]
+    again.finish()
+    assert not (tmp_path / "p.partial.jsonl").exists()
+
+
+def test_bench_dry_run_plans_gpu_points_anywhere_and_times_nothing(tmp_path):
+    r = run("bench", "--strategies", "tbp_parity,c08_cpu", "--scenario", "one_per_cell", "--n", "8,1000",
+            "--dry-run", "--out", str(tmp_path), "--name", "d")
+    assert r.returncode == 0, r.stderr
+    assert "4 points (dry run" in r.stdout and "2 of 4 points would be timed (2 n/a)" in r.stdout
+    assert "tbp_parity" in r.stdout and "planned, 1.3e+04 distance checks" in r.stdout  # a half shell: 13.5 per particle
+    assert "needs at least 3 cells along a periodic axis" in r.stdout
+    assert not list(tmp_path.iterdir())  # nothing written
