@@ -217,7 +217,8 @@ def run(names: list[str], scenario: str | list[str] | None, sizes: list, precisi
         max_checks: dict | None = None, done: dict | None = None, sink: Callable[[dict], None] | None = None,
         dry_run: bool = False, check_device: bool = True) -> list[dict]:
     """One row per (scenario, size, strategy, launch variant) at this precision. Points whose
-    key is in `done` (rows of an earlier, interrupted run) are taken from there, not timed;
+    key is in `done` (rows of an earlier, interrupted run, a list per key, one row per occurrence,
+    consumed in order) are taken from there, not timed;
     `sink` gets each new row as soon as it is measured; `dry_run` plans without timing."""
     rows = []
     specs = [scenario] if isinstance(scenario, str) or scenario is None else list(scenario)
@@ -228,8 +229,8 @@ def run(names: list[str], scenario: str | list[str] | None, sizes: list, precisi
             for lp in launch_variants(strategies.REGISTRY[name], launch or {}, sweep or {}):
                 s = strategies.create(name, **lp)
                 key = (s.label, p.label.split(" ")[0], p.n, p.precision)
-                if done and key in done:
-                    row = done[key]
+                if done and done.get(key):
+                    row = done[key].pop(0)
                 elif dry_run:
                     row = plan_point(s, p, max_checks, check_device)
                 else:
@@ -306,7 +307,9 @@ class Partial:
         from .problem import InputError
 
         self.path = Path(path)
-        self.done: dict[tuple, dict] = {}
+        # point key -> rows in the order measured: a suite may time one point twice (two parts
+        # share it), and each occurrence takes its own row, the second one is not a copy
+        self.done: dict[tuple, list[dict]] = {}
         if resume and self.path.exists():
             lines = self.path.read_text().splitlines()
             try:
@@ -325,7 +328,7 @@ class Partial:
                     row = json.loads(line)
                 except json.JSONDecodeError:  # the last line, cut off by the interruption
                     break
-                self.done[point_key(row)] = row
+                self.done.setdefault(point_key(row), []).append(row)
             self.file = self.path.open("a")
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -195,8 +195,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     partial = None
     if not args.dry_run:
         partial = bench.Partial(Path(args.out) / f"{name}.partial.jsonl", header, meta, resume=args.resume)
-        if partial.done:
-            print(f"resume: {len(partial.done)} points measured earlier are taken from {partial.path}")
+        resumed = sum(map(len, partial.done.values()))
+        if resumed:
+            print(f"resume: {resumed} points measured earlier are taken from {partial.path}")
+            meta["resumed"] = resumed  # said in the JSON and the report
     print(f"{total} points" + (" (dry run: planned, not timed)" if args.dry_run else ""))
     bar = _progress_bar(total)
     rows = []

@@ -233,7 +233,7 @@ def test_bench_partial_file_grows_as_points_end(tmp_path):
     lines = (tmp_path / "p.partial.jsonl").read_text().splitlines()  # readable before the run ends
     assert len(lines) == 2 and json.loads(lines[1])["strategy"] == "a"
     again = bench.Partial(tmp_path / "p.partial.jsonl", {"gpu": None}, {}, resume=True)
-    assert list(again.done) == [("a", "s", 1, "fp32")]
+    assert {k: len(v) for k, v in again.done.items()} == {("a", "s", 1, "fp32"): 1}
     again.finish()
     assert not (tmp_path / "p.partial.jsonl").exists()
 
@@ -246,3 +246,21 @@ def test_bench_dry_run_plans_gpu_points_anywhere_and_times_nothing(tmp_path):
     assert "tbp_parity" in r.stdout and "planned, 1.3e+04 distance checks" in r.stdout  # a half shell: 13.5 per particle
     assert "needs at least 3 cells along a periodic axis" in r.stdout
     assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_bench_resume_times_a_repeated_point_again(tmp_path):
+    """A sweep may time one point twice (two suite parts share it): after an interruption the
+    second occurrence is measured anew, not filled in with a copy of the first."""
+    from harness import bench, device, scenarios
+
+    p = scenarios.make("uniform", "tiny")
+    part = bench.Partial(tmp_path / "x.partial.jsonl", device.header(), {}, resume=False)
+    first = bench.run(["allpairs_cpu"], "uniform", ["tiny"], "fp32", warmup=1, repeat=2, min_time=0.0, sink=part)
+    part.file.close()
+    again = bench.Partial(tmp_path / "x.partial.jsonl", device.header(), {}, resume=True)
+    rows = bench.run(["allpairs_cpu"], "uniform", ["tiny"], "fp32", warmup=1, repeat=2, min_time=0.0,
+                     done=again.done, problem=None) + \
+        bench.run(["allpairs_cpu"], "uniform", ["tiny"], "fp32", warmup=1, repeat=2, min_time=0.0, done=again.done)
+    assert rows[0] == json.loads(json.dumps(first[0], default=str)) and rows[1] is not rows[0]
+    assert rows[1]["compute_ms"] != rows[0]["compute_ms"] or rows[1]["setup_ms"] != rows[0]["setup_ms"]
+    assert p.n == rows[1]["n"]
