@@ -37,7 +37,8 @@ METHOD = ("Forces, energy, virial and pair count of every strategy are compared 
           "(numba; direct and cell-list, checked against each other); a cell passes when every error is within "
           "its tolerance from an error model of coordinate rounding and accumulation length. Device phases are "
           "timed with CUDA events after warm-up, each sample after an L2 flush, as medians with min, max and "
-          "spread; compute = bin + force + reduce (no transfers), the device-resident work of an MD step. "
+          "spread; compute = bin + force + reduce (no transfers), the device-resident work of an MD step. Device time "
+          "is that phase replayed as a CUDA graph (GPU strategies) or the host time (CPU strategies). "
           "GFLOP/s use AutoPas's counts (8 per distance check, 15 per interaction without Newton3, 18 with); "
           "effective bandwidth counts positions in and forces out. Times compare within one run on one GPU.")
 
@@ -206,6 +207,22 @@ def correctness(sec: Section, plots: Plots, verify: list[dict]) -> None:
         sec.table(["strategy", "scenario", "why n/a"], [[s, c, w] for (s, c), w in sorted(reasons.items())])
 
 
+def _device_ms(r: dict) -> float:
+    """What a strategy costs the device per evaluation: the CUDA-graph replay of the compute
+    phase for GPU strategies (their kernels without Python's launch overhead), the host time
+    for CPU strategies; the eager compute time where a GPU strategy could not be captured."""
+    return r.get("graph_ms") or r["compute_ms"]
+
+
+def _one_per_label(rows: list[dict], key=_device_ms) -> list[dict]:
+    """A strategy measured twice at one point (two suites share it): its faster row."""
+    best: dict[str, dict] = {}
+    for r in rows:
+        if r["strategy"] not in best or key(r) < key(best[r["strategy"]]):
+            best[r["strategy"]] = r
+    return list(best.values())
+
+
 def wins(sec: Section, bench: list[dict]) -> None:
     rows = _ok(bench)
     if not rows:
@@ -215,14 +232,35 @@ def wins(sec: Section, bench: list[dict]) -> None:
         groups[(r["scenario"], r["n"], r["precision"])].append(r)
     table = []
     for (scen, n, prec), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])):
-        rs = sorted(rs, key=lambda r: r["compute_ms"])
+        rs = sorted(_one_per_label(rs), key=_device_ms)
         first = rs[0]
         second = rs[1] if len(rs) > 1 else None
-        table.append([scen, n, prec, first["strategy"], _fmt(first["compute_ms"]),
-                      second["strategy"] if second else "", _fmt(second["compute_ms"]) if second else "",
-                      f"{second['compute_ms'] / first['compute_ms']:.2f}x" if second else ""])
-    sec.text("Fastest compute (bin + force + reduce, median ms) per point, and the runner-up.")
-    sec.table(["scenario", "N", "precision", "fastest", "ms", "next", "ms", "margin"], table)
+        eager = min(rs, key=lambda r: r["compute_ms"])
+        table.append([scen, n, prec, first["strategy"], _fmt(_device_ms(first)),
+                      second["strategy"] if second else "", _fmt(_device_ms(second)) if second else "",
+                      f"{_device_ms(second) / _device_ms(first):.2f}x" if second else "",
+                      eager["strategy"], _fmt(eager["compute_ms"])])
+    sec.text("Fastest strategy per point by device time (bin + force + reduce, median ms): for GPU strategies the "
+             "CUDA-graph replay of that phase, the kernels an MD code launching from C++ or a graph pays; for CPU "
+             "strategies the host time. The runner-up and the margin follow. The last two columns rank by eager "
+             "compute instead, each kernel launched from Python: below about 0.3 ms that is mostly launch overhead "
+             "on the host, which the graph removes.")
+    sec.table(["scenario", "N", "precision", "fastest", "ms", "next", "ms", "margin", "fastest eager", "ms"], table)
+
+
+def repeat_check(rows: list[dict]) -> tuple[int, int, float] | None:
+    """Points timed twice in one run (two suites share them): how many pairs, how many agree
+    (each median inside the other's [min, max] of compute), and the largest median ratio."""
+    by = defaultdict(list)
+    for r in _ok(rows):
+        by[(r["strategy"], r["scenario"], r["n"], r["precision"], r.get("_file"))].append(r)
+    pairs = [(a, b) for rs in by.values() if len(rs) > 1 for a, b in zip(rs, rs[1:])]
+    if not pairs:
+        return None
+    agree = sum(a["compute_min_ms"] <= b["compute_ms"] <= a["compute_max_ms"] and
+                b["compute_min_ms"] <= a["compute_ms"] <= b["compute_max_ms"] for a, b in pairs)
+    worst = max(max(a["compute_ms"], b["compute_ms"]) / min(a["compute_ms"], b["compute_ms"]) for a, b in pairs)
+    return len(pairs), agree, worst
 
 
 MARKERS = "osD^v<>pPX*h"
@@ -247,7 +285,7 @@ def _scaling_plot(plots: Plots, rows: list[dict], title: str, name: str, guide: 
     rows = _fp32_first(rows)
     by = defaultdict(list)
     for r in rows:
-        by[r["strategy"]].append((r["n"], r["compute_ms"]))
+        by[r["strategy"]].append((r["n"], _device_ms(r)))
     by = {k: sorted(v) for k, v in by.items() if len({n for n, _ in v}) >= 2}
     if not by:
         return None
@@ -257,12 +295,12 @@ def _scaling_plot(plots: Plots, rows: list[dict], title: str, name: str, guide: 
         ax.plot([p[0] for p in pts], [p[1] for p in pts], label=k, **_style(i))
     if guide:
         ns = sorted({r["n"] for r in rows})
-        ref = min(rows, key=lambda r: r["compute_ms"] if r["n"] == ns[-1] else math.inf)
-        ax.plot(ns, [ref["compute_ms"] * (n / ns[-1]) ** 2 for n in ns], "k--", lw=1, label="O(N^2) guide")
+        ref = min(rows, key=lambda r: _device_ms(r) if r["n"] == ns[-1] else math.inf)
+        ax.plot(ns, [_device_ms(ref) * (n / ns[-1]) ** 2 for n in ns], "k--", lw=1, label="O(N^2) guide")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("particles N")
-    ax.set_ylabel("compute time per evaluation (ms)")
+    ax.set_ylabel("device time per evaluation (ms)")
     ax.set_title(f"{title}, {rows[0]['precision']}")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=6, ncol=2)
@@ -277,7 +315,7 @@ def thesis(sec: Section, plots: Plots, bench: list[dict]) -> None:
         f = _scaling_plot(plots, sub, f"{what}" + (f" (thesis fig. {fig_no})" if fig_no else ""), f"scaling-{fam}",
                           guide=fam == "allpairs_cube")
         if f:
-            sec.image(f, f"{what}: compute time against N, every strategy timed (GPU and CPU)" +
+            sec.image(f, f"{what}: device time (graph replay; CPU: host time) against N, every strategy timed (GPU and CPU)" +
                       (f" (thesis figure {fig_no})" if fig_no else ""))
             done = True
         if fam == "uniform":
@@ -294,7 +332,7 @@ def _views(sec: Section, plots: Plots, rows: list[dict]) -> bool:
         flat = {r["n"]: r for r in rows if r["strategy"] == f"{trav}_2d"}
         for n in sorted(set(nested) & set(flat)):
             out.append((trav, n, nested[n]["setup_ms"] / flat[n]["setup_ms"],
-                        nested[n]["compute_ms"] / flat[n]["compute_ms"]))
+                        _device_ms(nested[n]) / _device_ms(flat[n])))
     if not out:
         return False
     plt = plots.plt
@@ -319,7 +357,7 @@ def _gaussian(sec: Section, plots: Plots, rows: list[dict]) -> bool:
            and _param(r["scenario"], "sigma") is not None]
     by = defaultdict(list)
     for r in sub:
-        by[r["strategy"]].append((_param(r["scenario"], "sigma"), r["compute_ms"]))
+        by[r["strategy"]].append((_param(r["scenario"], "sigma"), _device_ms(r)))
     by = {k: sorted(v) for k, v in by.items() if len(v) >= 2}
     if not by:
         return False
@@ -330,7 +368,7 @@ def _gaussian(sec: Section, plots: Plots, rows: list[dict]) -> bool:
         b.plot([p[0] for p in pts], [p[1] / pts[-1][1] for p in pts], label=k, **_style(i))
     a.set_yscale("log")
     a.set_xlabel("sigma of the Gaussian blob")
-    a.set_ylabel("compute time per evaluation (ms)")
+    a.set_ylabel("device time per evaluation (ms)")
     b.set_yscale("log")
     b.set_xlabel("sigma of the Gaussian blob")
     b.set_ylabel("time / time at the largest sigma (most homogeneous)")
@@ -347,16 +385,17 @@ def cpu_gpu(sec: Section, bench: list[dict]) -> None:
     groups = defaultdict(lambda: {"cpu": None, "cuda": None})
     for r in rows:
         g = groups[(r["scenario"], r["n"], r["precision"])]
-        if r["backend"] in g and (g[r["backend"]] is None or r["compute_ms"] < g[r["backend"]]["compute_ms"]):
+        if r["backend"] in g and (g[r["backend"]] is None or _device_ms(r) < _device_ms(g[r["backend"]])):
             g[r["backend"]] = r
-    table = [[s, n, p, g["cpu"]["strategy"], _fmt(g["cpu"]["compute_ms"]), g["cuda"]["strategy"],
-              _fmt(g["cuda"]["compute_ms"]), f"{g['cpu']['compute_ms'] / g['cuda']['compute_ms']:.1f}x"]
+    table = [[s, n, p, g["cpu"]["strategy"], _fmt(_device_ms(g["cpu"])), g["cuda"]["strategy"],
+              _fmt(_device_ms(g["cuda"])), f"{_device_ms(g['cpu']) / _device_ms(g['cuda']):.1f}x"]
              for (s, n, p), g in sorted(groups.items()) if g["cpu"] and g["cuda"]]
     if not table:
         return sec.empty("Run a suite with CPU and GPU strategies on one machine (`make bench`).")
     cores = {d.get("cpu_cores") for d in [r.get("_device", {}) for r in rows]} - {None}
     sec.text("Best CPU strategy (numba, this machine's cores" + (f": {', '.join(map(str, cores))}" if cores else "") +
-             ") against the best GPU strategy, compute time per evaluation.")
+             ") against the best GPU strategy, device time per evaluation (GPU: graph replay of bin + force + "
+             "reduce; CPU: host time).")
     sec.table(["scenario", "N", "precision", "best CPU", "ms", "best GPU", "ms", "GPU speed-up"], table)
 
 
@@ -407,24 +446,39 @@ def mardyn(sec: Section, plots: Plots, bench: list[dict]) -> None:
              "shared-cache Newton3, atomic vs mutex scheduler, and the reference processor.")
     sec.table(["scenario", "N", "precision", "tbp_parity", "wbp two-pass atomic", "wbp shared atomic", "wbp two-pass mutex",
                "wbp shared mutex", "reference"], table)
+    _per_cell_plot(sec, plots, bench)
+
+
+def _per_cell_plot(sec: Section, plots: Plots, bench: list[dict]) -> None:
+    """Processors against particles per cell, at one size: the k_per_cell:k=... sweep of the
+    mardyn suite where it exists (every strategy in it, the full shell and c08 for scale), else
+    the homogeneous scenarios at their largest N. Particles per cell = N / cells of the launch."""
+    rows = [r for r in _fp32_first(_ok(bench)) if not r["strategy"].count("[")
+            and isinstance(r.get("launch"), dict) and r["launch"].get("cells")]
+    sweep = [r for r in rows if r["scenario"].startswith("k_per_cell:k=")]
+    if not sweep:
+        homogeneous = [r for r in rows if r["name"].startswith(("tbp_", "wbp_", "parity_"))
+                       and _family(r["scenario"]) in ("k_per_cell", "one_per_cell", "lj_liquid", "uniform")]
+        top = max((r["n"] for r in homogeneous), default=0)
+        sweep = [r for r in homogeneous if r["n"] >= top / 2]
     per_cell = defaultdict(list)
-    for r in _fp32_first(rows):
-        cells = r.get("launch") or {}
-        if isinstance(cells, dict) and cells.get("cells") and not r["strategy"].count("["):
-            n_cells = math.prod(cells["cells"])
-            per_cell[r["strategy"]].append((r["n"] / n_cells, r["force_ms"] / r["n"] * 1e6))
-    if any(len(v) > 1 for v in per_cell.values()):
-        fig, ax = plt.subplots(figsize=(7, 4.2))
-        for i, (k, pts) in enumerate(sorted(per_cell.items())):
-            pts = sorted(pts)
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], label=k, **_style(i))
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("mean particles per cell")
-        ax.set_ylabel("force time per particle (ns)")
-        ax.set_title("Cell processors against particles per cell")
-        ax.legend(fontsize=6)
-        sec.image(plots.save(fig, "mardyn-per-cell"), "Thread-block vs warp-block processors against particles per cell")
+    for r in sweep:
+        per_cell[r["strategy"]].append((r["n"] / math.prod(r["launch"]["cells"]), r["force_ms"] / r["n"] * 1e6))
+    if not any(len(v) > 1 for v in per_cell.values()):
+        return
+    fig, ax = plots.plt.subplots(figsize=(7, 4.2))
+    for i, (k, pts) in enumerate(sorted(per_cell.items())):
+        pts = sorted(pts)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], label=k, **_style(i))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("particles per cell (N / cells)")
+    ax.set_ylabel("force phase per particle (ns)")
+    sizes = sorted({r["n"] for r in sweep})
+    ax.set_title(f"Cell processors against particles per cell (N {sizes[0]:,} to {sizes[-1]:,})")
+    ax.legend(fontsize=6)
+    sec.image(plots.save(fig, "mardyn-per-cell"), "Thread-block vs warp-block processors (and the full shell and c08 "
+                                                  "for scale) against particles per cell, force phase per particle")
 
 
 def precision(sec: Section, plots: Plots, bench: list[dict], verify: list[dict]) -> None:
@@ -438,14 +492,14 @@ def precision(sec: Section, plots: Plots, bench: list[dict], verify: list[dict])
     t = defaultdict(dict)
     for r in brows:
         key = (r["strategy"], r["scenario"], r["n"])
-        t[key][r["precision"]] = r["compute_ms"]
+        t[key][r["precision"]] = _device_ms(r)
     precs = ["fp32", "mixed", "fp64"]
     if err:
         sec.text("Largest relative RMS force error over the verify matrix, per strategy and precision mode.")
         sec.table(["strategy", *precs], [[s, *[_fmt(e.get(p), 2) for p in precs]] for s, e in sorted(err.items())])
     multi = {k: v for k, v in t.items() if len(v) > 1}
     if multi:
-        sec.text("Compute time (ms) per precision mode where a run timed more than one.")
+        sec.text("Device time (ms, graph replay on the GPU) per precision mode where a run timed more than one.")
         sec.table(["strategy", "scenario", "N", *precs], [[k[0], k[1], k[2], *[_fmt(v.get(p)) for p in precs]]
                                                           for k, v in sorted(multi.items())])
 
@@ -455,7 +509,7 @@ def peers(sec: Section, bench: list[dict]) -> None:
     if not rows:
         return sec.empty("Run `make bench ARGS=\"--peers openmm,jaxmd\"` with the peers installed "
                          "(`make setup EXTRAS=test,bench,peers`).")
-    mine = {(r["scenario"], r["n"], r["precision"]): r for r in sorted(_ok(bench), key=lambda r: -r["compute_ms"])}
+    mine = {(r["scenario"], r["n"], r["precision"]): r for r in sorted(_ok(bench), key=lambda r: -_device_ms(r))}
     table = []
     for r in rows:
         best = mine.get((r["scenario"], r["n"], r["precision"]))
@@ -464,7 +518,7 @@ def peers(sec: Section, bench: list[dict]) -> None:
             continue
         table.append([r["strategy"], r["scenario"], r["n"], r["precision"], r.get("platform", ""),
                       _fmt(r.get("force_ms")), _fmt(r.get("step_ms") or r.get("update_ms")),
-                      f"{best['strategy']} {best['compute_ms']:.4g} ms" if best else "",
+                      f"{best['strategy']} {_device_ms(best):.4g} ms" if best else "",
                       f"force err {r['force_rms_err']:.1e}; {r.get('includes', '')}"])
     sec.text("Peers on exactly the same positions, box and cutoff, checked against the reference; what each time "
              "includes is in the last column.")
@@ -518,7 +572,7 @@ def roofline(sec: Section, plots: Plots, bench: list[dict], devices: list[dict],
         sec.empty("Run `make bench` on a GPU, and `make profile` for ncu summaries.")
 
 
-def method(sec: Section, data: dict) -> None:
+def method(sec: Section, data: dict, bench: list[dict]) -> None:
     devices = [d["device"] for d in data["bench"]] + [d.get("meta", {}).get("device", {}) for d in data["verify"]]
     seen = set()
     commits = sorted({str(d.get("commit")) for d in devices if d and d.get("commit")})
@@ -537,6 +591,15 @@ def method(sec: Section, data: dict) -> None:
             for d in data["bench"] + data["verify"]]
     cmds += [["", d.get("command", "")] for d in data["profile"]]
     sec.table(["date", "command"], cmds)
+    resumed = [d.get("meta", {}).get("resumed") for d in data["bench"] if d.get("meta", {}).get("resumed")]
+    if resumed:
+        sec.text(f"Resumed runs: {', '.join(map(str, resumed))} points were taken from the partial file of an "
+                 f"interrupted run on a machine of the same GPU, CPU and commit (`--resume` checks these).")
+    rep = repeat_check(bench)
+    if rep:
+        n, agree, worst = rep
+        sec.text(f"Timing repeatability: {n} points were timed twice in one run; in {agree} of them each median "
+                 f"lies inside the other's min..max; the largest ratio of the two medians is {worst:.2f}.")
     sec.text(METHOD)
     sec.text("Inputs: " + ", ".join(data["files"]))
 
@@ -562,9 +625,9 @@ def build(paths: list[Path], out_dir: Path, title: str) -> tuple[Path, Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     plots = Plots(out_dir)
     bench = []
-    for d in data["bench"]:
+    for i, d in enumerate(data["bench"]):
         for r in d["rows"]:
-            r = dict(r)
+            r = dict(r, _file=i)
             r.setdefault("name", r.get("strategy", "").split("[")[0])
             if "launch_params" not in r:  # older results: the label names the non-default ones
                 label = r.get("strategy", "")
@@ -582,7 +645,7 @@ def build(paths: list[Path], out_dir: Path, title: str) -> tuple[Path, Path]:
     precision(sections["precision"], plots, bench, data["verify"])
     peers(sections["peers"], bench)
     roofline(sections["roofline"], plots, bench, devices, data["profile"])
-    method(sections["method"], data)
+    method(sections["method"], data, bench)
     nav = "".join(f'<a href="#{k}">{html.escape(t)}</a>' for k, t in SECTIONS)
     body = "".join(f'<section id="{s.key}"><h2>{html.escape(s.title)}</h2>{"".join(s.html)}</section>'
                    for s in sections.values())
