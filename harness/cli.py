@@ -306,6 +306,11 @@ def cmd_sanitize(args: argparse.Namespace) -> int:
 def cmd_profile(args: argparse.Namespace) -> int:
     from . import profile
 
+    if args.resummarise:
+        for path in args.resummarise:
+            for line in profile.lines(profile.resummarise(Path(path))):
+                print(line)
+        return 0
     name = args.strategy
     if name not in strategies.REGISTRY:
         raise InputError(f"unknown strategy {name!r}; known: {', '.join(strategies.REGISTRY)}")
@@ -317,7 +322,8 @@ def cmd_profile(args: argparse.Namespace) -> int:
     if args.inner:
         return profile.inner(name, args.scenario, size, args.precision, launch)
     _require_devices([name])
-    doc = profile.run(name, args.scenario, size, check_precision(args.precision), launch, Path(args.out))
+    doc = profile.run(name, args.scenario, size, check_precision(args.precision), launch, Path(args.out),
+                      cache=args.cache)
     for line in profile.lines(doc):
         print(line)
     print(f"report: {Path(args.out) / doc['report']} (and .csv, .json beside it)")
@@ -439,7 +445,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--precision", default="fp32")
     p.add_argument("--launch", help="launch parameters, e.g. block=128")
     p.add_argument("--out", default=str(ROOT / "reports" / "profile"))
+    p.add_argument("--cache", choices=("none", "all"), default="none",
+                   help="ncu --cache-control: none (default: kernels share L2 as in a step) or all (each starts cold)")
     p.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--resummarise", nargs="+", metavar="JSON",
+                   help="rebuild stored profiles' summaries and cross-checks from the raw CSV beside each JSON "
+                        "(no GPU needed)")
     p.set_defaults(fn=cmd_profile)
 
     p = sub.add_parser("timeline", help="Nsight Systems timeline of one evaluation's NVTX phases, where nsys exists")

@@ -6,11 +6,14 @@ reports can show, and a cross-check of the harness's own timing.
    spread they report.
 2. ncu on a child process that evaluates the point once, filtered by the strategy's NVTX range
    (`--nvtx --nvtx-include "force/<strategy>/"`), clocks left as they are (`--clock-control
-   none`: the GPU's settings are not ours to change). The report goes to
+   none`: the GPU's settings are not ours to change) and, by default, caches not flushed
+   between kernels (`--cache-control none`: the phase's kernels share L2 as in an MD step;
+   ncu's own default, `all`, makes every launch start cold, which overstates a phase of many
+   short launches: 1.46x for wbp_shared_atomic's 34 at LJ 1M). The report goes to
    reports/profile/<stem>.ncu-rep, its raw metrics to <stem>.csv, the summary to <stem>.json.
 3. Cross-check: the sum of the kernels' gpu__time_duration against the event-timed force phase
-   (within 10% for a large system: launch gaps and the profiler's cache flush between kernels
-   are the difference).
+   (within 10% for a large system: launch gaps, and with cache=all the flush before every
+   kernel, are the difference).
 """
 from __future__ import annotations
 
@@ -40,9 +43,25 @@ METRICS = {
 # WarpStateStats: smsp__average_warp[s]_..._issue_stalled_<reason>[_per_issue_active].ratio
 _STALL = __import__("re").compile(r"^smsp__average_warps?_\w*?issue_stalled_(\w+?)(?:_per_\w+)?\.ratio$")
 CROSSCHECK_TOLERANCE = 0.10
-# ncu scales units per report ("usecond", "Kbyte/block"): to ns and bytes
-_SCALE = {"nsecond": 1.0, "usecond": 1e3, "msecond": 1e6, "second": 1e9,
-          "byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "Kibyte": 1024.0, "Mibyte": 2.0 ** 20}
+# ncu picks a unit per report and metric by magnitude, long or short ("usecond" or "us",
+# "msecond" or "ms", "Kbyte/block"): durations go to ns, sizes to bytes; an unknown unit is an
+# error, never a silent factor of 1
+_TIME = {"nsecond": 1.0, "ns": 1.0, "usecond": 1e3, "us": 1e3, "msecond": 1e6, "ms": 1e6, "second": 1e9, "s": 1e9}
+_BYTES = {"byte": 1.0, "B": 1.0, "Kbyte": 1e3, "KB": 1e3, "Mbyte": 1e6, "MB": 1e6, "Gbyte": 1e9, "GB": 1e9,
+          "Kibyte": 1024.0, "KiB": 1024.0, "Mibyte": 2.0 ** 20, "MiB": 2.0 ** 20}
+# summary fields that carry a dimension (the rest are percentages and counts, taken as written)
+_DIMENSION = {"duration_ns": _TIME, "shared_static_bytes_per_block": _BYTES, "shared_dynamic_bytes_per_block": _BYTES}
+
+
+def _scale(field: str, unit: str) -> float:
+    table = _DIMENSION.get(field)
+    if table is None:
+        return 1.0
+    base = unit.split("/")[0].strip()
+    if base not in table:
+        raise RuntimeError(f"ncu export: unit {unit!r} of {METRICS[field]} is not one this summary knows "
+                           f"({', '.join(table)}); refusing to guess its scale")
+    return table[base]
 
 
 def ncu() -> str | None:
@@ -74,7 +93,7 @@ def summarise(csv_text: str) -> dict:
         for field, metric in METRICS.items():
             i = col.get(metric)
             v = _number(r[i]) if i is not None and i < len(r) else None
-            k[field] = v * _SCALE.get(units[i].split("/")[0].strip(), 1.0) if v is not None else None
+            k[field] = v * _scale(field, units[i]) if v is not None else None
         stalls = {_STALL.match(n).group(1): _number(r[i]) for n, i in col.items() if _STALL.match(n) and i < len(r)}
         stalls = {n: v for n, v in stalls.items() if v}
         k["top_stalls"] = sorted(stalls.items(), key=lambda kv: -kv[1])[:3]
@@ -121,7 +140,11 @@ def inner(name: str, spec: str, size, precision: str, launch: dict) -> int:
     return 0
 
 
-def run(name: str, spec: str, size, precision: str, launch: dict, out_dir: Path, say=print) -> dict:
+CACHE_CONTROL = ("none", "all")
+
+
+def run(name: str, spec: str, size, precision: str, launch: dict, out_dir: Path, say=print,
+        cache: str = "none") -> dict:
     exe = ncu()
     if exe is None:
         raise InputError("ncu (Nsight Compute) not found on PATH")
@@ -136,7 +159,10 @@ def run(name: str, spec: str, size, precision: str, launch: dict, out_dir: Path,
     say(f"event timing of force/{name} ...")
     events = event_times(name, spec, size, precision, launch)
     launch_arg = ",".join(f"{k}={v}" for k, v in launch.items())
-    cmd = [exe, "--nvtx", "--nvtx-include", f"force/{name}/", "--clock-control", "none", "-f", "-o", str(stem)]
+    if cache not in CACHE_CONTROL:
+        raise InputError(f"profile: cache control {cache!r} unknown; use one of {', '.join(CACHE_CONTROL)}")
+    cmd = [exe, "--nvtx", "--nvtx-include", f"force/{name}/", "--clock-control", "none", "--cache-control", cache,
+           "-f", "-o", str(stem)]
     for sec in SECTIONS:
         cmd += ["--section", sec]
     cmd += [sys.executable, "-m", "harness", "profile", "--inner", "--strategy", name, "--scenario", spec, "--n",
@@ -152,13 +178,33 @@ def run(name: str, spec: str, size, precision: str, launch: dict, out_dir: Path,
     if not summary["launches"]:
         raise InputError(f"ncu profiled no kernel inside force/{name}/ (is the NVTX range there?): "
                          f"{p.stdout.strip()[-400:]}")
-    ratio = summary["total_duration_ms"] / events["median_ms"] if events["median_ms"] else None
     doc = {"strategy": name, "scenario": spec, "size": size, "n": events["n"], "precision": precision,
-           "launch": launch, "device": device.header(), "command": " ".join(cmd), "report": rep.name,
-           "events": events, "ncu": summary,
-           "crosscheck": {"ncu_sum_ms": summary["total_duration_ms"], "event_force_ms": events["median_ms"],
-                          "ratio": ratio, "within_10pct": ratio is not None and abs(ratio - 1) <= CROSSCHECK_TOLERANCE}}
+           "launch": launch, "device": device.header(), "command": " ".join(cmd), "report": rep.name, "cache": cache,
+           "events": events, "ncu": summary, "crosscheck": crosscheck(summary, events)}
     Path(str(stem) + ".json").write_text(json.dumps(doc, indent=1, default=str))
+    return doc
+
+
+def crosscheck(summary: dict, events: dict) -> dict:
+    """ncu's kernel-duration sum against the event-timed force phase (within 10% passes)."""
+    ratio = summary["total_duration_ms"] / events["median_ms"] if events["median_ms"] else None
+    return {"ncu_sum_ms": summary["total_duration_ms"], "event_force_ms": events["median_ms"],
+            "ratio": ratio, "within_10pct": ratio is not None and abs(ratio - 1) <= CROSSCHECK_TOLERANCE}
+
+
+def resummarise(path: Path) -> dict:
+    """Rebuild a stored profile's summary and cross-check from the raw CSV beside its JSON (after
+    a fix to the summary; needs no GPU and no ncu). Rewrites the JSON; returns the document."""
+    path = Path(path)
+    raw = path.with_suffix(".csv")
+    if not path.exists() or not raw.exists():
+        raise InputError(f"--resummarise: needs {path} and the raw export {raw} beside it")
+    doc = json.loads(path.read_text())
+    if "events" not in doc or "ncu" not in doc:
+        raise InputError(f"--resummarise: {path} is not a profile result (no events or ncu summary)")
+    doc["ncu"] = summarise(raw.read_text())
+    doc["crosscheck"] = crosscheck(doc["ncu"], doc["events"])
+    path.write_text(json.dumps(doc, indent=1, default=str))
     return doc
 
 

@@ -23,6 +23,18 @@ def test_summary_reads_kernels_units_and_stalls():
     assert s["heaviest"]["kernel"] == "cells_fullshell<float>"
 
 
+def test_short_units_are_read_and_unknown_ones_refused():
+    """ncu writes "us" instead of "usecond" in some reports: the same scale; a unit it has never
+    been seen to write is an error, not a factor of 1 (that read 2.4 ms of kernels as 2.4 us)."""
+    short = RAW.replace('"usecond"', '"us"').replace('"Kbyte/block"', '"byte/block"')
+    s = profile.summarise(short)
+    assert s["total_duration_ms"] == pytest.approx(0.8325)
+    assert s["kernels"][0]["shared_static_bytes_per_block"] == pytest.approx(2.05)
+    assert profile.summarise(RAW.replace('"usecond"', '"ms"'))["total_duration_ms"] == pytest.approx(832.5)
+    with pytest.raises(RuntimeError, match="unit 'fortnight' of gpu__time_duration.sum"):
+        profile.summarise(RAW.replace('"usecond"', '"fortnight"'))
+
+
 def test_empty_export_has_no_kernels():
     assert profile.summarise("==PROF== nothing\n")["launches"] == 0
 
