@@ -17,7 +17,10 @@ too. What each timing includes is stated in its row (`includes`):
           update alone.
 
 A peer whose package is missing, or which cannot run the problem (open boundaries, no cutoff),
-gives a row with status n/a and the reason.
+gives a row with status n/a and the reason. Each peer runs in a child process of its own: a
+peer that runs out of memory (JAX-MD's dense neighbour list at a million particles does, on a
+24 GiB machine) or crashes in native code gives a row with status error and what killed it,
+and the bench goes on; jax's x64 switch and OpenMM's contexts stay in that child too.
 """
 from __future__ import annotations
 
@@ -169,7 +172,41 @@ def run(name: str, problem: Problem, ref, min_time: float = 0.3) -> dict:
     why = _applicable(problem)
     if why:
         return {**row, "status": "n/a", "detail": f"{name} {why}"}
+    return {**row, **isolated(name, problem, ref, min_time)}
+
+
+def _child(runner: Callable, problem: Problem, ref, min_time: float, conn) -> None:
     try:
-        return {**row, **runner(problem, ref, min_time)}
+        out = runner(problem, ref, min_time)
     except Exception as e:  # a peer's own failure is a result, reported with its message
-        return {**row, "status": "error", "detail": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"}
+        out = {"status": "error", "detail": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"}
+    conn.send(out)
+    conn.close()
+
+
+def isolated(name: str, problem: Problem, ref, min_time: float) -> dict:
+    """RUNNERS[name] in a fresh (spawned) process; its row, or status error saying how the
+    process ended if it died before reporting (a signal, most often the kernel's OOM killer)."""
+    import multiprocessing as mp
+    import signal
+
+    ctx = mp.get_context("spawn")
+    receive, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(RUNNERS[name][1], problem, ref, min_time, send), daemon=True)
+    proc.start()
+    send.close()  # the child holds the only writer: its death ends recv() with EOFError
+    try:
+        out = receive.recv()
+    except EOFError:
+        out = None
+    proc.join()
+    if out is not None:
+        return out
+    code = proc.exitcode
+    if code is not None and code < 0:
+        sig = signal.Signals(-code).name
+        how = f"was killed by {sig}" + (" (most often the out-of-memory killer: try a smaller N)"
+                                        if -code == signal.SIGKILL else "")
+    else:
+        how = f"exited with status {code}"
+    return {"status": "error", "detail": f"the {name} process {how} before reporting a result"}

@@ -49,3 +49,22 @@ def test_bench_cli_with_peers_prints_their_rows(tmp_path, capsys):
     assert code == 0
     out = capsys.readouterr().out
     assert out.count("peer:openmm") >= 1 and out.count("peer:jaxmd") >= 1
+
+
+def test_a_peer_process_that_dies_is_an_error_row_not_a_crash(monkeypatch):
+    """Out of memory kills the peer's child process (SIGKILL): the bench gets a row saying so."""
+    import os
+    import signal
+
+    monkeypatch.setattr(peers.importlib.util, "find_spec", lambda name: object())
+    monkeypatch.setitem(peers.RUNNERS, "openmm", ("openmm", _killed))
+    row = peers.run("openmm", scenarios.make("lj_liquid", "tiny"), None)
+    assert row["status"] == "error" and "killed by SIGKILL" in row["detail"] and "out-of-memory" in row["detail"]
+    assert os.getpid() and signal.SIGKILL  # the test process itself lives on
+
+
+def _killed(problem, ref, min_time):
+    import os
+    import signal
+
+    os.kill(os.getpid(), signal.SIGKILL)
