@@ -72,7 +72,8 @@ def test_precision_modes_in_ptx(file, expr):
     elif moves_data:
         assert all(op.startswith(("add.", "setp.")) for op in f64), sorted(set(f64))
     elif mode == "mixed":  # Newton3 kernels also subtract (F_j -= f): an accumulation too
-        accumulate = ("add.", "sub.", "neg.", "atom.global.add.", "red.global.add.")  # atomics: adds too
+        # atomics are adds too; selp picks an accumulator (a warp's partial sum or zero): a move
+        accumulate = ("add.", "sub.", "neg.", "atom.global.add.", "red.global.add.", "selp.")
         assert f64 and all(op.startswith(accumulate) for op in f64), sorted(set(f64))
     else:
         assert any(op.startswith(("mul.", "fma.")) for op in f64)

@@ -126,11 +126,12 @@ __device__ __forceinline__ T warp_sum(T v) {
   return v;
 }
 
-// Sum kSums values and a count over the whole block (every thread must call it); thread 0
-// writes them to partial[slot * kSums + k] and count[slot]. Fixed order: deterministic.
+// Sum kSums values and a count over the whole block (every thread must call it): warp sums,
+// then the warps' sums in warp 0. Thread 0 returns with the block's totals in v and n. Fixed
+// order: deterministic. Reuses its shared arrays: a caller that calls it again in one launch
+// puts a __syncthreads() between the calls.
 template <int BLOCK, typename Acc>
-__device__ __forceinline__ void block_sums(Acc (&v)[kSums], unsigned long long n, Acc* __restrict__ partial,
-                                           unsigned long long* __restrict__ count, int slot) {
+__device__ __forceinline__ void block_reduce(Acc (&v)[kSums], unsigned long long& n) {
   static_assert(BLOCK % 32 == 0 && BLOCK <= 1024, "block must be whole warps, at most 1024 threads");
   constexpr int kWarps = BLOCK / 32;
   __shared__ Acc s_v[kWarps][kSums];
@@ -153,11 +154,18 @@ __device__ __forceinline__ void block_sums(Acc (&v)[kSums], unsigned long long n
 #pragma unroll
     for (int k = 0; k < kSums; ++k) v[k] = warp_sum(v[k]);
     n = warp_sum(n);
-    if (lane == 0) {
+  }
+}
+
+// block_reduce, then thread 0 writes the totals to partial[slot * kSums + k] and count[slot].
+template <int BLOCK, typename Acc>
+__device__ __forceinline__ void block_sums(Acc (&v)[kSums], unsigned long long n, Acc* __restrict__ partial,
+                                           unsigned long long* __restrict__ count, int slot) {
+  block_reduce<BLOCK>(v, n);
+  if (threadIdx.x == 0) {
 #pragma unroll
-      for (int k = 0; k < kSums; ++k) partial[slot * kSums + k] = v[k];
-      count[slot] = n;
-    }
+    for (int k = 0; k < kSums; ++k) partial[slot * kSums + k] = v[k];
+    count[slot] = n;
   }
 }
 

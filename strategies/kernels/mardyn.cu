@@ -46,38 +46,22 @@ __device__ __forceinline__ void add_cell_stats(Acc* __restrict__ cstat, unsigned
 }
 
 // "Global Statistics": the block's values summed inside each warp without locking, then over
-// the warps one after another (thread 0), then added to cells a and b (a == b: twice).
+// the warps (block_reduce), then added by thread 0 to cells a and b (a == b: twice).
 template <int BLOCK, typename Acc>
 __device__ __forceinline__ void block_cell_stats(Acc (&v)[kSums], unsigned long long n, Acc* __restrict__ cstat,
                                                  unsigned long long* __restrict__ ccount, int a, int b) {
-  constexpr int kWarps = BLOCK / 32;
-  __shared__ Acc s_v[kWarps][kSums];
-  __shared__ unsigned long long s_n[kWarps];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-#pragma unroll
-  for (int k = 0; k < kSums; ++k) v[k] = warp_sum(v[k]);
-  n = warp_sum(n);
-  if (lane == 0) {
-#pragma unroll
-    for (int k = 0; k < kSums; ++k) s_v[warp][k] = v[k];
-    s_n[warp] = n;
-  }
-  __syncthreads();
+  block_reduce<BLOCK>(v, n);
   if (threadIdx.x == 0) {
-    for (int w = 1; w < kWarps; ++w) {
-#pragma unroll
-      for (int k = 0; k < kSums; ++k) s_v[0][k] += s_v[w][k];
-      s_n[0] += s_n[w];
-    }
-    add_cell_stats(cstat, ccount, a, s_v[0], s_n[0], a == b ? 2 : 1);
-    if (a != b) add_cell_stats(cstat, ccount, b, s_v[0], s_n[0], 1);
+    add_cell_stats(cstat, ccount, a, v, n, a == b ? 2 : 1);
+    if (a != b) add_cell_stats(cstat, ccount, b, v, n, 1);
   }
 }
 
 // --- reference cell processor (REFERENCE_IMPLEMENTATION) --------------------------------------
 
 // The port's listings "reference inter-cell / intra-cell block processing": one thread walks
-// all molecule pairs of its cell pair (intra-cell: index B < index A) and stores both sides.
+// all molecule pairs of its cell pair and stores both sides: c08's pair_cells_thread, whose
+// intra-cell loop takes j > i where the listing takes B < A (the same pairs).
 // Same traversal as the fast processors, one thread per cell pair instead of one block.
 template <typename Real, typename Acc, template <typename> class Functor, bool PBC>
 __global__ void __launch_bounds__(32)
@@ -89,21 +73,7 @@ parity_reference(const Cells<Real, Acc, kCsr> cells, const Layer L, const Grid g
   layer_pair(L, g, t, a, b);
   const Functor<Real> f(fparams);
   Accumulator<Real, Acc> acc;
-  const int na = cells.count(a), nb = cells.count(b);
-  for (int ia = 0; ia < na; ++ia) {
-    const Vec4<Real> pi = cells.p(a, ia);
-    Acc fx = Acc(0), fy = Acc(0), fz = Acc(0);
-    for (int jb = 0; jb < (a == b ? ia : nb); ++jb) {
-      Real ax, ay, az;
-      if (newton3_pair<PBC>(acc, f, box, pi, cells.p(b, jb), fx, fy, fz, ax, ay, az)) {
-        subtract3(cells.f(b, jb), 1, ax, ay, az);
-      }
-    }
-    Acc* fi = cells.f(a, ia);
-    fi[0] += fx;
-    fi[1] += fy;
-    fi[2] += fz;
-  }
+  pair_cells_thread<Real, Acc, Functor<Real>, kCsr, PBC>(cells, a, b, f, box, acc);
   add_cell_stats(cstat, ccount, a, acc.s, acc.pairs, a == b ? 2 : 1);
   if (a != b) add_cell_stats(cstat, ccount, b, acc.s, acc.pairs, 1);
 }
