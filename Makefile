@@ -17,7 +17,7 @@ SCENARIO   ?= lj_liquid
 N          ?= medium
 PRECISION  ?= fp32
 # profile: one point under Nsight Compute (large by default: the timing cross-check needs it)
-STRATEGY   ?= allpairs_tiled
+STRATEGY   ?= fullshell_thread_csr
 PROFILE_N  ?= large
 
 .PHONY: help setup test verify bench profile timeline report asv asv-preview sanitize wheelhouse list clean

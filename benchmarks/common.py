@@ -1,7 +1,8 @@
 """Shared set-up for the asv suite: the project runs in place from the repository root.
 
 A small grid by default (every strategy on the LJ liquid, small, fp32); MDFORCE_ASV_FULL=1
-runs the full sweep. A point a strategy cannot run (no GPU here, no cutoff, too few cells)
+runs the full sweep; MDFORCE_ASV_STRATEGIES selects strategies by name or attributes (the
+harness's --strategies syntax, e.g. "newton3=true+backend=cuda"). A point a strategy cannot run (no GPU here, no cutoff, too few cells)
 raises NotImplementedError in setup, which asv records as skipped.
 """
 import functools
@@ -13,16 +14,17 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+import mdcore  # noqa: E402
 import reference  # noqa: E402
 import strategies  # noqa: E402
 from harness import scenarios  # noqa: E402
 
 FULL = os.environ.get("MDFORCE_ASV_FULL") == "1"
 
-STRATEGIES = strategies.names()
+STRATEGIES = strategies.resolve(os.environ.get("MDFORCE_ASV_STRATEGIES") or "all")
 SCENARIOS = ["lj_liquid", "gaussian", "one_per_cell", "allpairs_cube"] if FULL else ["lj_liquid"]
 SIZES = ["small", "medium", "large"] if FULL else ["small"]
-PRECISIONS = ["fp32", "mixed", "fp64"] if FULL else ["fp32"]
+PRECISIONS = list(mdcore.PRECISIONS) if FULL else ["fp32"]
 
 
 @functools.lru_cache(maxsize=8)

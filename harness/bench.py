@@ -1,18 +1,23 @@
 """`python -m harness bench`: sweeps of strategies x scenarios x sizes x precisions x launch
-parameters, timed per phase.
+parameters, timed per phase. This module plans a sweep (suites, explicit selections, resume),
+times its points and writes the results; harness/cli.py only parses the command line.
 
-Per point: set-up (a second prepare: allocation, first binning, layout; compilation in the
-first) with the host clock; upload, bin, force, reduce and compute (= bin + force + reduce, the
-device-resident evaluation an MD step pays) with CUDA events; download and the whole
-evaluation (upload + compute + download) with the host clock; medians after warm-up.
+Per point: set-up (a second prepare: allocation, first binning, storage; compilation in the
+first) with the host clock; upload, build, force, reduce, and the two device-resident
+evaluations with CUDA events: compute = build + force + reduce ("from scratch": what a
+strategy pays on new positions) and with_list = force + reduce ("force with a built list":
+positions unchanged since the build; for the cell strategies, whose build is their binning,
+the force phase and the reduction); download and the whole evaluation (upload + compute +
+download) with the host clock; medians after warm-up.
 
 A point whose first evaluation takes longer than SLOW_S is timed with one sample per phase
 (marked single_sample): the spread of such points is not measured.
 
 On the GPU every sample starts with a cold L2 (a buffer of twice the L2 is overwritten before
 each sample, outside its events; l2="warm" leaves the cache as the previous sample left it), and
-the compute phase is also timed as a CUDA-graph replay (graph_ms: the same kernels without
-Python and launch overhead; "graph_note" says why where a strategy cannot be captured).
+compute and with_list are also timed as CUDA-graph replays (graph_ms, with_list_graph_ms: the
+same kernels without Python and launch overhead; "graph_note" says why where a strategy cannot
+be captured).
 Effective bandwidth counts the least traffic an evaluation needs: positions in, forces out.
 
 Throughput uses AutoPas's flop counts: 8 flops per distance check, 15 per interaction without
@@ -24,14 +29,18 @@ from __future__ import annotations
 
 import itertools
 import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
 import strategies
+from mdcore import MODES, InputError, Problem, StrategyError
 
-from . import device, scenarios
-from .problem import Problem, StrategyError
+from . import device, results, scenarios
+from .gate import budgets, gate
 from .timing import Stats, time_cpu, time_gpu
 
 FLOPS_CHECK, FLOPS_NO_N3, FLOPS_N3 = 8, 15, 18
@@ -67,24 +76,24 @@ def _flush() -> L2Flush:
 
 def min_bytes(problem: Problem) -> int:
     """Positions in (4 values of the compute type) and forces out (3 of the accumulation type)."""
-    real, acc = {"fp32": (4, 4), "mixed": (4, 8), "fp64": (8, 8)}[problem.precision]
-    return problem.n * (4 * real + 3 * acc)
+    m = MODES[problem.precision]
+    return problem.n * (4 * m.bytes_compute + 3 * m.bytes_accumulate)
 
 
-def time_graph(strategy: strategies.Strategy, plan, warmup: int, repeat: int, min_time: float,
+def time_graph(fn: Callable[[], object], warmup: int, repeat: int, min_time: float,
                before: Callable[[], object] | None):
-    """Capture compute() into a CUDA graph on a side stream and time its replay; returns
-    (Stats, "") or (None, why not)."""
+    """Capture fn (e.g. compute(plan)) into a CUDA graph on a side stream and time its replay;
+    returns (Stats, "") or (None, why not)."""
     import cupy
 
     stream = cupy.cuda.Stream(non_blocking=True)
     try:
         with stream:
-            strategy.compute(plan)  # allocations of the first run happen before the capture
+            fn()  # allocations of the first run happen before the capture
             stream.synchronize()
             stream.begin_capture()
             try:
-                strategy.compute(plan)
+                fn()
             finally:
                 graph = stream.end_capture()
             stats = time_gpu(lambda: graph.launch(stream), warmup=warmup, repeat=repeat, min_time=min_time,
@@ -96,11 +105,6 @@ def time_graph(strategy: strategies.Strategy, plan, warmup: int, repeat: int, mi
         except Exception:
             pass
         return None, f"not capturable: {type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}"
-
-
-# distance checks per evaluation above which a point is not timed (one evaluation of the CPU
-# budget takes about half a minute on 16 cores; a timed point runs about seven)
-MAX_CHECKS = {"cpu": 2e10, "cuda": 2e13}
 
 
 def point_key(row: dict) -> tuple:
@@ -115,16 +119,11 @@ def plan_point(strategy: strategies.Strategy, problem: Problem, max_checks: dict
     GPU point on a machine without a GPU (its device checks left out)."""
     row = {"strategy": strategy.label, "name": strategy.name, "backend": strategy.backend,
            "scenario": problem.label.split(" ")[0], "n": problem.n, "precision": problem.precision,
-           "launch_params": dict(strategy.launch)}
-    ok, why = strategy.supports(problem, check_device)
+           "potential": problem.potential.spec(), "launch_params": dict(strategy.launch),
+           **{a: v for a, v in strategies.attributes(type(strategy)).items() if a not in ("backend", "precisions")}}
+    ok, why, checks = gate(strategy, problem, budgets("bench", max_checks), "bench", check_device)
     if not ok:
         return {**row, "status": "n/a", "detail": why}
-    budget = {**MAX_CHECKS, **(max_checks or {})}.get(strategy.backend)
-    checks = strategy.work(problem).get("distance_checks")
-    if budget is not None and checks is not None and checks > budget:
-        flag = "--max-checks-cpu" if strategy.backend == "cpu" else "--max-checks-gpu"
-        return {**row, "status": "n/a", "detail": f"{checks:.2g} distance checks per evaluation, over the "
-                                                  f"{strategy.backend} budget of {budget:.2g} ({flag})"}
     return {**row, "status": "planned", "distance_checks": checks}
 
 
@@ -157,17 +156,19 @@ def bench_point(strategy: strategies.Strategy, problem: Problem, warmup: int, re
     if time.perf_counter() - t0 > SLOW_S:  # one sample per phase: a slow point is slow enough
         warmup, repeat, min_time = 0, 1, 0.0
         row["single_sample"] = True
-    t = {"upload": timer(plan.upload), "bin": timer(plan.bin), "force": timer(plan.force),
-         "reduce": timer(plan.reduce), "compute": timer(lambda: strategy.compute(plan))}
+    t = {"upload": timer(plan.upload), "build": timer(plan.build), "force": timer(plan.force),
+         "reduce": timer(plan.reduce), "compute": timer(lambda: strategy.compute(plan)),
+         "with_list": timer(lambda: strategy.compute_built(plan))}
     done = strategy.compute(plan)
     plan.synchronize()
     t["download"] = time_cpu(done.to_host, warmup=1, repeat=5, min_time=0.0)
     if gpu and graph:
-        g, why = time_graph(strategy, plan, warmup, repeat, min_time, before)
-        if g is not None:
-            row.update({"graph_ms": g.median, "graph_min_ms": g.min, "graph_max_ms": g.max})
-        else:
-            row["graph_note"] = why
+        for key, fn in (("graph", lambda: strategy.compute(plan)), ("with_list_graph", lambda: strategy.compute_built(plan))):
+            g, why = time_graph(fn, warmup, repeat, min_time, before)
+            if g is not None:
+                row.update({f"{key}_ms": g.median, f"{key}_min_ms": g.min, f"{key}_max_ms": g.max})
+            else:
+                row["graph_note"] = why
     t["evaluate"] = time_cpu(lambda: (plan.upload(), strategy.compute(plan).to_host()), warmup=min(warmup, 1),
                              repeat=min(repeat, 3), min_time=min_time / 2, sync=plan.synchronize)
     work = strategy.work(problem)
@@ -177,6 +178,7 @@ def bench_point(strategy: strategies.Strategy, problem: Problem, warmup: int, re
     row.update({f"{k}_spread": v.spread for k, v in t.items()})
     row.update({"compute_min_ms": t["compute"].min, "compute_max_ms": t["compute"].max,
                 "force_min_ms": t["force"].min, "force_max_ms": t["force"].max,
+                "with_list_min_ms": t["with_list"].min, "with_list_max_ms": t["with_list"].max,
                 "repeats": t["compute"].repeats, "pairs": out.pairs, "l2": l2 if gpu else None,
                 "pairs_per_s": out.pairs / sec if sec else None,
                 "particles_per_s": problem.n / sec if sec else None,
@@ -273,8 +275,9 @@ def format_row(r: dict) -> str:
     if r["status"] != "ok":
         return f"{r['strategy']:16s} N={r['n']:<9d} {r['precision']:5s} {r['status']}: {r['detail']}"
     s = (f"{r['strategy']:16s} N={r['n']:<9d} {r['precision']:5s} compute {r['compute_ms']:9.4f} ms "
-         f"[{r['compute_min_ms']:.4f}..{r['compute_max_ms']:.4f}, n={r['repeats']}]  bin {r['bin_ms']:.4f}  "
-         f"force {r['force_ms']:.4f}  reduce {r['reduce_ms']:.4f}  upload {r['upload_ms']:.4f}  "
+         f"[{r['compute_min_ms']:.4f}..{r['compute_max_ms']:.4f}, n={r['repeats']}]  build {r['build_ms']:.4f}  "
+         f"force {r['force_ms']:.4f}  reduce {r['reduce_ms']:.4f}  with list {r['with_list_ms']:.4f}  "
+         f"upload {r['upload_ms']:.4f}  "
          f"download {r['download_ms']:.4f}  evaluate {r['evaluate_ms']:.4f} ms  setup {r['setup_ms']:.1f} ms  "
          f"{r['pairs_per_s'] / 1e9:8.3f} Gpairs/s")
     if r.get("device_bytes") is not None:
@@ -304,7 +307,6 @@ class Partial:
         import json
         from pathlib import Path
 
-        from .problem import InputError
 
         self.path = Path(path)
         # point key -> rows in the order measured: a suite may time one point twice (two parts
@@ -347,25 +349,26 @@ class Partial:
         self._write(row)
 
     def finish(self) -> None:
+        """The results are written: the partial file has served."""
         self.file.close()
         self.path.unlink()
 
+    def abandon(self) -> None:
+        """The run stopped early: keep the rows measured (for --resume), but a file holding
+        only its header is no result and goes."""
+        self.file.close()
+        if self.path.exists() and len(self.path.read_text().splitlines()) <= 1:
+            self.path.unlink()
 
-COLUMNS = ["strategy", "scenario", "n", "precision", "status", "compute_ms", "compute_spread", "repeats", "bin_ms",
-           "force_ms", "reduce_ms", "graph_ms", "evaluate_ms", "setup_ms", "pairs_per_s", "particles_per_s",
+
+COLUMNS = ["strategy", "scenario", "n", "precision", "status", "compute_ms", "compute_spread", "repeats", "build_ms",
+           "force_ms", "reduce_ms", "with_list_ms", "graph_ms", "with_list_graph_ms", "evaluate_ms", "setup_ms", "pairs_per_s", "particles_per_s",
            "checks_per_interaction", "gflops", "pct_of_peak", "eff_bandwidth_gbs", "device_bytes"]
 
 
 def frame(rows: list[dict]):
     """The rows as a pandas DataFrame (nested fields as JSON text)."""
-    import json
-
-    import pandas as pd
-
-    flat = [{k: (json.dumps(v) if isinstance(v, (dict, list)) else v) for k, v in r.items()} for r in rows]
-    df = pd.DataFrame(flat)
-    first = [c for c in COLUMNS if c in df.columns]
-    return df[first + [c for c in df.columns if c not in first]]
+    return results.frame(rows, COLUMNS)
 
 
 def terminal_table(rows: list[dict]) -> str:
@@ -373,7 +376,8 @@ def terminal_table(rows: list[dict]) -> str:
     the points whose compute spread stayed above NOISE."""
     df = frame(rows)
     show = df[[c for c in ("strategy", "scenario", "n", "precision", "status", "compute_ms", "compute_spread",
-                           "force_ms", "graph_ms", "pairs_per_s", "pct_of_peak") if c in df.columns]].copy()
+                           "build_ms", "with_list_ms", "graph_ms", "with_list_graph_ms", "pairs_per_s", "pct_of_peak")
+               if c in df.columns]].copy()
     if "pairs_per_s" in show:
         show["pairs_per_s"] = show["pairs_per_s"] / 1e9
         show = show.rename(columns={"pairs_per_s": "Gpairs_per_s"})
@@ -386,15 +390,141 @@ def terminal_table(rows: list[dict]) -> str:
     return text
 
 
-def write(rows: list[dict], header: dict, meta: dict, folder, name: str) -> list:
+def write(rows: list[dict], header: dict, meta: dict, folder, name: str, copy_to=None) -> list:
     """<folder>/<name>.csv (one row per point) and <name>.json (device header, command, rows)."""
-    import json
-    from pathlib import Path
+    return results.write(results.document("bench", rows, header, meta), folder, name, COLUMNS, copy_to=copy_to)
 
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    csv, js = folder / f"{name}.csv", folder / f"{name}.json"
-    frame(rows).to_csv(csv, index=False)
-    js.write_text(json.dumps({"device": header, "meta": meta, "rows": rows}, indent=1,
-                             default=lambda o: o.item() if hasattr(o, "item") else str(o)))
-    return [csv, js]
+
+# --- sweeps: planning, resuming, running ---------------------------------------------------
+
+@dataclass
+class SweepPart:
+    names: list[str]
+    specs: list[str]
+    sizes: list
+    precisions: list[str]
+    sweep: dict = field(default_factory=dict)
+
+
+@dataclass
+class Sweep:
+    """What one `harness bench` call times: parts of strategies x scenarios x sizes x
+    precisions x launch sweeps, or one given problem (--input) in place of scenarios and sizes."""
+
+    parts: list[SweepPart]
+    launch: dict
+    problem: Problem | None = None
+    suite: str | None = None
+    gpu: bool = True
+
+    def points(self) -> int:
+        per = lambda p: (1 if self.problem is not None else len(p.specs) * len(p.sizes)) * len(p.precisions)  # noqa: E731
+        return sum(count_points(p.names, per(p), self.launch, p.sweep) for p in self.parts)
+
+
+def size_of(text: str) -> str | int:
+    return int(text) if str(text).isdigit() else text
+
+
+def plan_sweep(suite: str | None = None, selection: str | None = None, specs: list[str] | None = None,
+               sizes: list | None = None, precisions: list[str] | None = None, sweep: dict | None = None,
+               launch: dict | None = None, problem: Problem | None = None, dry_run: bool = False) -> Sweep:
+    """A named suite, or an explicit selection (default allpairs_thread_tiled on the LJ liquid,
+    medium, fp32). Strategies named explicitly must run here (unless a dry run plans for a GPU
+    elsewhere); a suite or the default on a machine without GPU keeps its CPU strategies and
+    lists the GPU points as n/a with the reason."""
+    from . import suites
+
+    gpu_ok = strategies.create("allpairs_thread_tiled").available()
+    if suite:
+        if selection or specs or sizes or sweep:
+            raise InputError("--suite sets strategies, scenarios, sizes and sweeps; leave those out")
+        _, parts = suites.get(suite)
+        plan = [SweepPart(strategies.resolve(p.strategies), list(p.scenarios), [size_of(str(n)) for n in p.sizes],
+                          list(p.precisions), p.sweep) for p in parts]
+        explicit = False
+    else:
+        plan = [SweepPart(strategies.resolve(selection or "allpairs_thread_tiled"), specs or ["lj_liquid"],
+                          sizes or ["medium"], precisions or ["fp32"], sweep or {})]
+        explicit = bool(selection)
+    for part in plan:
+        if explicit and not dry_run:
+            for n in part.names:
+                ok, why = strategies.create(n).available()
+                if not ok:
+                    raise InputError(f"strategy {n} cannot run on this machine: {why}")
+        if problem is None:
+            for spec in part.specs:
+                scenarios.parse_spec(spec)  # unknown names fail before any work
+    return Sweep(plan, launch or {}, problem, suite, gpu_ok[0])
+
+
+def run_sweep(sw: Sweep, out: Path, name: str | None, resume: bool = False, dry_run: bool = False,
+              timing: dict | None = None, max_checks: dict | None = None, peer_names: list[str] | None = None,
+              argv: list[str] | None = None, progress: Callable[[str], None] | None = print, bar=None,
+              json_copy: Path | None = None) -> tuple[list[dict], list[Path]]:
+    """Time every point of the sweep (rows appended to <out>/<name>.partial.jsonl as they end;
+    resume continues an interrupted run of that name), then the peers, then write CSV and JSON.
+    A dry run plans the points and writes nothing. timing: seed, warmup, repeat, min_time, l2,
+    graph."""
+    import sys
+
+    timing = {"seed": 1, "warmup": 3, "repeat": 20, "min_time": 0.3, "l2": "flush", "graph": True, **(timing or {})}
+    if resume and not name:
+        raise InputError("--resume continues the run named by --name; name it")
+    header = device.header()
+    meta = {"command": "python -m harness " + " ".join(sys.argv[1:] if argv is None else argv),
+            "suite": sw.suite, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "l2": timing["l2"], "graph": timing["graph"]}
+    name = name or (sw.suite or "bench") + "-" + datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    partial = None
+    if not dry_run:
+        partial = Partial(Path(out) / f"{name}.partial.jsonl", header, meta, resume=resume)
+        resumed = sum(map(len, partial.done.values()))
+        if resumed:
+            print(f"resume: {resumed} points measured earlier are taken from {partial.path}")
+        if resumed:
+            meta["resumed"] = resumed  # said in the JSON and the report
+    rows: list[dict] = []
+    try:
+        for part in sw.parts:
+            for prec in part.precisions:
+                rows += run(part.names, part.specs, part.sizes, prec, seed=timing["seed"], warmup=timing["warmup"],
+                            repeat=timing["repeat"], min_time=timing["min_time"], launch=sw.launch,
+                            problem=sw.problem, progress=progress, sweep=part.sweep, l2=timing["l2"],
+                            graph=timing["graph"], bar=bar, max_checks=max_checks,
+                            done=partial.done if partial else None, sink=partial, dry_run=dry_run,
+                            check_device=sw.gpu or not dry_run)
+        if dry_run:
+            return rows, []
+        if peer_names:
+            rows += _peer_rows(sw, peer_names, timing, progress)
+        if not rows:
+            raise InputError("nothing to time: no strategy of this selection runs on this machine")
+        paths = write(rows, header, meta, out, name, copy_to=json_copy)
+    except BaseException:
+        if partial is not None:
+            partial.abandon()
+        raise
+    partial.finish()
+    return rows, paths
+
+
+def _peer_rows(sw: Sweep, peer_names: list[str], timing: dict, progress) -> list[dict]:
+    import reference
+
+    from . import peers
+
+    out = []
+    for part in sw.parts:
+        problems = [sw.problem.with_precision(pr) for pr in part.precisions] if sw.problem is not None else \
+            [scenarios.make(sp, n, seed=timing["seed"], precision=pr) for pr in part.precisions for sp in part.specs
+             for n in part.sizes]
+        for p in problems:
+            ref = reference.compute(p)
+            for peer in peer_names:
+                row = peers.run(peer, p, ref, min_time=timing["min_time"])
+                out.append(row)
+                if progress:
+                    progress(format_peer(row))
+    return out

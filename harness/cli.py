@@ -15,7 +15,7 @@ import strategies
 from strategies import StrategyError
 
 from . import scenarios
-from .problem import PRECISION_HELP, PRECISIONS, InputError, LennardJones, Problem, check_precision, parse_value
+from mdcore import MODES, PRECISIONS, InputError, LennardJones, Problem, check_precision, parse_value
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -74,29 +74,43 @@ def _launch(text: str | None) -> dict:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    strat = [{"name": n, "backend": c.backend, "description": c.description,
-              "launch": c.launch_defaults, "precisions": list(c.precisions)} for n, c in strategies.REGISTRY.items()]
+    from mdcore import potentials
+
+    strat = [{"name": n, **strategies.attributes(c), "description": c.description, "launch": c.launch_defaults}
+             for n, c in ((n, strategies.REGISTRY[n]) for n in strategies.ordered())]
     scen = [{"name": s.name, "description": s.description, "sizes": s.sizes, "params": s.defaults}
             for s in scenarios.SCENARIOS.values()]
+    pots = [{"name": n, "functor": c.functor, "spec": c().spec(), "description": (c.__doc__ or "").strip().splitlines()[0]}
+            for n, c in potentials.REGISTRY.items()]
+    precs = {p: m.help for p, m in MODES.items()}
     if args.json:
-        print(json.dumps({"strategies": strat, "scenarios": scen, "precisions": PRECISION_HELP}, indent=1))
+        print(json.dumps({"strategies": strat, "aliases": strategies.ALIASES, "scenarios": scen, "potentials": pots,
+                          "precisions": precs}, indent=1))
         return 0
-    print("strategies:")
+    print("strategies (<traversal>_<processor>_<variant>):")
     for s in strat:
         ok, why = strategies.create(s["name"]).available()
-        print(f"  {s['name']:18s} {s['backend']:5s} {s['description']}" + ("" if ok else f"  [unavailable: {why}]"))
+        flags = ",".join(k for k in ("newton3", "list_reuse") if s[k]) + ("" if s["deterministic"] else ",nondeterministic")
+        print(f"  {s['name']:32s} {s['backend']:5s} {s['storage']:6s} {flags.strip(','):18s} {s['description']}"
+              + ("" if ok else f"  [unavailable: {why}]"))
+    print("old names (aliases for one release): " + ", ".join(f"{a} -> {b}" for a, b in strategies.ALIASES.items()))
     print("scenarios:")
     for s in scen:
         sizes = ", ".join(f"{k} {v}" for k, v in s["sizes"].items())
         print(f"  {s['name']:18s} {s['description']}\n  {'':18s} sizes: {sizes}")
+    print("potentials:")
+    for p in pots:
+        print(f"  {p['name']:18s} {p['spec']}  (functor {p['functor']})")
     print("precisions:")
-    for p, h in PRECISION_HELP.items():
+    for p, h in precs.items():
         print(f"  {p:18s} {h}")
     return 0
 
 
 def _size(text: str) -> str | int:
-    return int(text) if text.isdigit() else text
+    from .bench import size_of
+
+    return size_of(text)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -118,7 +132,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
     rows = verify.run_matrix([strategies.create(n) for n in names], cases, precisions, budgets,
                              progress=None if args.quiet else _say)
     meta = verify.meta(sys.argv[1:] if args.argv is None else args.argv)
-    paths = verify.write_reports(rows, meta, Path(args.out), Path(args.json) if args.json else None)
+    from . import device
+
+    paths = verify.write_reports(rows, meta, device.header(), Path(args.out), Path(args.json) if args.json else None)
     print(verify.table(rows))
     s = verify.summary(rows)
     print("\n" + "  ".join(f"{k}: {v}" for k, v in s["counts"].items()) + f"   reports: {', '.join(map(str, paths))}")
@@ -148,71 +164,30 @@ def _progress_bar(total: int):
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from datetime import datetime, timezone
+    from . import bench, device, peers
 
-    from . import bench, device, peers, suites
-
-    gpu_ok = strategies.create("allpairs_tiled").available()[0]
-    problem = _input_problem(args) if args.input else None
-    if args.suite:
-        if args.strategies or args.scenario or args.n or args.sweep:
-            raise InputError("--suite sets strategies, scenarios, sizes and sweeps; leave those out")
-        _, parts = suites.get(args.suite)
-        plan = [(p.strategies, list(p.scenarios), [_size(str(n)) for n in p.sizes], list(p.precisions), p.sweep)
-                for p in parts]
-        explicit = False
-    else:
-        specs = args.scenario or ["lj_liquid"]
-        sizes = [_size(s.strip()) for s in args.n.split(",")] if args.n else ["medium"]
-        plan = [(args.strategies or "allpairs_tiled", specs, sizes, _precisions(args.precision), _sweep(args.sweep))]
-        explicit = bool(args.strategies)
-    parts = []
-    for spec_names, specs, sizes, precs, sweep in plan:
-        names = strategies.resolve(spec_names)
-        if explicit and not args.dry_run:  # a dry run plans for a GPU on any machine
-            _require_devices([n for n in names if strategies.REGISTRY[n].backend == "cuda"])
-        elif not gpu_ok and not args.dry_run:  # a suite or the default on a CPU-only machine: its CPU part
-            names = [n for n in names if strategies.REGISTRY[n].backend != "cuda"]
-        if problem is None:
-            for spec in specs:
-                scenarios.parse_spec(spec)
-        parts.append((names, specs, sizes, precs, sweep))
-    launch = _launch(args.launch)
     if not args.noise > 0:
         raise InputError(f"--noise must be a positive fraction, got {args.noise}")
     bench.NOISE = args.noise
-    header = device.header()
-    for line in device.header_lines(header):
+    peer_names = peers.parse(args.peers)
+    problem = _input_problem(args) if args.input else None
+    sw = bench.plan_sweep(suite=args.suite, selection=args.strategies, specs=args.scenario,
+                          sizes=[_size(s.strip()) for s in args.n.split(",")] if args.n else None,
+                          precisions=_precisions(args.precision), sweep=_sweep(args.sweep),
+                          launch=_launch(args.launch), problem=problem, dry_run=args.dry_run)
+    for line in device.header_lines(device.header()):
         print(line)
-    total = sum(bench.count_points(names, (1 if problem else len(specs) * len(sizes)) * len(precs), launch, sweep)
-                for names, specs, sizes, precs, sweep in parts)
-    if args.resume and not args.name:
-        raise InputError("--resume continues the run named by --name; name it")
-    meta = {"command": "python -m harness " + " ".join(sys.argv[1:] if args.argv is None else args.argv),
-            "suite": args.suite, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "l2": args.l2, "graph": not args.no_graph}
-    name = args.name or (args.suite or "bench") + "-" + datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-    partial = None
-    if not args.dry_run:
-        partial = bench.Partial(Path(args.out) / f"{name}.partial.jsonl", header, meta, resume=args.resume)
-        resumed = sum(map(len, partial.done.values()))
-        if resumed:
-            print(f"resume: {resumed} points measured earlier are taken from {partial.path}")
-            meta["resumed"] = resumed  # said in the JSON and the report
+    total = sw.points()
     print(f"{total} points" + (" (dry run: planned, not timed)" if args.dry_run else ""))
     bar = _progress_bar(total)
-    rows = []
+    timing = {"seed": args.seed, "warmup": args.warmup, "repeat": args.repeat, "min_time": args.min_time,
+              "l2": args.l2, "graph": not args.no_graph}
     try:
-        for names, specs, sizes, precs, sweep in parts:
-            for prec in precs:
-                rows += bench.run(names, specs, sizes, prec, seed=args.seed, warmup=args.warmup, repeat=args.repeat,
-                                  min_time=args.min_time, launch=launch, problem=problem,
-                                  progress=None if args.quiet else print, sweep=sweep, l2=args.l2,
-                                  graph=not args.no_graph, bar=bar,
-                                  max_checks={k: v for k, v in (("cpu", args.max_checks_cpu),
-                                                                ("cuda", args.max_checks_gpu)) if v is not None},
-                                  done=partial.done if partial else None, sink=partial, dry_run=args.dry_run,
-                                  check_device=gpu_ok or not args.dry_run)
+        rows, paths = bench.run_sweep(sw, Path(args.out), args.name, resume=args.resume, dry_run=args.dry_run,
+                                      timing=timing, max_checks={"cpu": args.max_checks_cpu,
+                                                                 "cuda": args.max_checks_gpu},
+                                      peer_names=peer_names, argv=args.argv, progress=None if args.quiet else print,
+                                      bar=bar, json_copy=Path(args.json) if args.json else None)
     finally:
         if bar is not None:
             bar.close()
@@ -221,33 +196,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
         checks = sum(r.get("distance_checks") or 0 for r in planned)
         print(f"\n{len(planned)} of {len(rows)} points would be timed ({len(rows) - len(planned)} n/a), "
               f"{checks:.3g} distance checks per evaluation in all")
-        if not gpu_ok:
+        if not sw.gpu:
             print("no GPU here: its points are planned without the device's own checks (device memory)")
         return 0
-    peer_names = peers.parse(args.peers)
-    if peer_names:
-        import reference
-
-        for names, specs, sizes, precs, sweep in parts:
-            problems = [problem.with_precision(pr) for pr in precs] if problem is not None else \
-                [scenarios.make(sp, n, seed=args.seed, precision=pr) for pr in precs for sp in specs for n in sizes]
-            for p in problems:
-                ref = reference.compute(p)
-                for peer in peer_names:
-                    row = peers.run(peer, p, ref, min_time=args.min_time)
-                    rows.append(row)
-                    if not args.quiet:
-                        print(bench.format_peer(row))
-    if not rows:
-        partial.finish()
-        raise InputError("nothing to time: no strategy of this selection runs on this machine")
     print()
     print(bench.terminal_table(rows))
-    paths = bench.write(rows, header, meta, Path(args.out), name)
-    partial.finish()
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(paths[1].read_text())
     print(f"\nwrote {', '.join(map(str, paths))}")
     return 0
 
@@ -311,7 +264,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
             for line in profile.lines(profile.resummarise(Path(path))):
                 print(line)
         return 0
-    name = args.strategy
+    name = strategies.canonical(args.strategy)
     if name not in strategies.REGISTRY:
         raise InputError(f"unknown strategy {name!r}; known: {', '.join(strategies.REGISTRY)}")
     if strategies.REGISTRY[name].backend != "cuda":
@@ -380,7 +333,8 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_list)
 
     p = sub.add_parser("verify", help="correctness matrix against the float64 reference")
-    p.add_argument("--strategies", help="comma list of names or family prefixes (default: all)")
+    p.add_argument("--strategies", help="comma list of names, family prefixes (fullshell_) or attribute filters "
+                                            "(traversal=c08, newton3=true+backend=cuda) (default: all)")
     p.add_argument("--scenarios", help=f"comma list, 'name:key=value' for parameters (default: {','.join(scenarios.DEFAULT_MATRIX)})")
     p.add_argument("--precision", default="all", help="comma list of fp32, mixed, fp64, or all")
     p.add_argument("--size", default="small", help="tiny, small, medium, large, or a particle count")
@@ -396,7 +350,8 @@ def parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("bench", help="time strategies: sweeps over strategies, scenarios, sizes, precisions, launch")
     p.add_argument("--suite", help="a named sweep (harness/suites.py): " + ", ".join(_suite_names()))
-    p.add_argument("--strategies", help="comma list or family prefixes (default allpairs_tiled)")
+    p.add_argument("--strategies", help="comma list of names, family prefixes or attribute filters such as "
+                                            "newton3=true+backend=cuda (default allpairs_thread_tiled)")
     p.add_argument("--scenario", action="append", help="scenario spec, repeatable (default lj_liquid)")
     p.add_argument("--n", help="comma list of particle counts or size names (default medium)")
     p.add_argument("--precision", default="fp32", help="comma list or all")
@@ -439,7 +394,7 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_sanitize)
 
     p = sub.add_parser("profile", help="Nsight Compute on one point's force phase, summary and timing cross-check")
-    p.add_argument("--strategy", default="allpairs_tiled")
+    p.add_argument("--strategy", default="allpairs_thread_tiled")
     p.add_argument("--scenario", default="lj_liquid")
     p.add_argument("--n", default="large", help="size name or particle count (default large)")
     p.add_argument("--precision", default="fp32")
@@ -454,7 +409,7 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_profile)
 
     p = sub.add_parser("timeline", help="Nsight Systems timeline of one evaluation's NVTX phases, where nsys exists")
-    p.add_argument("--strategy", default="allpairs_tiled")
+    p.add_argument("--strategy", default="allpairs_thread_tiled")
     p.add_argument("--scenario", default="lj_liquid")
     p.add_argument("--n", default="medium")
     p.add_argument("--precision", default="fp32")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .problem import Box, InputError
+from mdcore import Box, InputError
 
 _TRUE = {"t", "true", "1"}
 _FALSE = {"f", "false", "0"}

@@ -30,13 +30,15 @@ from typing import Callable
 
 import numpy as np
 
-from .problem import InputError, Problem
+from mdcore import InputError, Problem
 from .timing import Stats, time_cpu
 
 PEERS = ("openmm", "jaxmd")
 
 
 def _applicable(problem: Problem) -> str:
+    if problem.potential.name != "lj":
+        return f"set up for the Lennard-Jones potential only (this problem has {problem.potential.name})"
     if problem.potential.cutoff is None:
         return "needs a cutoff (this problem has none)"
     if not all(problem.box.periodic):

@@ -9,7 +9,7 @@ reports can show, and a cross-check of the harness's own timing.
    none`: the GPU's settings are not ours to change) and, by default, caches not flushed
    between kernels (`--cache-control none`: the phase's kernels share L2 as in an MD step;
    ncu's own default, `all`, makes every launch start cold, which overstates a phase of many
-   short launches: 1.46x for wbp_shared_atomic's 34 at LJ 1M). The report goes to
+   short launches: 1.46x for parity_warpblock_shared_atomic's 34 at LJ 1M). The report goes to
    reports/profile/<stem>.ncu-rep, its raw metrics to <stem>.csv, the summary to <stem>.json.
 3. Cross-check: the sum of the kernels' gpu__time_duration against the event-timed force phase
    (within 10% for a large system: launch gaps, and with cache=all the flush before every
@@ -23,7 +23,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .problem import InputError
+from mdcore import InputError
 
 SECTIONS = ("SpeedOfLight", "Occupancy", "LaunchStats", "MemoryWorkloadAnalysis", "WarpStateStats")
 # summary field -> raw metric (ncu --page raw column)

@@ -16,7 +16,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 
-from .problem import InputError
+from mdcore import InputError
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 MARK = "@@sanitize "

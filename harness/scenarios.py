@@ -16,7 +16,7 @@ from typing import Callable
 import numpy as np
 from numba import njit
 
-from .problem import Box, InputError, LennardJones, Problem, check_precision
+from mdcore import Box, InputError, LennardJones, Problem, check_precision
 
 DENSITY = 0.8442  # LJ liquid near the triple point, the standard LJ benchmark density
 SIZES = ("tiny", "small", "medium", "large")

@@ -1,12 +1,15 @@
 """Named benchmark sweeps (`python -m harness bench --suite NAME`, `make bench SUITE=NAME`).
 
-Each suite is a list of parts; a part is strategies (names or families) x scenarios x sizes x
-precisions, with optional launch-parameter sweeps. GPU strategies are left out on a machine
-without a GPU, so every suite also runs (its CPU part) there.
+Each suite is a list of parts; a part is strategies x scenarios x sizes x precisions, with
+optional launch-parameter sweeps. Strategies are chosen by what they are (attribute filters,
+strategies.resolve: 'traversal=parity', 'newton3=true+backend=cuda') or by name. On a machine
+without a GPU the GPU points are listed as n/a with the reason, and the CPU part runs.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from mdcore import PRECISIONS
 
 
 @dataclass(frozen=True)
@@ -23,36 +26,39 @@ SUITES: dict[str, tuple[str, list[Part]]] = {
         Part("all", ("lj_liquid", "gaussian"), ("small", "medium")),
     ]),
     "allpairs": ("thesis fig. 10.1: all pairs without cutoff, 125 to 216,000 particles", [
-        Part("allpairs_", ("allpairs_cube",), (125, 1000, 8000, 27000, 64000, 125000, 216000)),
+        Part("traversal=allpairs", ("allpairs_cube",), (125, 1000, 8000, 27000, 64000, 125000, 216000)),
     ]),
     "views": ("thesis fig. 10.2: nested vs 2D views (and CSR), 1,000 to 1,000,000 particles at constant density", [
-        Part("cells_fullshell_,c08_warp_", ("uniform",), (1000, 8000, 64000, 216000, 512000, 1000000)),
+        Part("traversal=fullshell+backend=cuda,c08_warp_", ("uniform",), (1000, 8000, 64000, 216000, 512000, 1000000)),
     ]),
     "one_per_cell": ("thesis fig. 10.3: one particle per cell, 1,000 to 20,000,000 cells", [
-        Part("cells_fullshell_csr,c08_warp_csr,c08_thread_csr,tbp_parity,wbp_shared_atomic,wbp_twopass_atomic,"
-             "cells_fullshell_cpu,c08_cpu", ("one_per_cell",),
+        Part("fullshell_thread_csr,c08_warp_csr,c08_thread_csr,parity_block_csr,parity_warpblock_shared_atomic,"
+             "parity_warpblock_twopass_atomic,backend=cpu+storage=csr", ("one_per_cell",),
              (1000, 8000, 64000, 512000, 1000000, 8000000, 20000000)),
     ]),
     "nine_per_cell": ("thesis fig. 10.4: 9 particles per cell, 125 to 2,200,000 particles", [
-        Part("cells_fullshell_csr,c08_warp_csr,c08_thread_csr,tbp_parity,wbp_shared_atomic,wbp_twopass_atomic,"
-             "cells_fullshell_cpu,c08_cpu", ("k_per_cell",), (125, 1000, 8000, 64000, 512000, 2200000)),
+        Part("fullshell_thread_csr,c08_warp_csr,c08_thread_csr,parity_block_csr,parity_warpblock_shared_atomic,"
+             "parity_warpblock_twopass_atomic,backend=cpu+storage=csr", ("k_per_cell",), (125, 1000, 8000, 64000, 512000, 2200000)),
     ]),
     "gaussian": ("thesis fig. 10.5: Gaussian blob, sigma 12 to 85 at 1,000,000 particles, box 120", [
-        Part("cells_fullshell_csr,c08_warp_csr,tbp_parity,wbp_shared_atomic,wbp_twopass_atomic,c08_cpu",
+        Part("fullshell_thread_csr,c08_warp_csr,parity_block_csr,parity_warpblock_shared_atomic,"
+             "parity_warpblock_twopass_atomic,c08_thread_cpu",
              tuple(f"gaussian:sigma={s}" for s in (12, 20, 30, 40, 55, 70, 85)), ("large",)),
     ]),
     "mardyn": ("the MarDyn processors: block and warps-per-block sweeps, schedulers and commits on LJ 1M; "
                "processors against particles per cell (1 to 12) at 1M", [
-        Part("tbp_parity", ("lj_liquid",), ("large",), sweep={"block": [32, 64, 128, 256, 512]}),
-        Part("wbp_shared_atomic,wbp_twopass_atomic", ("lj_liquid",), ("large",),
+        Part("parity_block_csr", ("lj_liquid",), ("large",), sweep={"block": [32, 64, 128, 256, 512]}),
+        Part("parity_warpblock_shared_atomic,parity_warpblock_twopass_atomic", ("lj_liquid",), ("large",),
              sweep={"warps": [1, 2, 4, 8, 16], "commit": ["atomic", "lock"]}),
         # the mutex scheduler costs seconds per evaluation at 1 warp per block: the warps sweep only
-        Part("wbp_shared_mutex,wbp_twopass_mutex", ("lj_liquid",), ("large",), sweep={"warps": [1, 2, 4, 8, 16]}),
-        Part("tbp_parity,wbp_shared_atomic,wbp_twopass_atomic,c08_warp_csr,cells_fullshell_csr",
+        Part("parity_warpblock_shared_mutex,parity_warpblock_twopass_mutex", ("lj_liquid",), ("large",),
+             sweep={"warps": [1, 2, 4, 8, 16]}),
+        Part("parity_block_csr,parity_warpblock_shared_atomic,parity_warpblock_twopass_atomic,c08_warp_csr,"
+             "fullshell_thread_csr",
              tuple(f"k_per_cell:k={k}" for k in (1, 2, 4, 9, 12)), (1000000,)),
     ]),
     "precision": ("every strategy in every precision mode on the LJ liquid, medium", [
-        Part("all", ("lj_liquid",), ("medium",), ("fp32", "mixed", "fp64")),
+        Part("all", ("lj_liquid",), ("medium",), PRECISIONS),
     ]),
 }
 # everything a full report shows, in one sweep (`make bench SUITE=full`, then `make report`)
@@ -62,7 +68,7 @@ SUITES["full"] = ("every suite above in one run: what `make report` needs for al
 
 
 def get(name: str) -> tuple[str, list[Part]]:
-    from .problem import InputError
+    from mdcore import InputError
 
     if name not in SUITES:
         raise InputError(f"unknown suite {name!r}; known: {', '.join(SUITES)}")

@@ -33,9 +33,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-_E32, _E64 = float(np.finfo(np.float32).eps), float(np.finfo(np.float64).eps)
-EPS = {"fp32": _E32, "mixed": _E32, "fp64": _E64}          # compute type
-EPS_ACC = {"fp32": _E32, "mixed": _E64, "fp64": _E64}      # accumulation type
+from mdcore import MODES
 
 
 @dataclass(frozen=True)
@@ -64,10 +62,10 @@ class Tolerance:
 
 TOLERANCES: dict[str, Tolerance] = {
     # fp32: float compute, float accumulation. Measured on an NVIDIA H200 (allpairs_*,
-    # cells_fullshell_*, c08_*) and with the numba CPU strategies, every scenario at small,
+    # fullshell_thread_*, c08_*) and with the numba CPU strategies, every scenario at small,
     # medium and large sizes (up to 1,048,576 particles), 2026-11-22: force_rms <= 4 kappa with
     # a cutoff and <= 9 kappa in the no-cutoff cube (m = N - 1 partners); force_max <= 55
-    # kappa; energy <= 7.2 accum and virial <= 4.3 accum (cells_fullshell_cpu on the 64,000
+    # kappa; energy <= 7.2 accum and virial <= 4.3 accum (fullshell_thread_cpu on the 64,000
     # particle Gaussian: numba does not fuse multiply-adds, so every float term is rounded
     # twice). Every bound leaves >= 2.8x margin over the worst cell.
     "fp32": Tolerance(force_rms=Bound(1e-6, kappa=20.0, accum=1.0),
@@ -92,9 +90,9 @@ def kappa(precision: str, lengths, r_min: float) -> float:
     """Coordinate-rounding conditioning of a problem for a precision mode."""
     if not np.isfinite(r_min) or r_min <= 0.0:
         return 0.0
-    return EPS[precision] * 0.5 * float(np.max(lengths)) / r_min
+    return MODES[precision].eps_compute * 0.5 * float(np.max(lengths)) / r_min
 
 
 def accumulation(precision: str, partners: float) -> float:
     """Accumulation conditioning: eps of the accumulation type times sqrt(partners)."""
-    return EPS_ACC[precision] * math.sqrt(max(partners, 1.0))
+    return MODES[precision].eps_accumulate * math.sqrt(max(partners, 1.0))

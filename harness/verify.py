@@ -7,7 +7,6 @@ with the strategy's reason.
 """
 from __future__ import annotations
 
-import json
 import math
 import sys
 import time
@@ -20,13 +19,12 @@ import numpy as np
 
 import reference
 import strategies
+from mdcore import PRECISIONS, Forces, Problem
 
-from . import device, scenarios
-from .problem import PRECISIONS, Forces, Problem
+from . import device, results, scenarios
+from .gate import budgets, gate
 from .tolerances import TOLERANCES, accumulation, kappa
 
-# Verify skips strategies whose distance checks exceed these budgets (O(N^2) at large N).
-DEFAULT_MAX_CHECKS = {"cpu": 4e9, "cuda": 4e12}
 COLUMNS = ["strategy", "backend", "scenario", "n", "precision", "force_rms", "force_max", "energy", "virial",
            "pairs_diff", "pairs_allowed", "kappa", "accum", "status", "detail"]
 
@@ -112,20 +110,16 @@ class Case:
 
 
 def _row(strategy: strategies.Strategy, case: Case, precision: str) -> dict:
-    return {"strategy": strategy.label, "backend": strategy.backend, "scenario": case.scenario, "n": case.problem.n,
-            "precision": precision, "status": "", "detail": "", "box": case.problem.box.describe(),
+    return {"strategy": strategy.label, "name": strategy.name, "backend": strategy.backend, "scenario": case.scenario,
+            "n": case.problem.n, "precision": precision, "status": "", "detail": "",
+            "box": case.problem.box.describe(), "potential": case.problem.potential.spec(),
             "cutoff": case.problem.potential.cutoff, "label": case.problem.label}
 
 
 def run_cell(strategy: strategies.Strategy, case: Case, precision: str, max_checks: dict) -> dict:
     problem = case.problem.with_precision(precision)
     row = _row(strategy, case, precision)
-    ok, why = strategy.supports(problem)
-    if ok:
-        checks = strategy.work(problem).get("distance_checks")
-        limit = max_checks.get(strategy.backend, math.inf)
-        if checks is not None and checks > limit:
-            ok, why = False, f"{checks:.2g} distance checks exceed the verify budget {limit:.2g} (--max-checks)"
+    ok, why, _ = gate(strategy, problem, max_checks, "verify")
     if not ok:
         row.update(status="n/a", detail=why)
         return row
@@ -155,7 +149,7 @@ def run_cell(strategy: strategies.Strategy, case: Case, precision: str, max_chec
 def run_matrix(strategy_list: Iterable[strategies.Strategy], cases: Iterable[Case], precisions: Iterable[str],
                max_checks: dict | None = None, progress: Callable[[str], None] | None = None) -> list[dict]:
     """Run every strategy x case x precision; references are computed once per case."""
-    budgets = {**DEFAULT_MAX_CHECKS, **(max_checks or {})}
+    limits = budgets("verify", max_checks)
     strategy_list, precisions = list(strategy_list), list(precisions)
     rows = []
     for case in cases:
@@ -167,7 +161,7 @@ def run_matrix(strategy_list: Iterable[strategies.Strategy], cases: Iterable[Cas
                 progress(f"reference {case.problem.label}: {case.ref.pairs} pairs, {case.ref.method}, {case.seconds:.1f} s")
         for s in strategy_list:
             for p in precisions:
-                row = run_cell(s, case, p, budgets)
+                row = run_cell(s, case, p, limits)
                 rows.append(row)
                 if progress:
                     progress(f"  {row['strategy']:18s} {p:5s} {row['status']}")
@@ -215,37 +209,22 @@ def summary(rows: list[dict]) -> dict:
     return {"counts": counts, "worst_by_precision": worst, "ok": counts["FAIL"] + counts["ERROR"] == 0}
 
 
-def write_reports(rows: list[dict], meta: dict, out_dir: Path, json_path: Path | None = None) -> list[Path]:
-    import pandas as pd
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    df = pd.DataFrame(rows)
-    for c in COLUMNS:
-        if c not in df:
-            df[c] = None
-    csv = out_dir / "verify.csv"
-    df[COLUMNS + [c for c in df.columns if c not in COLUMNS and c not in ("tolerance", "traceback")]].to_csv(csv, index=False)
-    doc = {"meta": meta, "summary": summary(rows), "tolerances": {p: t.as_dict() for p, t in TOLERANCES.items()},
-           "rows": rows}
-    text = json.dumps(doc, indent=1, default=lambda o: o.item() if hasattr(o, "item") else str(o))
-    paths = [csv]
-    for p in filter(None, [out_dir / "verify.json", json_path]):
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-        paths.append(p)
-    md = out_dir / "verify.md"
+def write_reports(rows: list[dict], meta: dict, device_header: dict, out_dir: Path,
+                  json_path: Path | None = None) -> list[Path]:
+    """verify.csv, verify.json and verify.md in out_dir (and the JSON at json_path too)."""
+    doc = results.document("verify", rows, device_header, meta, summary=summary(rows),
+                           tolerances={p: t.as_dict() for p, t in TOLERANCES.items()})
     s = doc["summary"]
-    lines = ["# Verification matrix", "", *[f"- {l}" for l in device.header_lines(meta["device"])],
+    lines = ["# Verification matrix", "", *[f"- {l}" for l in device.header_lines(device_header)],
              f"- command: `{meta['command']}`", f"- {meta['date']}", "",
              "| " + " | ".join(f"{k}: {v}" for k, v in s["counts"].items()) + " |", "| --- " * len(s["counts"]) + "|", "",
              "```", table(rows), "```", "",
              "Metrics and tolerances: see harness/tolerances.py (energy and virial relative to the sum of pair-term "
              "magnitudes; pairs may differ by the pairs within rounding of the cutoff)."]
-    md.write_text("\n".join(lines) + "\n")
-    paths.append(md)
-    return paths
+    return results.write(doc, out_dir, "verify", COLUMNS, drop=("tolerance", "traceback"),
+                         markdown="\n".join(lines) + "\n", copy_to=json_path)
 
 
 def meta(argv: list[str] | None = None) -> dict:
-    return {"device": device.header(), "command": " ".join(["python -m harness"] + (argv if argv is not None else sys.argv[1:])),
+    return {"command": " ".join(["python -m harness"] + (argv if argv is not None else sys.argv[1:])),
             "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}

@@ -1,13 +1,16 @@
-"""Float64 CPU reference (numba), independent of the strategies' code."""
+"""Float64 CPU reference (numba), independent of the strategies' code: any registered
+potential, from its own float64 formula (mdcore.Potential.reference_pair). Imports only mdcore."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from .lj import cell_grid, cutoff_band, lj_forces
+from mdcore.precision import MODES
 
-__all__ = ["Reference", "compute", "cell_grid", "cutoff_band", "lj_forces"]
+from .pairsum import cell_grid, cutoff_band, pair_sums
+
+__all__ = ["Reference", "compute", "cell_grid", "cutoff_band", "pair_sums"]
 
 
 @dataclass(frozen=True)
@@ -34,10 +37,10 @@ class Reference:
     method: str
 
     def near(self, precision: str) -> int:
-        return self.near_cutoff["fp64" if precision == "fp64" else "fp32"]
+        return self.near_cutoff[MODES[precision].rounding]
 
     def near_each(self, precision: str) -> np.ndarray:
-        return self.near_per_particle["fp64" if precision == "fp64" else "fp32"]
+        return self.near_per_particle[MODES[precision].rounding]
 
     @property
     def interactions_per_particle(self) -> float:
@@ -46,8 +49,8 @@ class Reference:
 
 
 def compute(problem, method: str = "auto") -> Reference:
-    """Reference for a harness.problem.Problem (its precision is ignored: always float64)."""
-    lj = problem.potential
-    out = lj_forces(problem.positions, problem.box.array, problem.box.periodic, lj.epsilon, lj.sigma,
-                    lj.cutoff, lj.shift, method=method)
+    """Reference for an mdcore.Problem (its precision is ignored: always float64)."""
+    pot = problem.potential
+    out = pair_sums(problem.positions, problem.box.array, problem.box.periodic, pot.reference_pair,
+                    pot.reference_constants(), pot.cutoff, method=method)
     return Reference(**out)

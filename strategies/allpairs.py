@@ -1,19 +1,20 @@
 """All-pairs strategies: every particle against every other (O(N^2)), with or without cutoff.
 
-allpairs_naive  CUDA, one thread per particle, j from global memory (PLUMED tutorial)
-allpairs_tiled  CUDA, the same with j staged through shared-memory tiles
-allpairs_cpu    numba prange over particles, the CPU counterpart
+allpairs_thread_naive  CUDA, one thread per particle, j from global memory (PLUMED tutorial)
+allpairs_thread_tiled  CUDA, the same with j staged through shared-memory tiles
+allpairs_thread_cpu    numba prange over particles, the CPU counterpart
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit, prange
 
-from harness.problem import Problem
+from mdcore import PRECISIONS, Potential, Problem
 
 from .base import Plan, Strategy
 from .cpu import CpuPlan, pair_sums, separation, store_sums
-from .cuda import CTYPES, CudaPlan, CudaStrategy, fold_expression, kernel, resident_blocks, sm_count
+from .cuda import CudaPlan, CudaStrategy, ctypes, fold_expression, kernel, resident_blocks, sm_count
+from .registry import register
 
 
 def _all_pairs_work(problem: Problem) -> dict:
@@ -23,21 +24,26 @@ def _all_pairs_work(problem: Problem) -> dict:
 
 class _AllPairsCuda(CudaStrategy):
     source_file = "allpairs.cu"
-    kernel_name = ""
+    traversal = "allpairs"
+    processor = "thread"
     launch_defaults = {"block": 256}
     launch_choices = {"block": (64, 128, 256, 512, 1024)}
 
-    def expression(self, precision: str, pbc: bool, block: int | None = None) -> str:
-        real, acc = CTYPES[precision]
+    def expression(self, precision: str, pbc: bool, potential: Potential, block: int | None = None) -> str:
+        real, acc = ctypes(precision)
         block = block or self.launch["block"]
-        return f"{self.kernel_name}<{real}, {acc}, LennardJones, {block}, {'true' if pbc else 'false'}>"
+        return f"{self.name}<{real}, {acc}, {potential.functor}, {block}, {'true' if pbc else 'false'}>"
 
-    def default_expressions(self) -> list[str]:
-        return sorted({self.expression(p, pbc) for p in CTYPES for pbc in (False, True)})
+    def default_expressions(self, potential: Potential) -> list[str]:
+        return sorted({self.expression(p, pbc, potential) for p in PRECISIONS for pbc in (False, True)})
 
-    def expressions(self) -> list[str]:
-        out = self.default_expressions() + [self.expression("fp32", True, b) for b in self.launch_choices["block"]]
+    def expressions(self, potential: Potential) -> list[str]:
+        out = self.default_expressions(potential) + [self.expression("fp32", True, potential, b)
+                                                     for b in self.launch_choices["block"]]
         return sorted(set(out))
+
+    def data_expressions(self) -> dict[str, list[str]]:
+        return {"reduce.cu": sorted({fold_expression(a) for a in ("float", "double")})}
 
     def work(self, problem: Problem) -> dict:
         return _all_pairs_work(problem)
@@ -49,12 +55,13 @@ class _AllPairsPlan(CudaPlan):
         self.grid = -(-problem.n // self.block)
         super().__init__(strategy, problem, nparts=self.grid * slices)
         pbc = any(problem.box.periodic)
-        self._kernel = kernel(strategy.source_file, strategy.expression(problem.precision, pbc))
+        self._kernel = kernel(strategy.source_file, strategy.expression(problem.precision, pbc, problem.potential),
+                              problem.potential)
 
 
-class AllPairsNaive(_AllPairsCuda):
-    name = "allpairs_naive"
-    kernel_name = "allpairs_naive"
+@register
+class AllPairsThreadNaive(_AllPairsCuda):
+    name = "allpairs_thread_naive"
     description = "CUDA, one thread per particle, every j read from global memory (PLUMED tutorial's kernel)"
 
     def _prepare(self, problem: Problem) -> Plan:
@@ -70,9 +77,9 @@ class _NaivePlan(_AllPairsPlan):
                                                     self.partial, self.pcount))
 
 
-class AllPairsTiled(_AllPairsCuda):
-    name = "allpairs_tiled"
-    kernel_name = "allpairs_tiled"
+@register
+class AllPairsThreadTiled(_AllPairsCuda):
+    name = "allpairs_thread_tiled"
     description = ("CUDA, one thread per particle, j staged through shared-memory tiles; the j range is split "
                    "over blockIdx.y until the GPU is full (slices=0: automatic)")
     # block 128: fastest of 64..1024 at 32,768 and 216,000 particles on an H200 (1.43 / 60.0 ms
@@ -86,12 +93,14 @@ class AllPairsTiled(_AllPairsCuda):
 
 
 class _TiledPlan(_AllPairsPlan):
-    def __init__(self, strategy: AllPairsTiled, problem: Problem):
+    def __init__(self, strategy: AllPairsThreadTiled, problem: Problem):
         n, block = problem.n, strategy.launch["block"]
         grid = -(-n // block)
         wanted = strategy.launch["slices"]
         if wanted == 0 and n:
-            probe = kernel(strategy.source_file, strategy.expression(problem.precision, any(problem.box.periodic)))
+            probe = kernel(strategy.source_file,
+                           strategy.expression(problem.precision, any(problem.box.periodic), problem.potential),
+                           problem.potential)
             target = strategy.WAVES * resident_blocks(probe, block) * sm_count()
             wanted = -(-target // grid)
         tiles = max(1, -(-n // block))
@@ -126,13 +135,13 @@ class _TiledPlan(_AllPairsPlan):
 
 # --- CPU --------------------------------------------------------------------------------
 
-@njit(parallel=True, cache=True)
-def _allpairs_cpu(pos, box, prm, zero, forces, sums, counts):
+@njit(parallel=True)
+def _allpairs_cpu(pair, pos, box, prm, rc2, zero, forces, sums, counts):
     """pos (n, 3) in the compute dtype; box: L0, L1, L2, 1/L0, 1/L1, 1/L2 (0 = open axis);
-    prm: the functor's constants (strategies.cpu.lj_pair); zero: 0 in the accumulation dtype.
-    forces (n, 3) and sums (n, 7) in the accumulation dtype, counts (n,) int64."""
+    pair, prm, rc2: the potential's pair function, constants and cutoff^2 (strategies.cpu);
+    zero: 0 in the accumulation dtype. forces (n, 3) and sums (n, 7) in the accumulation dtype,
+    counts (n,) int64."""
     n = pos.shape[0]
-    rc2 = prm[3]
     for i in prange(n):
         s = (zero, zero, zero, zero, zero, zero, zero)
         fx = fy = fz = zero
@@ -142,7 +151,7 @@ def _allpairs_cpu(pos, box, prm, zero, forces, sums, counts):
                 continue
             dx, dy, dz, r2 = separation(pos, i, j, box)
             if r2 < rc2:
-                ax, ay, az, s = pair_sums(s, dx, dy, dz, r2, prm)
+                ax, ay, az, s = pair_sums(pair, s, dx, dy, dz, r2, prm)
                 fx += ax
                 fy += ay
                 fz += az
@@ -154,12 +163,16 @@ def _allpairs_cpu(pos, box, prm, zero, forces, sums, counts):
 
 class _CpuPlan(CpuPlan):
     def force(self) -> None:
-        _allpairs_cpu(self.pos, self.box, self.prm, self.acc(0), self.forces, self.sums, self.counts)
+        _allpairs_cpu(self.pair, self.pos, self.box, self.prm, self.rc2, self.acc(0), self.forces, self.sums,
+                      self.counts)
 
 
-class AllPairsCpu(Strategy):
-    name = "allpairs_cpu"
+@register
+class AllPairsThreadCpu(Strategy):
+    name = "allpairs_thread_cpu"
     backend = "cpu"
+    traversal = "allpairs"
+    processor = "thread"
     description = "numba prange over particles, every pair from both sides (the OpenMP counterpart)"
 
     def work(self, problem: Problem) -> dict:

@@ -1,17 +1,26 @@
 """The one force-strategy interface every plugin implements.
 
-A strategy declares (name, backend, description, launch parameters) and says whether it
-applies to a problem (`supports`); the harness decides what to run. `prepare` does the
-one-off work (compile, allocate, upload); `compute` is the timed part and, on the GPU,
-returns without waiting for the device. Phases carry NVTX ranges named
-`<phase>/<strategy name>`: upload, bin (cell strategies), force, reduce, download.
+A strategy declares what it is (the attributes below, listed by `harness list --json` and used
+by tests, suites, reports and asv to select strategies) and says whether it applies to a problem
+(`supports`); the harness decides what to run. `prepare` does the one-off work (compile,
+allocate, upload); the phases of an evaluation are methods of the Plan it returns:
+
+  upload    positions to where the kernels read them
+  build     what the force phase traverses: cells (binning), or a neighbour list; skipped by
+            `step` while `needs_rebuild` says the built one is still valid
+  force     the pair loop
+  reduce    partial sums to energy, virial and pair count
+  download  `output().to_host()`
+
+Each phase runs inside an NVTX range `<phase>/<strategy name>`. On the GPU, `compute` returns
+without waiting for the device.
 """
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from harness.problem import PRECISIONS, Forces, InputError, Problem, StrategyError
-from harness.ranges import nvtx_range
+from mdcore import PRECISIONS, Forces, InputError, Problem, StrategyError
+from mdcore.ranges import nvtx_range
 
 __all__ = ["Plan", "Strategy", "StrategyError"]
 
@@ -26,8 +35,14 @@ class Plan:
     def upload(self) -> None:
         """Copy positions to where `force` reads them (no-op on the CPU)."""
 
-    def bin(self) -> None:
-        """Sort particles into cells (cell strategies; a no-op for the others)."""
+    def build(self) -> None:
+        """Bin particles into cells, or build a neighbour list."""
+
+    def needs_rebuild(self, positions=None) -> bool:
+        """Whether build() must run before the next force(). Strategies without a reusable list
+        rebuild always (True); list strategies compare the displacement since their build with
+        half their skin."""
+        return True
 
     def force(self) -> None:
         raise NotImplementedError
@@ -49,16 +64,30 @@ class Plan:
 class Strategy:
     """Base class: subclasses set the class attributes and implement `_prepare`.
 
-    name: stable id with a family prefix (allpairs_, cells_, c08_, parity_, tbp_, wbp_);
-    backend: "cuda" or "cpu"; launch: launch parameters with their defaults, each checked
-    against `launch_choices`.
+    Attributes (what a strategy is; strategies.registry documents the naming grammar):
+      name, backend ("cuda" | "cpu"), description
+      traversal      allpairs | fullshell | c08 | parity
+      processor      thread | warp | block | warpblock
+      storage        none | csr | 2d | nested (where the cells keep their particles)
+      newton3        each pair computed once, its force added to both particles
+      deterministic  the same input gives the same bits (no sums in scheduling order)
+      list_reuse     builds a list that later evaluations reuse (needs_rebuild decides)
+      potentials     names of the potentials it computes; None: any registered potential
+      precisions     precision modes it implements
+    launch_defaults: launch parameters with their defaults, each checked against launch_choices.
     """
 
     name: ClassVar[str]
     backend: ClassVar[str]
     description: ClassVar[str]
-    precisions: ClassVar[tuple[str, ...]] = PRECISIONS
+    traversal: ClassVar[str]
+    processor: ClassVar[str]
+    storage: ClassVar[str] = "none"
     newton3: ClassVar[bool] = False
+    deterministic: ClassVar[bool] = True
+    list_reuse: ClassVar[bool] = False
+    potentials: ClassVar[tuple[str, ...] | None] = None
+    precisions: ClassVar[tuple[str, ...]] = PRECISIONS
     launch_defaults: ClassVar[dict[str, Any]] = {}
     launch_choices: ClassVar[dict[str, tuple]] = {}
 
@@ -75,7 +104,7 @@ class Strategy:
 
     @property
     def label(self) -> str:
-        """Name plus non-default launch parameters, e.g. allpairs_tiled[block=128]."""
+        """Name plus non-default launch parameters, e.g. allpairs_thread_tiled[block=128]."""
         extra = {k: v for k, v in self.launch.items() if v != self.launch_defaults.get(k)}
         return self.name + ("[" + ",".join(f"{k}={v}" for k, v in extra.items()) + "]" if extra else "")
 
@@ -92,6 +121,9 @@ class Strategy:
             return False, why
         if problem.precision not in self.precisions:
             return False, f"precision {problem.precision} not implemented (has {', '.join(self.precisions)})"
+        pot = problem.potential.name
+        if self.potentials is not None and pot not in self.potentials:
+            return False, f"potential {pot} not implemented (has {', '.join(self.potentials)})"
         return True, ""
 
     def prepare(self, problem: Problem) -> Plan:
@@ -104,14 +136,25 @@ class Strategy:
         raise NotImplementedError
 
     def compute(self, plan: Plan) -> Forces:
-        """Bin, force and reduce phases; asynchronous on the device."""
-        with nvtx_range(f"bin/{self.name}"):
-            plan.bin()
+        """From scratch: build, force and reduce phases; asynchronous on the device."""
+        with nvtx_range(f"build/{self.name}"):
+            plan.build()
+        return self.compute_built(plan)
+
+    def compute_built(self, plan: Plan) -> Forces:
+        """Force and reduce with what the last build made (positions unchanged since)."""
         with nvtx_range(f"force/{self.name}"):
             plan.force()
         with nvtx_range(f"reduce/{self.name}"):
             plan.reduce()
         return plan.output()
+
+    def step(self, plan: Plan, positions=None) -> Forces:
+        """One MD step's evaluation: build only where needs_rebuild says so."""
+        if plan.needs_rebuild(positions):
+            with nvtx_range(f"build/{self.name}"):
+                plan.build()
+        return self.compute_built(plan)
 
     def evaluate(self, problem: Problem) -> Forces:
         """prepare, upload, compute, download: the whole evaluation, result on the host."""

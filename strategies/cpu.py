@@ -1,41 +1,33 @@
-"""What the numba CPU strategies share: the pair functor (the CPU twin of LennardJones in
-kernels/common.cuh), the precision set-up and the plan's buffers and reduction.
+"""What the numba CPU strategies share: the pair step around a potential's pair function, the
+precision set-up and the plan's buffers and reduction.
 
-Precision: arrays carry the compute dtype (float32 or float64) and the functor's constants
-come in `prm` in that dtype, so float32 arithmetic stays float32 (a Python literal would
-promote it); sums start from `zero` in the accumulation dtype.
+The loops take the potential's numba pair function as an argument (numba specialises them per
+potential; no compile cache for such functions) and its cutoff^2 as a number: the potential is
+a parameter, nothing in a loop knows which one it computes.
+
+Precision: arrays carry the compute dtype (float32 or float64) and the pair function's constants
+come in `prm` in that dtype, so float32 arithmetic stays float32 (a Python literal would promote
+it); sums start from `zero` in the accumulation dtype.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from numba import njit
 
-from harness.problem import Forces, Problem
+from mdcore import MODES, Forces, Problem
 
 from .base import Plan, Strategy
-from .cuda import CTYPES
-
-NP = {"float": np.float32, "double": np.float64}
-
-
-@njit(inline="always")
-def lj_pair(r2, prm):
-    """(|F| / r, pair energy) for r2 inside the cutoff; prm = sigma^2, 24 eps, 4 eps, rc^2,
-    U_shift, 1, 2 in the compute dtype."""
-    one, two = prm[5], prm[6]
-    inv = one / r2
-    s2 = prm[0] * inv
-    s6 = s2 * s2 * s2
-    return prm[1] * s6 * (two * s6 - one) * inv, prm[2] * s6 * (s6 - one) - prm[4]
 
 
 @njit
-def pair_sums(s, dx, dy, dz, r2, prm):
-    """One pair inside the cutoff, d = r_i - r_j. s: the running sums (energy, virial xx, xy,
-    xz, yy, yz, zz) as a tuple, so that they stay in registers (LLVM inlines the call; numba's
-    own inlining would trip its parfor array analysis on the tuple). Returns the force on i
-    and the updated sums."""
-    fr, u = lj_pair(r2, prm)
+def pair_sums(pair, s, dx, dy, dz, r2, prm):
+    """One pair inside the cutoff, d = r_i - r_j; pair(r2, prm) -> (|F|/r, u). s: the running
+    sums (energy, virial xx, xy, xz, yy, yz, zz) as a tuple, so that they stay in registers (LLVM
+    inlines the call; numba's own inlining would trip its parfor array analysis on the tuple).
+    Returns the force on i and the updated sums."""
+    fr, u = pair(r2, prm)
     ax, ay, az = fr * dx, fr * dy, fr * dz
     s = (s[0] + u, s[1] + ax * dx, s[2] + ax * dy, s[3] + ax * dz, s[4] + ay * dy, s[5] + ay * dz,
          s[6] + az * dz)
@@ -65,18 +57,22 @@ def separation(pos, i, j, box):
 
 class CpuPlan(Plan):
     """Centred positions in the compute dtype; forces (n, 3) and per-row sums (rows, 7) in
-    the accumulation dtype. Subclasses fill them in force(); reduce() folds the rows."""
+    the accumulation dtype. Subclasses fill them in force(); reduce() folds the rows.
+    pair, prm, rc2: the potential's pair function, its constants and cutoff^2 (compute dtype)."""
 
     visits_per_pair = 2
 
     def __init__(self, strategy: Strategy, problem: Problem, rows: int | None = None):
         super().__init__(strategy, problem)
-        real_t, acc_t = CTYPES[problem.precision]
-        self.real, self.acc = NP[real_t], NP[acc_t]
+        mode = MODES[problem.precision]
+        self.real, self.acc = mode.compute, mode.accumulate
         L = problem.box.array
         self.pos = (problem.positions - 0.5 * L).astype(self.real)  # centred, as on the GPU
         self.box = np.concatenate([L, np.where(problem.box.periodic, 1.0 / L, 0.0)]).astype(self.real)
-        self.prm = np.concatenate([problem.potential.params(), [1.0, 2.0]]).astype(self.real)
+        pot = problem.potential
+        self.pair = pot.pair
+        self.prm = pot.pair_params(self.real)
+        self.rc2 = self.real(math.inf if pot.cutoff is None else pot.cutoff ** 2)
         n = problem.n
         rows = n if rows is None else rows
         self.forces = np.empty((n, 3), self.acc)

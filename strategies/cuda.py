@@ -1,6 +1,11 @@
 """CUDA plumbing shared by the GPU strategies: device detection, kernel compilation (CuPy
 RawModule, one cached module per specialisation), device buffers and the reduce phase.
 
+A traversal kernel is a template on the pair functor; its module's code is the potential's
+functor header (strategies/kernels/<potential.cuda_header>, or the potential's own
+cuda_source) followed by the kernel file, so any registered potential compiles into any
+traversal without a change to either.
+
 CuPy is imported lazily so that CPU-only machines can import every strategy module.
 """
 from __future__ import annotations
@@ -10,14 +15,11 @@ import re
 from pathlib import Path
 import numpy as np
 
-from harness.problem import Forces, Problem
+from mdcore import MODES, Forces, Potential, Problem, StrategyError
 
-from .base import Plan, Strategy, StrategyError
+from .base import Plan, Strategy
 
 KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
-# precision mode -> (C++ compute type, C++ accumulation type)
-CTYPES = {"fp32": ("float", "float"), "mixed": ("float", "double"), "fp64": ("double", "double")}
-DTYPES = {"float": np.float32, "double": np.float64}
 REDUCE_BLOCK = 256
 COMPILE_OPTIONS = ("-std=c++17",)
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.M)
@@ -51,14 +53,35 @@ def source(name: str, _seen: set | None = None) -> str:
     return _INCLUDE.sub(lambda m: source(m.group(1), seen), text).replace("#pragma once", "")
 
 
+def functor_source(potential: Potential, seen: set | None = None) -> str:
+    """The C++ text of a potential's pair functor (its header, includes inlined)."""
+    if potential.cuda_source is not None:
+        return potential.cuda_source
+    return source(potential.cuda_header, seen)
+
+
+def module_code(file: str, potential: Potential | None = None) -> str:
+    """The code of one kernel file's module: the potential's functor first (for the traversal
+    kernels), then the file; each header once."""
+    seen: set = set()
+    head = functor_source(potential, seen) + "\n" if potential is not None else ""
+    return head + source(file, seen)
+
+
 @functools.cache
-def kernel(file: str, expression: str):
-    """Compiled kernel for one template specialisation, e.g.
-    kernel("allpairs.cu", "allpairs_tiled<float, double, LennardJones, 256, true>")."""
+def _compiled(code: str, expression: str):
     import cupy
 
-    module = cupy.RawModule(code=source(file), options=COMPILE_OPTIONS, name_expressions=(expression,))
+    module = cupy.RawModule(code=code, options=COMPILE_OPTIONS, name_expressions=(expression,))
     return module.get_function(expression)
+
+
+def kernel(file: str, expression: str, potential: Potential | None = None):
+    """Compiled kernel for one template specialisation, e.g.
+    kernel("allpairs.cu", "allpairs_thread_tiled<float, double, LennardJones, 256, true>", lj);
+    the module is cached per code and specialisation. `potential` for the traversal kernels
+    (their functor's header goes first), None for kernels without a pair functor."""
+    return _compiled(module_code(file, potential), expression)
 
 
 def reduce_expression(acc: str) -> str:
@@ -103,8 +126,14 @@ def centred_positions(problem: Problem, real: type) -> np.ndarray:
     return out
 
 
+def ctypes(precision: str) -> tuple[str, str]:
+    """(C++ compute type, C++ accumulation type) of a precision mode."""
+    m = MODES[precision]
+    return m.cxx_compute, m.cxx_accumulate
+
+
 class CudaStrategy(Strategy):
-    """Base of the GPU strategies: availability from the device, precision from CTYPES."""
+    """Base of the GPU strategies: availability from the device, types from the precision."""
 
     backend = "cuda"
     source_file: str = ""
@@ -112,14 +141,19 @@ class CudaStrategy(Strategy):
     def available(self) -> tuple[bool, str]:
         return device_status()
 
-    def expressions(self) -> list[str]:
-        """Every template specialisation this strategy may launch (CI compiles them all)."""
+    def expressions(self, potential: Potential) -> list[str]:
+        """Every template specialisation this strategy may launch with `potential` (CI compiles
+        them all); the kernels without a pair functor come from data_expressions()."""
         raise NotImplementedError
 
-    def default_expressions(self) -> list[str]:
+    def default_expressions(self, potential: Potential) -> list[str]:
         """The specialisations of the default launch parameters, every precision and
         periodicity (CI checks them for spills and float64 in fp32)."""
         raise NotImplementedError
+
+    def data_expressions(self) -> dict[str, list[str]]:
+        """Kernels without a pair functor this strategy launches, per file (binning, layouts)."""
+        return {}
 
 
 class CudaPlan(Plan):
@@ -136,8 +170,9 @@ class CudaPlan(Plan):
         import cupy
 
         self.cp = cupy
-        self.real_t, self.acc_t = CTYPES[problem.precision]
-        self.real, self.acc = DTYPES[self.real_t], DTYPES[self.acc_t]
+        mode = MODES[problem.precision]
+        self.real_t, self.acc_t = mode.cxx_compute, mode.cxx_accumulate
+        self.real, self.acc = mode.compute, mode.accumulate
         n = problem.n
         self.host_pos = centred_positions(problem, self.real)
         self.box = box_struct(problem, self.real)

@@ -16,6 +16,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from mdcore import LennardJones, Potential
+
 from .cuda import COMPILE_OPTIONS, KERNEL_DIR, fold_expression, reduce_expression
 
 ARCH = "sm_90"
@@ -36,39 +38,64 @@ def nvcc() -> str | None:
     return shutil.which("nvcc")
 
 
-def specialisations() -> dict[str, list[str]]:
-    """Kernel file -> every expression the registered GPU strategies (and the reduction) use."""
+def specialisations(potential: Potential | None = None) -> dict[str, tuple[list[str], bool]]:
+    """Kernel file -> (every expression the registered GPU strategies (and the reduction) use,
+    whether the file's unit needs the potential's functor). Traversal kernels are instantiated
+    with `potential` (default: Lennard-Jones)."""
     import strategies
     from .cuda import CudaStrategy
 
-    out: dict[str, list[str]] = {"reduce.cu": [f(a) for f in (reduce_expression, fold_expression)
+    potential = potential or LennardJones()
+    data: dict[str, list[str]] = {"reduce.cu": [f(a) for f in (reduce_expression, fold_expression)
                                                 for a in ("float", "double")]}
-    for name, cls in strategies.REGISTRY.items():
-        if issubclass(cls, CudaStrategy):
-            s = cls()
-            out.setdefault(s.source_file, [])
-            out[s.source_file] += [e for e in s.expressions() if e not in out[s.source_file]]
+    traversal: dict[str, list[str]] = {}
+    for name in strategies.ordered():
+        cls = strategies.REGISTRY[name]
+        if not issubclass(cls, CudaStrategy):
+            continue
+        s = cls()
+        for file, exprs in s.data_expressions().items():
+            data.setdefault(file, [])
+            data[file] += [e for e in exprs if e not in data[file]]
+        files = {f for f, _ in getattr(s, "traversal_specs", lambda *a: {})("fp32", True, potential).values()} \
+            or {s.source_file}
+        for file in files:
+            traversal.setdefault(file, [])
+            traversal[file] += [e for e in s.expressions(potential) if e not in traversal[file]]
+    out: dict[str, tuple[list[str], bool]] = {}
+    for file in sorted(set(data) | set(traversal)):
+        out[file] = (data.get(file, []) + traversal.get(file, []), file in traversal)
     return out
 
 
-def translation_unit(file: str, expressions: list[str]) -> str:
-    """A .cu that includes `file` and instantiates each expression by taking its address."""
+def translation_unit(file: str, expressions: list[str], functor: str | None = None) -> str:
+    """A .cu that includes `file` (after `functor`'s header, a file name in the unit's include
+    path) and instantiates each expression by taking its address."""
     body = "\n".join(f"  (const void*)&{e}," for e in expressions)
-    return (f'#include "{file}"\nextern const void* const instantiated[];\n'
+    head = f'#include "{functor}"\n' if functor else ""
+    return (f'{head}#include "{file}"\nextern const void* const instantiated[];\n'
             f'const void* const instantiated[] = {{\n{body}\n}};\n')
 
 
-def compile_unit(file: str, expressions: list[str], ptx: bool = False, arch: str = ARCH) -> tuple[int, str, str]:
-    """Compile; returns (returncode, compiler output, PTX text if ptx else '')."""
+def compile_unit(file: str, expressions: list[str], ptx: bool = False, arch: str = ARCH,
+                 potential: Potential | None = None) -> tuple[int, str, str]:
+    """Compile; returns (returncode, compiler output, PTX text if ptx else ''). `potential`: the
+    functor the traversal kernels among the expressions are instantiated with."""
     exe = nvcc()
     if exe is None:
         raise FileNotFoundError("nvcc not found on PATH")
     with tempfile.TemporaryDirectory() as tmp:
+        functor = None
+        if potential is not None and potential.cuda_source is None:
+            functor = potential.cuda_header  # found on the kernels' include path
+        elif potential is not None:  # its own text (which includes common.cuh itself)
+            functor = "functor_under_test.cuh"
+            (Path(tmp) / functor).write_text(potential.cuda_source)
         src = Path(tmp) / "unit.cu"
-        src.write_text(translation_unit(file, expressions))
+        src.write_text(translation_unit(file, expressions, functor))
         out = Path(tmp) / ("unit.ptx" if ptx else "unit.cubin")
-        cmd = [exe, *COMPILE_OPTIONS, f"-arch={arch}", f"-I{KERNEL_DIR}", "-Xptxas", "-v", "-Werror", "all-warnings",
-               "-ptx" if ptx else "-cubin", "-o", str(out), str(src)]
+        cmd = [exe, *COMPILE_OPTIONS, f"-arch={arch}", f"-I{KERNEL_DIR}", f"-I{tmp}", "-Xptxas", "-v", "-Werror",
+               "all-warnings", "-ptx" if ptx else "-cubin", "-o", str(out), str(src)]
         if ptx:
             cmd.remove("-Xptxas"), cmd.remove("-v")
         r = subprocess.run(cmd, capture_output=True, text=True)
@@ -105,8 +132,9 @@ def main() -> int:
         print("nvcc not found on PATH", file=sys.stderr)
         return 2
     bad = 0
-    for file, exprs in specialisations().items():
-        code, out, _ = compile_unit(file, exprs)
+    lj = LennardJones()
+    for file, (exprs, needs_functor) in specialisations(lj).items():
+        code, out, _ = compile_unit(file, exprs, potential=lj if needs_functor else None)
         print(f"{file}: {len(exprs)} specialisations, {'ok' if code == 0 else 'FAILED'}")
         if code:
             print(out)

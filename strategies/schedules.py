@@ -78,7 +78,7 @@ def c08_applicable(n, periodic) -> tuple[bool, str]:
     for a, axis in enumerate("xyz"):
         if periodic[a] and n[a] < 3:
             return False, (f"c08 needs at least 3 cells along a periodic axis, {axis} has {int(n[a])} "
-                           "(a base step would meet its own image); enlarge the box or use cells_fullshell")
+                           "(a base step would meet its own image); enlarge the box or use a full-shell strategy")
     return True, ""
 
 
@@ -186,7 +186,7 @@ def parity_applicable(n, periodic) -> tuple[bool, str]:
         if periodic[a] and n[a] < 3:
             return False, (f"the parity traverser needs at least 3 cells along a periodic axis, {axis} has "
                            f"{int(n[a])} (a cell would pair with its own image twice); enlarge the box or use "
-                           "cells_fullshell")
+                           "a full-shell strategy")
     return True, ""
 
 

@@ -5,10 +5,10 @@ import pytest
 import reference
 import strategies
 from harness import scenarios, verify
-from harness.problem import InputError, LennardJones, Problem
+from mdcore import InputError, LennardJones, Problem
 from strategies import cells
 
-CPU = ["cells_fullshell_cpu", "c08_cpu"]
+CPU = ["fullshell_thread_cpu", "c08_thread_cpu"]
 
 
 @pytest.mark.parametrize("name", CPU)
@@ -52,11 +52,11 @@ def test_particles_at_the_box_edges_are_binned(name, periodic):
 
 def test_c08_not_applicable_with_two_periodic_cells():
     p = scenarios.make("lj_liquid", "tiny")  # box 6.7 with rc 2.5: 2 cells per axis
-    ok, why = strategies.create("c08_cpu").supports(p)
+    ok, why = strategies.create("c08_thread_cpu").supports(p)
     assert not ok and "at least 3 cells along a periodic axis, x has 2" in why
-    assert strategies.create("cells_fullshell_cpu").supports(p) == (True, "")
+    assert strategies.create("fullshell_thread_cpu").supports(p) == (True, "")
     open_box = scenarios.make("lj_liquid_open", "tiny")
-    assert strategies.create("c08_cpu").supports(open_box) == (True, "")
+    assert strategies.create("c08_thread_cpu").supports(open_box) == (True, "")
 
 
 @pytest.mark.parametrize("name", CPU)
@@ -76,13 +76,13 @@ def test_cell_factor_changes_the_grid_not_the_result(name):
 @pytest.mark.parametrize("bad", [0.5, "x", float("nan")])
 def test_bad_cell_factor(bad):
     with pytest.raises(InputError, match="cell_factor must be a number >= 1.0"):
-        strategies.create("c08_cpu", cell_factor=bad)
+        strategies.create("c08_thread_cpu", cell_factor=bad)
 
 
 def test_work_counts_are_cell_checks():
     p = scenarios.make("k_per_cell", "small")
-    full = strategies.create("cells_fullshell_cpu").work(p)
-    c08 = strategies.create("c08_cpu").work(p)
+    full = strategies.create("fullshell_thread_cpu").work(p)
+    c08 = strategies.create("c08_thread_cpu").work(p)
     assert full["cells"] == c08["cells"] == 6 ** 3 and full["max_per_cell"] == 9
     # full shell sees every pair from both sides, c08 once: exactly twice as many checks
     assert full["distance_checks"] == 2 * c08["distance_checks"]
@@ -90,36 +90,35 @@ def test_work_counts_are_cell_checks():
 
 
 def test_2d_views_refuse_what_does_not_fit(monkeypatch):
-    s = strategies.create("cells_fullshell_2d")
+    s = strategies.create("fullshell_thread_2d")
     p = scenarios.make("gaussian", "small")
     monkeypatch.setattr(type(s), "available", lambda self: (True, ""))
     monkeypatch.setattr(type(s), "_free_bytes", staticmethod(lambda: 1 << 20))
     ok, why = s.supports(p)
     need = s.padded_bytes(p)
-    assert not ok and "2D views need" in why and "GiB" in why and "use the csr or nested layout" in why
+    assert not ok and "2D views need" in why and "GiB" in why and "use the csr or nested storage" in why
     assert need > 1 << 20
-    counts = cells._host_counts(p, 1.0)
+    counts = cells.host_counts(p, 1.0)
     assert need == len(counts) * (counts.max() + 1) * (16 + 12)  # fp32: float4 positions, 3 float forces
 
 
-def test_registry_has_every_traversal_on_every_layout():
-    names = set(strategies.names("cuda"))
-    for t in ("cells_fullshell", "c08_thread", "c08_warp"):
-        for lay in ("csr", "2d", "nested"):
-            assert f"{t}_{lay}" in names
-    assert {"cells_fullshell_cpu", "c08_cpu"} <= set(strategies.names("cpu"))
+def test_registry_has_every_traversal_on_every_storage():
+    for trav, proc in (("fullshell", "thread"), ("c08", "thread"), ("c08", "warp")):
+        got = {strategies.REGISTRY[n].storage for n in strategies.select(traversal=trav, processor=proc, backend="cuda")}
+        assert got == {"csr", "2d", "nested"}, (trav, proc, got)
+    assert set(strategies.select(backend="cpu", storage="csr")) == {"fullshell_thread_cpu", "c08_thread_cpu"}
 
 
 def test_host_counts_shared_across_precisions():
     p = scenarios.make("uniform", "small", precision="fp32")
-    a = cells._host_counts(p, 1.0)
-    assert cells._host_counts(p.with_precision("fp64"), 1.0) is a
-    assert cells._host_counts(p, 1.5) is not a and a.sum() == p.n
+    a = cells.host_counts(p, 1.0)
+    assert cells.host_counts(p.with_precision("fp64"), 1.0) is a
+    assert cells.host_counts(p, 1.5) is not a and a.sum() == p.n
 
 
 @pytest.mark.parametrize("spec", ["uniform", "gaussian"])
-def test_mardyn_distance_checks_follow_what_each_processor_computes(spec):
-    """parity_reference and tbp_parity compute each pair once (c08's count); two-pass computes
+def test_parity_distance_checks_follow_what_each_processor_computes(spec):
+    """parity_thread_csr and parity_block_csr compute each pair once (c08's count); two-pass computes
     every pair from both sides (the full shell's count); shared-cache computes inter-cell pairs
     once and intra-cell pairs from both sides."""
     import strategies
@@ -127,8 +126,8 @@ def test_mardyn_distance_checks_follow_what_each_processor_computes(spec):
 
     p = scenarios.make(spec, "small")
     work = {n: strategies.create(n).work(p)["distance_checks"] for n in
-            ("cells_fullshell_csr", "c08_warp_csr", "parity_reference", "tbp_parity", "wbp_twopass_atomic",
-             "wbp_shared_mutex")}
-    assert work["parity_reference"] == work["tbp_parity"] == work["c08_warp_csr"]
-    assert work["wbp_twopass_atomic"] == work["cells_fullshell_csr"]
-    assert work["c08_warp_csr"] < work["wbp_shared_mutex"] < work["cells_fullshell_csr"]
+            ("fullshell_thread_csr", "c08_warp_csr", "parity_thread_csr", "parity_block_csr", "parity_warpblock_twopass_atomic",
+             "parity_warpblock_shared_mutex")}
+    assert work["parity_thread_csr"] == work["parity_block_csr"] == work["c08_warp_csr"]
+    assert work["parity_warpblock_twopass_atomic"] == work["fullshell_thread_csr"]
+    assert work["c08_warp_csr"] < work["parity_warpblock_shared_mutex"] < work["fullshell_thread_csr"]

@@ -29,11 +29,11 @@ def test_list_json():
 
 def test_list_text():
     r = run("list")
-    assert r.returncode == 0 and "allpairs_tiled" in r.stdout and "gaussian" in r.stdout
+    assert r.returncode == 0 and "allpairs_thread_tiled" in r.stdout and "gaussian" in r.stdout
 
 
 def test_verify_cpu_end_to_end(tmp_path):
-    r = run("verify", "--strategies", "allpairs_cpu", "--scenarios", "lj_liquid,allpairs_cube", "--size", "tiny",
+    r = run("verify", "--strategies", "allpairs_thread_cpu", "--scenarios", "lj_liquid,allpairs_cube", "--size", "tiny",
             "--precision", "fp32,fp64", "--out", str(tmp_path), "--json", str(tmp_path / "x" / "v.json"), "--quiet")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "pass: 4" in r.stdout
@@ -43,7 +43,7 @@ def test_verify_cpu_end_to_end(tmp_path):
 
 
 def test_verify_lists_gpu_strategies_as_not_applicable_without_a_gpu(tmp_path):
-    ok, why = strategies.create("allpairs_tiled").available()
+    ok, why = strategies.create("allpairs_thread_tiled").available()
     if ok:
         pytest.skip("this machine has a GPU")
     code = cli.main(["verify", "--scenarios", "uniform", "--size", "tiny", "--precision", "fp32",
@@ -58,10 +58,10 @@ def test_verify_lists_gpu_strategies_as_not_applicable_without_a_gpu(tmp_path):
     (["verify", "--strategies", "allpairs_magic"], "unknown strategy 'allpairs_magic'"),
     (["verify", "--scenarios", "lj_gas"], "unknown scenario 'lj_gas'"),
     (["verify", "--precision", "fp16"], "unknown precision 'fp16'"),
-    (["verify", "--size", "huge", "--strategies", "allpairs_cpu"], "unknown size 'huge'"),
-    (["bench", "--strategies", "allpairs_cpu", "--scenario", "nothing"], "unknown scenario 'nothing'"),
-    (["bench", "--strategies", "allpairs_cpu", "--launch", "block"], "is not key=value"),
-    (["bench", "--strategies", "allpairs_cpu", "--launch", "block=64"], "unknown launch parameter"),
+    (["verify", "--size", "huge", "--strategies", "allpairs_thread_cpu"], "unknown size 'huge'"),
+    (["bench", "--strategies", "allpairs_thread_cpu", "--scenario", "nothing"], "unknown scenario 'nothing'"),
+    (["bench", "--strategies", "allpairs_thread_cpu", "--launch", "block"], "is not key=value"),
+    (["bench", "--strategies", "allpairs_thread_cpu", "--launch", "block=64"], "unknown launch parameter"),
     (["forces", "--strategy", "reference", "--input", "/nonexistent.xyz", "--out", "x.npz"], "no such file"),
 ])
 def test_bad_names_exit_2_with_a_message(args, msg):
@@ -70,11 +70,11 @@ def test_bad_names_exit_2_with_a_message(args, msg):
 
 
 def test_gpu_strategy_named_without_gpu_is_an_error(tmp_path):
-    ok, _ = strategies.create("allpairs_tiled").available()
+    ok, _ = strategies.create("allpairs_thread_tiled").available()
     if ok:
         pytest.skip("this machine has a GPU")
-    for args in (["verify", "--strategies", "allpairs_tiled", "--size", "tiny"],
-                 ["bench", "--strategies", "allpairs_naive", "--scenario", "uniform", "--n", "tiny"]):
+    for args in (["verify", "--strategies", "allpairs_thread_tiled", "--size", "tiny"],
+                 ["bench", "--strategies", "allpairs_thread_naive", "--scenario", "uniform", "--n", "tiny"]):
         r = run(*args)
         assert r.returncode == 2 and "cannot run on this machine: no CUDA GPU" in r.stderr
 
@@ -92,17 +92,17 @@ def test_forces_bad_potential(tmp_path, bad, msg):
 def test_export_then_forces_from_file_matches_reference(tmp_path):
     conf = tmp_path / "c.xyz"
     assert run("export", "--scenario", "lj_liquid", "--n", "tiny", "--out", str(conf)).returncode == 0
-    for strat in ("reference", "allpairs_cpu"):
+    for strat in ("reference", "allpairs_thread_cpu"):
         out = tmp_path / f"{strat}.npz"
         r = run("forces", "--strategy", strat, "--input", str(conf), "--precision", "fp64", "--shift",
                 "--out", str(out))
         assert r.returncode == 0, r.stderr
-    a, b = np.load(tmp_path / "reference.npz"), np.load(tmp_path / "allpairs_cpu.npz")
+    a, b = np.load(tmp_path / "reference.npz"), np.load(tmp_path / "allpairs_thread_cpu.npz")
     assert set(a.files) == {"forces", "energy", "virial", "pairs"}
     np.testing.assert_allclose(b["forces"], a["forces"], atol=1e-10 * np.abs(a["forces"]).max())
     assert int(a["pairs"]) == int(b["pairs"])
     pos, box = io.read_configuration(conf)
-    from harness.problem import LennardJones, Problem
+    from mdcore import LennardJones, Problem
     ref = reference.compute(Problem.make(pos, box, LennardJones(shift=True)))
     assert float(a["energy"]) == pytest.approx(ref.energy, rel=1e-14)
 
@@ -119,31 +119,31 @@ def test_forces_no_cutoff_open_box(tmp_path):
 def test_verify_from_input_file(tmp_path):
     p = scenarios.make("gaussian", "tiny")
     io.write_configuration(tmp_path / "g.npz", p.positions, p.box)
-    r = run("verify", "--strategies", "allpairs_cpu", "--input", str(tmp_path / "g.npz"), "--cutoff", "3.0",
+    r = run("verify", "--strategies", "allpairs_thread_cpu", "--input", str(tmp_path / "g.npz"), "--cutoff", "3.0",
             "--out", str(tmp_path), "--quiet")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "input:g.npz" in r.stdout and "pass: 3" in r.stdout
 
 
 def test_bench_cpu_prints_times(tmp_path):
-    r = run("bench", "--strategies", "allpairs_cpu", "--scenario", "lj_liquid", "--n", "tiny", "--repeat", "3",
+    r = run("bench", "--strategies", "allpairs_thread_cpu", "--scenario", "lj_liquid", "--n", "tiny", "--repeat", "3",
             "--min-time", "0", "--out", str(tmp_path), "--name", "t")
     assert r.returncode == 0, r.stderr
-    assert "allpairs_cpu" in r.stdout and "Gpairs/s" in r.stdout and "compute" in r.stdout
+    assert "allpairs_thread_cpu" in r.stdout and "Gpairs/s" in r.stdout and "compute" in r.stdout
 
 
 def test_bench_sweep_writes_csv_and_json(tmp_path):
     """Two scenarios x two sizes x a launch sweep (applied where the strategy has the key)."""
     import pandas as pd
 
-    r = run("bench", "--strategies", "allpairs_cpu,c08_cpu", "--scenario", "uniform", "--scenario",
+    r = run("bench", "--strategies", "allpairs_thread_cpu,c08_thread_cpu", "--scenario", "uniform", "--scenario",
             "gaussian:sigma=4", "--n", "tiny,400", "--repeat", "2", "--min-time", "0", "--warmup", "1",
             "--sweep", "cell_factor=1.0:1.2", "--out", str(tmp_path), "--name", "s", "--quiet")
     assert r.returncode == 0, r.stderr
     df = pd.read_csv(tmp_path / "s.csv")
-    # allpairs_cpu has no cell_factor: 1 variant; c08_cpu: 2; per (scenario, size) -> 3 rows, 4 problems
+    # allpairs_thread_cpu has no cell_factor: 1 variant; c08_thread_cpu: 2; per (scenario, size) -> 3 rows, 4 problems
     assert len(df) == 12 and set(df["scenario"]) == {"uniform", "gaussian:sigma=4"}
-    assert (df[df["name"] == "c08_cpu"]["strategy"].str.contains("cell_factor=1.2")).sum() == 4
+    assert (df[df["name"] == "c08_thread_cpu"]["strategy"].str.contains("cell_factor=1.2")).sum() == 4
     ok = df[df["status"] == "ok"]
     assert (ok["compute_ms"] > 0).all() and (ok["eff_bandwidth_gbs"] > 0).all()
     doc = json.loads((tmp_path / "s.json").read_text())
@@ -163,16 +163,16 @@ def test_noisy_points_are_named_under_the_table():
 
 
 def test_bench_budget_skips_points_with_the_reason(tmp_path):
-    r = run("bench", "--strategies", "allpairs_cpu", "--scenario", "uniform", "--n", "tiny", "--max-checks-cpu", "1000",
+    r = run("bench", "--strategies", "allpairs_thread_cpu", "--scenario", "uniform", "--n", "tiny", "--max-checks-cpu", "1000",
             "--out", str(tmp_path), "--name", "b")
     assert r.returncode == 0, r.stderr
-    assert "over the cpu budget of 1e+03 (--max-checks-cpu)" in r.stdout
+    assert "over the bench budget of 1e+03 for cpu strategies (--max-checks-cpu)" in r.stdout
 
 
 @pytest.mark.parametrize("args, message", [
     (["--suite", "nothing"], "unknown suite 'nothing'"),
-    (["--suite", "default", "--strategies", "allpairs_cpu"], "--suite sets strategies"),
-    (["--strategies", "allpairs_cpu", "--sweep", "block"], "is not key=value:value"),
+    (["--suite", "default", "--strategies", "allpairs_thread_cpu"], "--suite sets strategies"),
+    (["--strategies", "allpairs_thread_cpu", "--sweep", "block"], "is not key=value:value"),
 ])
 def test_bench_bad_suite_or_sweep(args, message, capsys):
     assert cli.main(["bench", *args]) == 2
@@ -195,7 +195,7 @@ def test_suites_name_real_strategies_and_scenarios():
 def test_bench_resume_takes_measured_points_and_times_the_rest(tmp_path):
     """An interrupted sweep leaves <name>.partial.jsonl (header, one row per measured point, maybe a
     cut-off last line); --resume keeps those rows as they are and times only the others."""
-    args = ["bench", "--strategies", "allpairs_cpu,c08_cpu", "--scenario", "uniform", "--n", "tiny,400", "--repeat", "2",
+    args = ["bench", "--strategies", "allpairs_thread_cpu,c08_thread_cpu", "--scenario", "uniform", "--n", "tiny,400", "--repeat", "2",
             "--min-time", "0", "--warmup", "1", "--out", str(tmp_path), "--name", "r", "--quiet"]
     r = run(*args)
     assert r.returncode == 0, r.stderr
@@ -203,7 +203,7 @@ def test_bench_resume_takes_measured_points_and_times_the_rest(tmp_path):
     doc = json.loads((tmp_path / "r.json").read_text())
     kept = [dict(row, compute_ms=12345.0) for row in doc["rows"][:2]]  # marked: must come back unchanged
     lines = [json.dumps({"device": doc["device"], "meta": doc["meta"]})] + [json.dumps(k) for k in kept]
-    (tmp_path / "r.partial.jsonl").write_text("\n".join(lines) + '\n{"strategy": "c08_cpu", "scen')
+    (tmp_path / "r.partial.jsonl").write_text("\n".join(lines) + '\n{"strategy": "c08_thread_cpu", "scen')
     r = run(*args, "--resume")
     assert r.returncode == 0, r.stderr
     assert "resume: 2 points measured earlier" in r.stdout
@@ -217,7 +217,7 @@ def test_bench_resume_refuses_another_machine_or_commit(tmp_path, capsys):
 
     header = dict(device.header(), commit="0123abcd")
     (tmp_path / "r.partial.jsonl").write_text(json.dumps({"device": header, "meta": {}}) + "\n")
-    argv = ["bench", "--strategies", "allpairs_cpu", "--scenario", "uniform", "--n", "tiny", "--out", str(tmp_path),
+    argv = ["bench", "--strategies", "allpairs_thread_cpu", "--scenario", "uniform", "--n", "tiny", "--out", str(tmp_path),
             "--name", "r", "--resume"]
     assert cli.main(argv) == 2
     assert "was measured with commit = '0123abcd'" in capsys.readouterr().err
@@ -239,11 +239,11 @@ def test_bench_partial_file_grows_as_points_end(tmp_path):
 
 
 def test_bench_dry_run_plans_gpu_points_anywhere_and_times_nothing(tmp_path):
-    r = run("bench", "--strategies", "tbp_parity,c08_cpu", "--scenario", "one_per_cell", "--n", "8,1000",
+    r = run("bench", "--strategies", "parity_block_csr,c08_thread_cpu", "--scenario", "one_per_cell", "--n", "8,1000",
             "--dry-run", "--out", str(tmp_path), "--name", "d")
     assert r.returncode == 0, r.stderr
     assert "4 points (dry run" in r.stdout and "2 of 4 points would be timed (2 n/a)" in r.stdout
-    assert "tbp_parity" in r.stdout and "planned, 1.3e+04 distance checks" in r.stdout  # a half shell: 13.5 per particle
+    assert "parity_block_csr" in r.stdout and "planned, 1.3e+04 distance checks" in r.stdout  # a half shell: 13.5 per particle
     assert "needs at least 3 cells along a periodic axis" in r.stdout
     assert not list(tmp_path.iterdir())  # nothing written
 
@@ -255,12 +255,12 @@ def test_bench_resume_times_a_repeated_point_again(tmp_path):
 
     p = scenarios.make("uniform", "tiny")
     part = bench.Partial(tmp_path / "x.partial.jsonl", device.header(), {}, resume=False)
-    first = bench.run(["allpairs_cpu"], "uniform", ["tiny"], "fp32", warmup=1, repeat=2, min_time=0.0, sink=part)
+    first = bench.run(["allpairs_thread_cpu"], "uniform", ["tiny"], "fp32", warmup=1, repeat=2, min_time=0.0, sink=part)
     part.file.close()
     again = bench.Partial(tmp_path / "x.partial.jsonl", device.header(), {}, resume=True)
-    rows = bench.run(["allpairs_cpu"], "uniform", ["tiny"], "fp32", warmup=1, repeat=2, min_time=0.0,
+    rows = bench.run(["allpairs_thread_cpu"], "uniform", ["tiny"], "fp32", warmup=1, repeat=2, min_time=0.0,
                      done=again.done, problem=None) + \
-        bench.run(["allpairs_cpu"], "uniform", ["tiny"], "fp32", warmup=1, repeat=2, min_time=0.0, done=again.done)
+        bench.run(["allpairs_thread_cpu"], "uniform", ["tiny"], "fp32", warmup=1, repeat=2, min_time=0.0, done=again.done)
     assert rows[0] == json.loads(json.dumps(first[0], default=str)) and rows[1] is not rows[0]
     assert rows[1]["compute_ms"] != rows[0]["compute_ms"] or rows[1]["setup_ms"] != rows[0]["setup_ms"]
     assert p.n == rows[1]["n"]

@@ -5,10 +5,13 @@ import pytest
 import reference
 import strategies
 from harness import scenarios, verify
-from harness.problem import LennardJones, Problem
+from mdcore import LennardJones, Problem
 
 pytestmark = pytest.mark.gpu
-GPU = strategies.names("cuda")
+GPU = strategies.select(backend="cuda")
+CELLS = [n for n in GPU if strategies.REGISTRY[n].traversal != "allpairs"]
+NEWTON3_CELLS = strategies.select(backend="cuda", newton3=True)
+WARPBLOCK = strategies.select(backend="cuda", traversal="parity", processor="warpblock")
 PRECISIONS = ["fp32", "mixed", "fp64"]
 
 
@@ -49,7 +52,7 @@ def test_every_block_size(name):
 @pytest.mark.parametrize("slices", [1, 2, 8, 64])
 def test_tiled_j_slices(slices, cases):
     """Explicit j splits (64 exceeds the tiles of a small system and is clamped)."""
-    s = strategies.create("allpairs_tiled", block=64, slices=slices)
+    s = strategies.create("allpairs_thread_tiled", block=64, slices=slices)
     rows = verify.run_matrix([s], cases, ["fp32", "fp64"])
     assert all(r["status"] == "pass" for r in rows), verify.table(rows)
     plan = s.prepare(cases[0].problem)
@@ -101,29 +104,29 @@ def test_poison_is_overwritten(name):
 
 
 def test_nvtx_backend_active_on_gpu():
-    from harness import ranges
+    from mdcore import ranges
     assert ranges.backend() in ("nvtx", "cupy")
 
 
 @pytest.mark.parametrize("layout", ["2d", "nested"])
 def test_capacity_overflow_is_reported_not_overrun(layout):
     """Capacities are sized at prepare(); crowd one cell afterwards and the result must
-    refuse to download, naming the layout."""
-    from harness.problem import StrategyError
+    refuse to download, naming the storage."""
+    from mdcore import StrategyError
 
     p = scenarios.make("uniform", "small", precision="fp32")
-    s = strategies.create(f"cells_fullshell_{layout}")
+    s = strategies.create(f"fullshell_thread_{layout}")
     plan = s.prepare(p)
     crowded = plan.host_pos.copy()
     crowded[:40, :3] = crowded[0, :3] + np.linspace(0.0, 0.2, 40)[:, None]  # 40 particles in one cell
     plan.host_pos = crowded
     plan.upload()
-    with pytest.raises(StrategyError, match=f"more than the {layout} layout's capacity"):
+    with pytest.raises(StrategyError, match=f"more than the {layout} storage.s capacity"):
         s.compute(plan).to_host()
 
 
 @pytest.mark.parametrize("periodic", [True, False])
-@pytest.mark.parametrize("name", [n for n in GPU if not n.startswith("allpairs")])
+@pytest.mark.parametrize("name", CELLS)
 def test_cells_bin_particles_at_the_box_edges(name, periodic):
     from test_cells import _edge_problem
 
@@ -134,7 +137,7 @@ def test_cells_bin_particles_at_the_box_edges(name, periodic):
     np.testing.assert_allclose(out.forces, ref.forces, rtol=1e-10, atol=1e-10 * np.abs(ref.forces).max())
 
 
-@pytest.mark.parametrize("name", [n for n in GPU if n.startswith(("c08", "parity_", "tbp_", "wbp_"))])
+@pytest.mark.parametrize("name", sorted(set(NEWTON3_CELLS) | set(strategies.select(backend="cuda", traversal="parity"))))
 def test_newton3_gaussian_dense_cells(name):
     """Dense cells (hundreds of particles) in every precision: the warp processor's
     chunks of 32 and the Newton3 updates of large cells."""
@@ -145,17 +148,16 @@ def test_newton3_gaussian_dense_cells(name):
 
 # --- MarDyn strategies: variants, big cells, lost locks ------------------------------------
 
-WBP = [n for n in GPU if n.startswith("wbp_")]
-
-
-@pytest.mark.parametrize("name", WBP)
+@pytest.mark.parametrize("name", WARPBLOCK)
 @pytest.mark.parametrize("commit", ["lock", "atomic"])
-def test_wbp_commit_variants(name, commit, cases):
+def test_warpblock_commit_variants(name, commit, cases):
     rows = verify.run_matrix([strategies.create(name, commit=commit)], cases, ["fp32", "fp64"])
     assert all(r["status"] in ("pass", "n/a") for r in rows), verify.table(rows)
+    ran = [r for r in rows if r["status"] == "pass"]
+    assert len(ran) >= 4, "the commit variant must actually run on some scenarios: " + verify.table(rows)
 
 
-@pytest.mark.parametrize("name", ["tbp_parity", *WBP, "parity_reference"])
+@pytest.mark.parametrize("name", strategies.select(backend="cuda", traversal="parity"))
 def test_cells_larger_than_a_block_or_job(name):
     """Cells of ~1000 particles: more than the thread block (512), a warp block (32) or a
     job's shared-memory chunk (32) holds; split, never overrun."""
@@ -171,13 +173,14 @@ def test_cells_larger_than_a_block_or_job(name):
         np.testing.assert_allclose(out.forces, ref.forces, rtol=1e-9, atol=1e-9 * np.abs(ref.forces).max())
 
 
-@pytest.mark.parametrize("name", [n for n in WBP if "mutex" in n] + ["wbp_twopass_atomic"])
+@pytest.mark.parametrize("name", [n for n in WARPBLOCK if strategies.REGISTRY[n].scheduler == "mutex"]
+                         + ["parity_warpblock_twopass_atomic"])
 def test_wbp_lost_lock_times_out_and_reports(name):
     """A lock whose holder died (fault=1: the mutex and every cell lock start held) must not
     hang: the kernel gives up after lock_timeout_ms and the result raises. commit=lock, so
     that the atomic scheduler has locks to lose too."""
     import time
-    from harness.problem import StrategyError
+    from mdcore import StrategyError
 
     p = scenarios.make("uniform", "small", precision="fp32")
     s = strategies.create(name, fault=1, lock_timeout_ms=100, commit="lock")

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from harness import io, scenarios
-from harness.problem import Box, InputError
+from mdcore import Box, InputError
 
 
 @pytest.mark.parametrize("suffix", [".xyz", ".npz"])

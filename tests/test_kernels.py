@@ -4,19 +4,22 @@ import re
 import pytest
 
 import strategies
+from mdcore import LennardJones
 from strategies import cuda, nvcc
 
-pytestmark = pytest.mark.skipif(nvcc.nvcc() is None, reason="nvcc not found on PATH")
+pytestmark = [pytest.mark.skipif(nvcc.nvcc() is None, reason="nvcc not found on PATH"), pytest.mark.slow]
 
-SPECS = nvcc.specialisations()
+LJ = LennardJones()
+SPECS = nvcc.specialisations(LJ)
 
 
 @pytest.mark.parametrize("file", sorted(SPECS))
 def test_every_specialisation_compiles_without_warnings(file):
-    code, out, _ = nvcc.compile_unit(file, SPECS[file])
+    exprs, needs_functor = SPECS[file]
+    code, out, _ = nvcc.compile_unit(file, exprs, potential=LJ if needs_functor else None)
     assert code == 0, out
     reports = nvcc.resources(out)
-    assert len(reports) == len(SPECS[file])
+    assert len(reports) == len(exprs)
     for r in reports:
         assert r.registers > 0
 
@@ -31,7 +34,7 @@ def test_default_launches_do_not_spill():
     """Each strategy's default specialisations (every precision, periodic or not) keep their
     working set in registers: a real spill to local memory would show in every timing."""
     for file in sorted({f for f, _ in EXPRS}):
-        code, out, _ = nvcc.compile_unit(file, [e for f, e in EXPRS if f == file])
+        code, out, _ = nvcc.compile_unit(file, [e for f, e in EXPRS if f == file], potential=LJ)
         assert code == 0, out
         for r in nvcc.resources(out):
             assert r.spill_stores <= MAX_SPILL_BYTES and r.spill_loads <= MAX_SPILL_BYTES, r
@@ -45,31 +48,37 @@ def _precision_of(expression):
 
 
 def _defaults():
-    """(source file, expression) for every GPU strategy's default launch, all precisions."""
+    """(source file, expression) for every GPU strategy's default launch, all precisions: the
+    traversal kernels (with Lennard-Jones) and the kernels without a functor."""
     out = []
-    for cls in strategies.REGISTRY.values():
-        if issubclass(cls, cuda.CudaStrategy):
-            s = cls()
-            out += [(s.source_file, e) for e in s.default_expressions() if (s.source_file, e) not in out]
+    for name in strategies.select(backend="cuda"):
+        s = strategies.create(name)
+        files = {f for f, _ in s.traversal_specs("fp32", True, LJ).values()} if hasattr(s, "traversal_specs") \
+            else {s.source_file}
+        for f in files:
+            out += [(f, e) for e in s.default_expressions(LJ) if (f, e) not in out]
+        out += [(f, e) for f, es in s.data_expressions().items() for e in es if (f, e) not in out]
     return out
 
 
 EXPRS = _defaults()
-DATA_MOVEMENT = ("scatter_cells", "gather_forces", "zero_forces", "fold_slices", "wbp_job_sizes", "wbp_job_table")
+DATA_MOVEMENT = ("bin_cells", "scatter_cells", "gather_forces", "zero_forces", "fold_slices", "warpblock_job_sizes",
+                 "warpblock_job_table")
 
 
-@pytest.mark.parametrize("file, expr", EXPRS)
+@pytest.mark.parametrize("file, expr", [(f, e) for f, e in EXPRS
+                                        if not (e.startswith(DATA_MOVEMENT) and _precision_of(e) == "fp64")])
 def test_precision_modes_in_ptx(file, expr):
     """fp32: no float64 arithmetic at all (an untyped literal would show up here); mixed: float64
     only in additions (the accumulators); fp64: float64 arithmetic present."""
-    code, out, ptx = nvcc.compile_unit(file, [expr], ptx=True)
+    code, out, ptx = nvcc.compile_unit(file, [expr], ptx=True, potential=LJ)
     assert code == 0, out
     f64 = nvcc.f64_instructions(ptx)
     mode = _precision_of(expr)
     moves_data = expr.startswith(DATA_MOVEMENT)
     if mode == "fp32":
         assert f64 == [], f64[:5]
-    elif moves_data:
+    elif moves_data and mode == "mixed":  # float positions, double forces: copies and sums only
         assert all(op.startswith(("add.", "setp.")) for op in f64), sorted(set(f64))
     elif mode == "mixed":  # Newton3 kernels also subtract (F_j -= f): an accumulation too
         # atomics are adds too; selp picks an accumulator (a warp's partial sum or zero): a move
@@ -85,6 +94,7 @@ def test_f64_detector_itself():
 
 
 def test_header_is_inlined_for_the_cupy_cache_key():
-    text = cuda.source("allpairs.cu")
+    text = cuda.module_code("cells.cu", LJ)
     assert '#include "common.cuh"' not in text and "struct LennardJones" in text
-    assert text.count("struct LennardJones") == 1  # included once even when reached twice
+    assert text.count("struct LennardJones") == 1 and text.count("struct Accumulator") == 1  # each header once
+    assert "struct LennardJones" not in cuda.module_code("binning.cu")  # data kernels carry no functor

@@ -5,7 +5,7 @@ import re
 import numpy as np
 import pytest
 
-from harness.problem import Box, Forces, InputError, LennardJones, Problem
+from mdcore import Box, Forces, InputError, LennardJones, Problem
 
 L = [10.0, 10.0, 10.0]
 

@@ -40,7 +40,7 @@ def test_empty_export_has_no_kernels():
 
 
 def test_profile_refuses_cpu_strategies_and_unknown_names(capsys):
-    assert cli.main(["profile", "--strategy", "c08_cpu"]) == 2
+    assert cli.main(["profile", "--strategy", "c08_thread_cpu"]) == 2
     assert "runs on the CPU" in capsys.readouterr().err
     assert cli.main(["profile", "--strategy", "nope"]) == 2
     assert "unknown strategy 'nope'" in capsys.readouterr().err

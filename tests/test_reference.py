@@ -6,7 +6,7 @@ import pytest
 
 import reference
 from harness import scenarios
-from harness.problem import LennardJones, Problem
+from mdcore import LennardJones, Problem
 
 EPS, SIG = 1.3, 0.9
 

@@ -23,7 +23,7 @@ def _run(*args):
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("report")
-    _run("bench", "--strategies", "allpairs_cpu,cells_fullshell_cpu,c08_cpu", "--scenario", "uniform", "--scenario",
+    _run("bench", "--strategies", "allpairs_thread_cpu,fullshell_thread_cpu,c08_thread_cpu", "--scenario", "uniform", "--scenario",
          "gaussian:sigma=12", "--scenario", "gaussian:sigma=40", "--n", "300,1000", "--repeat", "2", "--min-time", "0",
          "--warmup", "1", "--precision", "fp32,fp64", "--out", str(tmp), "--name", "b", "--quiet")
     _run("verify", "--strategies", "cpu", "--size", "tiny", "--precision", "fp32,fp64", "--out", str(tmp / "v"),
@@ -61,7 +61,7 @@ def test_every_section_present_and_every_image_a_png(built):
     md = (built / "report.md").read_text()
     for _, title in report.SECTIONS:
         assert f"## {title}" in md
-    assert "numba" in md and "c08_cpu" in md  # the CPU strategies and the method text
+    assert "numba" in md and "c08_thread_cpu" in md  # the CPU strategies and the method text
 
 
 def test_sections_without_data_say_how_to_get_it(built):

@@ -40,12 +40,12 @@ def test_no_summary_means_the_tool_did_not_attach():
 def test_missing_sanitizer_or_bad_tool_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(sanitize.shutil, "which", lambda exe: None)
     with pytest.raises(sanitize.InputError, match="compute-sanitizer not found"):
-        sanitize.run(["allpairs_tiled"], ["memcheck"])
+        sanitize.run(["allpairs_thread_tiled"], ["memcheck"])
     monkeypatch.setattr(sanitize.shutil, "which", lambda exe: "/bin/true")
     with pytest.raises(sanitize.InputError, match="unknown sanitizer tool"):
-        sanitize.run(["allpairs_tiled"], ["leakcheck"])
+        sanitize.run(["allpairs_thread_tiled"], ["leakcheck"])
 
 
 def test_cli_refuses_cpu_strategies(capsys):
-    assert cli.main(["sanitize", "--strategies", "allpairs_cpu"]) == 2
+    assert cli.main(["sanitize", "--strategies", "allpairs_thread_cpu"]) == 2
     assert "run on the CPU" in capsys.readouterr().err

@@ -6,7 +6,7 @@ import pytest
 
 import reference
 from harness import scenarios
-from harness.problem import InputError
+from mdcore import InputError
 
 
 @pytest.mark.parametrize("name", list(scenarios.SCENARIOS))

@@ -188,7 +188,7 @@ def test_parity_refuses_fewer_than_three_periodic_cells(n):
 def test_wbp_job_table_bound_holds_for_crowded_and_empty_cells(rng, n, periodic, mode):
     """The warp-block job table is sized on the host before any count is known: the bound must
     hold for any occupancy (empty cells, one crowded cell, many cells over 32)."""
-    from strategies.mardyn import job_table_bound, warp_blocks
+    from strategies.parity import job_table_bound, warp_blocks
 
     cells = int(np.prod(n))
     for counts in (rng.integers(0, 70, cells), np.eye(1, cells, 4, dtype=np.int64)[0] * 5000,

@@ -3,7 +3,7 @@ import time
 
 import pytest
 
-from harness import ranges
+from mdcore import ranges
 from harness.timing import Stats, time_cpu
 
 
@@ -52,6 +52,6 @@ def test_nested_parts_pushed_and_popped_in_order(monkeypatch):
     log = []
     monkeypatch.setattr(ranges, "_push", lambda m: log.append(("push", m)))
     monkeypatch.setattr(ranges, "_pop", lambda: log.append(("pop",)))
-    with ranges.nvtx_range("force/allpairs_tiled"):
+    with ranges.nvtx_range("force/allpairs_thread_tiled"):
         log.append(("work",))
-    assert log == [("push", "force"), ("push", "allpairs_tiled"), ("work",), ("pop",), ("pop",)]
+    assert log == [("push", "force"), ("push", "allpairs_thread_tiled"), ("work",), ("pop",), ("pop",)]

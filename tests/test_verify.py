@@ -8,9 +8,9 @@ import pytest
 import reference
 import strategies
 from harness import scenarios, verify
-from harness.problem import Forces
-from harness.tolerances import EPS, TOLERANCES, accumulation, kappa
-from strategies.allpairs import AllPairsCpu, _CpuPlan
+from mdcore import Forces
+from harness.tolerances import TOLERANCES, accumulation, kappa
+from strategies.allpairs import AllPairsThreadCpu, _CpuPlan
 
 
 @pytest.fixture(scope="module")
@@ -72,10 +72,10 @@ def test_zero_reference_forces_relative_errors():
 
 
 def test_kappa_accumulation_and_tolerance_table():
-    assert kappa("fp32", [10.0, 20.0, 5.0], 0.5) == pytest.approx(EPS["fp32"] * 10.0 / 0.5)
+    assert kappa("fp32", [10.0, 20.0, 5.0], 0.5) == pytest.approx(float(np.finfo(np.float32).eps) * 10.0 / 0.5)
     assert kappa("fp64", [10.0] * 3, math.inf) == 0.0
-    assert accumulation("fp32", 100.0) == pytest.approx(10 * EPS["fp32"])
-    assert accumulation("mixed", 100.0) == pytest.approx(10 * EPS["fp64"])  # double accumulators
+    assert accumulation("fp32", 100.0) == pytest.approx(10 * float(np.finfo(np.float32).eps))
+    assert accumulation("mixed", 100.0) == pytest.approx(10 * float(np.finfo(np.float64).eps))  # double accumulators
     for p, t in TOLERANCES.items():
         lo, hi = t.values(0.0, 0.0), t.values(1e-3, 1e-3)
         assert all(hi[k] > lo[k] > 0 for k in lo)
@@ -83,7 +83,7 @@ def test_kappa_accumulation_and_tolerance_table():
 
 
 def _pair_at_cutoff():
-    from harness.problem import LennardJones, Problem
+    from mdcore import LennardJones, Problem
     rc = 2.5
     pos = np.array([[3.0, 3.0, 3.0], [3.0 + rc, 3.0, 3.0]])
     return Problem.make(pos, [8.0, 8.0, 8.0], LennardJones(cutoff=rc), precision="fp32")
@@ -104,7 +104,7 @@ def test_pair_within_rounding_of_the_cutoff_may_be_counted_in():
     assert verify.compare(Forces(inside.forces, -u, inside.virial, 2), ref, p)["failures"]
 
 
-class _Broken(AllPairsCpu):
+class _Broken(AllPairsThreadCpu):
     """Wrong on purpose: one particle's force is dropped."""
     name = "allpairs_broken"
 
@@ -119,7 +119,7 @@ class _Broken(AllPairsCpu):
         return plan
 
 
-class _Lazy(AllPairsCpu):
+class _Lazy(AllPairsThreadCpu):
     """Wrong on purpose: never writes particle 0 (the poison must show)."""
     name = "allpairs_lazy"
 
@@ -135,7 +135,7 @@ class _Lazy(AllPairsCpu):
         return plan
 
 
-class _Raises(AllPairsCpu):
+class _Raises(AllPairsThreadCpu):
     name = "allpairs_raises"
 
     def _prepare(self, problem):
@@ -143,9 +143,9 @@ class _Raises(AllPairsCpu):
 
 
 def test_matrix_catches_broken_strategies(case):
-    rows = verify.run_matrix([AllPairsCpu(), _Broken(), _Lazy(), _Raises()], [case], ["fp32", "fp64"])
+    rows = verify.run_matrix([AllPairsThreadCpu(), _Broken(), _Lazy(), _Raises()], [case], ["fp32", "fp64"])
     status = {(r["strategy"], r["precision"]): r for r in rows}
-    assert status["allpairs_cpu", "fp32"]["status"] == "pass" and status["allpairs_cpu", "fp64"]["status"] == "pass"
+    assert status["allpairs_thread_cpu", "fp32"]["status"] == "pass" and status["allpairs_thread_cpu", "fp64"]["status"] == "pass"
     broken = status["allpairs_broken", "fp64"]
     assert broken["status"] == "FAIL" and "worst particle 3" in broken["detail"]
     assert "reproduce: lj_liquid N=256 seed=1 fp64" in broken["detail"]
@@ -157,26 +157,26 @@ def test_matrix_catches_broken_strategies(case):
 
 
 def test_matrix_not_applicable_rows_carry_the_reason(case):
-    rows = verify.run_matrix([strategies.create("allpairs_cpu")], [case], ["fp32"], max_checks={"cpu": 10})
-    assert rows[0]["status"] == "n/a" and "exceed the verify budget" in rows[0]["detail"]
+    rows = verify.run_matrix([strategies.create("allpairs_thread_cpu")], [case], ["fp32"], max_checks={"cpu": 10})
+    assert rows[0]["status"] == "n/a" and "over the verify budget" in rows[0]["detail"]
 
 
 def test_cpu_strategy_full_matrix_passes():
     cases = verify.build_cases(scenarios.DEFAULT_MATRIX, "tiny", seed=4)
-    rows = verify.run_matrix([strategies.create("allpairs_cpu")], cases, ["fp32", "mixed", "fp64"])
+    rows = verify.run_matrix([strategies.create("allpairs_thread_cpu")], cases, ["fp32", "mixed", "fp64"])
     bad = [r for r in rows if r["status"] != "pass"]
     assert not bad, verify.table(bad)
 
 
 def test_reports_written(tmp_path, case):
-    rows = verify.run_matrix([AllPairsCpu(), _Broken()], [case], ["fp64"])
+    rows = verify.run_matrix([AllPairsThreadCpu(), _Broken()], [case], ["fp64"])
     meta = verify.meta(["verify", "--test"])
-    paths = verify.write_reports(rows, meta, tmp_path / "out", tmp_path / "extra.json")
+    paths = verify.write_reports(rows, meta, {"gpu": None, "cpu": "test", "cpu_cores": 1, "numba": "x", "numba_threads": 1, "python": "3", "numpy": "2", "commit": "abc"}, tmp_path / "out", tmp_path / "extra.json")
     names = {p.name for p in paths}
     assert names == {"verify.csv", "verify.json", "verify.md", "extra.json"}
     doc = json.loads((tmp_path / "extra.json").read_text())
     assert doc["summary"]["counts"] == {"pass": 1, "FAIL": 1, "ERROR": 0, "n/a": 0}
-    assert set(doc["tolerances"]) == {"fp32", "mixed", "fp64"} and "device" in doc["meta"]
+    assert set(doc["tolerances"]) == {"fp32", "mixed", "fp64"} and "device" in doc and doc["schema_version"] == 2 and doc["kind"] == "verify"
     md = (tmp_path / "out" / "verify.md").read_text()
     assert "allpairs_broken" in md and "FAIL" in md
     import pandas as pd
@@ -186,6 +186,6 @@ def test_reports_written(tmp_path, case):
 
 def test_poisoned_plan_outputs_are_nan():
     p = scenarios.make("uniform", "tiny")
-    plan = _CpuPlan(AllPairsCpu(), p)
+    plan = _CpuPlan(AllPairsThreadCpu(), p)
     plan.poison()
     assert np.isnan(plan.forces).all() and plan.result is None

@@ -5,11 +5,11 @@
 // partial sums: one slot per block. Positions are Vec4 (x, y, z, unused), centred on the box.
 #include "common.cuh"
 
-// allpairs_naive: the PLUMED tutorial's getSelfCoord pattern. Particle i in registers, j read
+// allpairs_thread_naive: the PLUMED tutorial's getSelfCoord pattern. Particle i in registers, j read
 // straight from global memory (all lanes read the same j: one broadcast load per warp).
 template <typename Real, typename Acc, template <typename> class Functor, int BLOCK, bool PBC>
 __global__ void __launch_bounds__(BLOCK)
-allpairs_naive(const Vec4<Real>* __restrict__ pos, const int n, const Box<Real> box,
+allpairs_thread_naive(const Vec4<Real>* __restrict__ pos, const int n, const Box<Real> box,
                const Real* __restrict__ fparams, Acc* __restrict__ force, Acc* __restrict__ partial,
                unsigned long long* __restrict__ count) {
   const Functor<Real> f(fparams);
@@ -29,7 +29,7 @@ allpairs_naive(const Vec4<Real>* __restrict__ pos, const int n, const Box<Real> 
   block_sums<BLOCK>(acc.s, acc.pairs, partial, count, blockIdx.x);
 }
 
-// allpairs_tiled: the same loop with j staged through shared memory, BLOCK particles per tile
+// allpairs_thread_tiled: the same loop with j staged through shared memory, BLOCK particles per tile
 // (GPU Gems 3, ch. 31): each position is read from global memory once per block, not once
 // per thread. blockIdx.y selects a slice [y * jchunk, (y + 1) * jchunk) of the j range, so
 // that small systems still fill the GPU; slice y writes its partial forces to
@@ -37,7 +37,7 @@ allpairs_naive(const Vec4<Real>* __restrict__ pos, const int n, const Box<Real> 
 // y * gridDim.x + x.
 template <typename Real, typename Acc, template <typename> class Functor, int BLOCK, bool PBC>
 __global__ void __launch_bounds__(BLOCK)
-allpairs_tiled(const Vec4<Real>* __restrict__ pos, const int n, const int jchunk, const Box<Real> box,
+allpairs_thread_tiled(const Vec4<Real>* __restrict__ pos, const int n, const int jchunk, const Box<Real> box,
                const Real* __restrict__ fparams, Acc* __restrict__ force, Acc* __restrict__ partial,
                unsigned long long* __restrict__ count) {
   __shared__ Vec4<Real> tile[BLOCK];

@@ -1,5 +1,12 @@
-// Shared by every kernel: vector type, precision traits, minimum image, the pair functor,
-// the per-thread accumulator and the block reduction of energy, virial and pair count.
+// Shared by every kernel: vector type, precision traits, minimum image, the per-thread
+// accumulator and the block reduction of energy, virial and pair count.
+//
+// Pair functors live in headers of their own (lennard_jones.cuh, ...): strategies/cuda.py puts
+// the problem's functor ahead of a kernel file, and every traversal kernel takes it as
+// `template <typename> class Functor`. A functor F<Real> provides:
+//   explicit F(const Real* params)          constants in the host's params() order
+//   bool inside(Real r2) const              r2 within the cutoff
+//   Real force_over_r(Real r2, Real& u) const   |F| / r (positive = repulsive), pair energy u
 //
 // Compiled by NVRTC through CuPy (strategies/cuda.py inlines this header) and by nvcc in the
 // CI compile check, so no system headers. Types are chosen on purpose: Real is the compute
@@ -53,29 +60,6 @@ __device__ __forceinline__ Real separation(const Vec4<Real>& pi, const Vec4<Real
   dz = min_image<PBC>(pi.z - pj.z, box.lz, box.ilz);
   return dx * dx + dy * dy + dz * dz;
 }
-
-// The pair functor: Lennard-Jones 12-6, truncated at the cutoff, optionally shifted.
-// Parameters (device array, host order in harness.problem.LennardJones.params()):
-// sigma^2, 24 eps, 4 eps, cutoff^2 (inf = no cutoff), U(cutoff) or 0.
-template <typename Real>
-struct LennardJones {
-  static constexpr int kParams = 5;
-  Real sigma2, eps24, eps4, cutoff2, shift;
-
-  __device__ __forceinline__ explicit LennardJones(const Real* __restrict__ p)
-      : sigma2(p[0]), eps24(p[1]), eps4(p[2]), cutoff2(p[3]), shift(p[4]) {}
-
-  __device__ __forceinline__ bool inside(Real r2) const { return r2 < cutoff2; }
-
-  // For r2 inside the cutoff: |F| / r (positive = repulsive) and the pair energy u.
-  __device__ __forceinline__ Real force_over_r(Real r2, Real& u) const {
-    const Real inv_r2 = Math<Real>::rcp(r2);
-    const Real s2 = sigma2 * inv_r2;
-    const Real s6 = s2 * s2 * s2;
-    u = eps4 * s6 * (s6 - Real(1)) - shift;
-    return eps24 * s6 * (s6 + s6 - Real(1)) * inv_r2;
-  }
-};
 
 // Energy, then the virial's 6 independent components (xx, xy, xz, yy, yz, zz).
 constexpr int kSums = 7;

@@ -1,12 +1,12 @@
 """NVTX ranges: one helper, usable as a context manager or a decorator.
 
-    with nvtx_range("force/allpairs_tiled"): ...
-    @nvtx_range("reduce/allpairs_tiled")
+    with nvtx_range("force/allpairs_thread_tiled"): ...
+    @nvtx_range("reduce/allpairs_thread_tiled")
     def reduce(...): ...
 
-A name with slashes is pushed as nested ranges ("force", then "allpairs_tiled"): Nsight
+A name with slashes is pushed as nested ranges ("force", then "allpairs_thread_tiled"): Nsight
 Compute reads '/' as nesting, so `ncu --nvtx --nvtx-include "force/"` selects every
-strategy's force phase and `--nvtx-include "force/allpairs_tiled/"` one strategy's, and Nsight
+strategy's force phase and `--nvtx-include "force/allpairs_thread_tiled/"` one strategy's, and Nsight
 Systems shows the phase with the strategy inside it.
 
 Uses the `nvtx` package when installed, else CuPy's NVTX binding, else does nothing (CPU-only

@@ -1,16 +1,18 @@
-"""The ls1-MarDyn CUDA port's strategies (seed 000_724ce1db8590d96a.txt), for single-site LJ.
+"""The ls1-MarDyn CUDA port's strategies (seed 000_724ce1db8590d96a.txt), for single-site
+particles and any registered pair potential.
 
 Traversal: the parity-plane domain traverser (strategies/schedules.py parity_launches): per
 direction of one half space, the even and odd layers perpendicular to it (and the boundary
 layer of an odd periodic axis) are one launch each, every cell in at most one pair of a launch;
-one more launch is the intra-cell pass. Storage: the CSR cell layout (cellStartIndices) with
-the binning of strategies/cells.py. Cell processors:
+one more launch is the intra-cell pass. Storage: the CSR cells (cellStartIndices) with the
+binning of strategies/cells_cuda.py. Cell processors:
 
-  parity_reference    the port's REFERENCE_IMPLEMENTATION: one thread walks all molecule pairs
+  parity_thread_csr   the port's REFERENCE_IMPLEMENTATION: one thread walks all molecule pairs
                       of its cell pair (debug mode, for comparison)
-  tbp_parity          thread-block cell processor: one block per cell pair, blocks of one
+  parity_block_csr    thread-block cell processor: one block per cell pair, blocks of one
                       molecule per thread, block B in shared memory, warp blocks of 32
-  wbp_<n3>_<sched>    warp-block cell processor: a persistent kernel per launch whose warps take
+  parity_warpblock_<n3>_<sched>
+                      warp-block cell processor: a persistent kernel per launch whose warps take
                       jobs (a warp block of cell A against all of cell B) from a scheduler.
                       n3: twopass (A->B and B->A, each writing its own side, no locks) or shared
                       (one pass, B's forces cached in shared memory and committed with atomics,
@@ -31,18 +33,19 @@ from typing import ClassVar
 
 import numpy as np
 
-from harness.problem import Forces, InputError, Problem, StrategyError
+from mdcore import Forces, InputError, Potential, Problem, StrategyError
 
 from . import schedules as S
-from .base import Strategy
-from .cells import _CellsCuda, _CellsPlan, _host_counts, grid_of
-from .cuda import CTYPES, resident_blocks, sm_count
+from .cells import host_counts
+from .cells_cuda import CellsCuda, CellsPlan
+from .cuda import ctypes, resident_blocks, sm_count
+from .registry import register
 
 MODES = {"twopass": 0, "shared": 1}
 SCHEDULERS = {"mutex": 0, "atomic": 1}
 COMMITS = {"lock": 0, "atomic": 1}
 ERRORS = {1: "the global job mutex", 2: "a per-cell lock"}
-SCHED_INTS = 4  # struct Sched in mardyn.cu
+SCHED_INTS = 4  # struct Sched in parity.cu
 DATA_KINDS = ("bin", "scatter", "zero", "gather")  # cells.cu kernels: binning, layout, forces out
 
 
@@ -67,23 +70,15 @@ def warp_blocks(counts: np.ndarray, n_cells, periodic, mode: str) -> int:
     return int(total)
 
 
-class _MardynCuda(_CellsCuda):
-    source_file = "mardyn.cu"
-    layout = "csr"
-    processor: ClassVar[str] = "tbp"  # reference | tbp | wbp
-    deterministic: ClassVar[bool] = True
+class _ParityCuda(CellsCuda):
+    traversal = "parity"
+    storage = "csr"
+    newton3 = True
 
-    @property
-    def newton3(self) -> bool:  # type: ignore[override]
-        return True
+    accumulates = True  # every processor adds into the forces, the two-pass one too
 
-    def supports(self, problem: Problem, check_device: bool = True) -> tuple[bool, str]:
-        ok, why = Strategy.supports(self, problem, check_device)
-        if not ok:
-            return ok, why
-        if problem.potential.cutoff is None:
-            return False, "linked cells need a cutoff (this problem has none)"
-        return S.parity_applicable(grid_of(problem, self.launch["cell_factor"]), problem.box.periodic)
+    def grid_applicable(self, dims, periodic) -> tuple[bool, str]:
+        return S.parity_applicable(dims, periodic)
 
     def work(self, problem: Problem) -> dict:
         """Distance checks from the cell occupancies: c08's count (each neighbouring pair of
@@ -91,8 +86,8 @@ class _MardynCuda(_CellsCuda):
         weighted by how often this processor computes each (checks())."""
         if problem.potential.cutoff is None or not problem.n:
             return {"distance_checks": 0 if problem.n == 0 else None}
-        dims = grid_of(problem, self.launch["cell_factor"])
-        counts = _host_counts(problem, self.launch["cell_factor"]).astype(np.int64)
+        dims = self.grid(problem)
+        counts = host_counts(problem, self.launch["cell_factor"]).astype(np.int64)
         intra_half = int((counts * (counts - 1) // 2).sum())
         inter = S.c08_checks(counts, dims, problem.box.periodic) - intra_half
         return {"distance_checks": self.checks(inter, intra_half), "cells": int(np.prod(dims)),
@@ -101,60 +96,46 @@ class _MardynCuda(_CellsCuda):
     def checks(self, inter: int, intra_half: int) -> int:
         return inter + intra_half
 
-    def kernel_file(self, kind: str) -> str:
-        return "cells.cu" if kind in DATA_KINDS else self.source_file
+    def traversal_specs(self, precision: str, pbc: bool, potential: Potential) -> dict[str, tuple[str, str]]:
+        real, acc = ctypes(precision)
+        return {"force": ("parity.cu", self.force_expression(real, acc, potential.functor, "true" if pbc else "false"))}
 
-    def kind_expression(self, kind: str, real: str, acc: str, pbc: str) -> str:
+    def force_expression(self, real: str, acc: str, functor: str, pbc: str) -> str:
         raise NotImplementedError
 
-    def expression(self, kind: str, precision: str, pbc: bool = False) -> str:
-        if kind in DATA_KINDS:
-            return super().expression(kind, precision, pbc)
-        real, acc = CTYPES[precision]
-        return self.kind_expression(kind, real, acc, "true" if pbc else "false")
-
-    def kinds(self) -> list[str]:
-        return [*DATA_KINDS, "force"]
-
-    def expressions(self) -> list[str]:
-        """This file's kernels only: binning and layouts are compiled from cells.cu."""
-        mine = [k for k in self.kinds() if k not in DATA_KINDS]
-        return sorted({self.expression(k, p, pbc) for k in mine for p in CTYPES for pbc in (False, True)})
-
-    def default_expressions(self) -> list[str]:
-        return self.expressions()
-
     def _prepare(self, problem: Problem):
-        return _MardynPlan(self, problem)
+        return _ParityPlan(self, problem)
 
 
-class ParityReference(_MardynCuda):
-    name = "parity_reference"
-    processor = "reference"
+@register
+class ParityThreadCsr(_ParityCuda):
+    name = "parity_thread_csr"
+    processor = "thread"
     description = ("CUDA, parity-plane traverser (13 directions, even/odd layers), REFERENCE_IMPLEMENTATION cell "
                    "processor: one thread per cell pair, serial loops (debug mode)")
     launch_defaults = {"block": 32, "cell_factor": 1.0}
     launch_choices = {"block": (32,)}
 
-    def kind_expression(self, kind: str, real: str, acc: str, pbc: str) -> str:
-        return f"parity_reference<{real}, {acc}, LennardJones, {pbc}>"
+    def force_expression(self, real: str, acc: str, functor: str, pbc: str) -> str:
+        return f"parity_thread<{real}, {acc}, {functor}, {pbc}>"
 
 
-class TbpParity(_MardynCuda):
-    name = "tbp_parity"
-    processor = "tbp"
+@register
+class ParityBlockCsr(_ParityCuda):
+    name = "parity_block_csr"
+    processor = "block"
     description = ("CUDA, parity-plane traverser, thread-block cell processor: one block per cell pair, block B in "
                    "shared memory, warp blocks of 32, Newton3")
     # block 32 measured fastest on the LJ liquid at 1M (H200: 2.6 ms force, 5.1 at 64, 38 at 512)
     launch_defaults = {"block": 32, "cell_factor": 1.0}
     launch_choices = {"block": (32, 64, 128, 256, 512)}
 
-    def kind_expression(self, kind: str, real: str, acc: str, pbc: str) -> str:
-        return f"parity_tbp<{real}, {acc}, LennardJones, {self.launch['block']}, {pbc}>"
+    def force_expression(self, real: str, acc: str, functor: str, pbc: str) -> str:
+        return f"parity_block<{real}, {acc}, {functor}, {self.launch['block']}, {pbc}>"
 
 
-class _Wbp(_MardynCuda):
-    processor = "wbp"
+class _Warpblock(_ParityCuda):
+    processor = "warpblock"
     mode: ClassVar[str] = "twopass"
     scheduler: ClassVar[str] = "atomic"
     deterministic = False  # jobs finish in any order: sums are added in any order
@@ -170,49 +151,44 @@ class _Wbp(_MardynCuda):
         if not isinstance(t, (int, float)) or not 0 < t <= 600_000:
             raise InputError(f"{self.name}: lock_timeout_ms must be a number of milliseconds in (0, 600000], got {t!r}")
 
-    @property
-    def newton3(self) -> bool:  # type: ignore[override]
-        return self.mode == "shared"
-
     def checks(self, inter: int, intra_half: int) -> int:
         # the intra-cell pass visits every pair of a cell from both sides
         return (2 * inter if self.mode == "twopass" else inter) + 2 * intra_half
 
-    def kinds(self) -> list[str]:
-        return super().kinds() + ["job_sizes", "job_table"]
+    def data_specs(self, precision: str) -> dict[str, tuple[str, str]]:
+        return {**super().data_specs(precision), "job_sizes": ("parity.cu", f"warpblock_job_sizes<{MODES[self.mode]}>"),
+                "job_table": ("parity.cu", "warpblock_job_table")}
 
-    def kind_expression(self, kind: str, real: str, acc: str, pbc: str) -> str:
-        m = MODES[self.mode]
-        if kind == "job_sizes":
-            return f"wbp_job_sizes<{m}>"
-        if kind == "job_table":
-            return "wbp_job_table"
-        return (f"wbp<{real}, {acc}, LennardJones, {self.launch['warps']}, {pbc}, {m}, "
+    def force_expression(self, real: str, acc: str, functor: str, pbc: str) -> str:
+        return (f"parity_warpblock<{real}, {acc}, {functor}, {self.launch['warps']}, {pbc}, {MODES[self.mode]}, "
                 f"{SCHEDULERS[self.scheduler]}, {COMMITS[self.launch['commit']]}>")
 
 
-def _wbp(mode: str, scheduler: str) -> type[_Wbp]:
+def _warpblock(mode: str, scheduler: str) -> type[_Warpblock]:
     n3 = {"twopass": "two-pass Newton3 (A->B and B->A, each side writes only its own molecules, no locks)",
           "shared": "shared-cache Newton3 (one pass, B forces cached in shared memory, committed with atomics or "
                     "under per-cell locks with commit=lock)"}[mode]
     sched = {"mutex": "global-mutex job scheduler, warps of a block joined (the port's)",
              "atomic": "lock-free atomic-counter job scheduler, one warp at a time"}
-    return type(f"wbp_{mode}_{scheduler}", (_Wbp,), {
-        "name": f"wbp_{mode}_{scheduler}", "mode": mode, "scheduler": scheduler,
+    name = f"parity_warpblock_{mode}_{scheduler}"
+    return register(type(name, (_Warpblock,), {
+        "name": name, "mode": mode, "scheduler": scheduler, "newton3": mode == "shared",
         "description": f"CUDA, parity-plane traverser, warp-block cell processor (persistent kernel), {n3}, "
-                       f"{sched[scheduler]}"})
+                       f"{sched[scheduler]}"}))
 
 
-CUDA_STRATEGIES = [ParityReference, TbpParity] + [_wbp(m, s) for m in MODES for s in SCHEDULERS]
+for _m in MODES:
+    for _s in SCHEDULERS:
+        _warpblock(_m, _s)
 
 
-class _MardynPlan(_CellsPlan):
-    def _schedule(self, strategy: _MardynCuda, problem: Problem) -> int:
+class _ParityPlan(CellsPlan):
+    def _schedule(self, strategy: _ParityCuda, problem: Problem) -> int:
         self.processor = strategy.processor
         self.layers = S.parity_launches(self.dims, problem.box.periodic)
         self.sizes = [int(L["du"] * L["dv"] * L["nl"]) for L in self.layers]
         self.visits_per_pair = 2  # every pair's sums reach the per-cell statistics twice
-        if self.processor == "wbp":
+        if self.processor == "warpblock":
             self.block = 32 * strategy.launch["warps"]
             inter = [bool(L["dx"] or L["dy"] or L["dz"]) for L in self.layers]
             self.jobs = [s * (2 if strategy.mode == "twopass" and x else 1) for s, x in zip(self.sizes, inter)]
@@ -222,7 +198,7 @@ class _MardynPlan(_CellsPlan):
         return self.ncells  # per-cell statistics are the partial sums
 
     def _upload_schedule(self) -> list:
-        if self.processor != "wbp":
+        if self.processor != "warpblock":
             return []
         cp, s = self.cp, self.strategy
         self.sched = cp.zeros((len(self.layers), SCHED_INTS), np.int32)
@@ -259,13 +235,13 @@ class _MardynPlan(_CellsPlan):
         fn = self.k["force"]
         head = (self.cells_struct,)
         tail = (self.grid_struct, self.box, self.fparams, self.partial, self.pcount)
-        if self.processor == "wbp":
+        if self.processor == "warpblock":
             self._prepare_jobs()
         for i, size in enumerate(self.sizes):
             layer = self.layers[i:i + 1]
-            if self.processor == "reference":
+            if self.processor == "thread":
                 fn((-(-size // 32),), (32,), (*head, layer, *tail))
-            elif self.processor == "tbp":
+            elif self.processor == "block":
                 fn((size,), (self.block,), (*head, layer, *tail))
             else:
                 fn((self.persistent_grid,), (self.block,), (*head, layer, *tail, self.sched[i], self.table,
@@ -292,7 +268,7 @@ class _MardynPlan(_CellsPlan):
 
     def output(self) -> Forces:
         out = super().output()
-        if self.processor == "wbp":
+        if self.processor == "warpblock":
             what = " or ".join(v for k, v in ERRORS.items())
             timeout = self.strategy.launch["lock_timeout_ms"]
             out.checks = out.checks + ((self.error, f"{self.strategy.name}: {what} was not acquired within "

@@ -1,26 +1,22 @@
-"""`python -m harness report`: bench, verify and profile results -> reports/<name>/index.html and
-report.md, with PNG plots beside them (the page works offline).
-
-Sections (each present in every report; one without data says which command produces it):
-correctness, wins, thesis, cpu_gpu, mardyn, precision, peers, roofline, method.
-"""
+"""The report's sections, each a function of the loaded results (harness.report.load) that
+fills one render.Section; strategies are picked by their attributes (traversal, processor,
+storage), never by name prefix."""
 from __future__ import annotations
 
-import glob
-import html
 import json
 import math
 from collections import defaultdict
-from pathlib import Path
 
-from .problem import InputError, parse_value
+from mdcore import PRECISIONS
+
+from .render import Plots, Section
 
 SECTIONS = [
     ("correctness", "Correctness"),
     ("wins", "Which strategy wins where"),
     ("thesis", "The thesis's measurements on this GPU"),
     ("cpu_gpu", "CPU (numba) against GPU"),
-    ("mardyn", "MarDyn cell processors"),
+    ("parity", "Parity-plane traverser: the MarDyn cell processors"),
     ("precision", "Precision modes"),
     ("peers", "Peers"),
     ("roofline", "Roofline"),
@@ -37,44 +33,10 @@ METHOD = ("Forces, energy, virial and pair count of every strategy are compared 
           "(numba; direct and cell-list, checked against each other); a cell passes when every error is within "
           "its tolerance from an error model of coordinate rounding and accumulation length. Device phases are "
           "timed with CUDA events after warm-up, each sample after an L2 flush, as medians with min, max and "
-          "spread; compute = bin + force + reduce (no transfers), the device-resident work of an MD step. Device time "
+          "spread; compute = build + force + reduce (no transfers), the device-resident work of an MD step. Device time "
           "is that phase replayed as a CUDA graph (GPU strategies) or the host time (CPU strategies). "
           "GFLOP/s use AutoPas's counts (8 per distance check, 15 per interaction without Newton3, 18 with); "
           "effective bandwidth counts positions in and forces out. Times compare within one run on one GPU.")
-
-
-# --- loading ---------------------------------------------------------------------------
-
-def load(paths: list[Path]) -> dict:
-    """Classify result JSON files: bench (rows + meta.command bench), verify (tolerances),
-    profile (ncu)."""
-    out: dict = {"bench": [], "verify": [], "profile": [], "files": []}
-    for p in paths:
-        try:
-            doc = json.loads(Path(p).read_text())
-        except (OSError, ValueError) as e:
-            raise InputError(f"report: cannot read {p}: {e}") from None
-        if "ncu" in doc:
-            out["profile"].append(doc)
-        elif "tolerances" in doc and "rows" in doc:
-            out["verify"].append(doc)
-        elif "rows" in doc and "device" in doc:
-            out["bench"].append(doc)
-        else:
-            raise InputError(f"report: {p} is neither a bench, a verify nor a profile result")
-        out["files"].append(str(p))
-    return out
-
-
-def default_inputs(root: Path) -> list[Path]:
-    """The newest bench JSON, reports/verify/verify.json and every profile summary."""
-    bench = sorted(glob.glob(str(root / "reports" / "bench" / "*.json")), key=lambda f: Path(f).stat().st_mtime)
-    out = [Path(bench[-1])] if bench else []
-    v = root / "reports" / "verify" / "verify.json"
-    if v.exists():
-        out.append(v)
-    out += [Path(f) for f in sorted(glob.glob(str(root / "reports" / "profile" / "*.json")))]
-    return out
 
 
 # --- helpers -----------------------------------------------------------------------------
@@ -96,65 +58,12 @@ def _ok(rows: list[dict]) -> list[dict]:
     return [r for r in rows if r.get("status") == "ok" and r.get("compute_ms") is not None]
 
 
-def _md_table(header: list[str], rows: list[list]) -> str:
-    line = lambda cells: "| " + " | ".join(str(c) for c in cells) + " |"  # noqa: E731
-    return "\n".join([line(header), line(["---"] * len(header))] + [line(r) for r in rows])
-
-
-def _html_table(header: list[str], rows: list[list]) -> str:
-    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
 def _fmt(v, digits=4) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return ""
     if isinstance(v, float):
         return f"{v:.{digits}g}"
     return str(v)
-
-
-class Section:
-    def __init__(self, key: str, title: str):
-        self.key, self.title = key, title
-        self.html: list[str] = []
-        self.md: list[str] = []
-
-    def text(self, s: str) -> None:
-        self.html.append(f"<p>{html.escape(s)}</p>")
-        self.md.append(s)
-
-    def table(self, header: list[str], rows: list[list]) -> None:
-        if rows:
-            self.html.append(_html_table(header, rows))
-            self.md.append(_md_table(header, rows))
-
-    def image(self, file: str, alt: str) -> None:
-        self.html.append(f'<figure><img src="{html.escape(file)}" alt="{html.escape(alt)}">'
-                         f"<figcaption>{html.escape(alt)}</figcaption></figure>")
-        self.md.append(f"![{alt}]({file})")
-
-    def empty(self, how: str) -> None:
-        self.text(f"No data for this section in this run. {how}")
-
-
-class Plots:
-    def __init__(self, folder: Path):
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        self.plt, self.folder, self.files = plt, folder, []
-
-    def save(self, fig, name: str) -> str:
-        file = f"{name}.png"
-        fig.tight_layout()
-        fig.savefig(self.folder / file, dpi=110)
-        self.plt.close(fig)
-        self.files.append(file)
-        return file
 
 
 # --- sections -----------------------------------------------------------------------------
@@ -171,7 +80,7 @@ def correctness(sec: Section, plots: Plots, verify: list[dict]) -> None:
              ". Colour: the largest error over its tolerance (force RMS, worst particle, energy, virial); "
              "below 1 passes. n/a cells carry their reason below.")
     reasons = {}
-    for prec in sorted({r["precision"] for r in rows}, key=["fp32", "mixed", "fp64"].index):
+    for prec in sorted({r["precision"] for r in rows}, key=PRECISIONS.index):
         sub = [r for r in rows if r["precision"] == prec]
         strats = list(dict.fromkeys(r["strategy"] for r in sub))
         scens = list(dict.fromkeys(r["scenario"] for r in sub))
@@ -240,7 +149,7 @@ def wins(sec: Section, bench: list[dict]) -> None:
                       second["strategy"] if second else "", _fmt(_device_ms(second)) if second else "",
                       f"{_device_ms(second) / _device_ms(first):.2f}x" if second else "",
                       eager["strategy"], _fmt(eager["compute_ms"])])
-    sec.text("Fastest strategy per point by device time (bin + force + reduce, median ms): for GPU strategies the "
+    sec.text("Fastest strategy per point by device time (build + force + reduce, median ms): for GPU strategies the "
              "CUDA-graph replay of that phase, the kernels an MD code launching from C++ or a graph pays; for CPU "
              "strategies the host time. The runner-up and the margin follow. The last two columns rank by eager "
              "compute instead, each kernel launched from Python: below about 0.3 ms that is mostly launch overhead "
@@ -326,12 +235,16 @@ def thesis(sec: Section, plots: Plots, bench: list[dict]) -> None:
 
 
 def _views(sec: Section, plots: Plots, rows: list[dict]) -> bool:
+    """Nested against 2D storage, per GPU traversal and processor that has both."""
     out = []
-    for trav in ("cells_fullshell", "c08_warp", "c08_thread"):
-        nested = {r["n"]: r for r in rows if r["strategy"] == f"{trav}_nested"}
-        flat = {r["n"]: r for r in rows if r["strategy"] == f"{trav}_2d"}
+    kinds = sorted({(r["traversal"], r["processor"]) for r in rows if r.get("storage") in ("nested", "2d")
+                    and r["backend"] == "cuda"})
+    for trav, proc in kinds:
+        pick = lambda st: {r["n"]: r for r in rows if (r.get("traversal"), r.get("processor"), r.get("storage"))  # noqa: E731
+                           == (trav, proc, st) and "[" not in r["strategy"]}
+        nested, flat = pick("nested"), pick("2d")
         for n in sorted(set(nested) & set(flat)):
-            out.append((trav, n, nested[n]["setup_ms"] / flat[n]["setup_ms"],
+            out.append((f"{trav}_{proc}", n, nested[n]["setup_ms"] / flat[n]["setup_ms"],
                         _device_ms(nested[n]) / _device_ms(flat[n])))
     if not out:
         return False
@@ -394,35 +307,35 @@ def cpu_gpu(sec: Section, bench: list[dict]) -> None:
         return sec.empty("Run a suite with CPU and GPU strategies on one machine (`make bench`).")
     cores = {d.get("cpu_cores") for d in [r.get("_device", {}) for r in rows]} - {None}
     sec.text("Best CPU strategy (numba, this machine's cores" + (f": {', '.join(map(str, cores))}" if cores else "") +
-             ") against the best GPU strategy, device time per evaluation (GPU: graph replay of bin + force + "
+             ") against the best GPU strategy, device time per evaluation (GPU: graph replay of build + force + "
              "reduce; CPU: host time).")
     sec.table(["scenario", "N", "precision", "best CPU", "ms", "best GPU", "ms", "GPU speed-up"], table)
 
 
-def mardyn(sec: Section, plots: Plots, bench: list[dict]) -> None:
-    rows = [r for r in _ok(bench) if r["name"].startswith(("tbp_", "wbp_", "parity_"))]
+def parity(sec: Section, plots: Plots, bench: list[dict]) -> None:
+    rows = [r for r in _ok(bench) if r.get("traversal") == "parity"]
     if not rows:
         return sec.empty("Run `make bench SUITE=mardyn` (and the Gaussian and one-per-cell suites).")
     plt = plots.plt
     lj = [r for r in _fp32_first(rows) if r["scenario"] == "lj_liquid"]
     top = max((r["n"] for r in lj), default=0)
     lj = [r for r in lj if r["n"] == top]  # the sweeps at the largest LJ system
-    tbp = sorted({(r["launch_params"].get("block"), r["force_ms"]) for r in lj if r["name"] == "tbp_parity"
-                  and r["launch_params"].get("block")})
-    wbp = defaultdict(list)
+    block = sorted({(r["launch_params"].get("block"), r["force_ms"]) for r in lj if r.get("processor") == "block"
+                    and r["launch_params"].get("block")})
+    warpblock = defaultdict(list)
     for r in lj:
-        if r["name"].startswith("wbp_") and r["launch_params"].get("warps"):
-            wbp[(r["name"], r["launch_params"].get("commit", "not recorded"))].append(
+        if r.get("processor") == "warpblock" and r["launch_params"].get("warps"):
+            warpblock[(r["name"], r["launch_params"].get("commit", "not recorded"))].append(
                 (r["launch_params"].get("warps"), r["force_ms"]))
-    if len({b for b, _ in tbp}) > 1 or any(len(v) > 1 for v in wbp.values()):
+    if len({b for b, _ in block}) > 1 or any(len(v) > 1 for v in warpblock.values()):
         fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
-        if tbp:
-            a.plot([t[0] for t in tbp], [t[1] for t in tbp], marker="o", label="tbp_parity")
+        if block:
+            a.plot([t[0] for t in block], [t[1] for t in block], marker="o", label="parity_block_csr")
         a.set_xscale("log", base=2)
-        a.set_xlabel("threads per block (tbp_parity)")
+        a.set_xlabel("threads per block (thread-block processor)")
         a.set_ylabel("force phase (ms)")
         a.set_title(f"Thread-block processor: block size (LJ, N={top})")
-        for i, ((name, commit), pts) in enumerate(sorted(wbp.items(), key=str)):
+        for i, ((name, commit), pts) in enumerate(sorted(warpblock.items(), key=str)):
             pts = sorted(pts)
             b.plot([p[0] for p in pts], [p[1] for p in pts], label=f"{name} commit={commit}", **_style(i))
         b.set_xscale("log", base=2)
@@ -432,20 +345,19 @@ def mardyn(sec: Section, plots: Plots, bench: list[dict]) -> None:
         b.set_title(f"Warp-block processor: warps per block (LJ, N={top})")
         b.legend(fontsize=6)
         a.legend(fontsize=6)
-        sec.image(plots.save(fig, "mardyn-launch"), "MarDyn processors on the LJ liquid: block size and warps per "
-                                                    "block sweeps (force phase)")
+        sec.image(plots.save(fig, "parity-launch"), "Parity-plane processors on the LJ liquid: block size and warps "
+                                                    "per block sweeps (force phase)")
     table = []
+    names = [n for n in ("parity_block_csr", "parity_warpblock_twopass_atomic", "parity_warpblock_shared_atomic",
+                         "parity_warpblock_twopass_mutex", "parity_warpblock_shared_mutex", "parity_thread_csr")]
     points = sorted({(r["scenario"], r["n"], r["precision"]) for r in rows})
     for scen, n, prec in points:
         sub = {r["strategy"]: r for r in rows if (r["scenario"], r["n"], r["precision"]) == (scen, n, prec)}
-        def ms(label):  # noqa: E306  (default launch parameters: the label carries no [..])
-            return _fmt(sub[label]["force_ms"]) if label in sub else ""
-        table.append([scen, n, prec, ms("tbp_parity"), ms("wbp_twopass_atomic"), ms("wbp_shared_atomic"),
-                      ms("wbp_twopass_mutex"), ms("wbp_shared_mutex"), ms("parity_reference")])
+        table.append([scen, n, prec] + [_fmt(sub[k]["force_ms"]) if k in sub else "" for k in names])
     sec.text("Force phase (ms) at the default launch parameters: thread-block vs warp-block processors, two-pass vs "
-             "shared-cache Newton3, atomic vs mutex scheduler, and the reference processor.")
-    sec.table(["scenario", "N", "precision", "tbp_parity", "wbp two-pass atomic", "wbp shared atomic", "wbp two-pass mutex",
-               "wbp shared mutex", "reference"], table)
+             "shared-cache Newton3, atomic vs mutex scheduler, and the reference processor (one thread per cell pair).")
+    sec.table(["scenario", "N", "precision", "block", "warp-block two-pass atomic", "warp-block shared atomic",
+               "warp-block two-pass mutex", "warp-block shared mutex", "thread (reference)"], table)
     _per_cell_plot(sec, plots, bench)
 
 
@@ -457,7 +369,7 @@ def _per_cell_plot(sec: Section, plots: Plots, bench: list[dict]) -> None:
             and isinstance(r.get("launch"), dict) and r["launch"].get("cells")]
     sweep = [r for r in rows if r["scenario"].startswith("k_per_cell:k=")]
     if not sweep:
-        homogeneous = [r for r in rows if r["name"].startswith(("tbp_", "wbp_", "parity_"))
+        homogeneous = [r for r in rows if r.get("traversal") == "parity"
                        and _family(r["scenario"]) in ("k_per_cell", "one_per_cell", "lj_liquid", "uniform")]
         top = max((r["n"] for r in homogeneous), default=0)
         sweep = [r for r in homogeneous if r["n"] >= top / 2]
@@ -477,7 +389,7 @@ def _per_cell_plot(sec: Section, plots: Plots, bench: list[dict]) -> None:
     sizes = sorted({r["n"] for r in sweep})
     ax.set_title(f"Cell processors against particles per cell (N {sizes[0]:,} to {sizes[-1]:,})")
     ax.legend(fontsize=6)
-    sec.image(plots.save(fig, "mardyn-per-cell"), "Thread-block vs warp-block processors (and the full shell and c08 "
+    sec.image(plots.save(fig, "parity-per-cell"), "Thread-block vs warp-block processors (and the full shell and c08 "
                                                   "for scale) against particles per cell, force phase per particle")
 
 
@@ -493,7 +405,7 @@ def precision(sec: Section, plots: Plots, bench: list[dict], verify: list[dict])
     for r in brows:
         key = (r["strategy"], r["scenario"], r["n"])
         t[key][r["precision"]] = _device_ms(r)
-    precs = ["fp32", "mixed", "fp64"]
+    precs = list(PRECISIONS)
     if err:
         sec.text("Largest relative RMS force error over the verify matrix, per strategy and precision mode.")
         sec.table(["strategy", *precs], [[s, *[_fmt(e.get(p), 2) for p in precs]] for s, e in sorted(err.items())])
@@ -573,7 +485,7 @@ def roofline(sec: Section, plots: Plots, bench: list[dict], devices: list[dict],
 
 
 def method(sec: Section, data: dict, bench: list[dict]) -> None:
-    devices = [d["device"] for d in data["bench"]] + [d.get("meta", {}).get("device", {}) for d in data["verify"]]
+    devices = [d["device"] for d in data["bench"]] + [d.get("device", {}) for d in data["verify"]]
     seen = set()
     commits = sorted({str(d.get("commit")) for d in devices if d and d.get("commit")})
     for dev in devices:
@@ -591,6 +503,9 @@ def method(sec: Section, data: dict, bench: list[dict]) -> None:
             for d in data["bench"] + data["verify"]]
     cmds += [["", d.get("command", "")] for d in data["profile"]]
     sec.table(["date", "command"], cmds)
+    if data.get("renamed"):
+        sec.text("Results of an earlier schema name strategies by their first-release names; shown under the current "
+                 "names: " + ", ".join(f"{a} as {b}" for a, b in sorted(data["renamed"].items())) + ".")
     resumed = [d.get("meta", {}).get("resumed") for d in data["bench"] if d.get("meta", {}).get("resumed")]
     if resumed:
         sec.text(f"Resumed runs: {', '.join(map(str, resumed))} points were taken from the partial file of an "
@@ -604,57 +519,3 @@ def method(sec: Section, data: dict, bench: list[dict]) -> None:
     sec.text("Inputs: " + ", ".join(data["files"]))
 
 
-# --- build ---------------------------------------------------------------------------------
-
-CSS = ("body{font-family:sans-serif;max-width:1200px;margin:2em auto;color:#222}table{border-collapse:collapse;"
-       "font-size:12px;margin:0.5em 0}td,th{border:1px solid #ccc;padding:2px 6px}th{background:#eee}"
-       "img{max-width:100%}figure{margin:1em 0}figcaption{font-size:12px;color:#555}nav a{margin-right:1em}")
-
-
-# Marks every image data-loaded="1" once the browser has decoded it ("0" if it failed): a
-# headless browser's --dump-dom then shows whether the page works (tests/test_report.py).
-LOAD_CHECK = ("window.addEventListener('load',function(){for(const i of document.images){"
-              "i.setAttribute('data-loaded',(i.complete&&i.naturalWidth>0)?'1':'0');}"
-              "document.body.setAttribute('data-images-checked',String(document.images.length));});")
-
-
-def build(paths: list[Path], out_dir: Path, title: str) -> tuple[Path, Path]:
-    data = load(paths)
-    if not data["bench"] and not data["verify"] and not data["profile"]:
-        raise InputError("report: no results given (bench, verify or profile JSON)")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    plots = Plots(out_dir)
-    bench = []
-    for i, d in enumerate(data["bench"]):
-        for r in d["rows"]:
-            r = dict(r, _file=i)
-            r.setdefault("name", r.get("strategy", "").split("[")[0])
-            if "launch_params" not in r:  # older results: the label names the non-default ones
-                label = r.get("strategy", "")
-                inner = label[label.index("[") + 1:-1] if "[" in label else ""
-                r["launch_params"] = {k: parse_value(v) for k, _, v in (i.partition("=") for i in inner.split(",") if i)}
-            r["_device"] = d["device"]
-            bench.append(r)
-    devices = [d["device"] for d in data["bench"]]
-    sections = {k: Section(k, t) for k, t in SECTIONS}
-    correctness(sections["correctness"], plots, data["verify"])
-    wins(sections["wins"], bench)
-    thesis(sections["thesis"], plots, bench)
-    cpu_gpu(sections["cpu_gpu"], bench)
-    mardyn(sections["mardyn"], plots, bench)
-    precision(sections["precision"], plots, bench, data["verify"])
-    peers(sections["peers"], bench)
-    roofline(sections["roofline"], plots, bench, devices, data["profile"])
-    method(sections["method"], data, bench)
-    nav = "".join(f'<a href="#{k}">{html.escape(t)}</a>' for k, t in SECTIONS)
-    body = "".join(f'<section id="{s.key}"><h2>{html.escape(s.title)}</h2>{"".join(s.html)}</section>'
-                   for s in sections.values())
-    page = (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{CSS}</style></head><body><h1>{html.escape(title)}</h1><nav>{nav}</nav>{body}"
-            f"<script>{LOAD_CHECK}</script></body></html>")
-    index = out_dir / "index.html"
-    index.write_text(page)
-    md = out_dir / "report.md"
-    md.write_text(f"# {title}\n\n" + "\n\n".join(f"## {s.title}\n\n" + "\n\n".join(s.md) for s in sections.values())
-                  + "\n")
-    return index, md

@@ -11,27 +11,16 @@ repulsion; the pressure tensor is P = (sum_i m v_i v_i^T + W) / V.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-PRECISIONS = ("fp32", "mixed", "fp64")
-PRECISION_HELP = {
-    "fp32": "float compute, float accumulation",
-    "mixed": "float compute, double accumulation",
-    "fp64": "double compute, double accumulation",
-}
+from .errors import InputError, StrategyError
+from .potentials import LennardJones, Potential
+from .precision import check_precision
+
 AXES = "xyz"
-
-
-class InputError(ValueError):
-    """Bad input: the message names the field and the offending value."""
-
-
-class StrategyError(RuntimeError):
-    """A strategy could not run or its result is unusable (device missing, capacity
-    exceeded, scheduler timeout); the message says which and what to do."""
 
 
 def parse_value(text: str):
@@ -42,12 +31,6 @@ def parse_value(text: str):
         except ValueError:
             pass
     return text
-
-
-def check_precision(precision: str) -> str:
-    if precision not in PRECISIONS:
-        raise InputError(f"unknown precision {precision!r}; known: {', '.join(PRECISIONS)}")
-    return precision
 
 
 @dataclass(frozen=True)
@@ -93,45 +76,6 @@ class Box:
         return f"{dims} pbc={pbc}"
 
 
-@dataclass(frozen=True)
-class LennardJones:
-    """LJ 12-6: U(r) = 4 eps [(sigma/r)^12 - (sigma/r)^6] for r < cutoff.
-
-    cutoff None means no cutoff (every pair interacts; open boundaries only). shift subtracts
-    U(cutoff) so the pair energy is zero at the cutoff (forces unchanged).
-    """
-
-    epsilon: float = 1.0
-    sigma: float = 1.0
-    cutoff: float | None = 2.5
-    shift: bool = False
-    name: str = field(default="lj", init=False)
-
-    def __post_init__(self) -> None:
-        for key in ("epsilon", "sigma"):
-            v = getattr(self, key)
-            if not isinstance(v, (int, float, np.floating, np.integer)) or not math.isfinite(v) or v <= 0:
-                raise InputError(f"{key} must be finite and > 0, got {v!r}")
-        rc = self.cutoff
-        if rc is not None and (not isinstance(rc, (int, float, np.floating, np.integer)) or not math.isfinite(rc) or rc <= 0):
-            raise InputError(f"cutoff must be finite and > 0 (or None for no cutoff), got {rc!r}")
-        if rc is None and self.shift:
-            raise InputError("shift needs a cutoff: with no cutoff there is nothing to shift to")
-
-    @property
-    def energy_shift(self) -> float:
-        """U(cutoff) when shifting, else 0."""
-        if not self.shift or self.cutoff is None:
-            return 0.0
-        s6 = (self.sigma / self.cutoff) ** 6
-        return 4.0 * self.epsilon * s6 * (s6 - 1.0)
-
-    def params(self) -> np.ndarray:
-        """Functor parameters as the kernels read them: sigma^2, 24 eps, 4 eps, cutoff^2, U_shift."""
-        rc2 = math.inf if self.cutoff is None else self.cutoff ** 2
-        return np.array([self.sigma ** 2, 24.0 * self.epsilon, 4.0 * self.epsilon, rc2, self.energy_shift])
-
-
 def _validate_positions(positions: Any) -> np.ndarray:
     arr = np.asarray(positions)
     if arr.dtype.kind not in "iuf":
@@ -149,7 +93,8 @@ def _validate_positions(positions: Any) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class Problem:
-    """One force evaluation: positions in a box, a pair potential, a precision mode.
+    """One force evaluation: positions in a box, a pair potential (any registered one), a
+    precision mode.
 
     positions: (N, 3) float64, length units, inside [0, L) on periodic axes (wrapped on
     construction) and inside [0, L] on open axes (checked). label: how to reproduce it.
@@ -157,16 +102,18 @@ class Problem:
 
     positions: np.ndarray
     box: Box
-    potential: LennardJones = LennardJones()
+    potential: Potential = LennardJones()
     precision: str = "fp32"
     label: str = ""
 
     @staticmethod
-    def make(positions: Any, box: Box | Any, potential: LennardJones | None = None,
+    def make(positions: Any, box: Box | Any, potential: Potential | None = None,
              precision: str = "fp32", periodic: Any = True, label: str = "") -> "Problem":
         if not isinstance(box, Box):
             box = Box.make(box, periodic)
         potential = potential or LennardJones()
+        if not isinstance(potential, Potential):
+            raise InputError(f"potential: expected a registered potential, got {type(potential).__name__}")
         check_precision(precision)
         pos = _validate_positions(positions)
         L = box.array

@@ -1,4 +1,5 @@
-"""Float64 Lennard-Jones reference on the CPU (numba), written independently of the strategies.
+"""Float64 reference on the CPU (numba), written independently of the strategies: any
+registered potential through its own float64 formula (`Potential.reference_pair`).
 
 Two traversals with the same per-pair arithmetic, so that each checks the other:
   direct(...)  every ordered pair i != j, O(N^2);
@@ -25,18 +26,15 @@ _PAIRS, _NEAR32, _NEAR64 = 0, 1, 2
 
 
 @njit(inline="always")
-def _pair(d0, d1, d2, r2, i, j, sig2, eps, rc2, ushift, band32, band64, acc, cnt, frc):
-    """Accumulate the ordered pair (i, j) into row i; d = r_i - r_j."""
+def _pair(d0, d1, d2, r2, i, j, formula, consts, rc2, band32, band64, acc, cnt, frc):
+    """Accumulate the ordered pair (i, j) into row i; d = r_i - r_j. formula(r2, c) -> (|F|/r, u)."""
     gap = abs(r2 - rc2)
     if gap <= band32:
         cnt[i, _NEAR32] += 1  # per particle: ambiguous partners of i (each pair counted on both sides)
     if gap <= band64:
         cnt[i, _NEAR64] += 1
     if r2 < rc2:
-        sr2 = sig2 / r2
-        sr6 = sr2 * sr2 * sr2
-        u = 4.0 * eps * sr6 * (sr6 - 1.0) - ushift
-        fr = 24.0 * eps * sr6 * (2.0 * sr6 - 1.0) / r2   # |F| / r, positive = repulsive
+        fr, u = formula(r2, consts)  # |F| / r, positive = repulsive
         frc[i, 0] += fr * d0
         frc[i, 1] += fr * d1
         frc[i, 2] += fr * d2
@@ -66,16 +64,16 @@ def _wrap(d, length, periodic):
 
 
 @njit(inline="always")
-def _visit(pos, L, per, i, j, sig2, eps, rc2, ushift, band32, band64, acc, cnt, frc):
+def _visit(pos, L, per, i, j, formula, consts, rc2, band32, band64, acc, cnt, frc):
     """The ordered pair (i, j): minimum-image separation, then _pair."""
     d0 = _wrap(pos[i, 0] - pos[j, 0], L[0], per[0])
     d1 = _wrap(pos[i, 1] - pos[j, 1], L[1], per[1])
     d2 = _wrap(pos[i, 2] - pos[j, 2], L[2], per[2])
-    _pair(d0, d1, d2, d0 * d0 + d1 * d1 + d2 * d2, i, j, sig2, eps, rc2, ushift, band32, band64, acc, cnt, frc)
+    _pair(d0, d1, d2, d0 * d0 + d1 * d1 + d2 * d2, i, j, formula, consts, rc2, band32, band64, acc, cnt, frc)
 
 
-@njit(parallel=True, cache=True)
-def _direct(pos, L, per, sig2, eps, rc2, ushift, band32, band64):
+@njit(parallel=True)  # no cache: the formula argument specialises it per potential
+def _direct(pos, L, per, formula, consts, rc2, band32, band64):
     n = pos.shape[0]
     frc = np.zeros((n, 3))
     acc = np.zeros((n, _NACC + 1))
@@ -84,12 +82,12 @@ def _direct(pos, L, per, sig2, eps, rc2, ushift, band32, band64):
     for i in prange(n):
         for j in range(n):
             if j != i:
-                _visit(pos, L, per, i, j, sig2, eps, rc2, ushift, band32, band64, acc, cnt, frc)
+                _visit(pos, L, per, i, j, formula, consts, rc2, band32, band64, acc, cnt, frc)
     return frc, acc, cnt
 
 
-@njit(parallel=True, cache=True)
-def _cells(pos, L, per, nc, cell_of, start, order, sig2, eps, rc2, ushift, band32, band64):
+@njit(parallel=True)  # no cache: the formula argument specialises it per potential
+def _cells(pos, L, per, nc, cell_of, start, order, formula, consts, rc2, band32, band64):
     n = pos.shape[0]
     frc = np.zeros((n, 3))
     acc = np.zeros((n, _NACC + 1))
@@ -126,7 +124,7 @@ def _cells(pos, L, per, nc, cell_of, start, order, sig2, eps, rc2, ushift, band3
                     for s in range(start[cell], start[cell + 1]):
                         j = order[s]
                         if j != i:
-                            _visit(pos, L, per, i, j, sig2, eps, rc2, ushift, band32, band64, acc, cnt, frc)
+                            _visit(pos, L, per, i, j, formula, consts, rc2, band32, band64, acc, cnt, frc)
     return frc, acc, cnt
 
 
@@ -161,27 +159,25 @@ def cutoff_band(eps: float, lengths: np.ndarray, rc2: float) -> float:
     return 2.0 * rc * math.sqrt(3.0) * 4.0 * eps * float(np.max(lengths)) + 8.0 * eps * rc2
 
 
-def lj_forces(pos: np.ndarray, lengths: np.ndarray, periodic, epsilon: float, sigma: float,
-              cutoff: float | None, shift: bool, method: str = "auto") -> dict:
-    """Float64 LJ forces. pos (N, 3) float64 inside the box; lengths (3,); periodic 3 bools.
+def pair_sums(pos: np.ndarray, lengths: np.ndarray, periodic, formula, constants: np.ndarray,
+              cutoff: float | None, method: str = "auto") -> dict:
+    """Float64 forces of any pair potential. pos (N, 3) float64 inside the box; lengths (3,);
+    periodic 3 bools; formula(r2, constants) -> (|F|/r, u), a numba function in float64.
 
     Returns dict: forces (N, 3), energy, virial (3, 3) (W = sum r_ij f_ij^T), pairs,
     near_cutoff {'fp32', 'fp64'} (pairs within rounding of the cutoff for that precision) and
     near_per_particle (the same per particle, as ambiguous partners), cutoff_jump (what one
-    pair crossing the cutoff changes: |F(rc)|, |U(rc)| after the shift, rc |F(rc)|),
-    energy_abs (sum |u|), virial_abs (sum |r_ij . f_ij|), r_min (closest interacting pair).
+    pair crossing the cutoff changes: |F(rc)|, |U(rc)|, rc |F(rc)|), energy_abs (sum |u|),
+    virial_abs (sum |r_ij . f_ij|), r_min (closest interacting pair).
     """
     pos = np.ascontiguousarray(pos, dtype=np.float64)
     L = np.ascontiguousarray(lengths, dtype=np.float64)
     per = np.array(periodic, dtype=np.bool_)
+    c = np.ascontiguousarray(constants, dtype=np.float64)
     rc2 = math.inf if cutoff is None else float(cutoff) ** 2
-    ushift = 0.0
-    if shift and cutoff is not None:
-        s6 = (sigma / cutoff) ** 6
-        ushift = 4.0 * epsilon * s6 * (s6 - 1.0)
     band32 = cutoff_band(np.finfo(np.float32).eps, L, rc2)
     band64 = cutoff_band(np.finfo(np.float64).eps, L, rc2)
-    args = (sigma * sigma, float(epsilon), rc2, ushift, band32, band64)
+    args = (formula, c, rc2, band32, band64)
     if method == "auto":
         method = "direct" if cutoff is None or len(pos) < 2000 else "cells"
     if method == "direct":
@@ -200,9 +196,9 @@ def lj_forces(pos: np.ndarray, lengths: np.ndarray, periodic, epsilon: float, si
     # what a pair crossing the cutoff changes: the truncated potential jumps there
     jump = {"force": 0.0, "energy": 0.0, "virial": 0.0}
     if cutoff is not None:
-        s6 = (sigma / cutoff) ** 6
-        f_rc = abs(24.0 * epsilon * s6 * (2.0 * s6 - 1.0) / cutoff)
-        jump = {"force": f_rc, "energy": abs(4.0 * epsilon * s6 * (s6 - 1.0) - ushift), "virial": f_rc * cutoff}
+        fr, u = formula(rc2, c)
+        f_rc = abs(fr) * cutoff  # |F(rc)|; a pair at the cutoff adds rc |F(rc)| to the virial's trace
+        jump = {"force": f_rc, "energy": abs(u), "virial": f_rc * cutoff}
     return {
         "forces": frc,
         "energy": float(sums[_E]),

@@ -1,9 +1,10 @@
-// The ls1-MarDyn CUDA port's strategies (seed 000): the parity-plane domain traverser, the
-// thread-block and warp-block cell processors, the reference cell processor (the port's
-// REFERENCE_IMPLEMENTATION) and per-cell potential/virial statistics.
+// The ls1-MarDyn CUDA port's strategies (seed 000): the parity-plane domain traverser with three
+// cell processors, parity_thread (the port's REFERENCE_IMPLEMENTATION: one thread per cell pair),
+// parity_block (the thread-block processor) and parity_warpblock (the warp-block processor), and
+// per-cell potential/virial statistics.
 //
-// Storage: the CSR cell layout of cells.cu (MarDyn's cellStartIndices); binning, zeroing and
-// gathering forces are the kernels of cells.cu. Every processor adds the energy, virial and
+// Storage: the CSR cell storage of cells.cuh (MarDyn's cellStartIndices); binning, zeroing and
+// gathering forces are the kernels of binning.cu. Every processor adds the energy, virial and
 // pair count of each pair to the statistics of both of its cells (a pair inside one cell: twice
 // to that cell), so the per-cell sums count every pair twice; reduce_partials halves them.
 //
@@ -11,7 +12,7 @@
 // run in lock-step. Shared-memory hand-overs inside a warp are ordered by __syncwarp(), warp
 // collectives are *_sync, and spin locks are taken by one lane while the others wait at
 // __syncwarp().
-#include "cells.cu"
+#include "cells.cuh"
 
 // One launch of the parity-plane traverser (strategies/schedules.py parity_launches): block or
 // job index -> (iu, iv, il) in the du x dv grid of a layer and the layer; cell A = start + iu gu
@@ -65,7 +66,7 @@ __device__ __forceinline__ void block_cell_stats(Acc (&v)[kSums], unsigned long 
 // Same traversal as the fast processors, one thread per cell pair instead of one block.
 template <typename Real, typename Acc, template <typename> class Functor, bool PBC>
 __global__ void __launch_bounds__(32)
-parity_reference(const Cells<Real, Acc, kCsr> cells, const Layer L, const Grid g, const Box<Real> box,
+parity_thread(const Cells<Real, Acc, kCsr> cells, const Layer L, const Grid g, const Box<Real> box,
                  const Real* __restrict__ fparams, Acc* __restrict__ cstat, unsigned long long* __restrict__ ccount) {
   const int t = blockIdx.x * 32 + threadIdx.x;
   if (t >= layer_size(L)) return;
@@ -89,7 +90,7 @@ parity_reference(const Cells<Real, Acc, kCsr> cells, const Layer L, const Grid g
 // inside one block, warp pairs once (rounds 0..W/2) and molecule pairs once (shifts 1..16).
 template <typename Real, typename Acc, template <typename> class Functor, int BLOCK, bool PBC>
 __global__ void __launch_bounds__(BLOCK, BLOCK < 512 ? 512 / BLOCK : 1)  // room for 128 registers
-parity_tbp(const Cells<Real, Acc, kCsr> cells, const Layer L, const Grid g, const Box<Real> box,
+parity_block(const Cells<Real, Acc, kCsr> cells, const Layer L, const Grid g, const Box<Real> box,
            const Real* __restrict__ fparams, Acc* __restrict__ cstat, unsigned long long* __restrict__ ccount) {
   constexpr int kWarps = BLOCK / 32;
   __shared__ Vec4<Real> s_pos[BLOCK];
@@ -239,10 +240,10 @@ __device__ __forceinline__ int job_warp_blocks(const int* __restrict__ start, in
 }
 
 // Job table of both schedulers, all launches at once (blockIdx.y = launch): the warp
-// blocks of every job (launch l's jobs start at offsets[l]); a scan (CuPy) and wbp_job_table
+// blocks of every job (launch l's jobs start at offsets[l]); a scan (CuPy) and warpblock_job_table
 // turn them into a table from warp-block index to job.
 template <int MODE>
-__global__ void wbp_job_sizes(const int* __restrict__ start, const Layer* __restrict__ layers,
+__global__ void warpblock_job_sizes(const int* __restrict__ start, const Layer* __restrict__ layers,
                               const int* __restrict__ offsets, const Grid g, int* __restrict__ sizes) {
   const Layer L = layers[blockIdx.y];
   const int jobs = job_count<MODE>(L);
@@ -255,7 +256,7 @@ __global__ void wbp_job_sizes(const int* __restrict__ start, const Layer* __rest
 
 // ends: inclusive scan of the sizes over all launches. first[i] = the warp-block index where
 // job i starts (first[total_jobs] = all warp blocks); table[w] = the job of warp block w.
-__global__ void wbp_job_table(const int* __restrict__ ends, const int total_jobs, int* __restrict__ table,
+__global__ void warpblock_job_table(const int* __restrict__ ends, const int total_jobs, int* __restrict__ table,
                               int* __restrict__ first) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total_jobs; i += gridDim.x * blockDim.x) {
     const int begin = i ? ends[i - 1] : 0;
@@ -418,7 +419,7 @@ __device__ __forceinline__ void run_job(const Cells<Real, Acc, kCsr>& cells, con
 template <typename Real, typename Acc, template <typename> class Functor, int WARPS, bool PBC, int MODE, int SCHED,
           int COMMIT>
 __global__ void __launch_bounds__(WARPS * 32)
-wbp(const Cells<Real, Acc, kCsr> cells, const Layer L, const Grid g, const Box<Real> box,
+parity_warpblock(const Cells<Real, Acc, kCsr> cells, const Layer L, const Grid g, const Box<Real> box,
     const Real* __restrict__ fparams, Acc* __restrict__ cstat, unsigned long long* __restrict__ ccount,
     Sched* __restrict__ sched, const int* __restrict__ table, const int* __restrict__ job_first, const int offset,
     int* __restrict__ locks, int* __restrict__ error, const unsigned long long budget_ns) {

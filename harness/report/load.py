@@ -1,0 +1,105 @@
+"""Reading result files for the report: classify them (bench, verify, profile), and bring
+older results to the current schema.
+
+Schema 1 (results written before the core refactor) named strategies by their first-release
+names (tbp_parity, cells_fullshell_csr, ...), called the build phase `bin_ms` and kept the
+verify device header inside meta. Those names are aliases for one release (strategies.ALIASES):
+this loader maps them to the registry's names and says so in the report's method section.
+"""
+from __future__ import annotations
+
+import glob
+import json
+from pathlib import Path
+
+import strategies
+from mdcore import InputError, parse_value
+
+from ..results import SCHEMA_VERSION
+
+
+def _strategy_attrs(name: str) -> dict:
+    cls = strategies.REGISTRY.get(name)
+    if cls is None:
+        return {}
+    return {a: v for a, v in strategies.attributes(cls).items() if a not in ("backend", "precisions")}
+
+
+def _rename_label(label: str, renamed: dict) -> str:
+    base, bracket, rest = label.partition("[")
+    new = strategies.canonical(base)
+    if new != base:
+        renamed[base] = new
+    return new + bracket + rest
+
+
+def normalise_row(r: dict, renamed: dict) -> dict:
+    """A result row in the current schema (a copy): registry names, build_ms, attributes,
+    launch parameters."""
+    r = dict(r)
+    if r.get("backend") == "peer":
+        return r
+    if "strategy" in r:
+        r["strategy"] = _rename_label(r["strategy"], renamed)
+    r["name"] = strategies.canonical(r.get("name") or r.get("strategy", "").split("[")[0])
+    for old, new in (("bin_ms", "build_ms"),):
+        if old in r and new not in r:
+            r[new] = r.pop(old)
+    for k, v in _strategy_attrs(r["name"]).items():
+        r.setdefault(k, v)
+    if "launch_params" not in r:  # older results: the label names the non-default ones
+        label = r.get("strategy", "")
+        inner = label[label.index("[") + 1:-1] if "[" in label else ""
+        r["launch_params"] = {k: parse_value(v) for k, _, v in (i.partition("=") for i in inner.split(",") if i)}
+    if isinstance(r.get("launch"), dict) and "layout" in r["launch"] and "storage" not in r["launch"]:
+        r["launch"] = {("storage" if k == "layout" else k): v for k, v in r["launch"].items()}
+    return r
+
+
+def load(paths: list[Path]) -> dict:
+    """Classify result JSON files: bench, verify, profile; rows normalised to the current
+    schema. 'renamed' lists the old names mapped."""
+    out: dict = {"bench": [], "verify": [], "profile": [], "files": [], "renamed": {}, "schemas": set()}
+    for p in paths:
+        try:
+            doc = json.loads(Path(p).read_text())
+        except (OSError, ValueError) as e:
+            raise InputError(f"report: cannot read {p}: {e}") from None
+        if not isinstance(doc, dict):
+            raise InputError(f"report: {p} is not a result file (a JSON object)")
+        version = doc.get("schema_version", 1)
+        if version not in (1, SCHEMA_VERSION):
+            raise InputError(f"report: {p} has schema_version {version!r}; this harness reads 1 and {SCHEMA_VERSION}")
+        out["schemas"].add(version)
+        if "ncu" in doc:
+            doc = dict(doc, strategy=strategies.canonical(doc.get("strategy", "")))
+            out["profile"].append(doc)
+        elif doc.get("kind") == "verify" or ("tolerances" in doc and "rows" in doc):
+            _check_rows(p, doc)
+            device = doc.get("device") or doc.get("meta", {}).get("device", {})
+            out["verify"].append(dict(doc, device=device,
+                                      rows=[normalise_row(r, out["renamed"]) for r in doc["rows"]]))
+        elif doc.get("kind") == "bench" or ("rows" in doc and "device" in doc):
+            _check_rows(p, doc)
+            out["bench"].append(dict(doc, rows=[normalise_row(r, out["renamed"]) for r in doc["rows"]]))
+        else:
+            raise InputError(f"report: {p} is neither a bench, a verify nor a profile result")
+        out["files"].append(str(p))
+    return out
+
+
+def _check_rows(path, doc: dict) -> None:
+    rows = doc.get("rows")
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise InputError(f"report: {path}: 'rows' must be a list of objects, got {type(rows).__name__}")
+
+
+def default_inputs(root: Path) -> list[Path]:
+    """The newest bench JSON, reports/verify/verify.json and every profile summary."""
+    bench = sorted(glob.glob(str(root / "reports" / "bench" / "*.json")), key=lambda f: Path(f).stat().st_mtime)
+    out = [Path(bench[-1])] if bench else []
+    v = root / "reports" / "verify" / "verify.json"
+    if v.exists():
+        out.append(v)
+    out += [Path(f) for f in sorted(glob.glob(str(root / "reports" / "profile" / "*.json")))]
+    return out

@@ -1,0 +1,61 @@
+"""One writer for every result file (verify, bench): <name>.csv (one row per cell or point,
+nested fields as JSON text) and <name>.json (schema version, kind, device header, meta, rows
+and what else the kind carries), optionally a markdown file and a copy of the JSON elsewhere.
+
+Schema versions: 1 (no version field, before the core refactor: old strategy names, `bin_ms`),
+2 (kind field, registry names, `build_ms`). harness.report reads both.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+SCHEMA_VERSION = 2
+KINDS = ("verify", "bench")
+
+
+def _default(o):
+    return o.item() if hasattr(o, "item") else str(o)
+
+
+def frame(rows: list[dict], first: list[str] | None = None):
+    """The rows as a pandas DataFrame (nested fields as JSON text), `first` columns first."""
+    import pandas as pd
+
+    flat = [{k: (json.dumps(v, default=_default) if isinstance(v, (dict, list)) else v) for k, v in r.items()}
+            for r in rows]
+    df = pd.DataFrame(flat)
+    for c in first or []:
+        if c not in df:
+            df[c] = None
+    lead = [c for c in first or [] if c in df.columns]
+    return df[lead + [c for c in df.columns if c not in lead]]
+
+
+def document(kind: str, rows: list[dict], device: dict, meta: dict, **extra) -> dict:
+    if kind not in KINDS:
+        raise ValueError(f"unknown result kind {kind!r}")
+    return {"schema_version": SCHEMA_VERSION, "kind": kind, "device": device, "meta": meta, **extra, "rows": rows}
+
+
+def write(doc: dict, folder, name: str, columns: list[str], drop: tuple = (), markdown: str | None = None,
+          copy_to=None) -> list[Path]:
+    """Write doc (from document()) as <folder>/<name>.csv and .json (+ .md); returns the paths."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    csv, js = folder / f"{name}.csv", folder / f"{name}.json"
+    df = frame(doc["rows"], columns)
+    df[[c for c in df.columns if c not in drop]].to_csv(csv, index=False)
+    text = json.dumps(doc, indent=1, default=_default)
+    js.write_text(text)
+    paths = [csv, js]
+    if copy_to is not None:
+        copy_to = Path(copy_to)
+        copy_to.parent.mkdir(parents=True, exist_ok=True)
+        copy_to.write_text(text)
+        paths.append(copy_to)
+    if markdown is not None:
+        md = folder / f"{name}.md"
+        md.write_text(markdown)
+        paths.append(md)
+    return paths

@@ -1,0 +1,142 @@
+"""The strategy registry: what every strategy declares, and selection by those declarations.
+
+Names follow one grammar, `<traversal>_<processor>_<variant>`:
+  traversal  allpairs | fullshell | c08 | parity          (the loop order over pairs)
+  processor  thread | warp | block | warpblock            (what one GPU thread, warp or block
+             processes; numba strategies run one CPU thread per particle or base step: thread)
+  variant    the storage (csr, 2d, nested), the CPU backend (cpu), or what else tells two
+             implementations of one traversal and processor apart (naive, tiled; the warp-block
+             processor's Newton3 mode and scheduler: twopass_atomic, shared_mutex, ...)
+
+Strategies register themselves (`@register`, or `register(cls)` for generated classes) when
+their module is imported; strategies/__init__.py imports every module of the package.
+"""
+from __future__ import annotations
+
+from mdcore import InputError
+
+REGISTRY: dict = {}
+TRAVERSALS = ("allpairs", "fullshell", "c08", "parity", "verlet", "clusterpair")
+ATTRIBUTES = ("backend", "traversal", "processor", "storage", "newton3", "deterministic", "list_reuse",
+              "potentials", "precisions")
+# Names of the first release, kept as aliases for one release: reports on disk use them
+# (harness.report maps them when it loads older results).
+ALIASES = {
+    "allpairs_naive": "allpairs_thread_naive",
+    "allpairs_tiled": "allpairs_thread_tiled",
+    "allpairs_cpu": "allpairs_thread_cpu",
+    "cells_fullshell_csr": "fullshell_thread_csr",
+    "cells_fullshell_2d": "fullshell_thread_2d",
+    "cells_fullshell_nested": "fullshell_thread_nested",
+    "cells_fullshell_cpu": "fullshell_thread_cpu",
+    "c08_cpu": "c08_thread_cpu",
+    "parity_reference": "parity_thread_csr",
+    "tbp_parity": "parity_block_csr",
+    "wbp_twopass_mutex": "parity_warpblock_twopass_mutex",
+    "wbp_twopass_atomic": "parity_warpblock_twopass_atomic",
+    "wbp_shared_mutex": "parity_warpblock_shared_mutex",
+    "wbp_shared_atomic": "parity_warpblock_shared_atomic",
+}
+
+
+def register(cls):
+    """Class decorator: add a strategy to the registry after checking its declarations."""
+    missing = [a for a in ("name", "backend", "description", "traversal", "processor") if not hasattr(cls, a)]
+    if missing:
+        raise TypeError(f"strategy {cls.__name__} does not declare {', '.join(missing)}")
+    if cls.traversal not in TRAVERSALS:
+        raise TypeError(f"strategy {cls.name}: traversal {cls.traversal!r} is not one of {', '.join(TRAVERSALS)}")
+    if not cls.name.startswith(f"{cls.traversal}_{cls.processor}_"):
+        raise TypeError(f"strategy {cls.name}: the name must read <traversal>_<processor>_<variant> "
+                        f"({cls.traversal}_{cls.processor}_...)")
+    if cls.name in REGISTRY and REGISTRY[cls.name] is not cls:
+        raise TypeError(f"strategy {cls.name} registered twice")
+    REGISTRY[cls.name] = cls
+    return cls
+
+
+def ordered() -> list[str]:
+    """Names in a stable order: by traversal, GPU before CPU, then by name."""
+    return sorted(REGISTRY, key=lambda n: (TRAVERSALS.index(REGISTRY[n].traversal),
+                                           REGISTRY[n].backend != "cuda", n))
+
+
+def canonical(name: str) -> str:
+    """The registered name for a name or an old alias."""
+    return ALIASES.get(name, name)
+
+
+def attributes(cls) -> dict:
+    return {a: getattr(cls, a) for a in ATTRIBUTES}
+
+
+def matches(cls, key: str, value) -> bool:
+    have = getattr(cls, key)
+    if key == "potentials":
+        return have is None or value in have
+    if isinstance(have, tuple):
+        return value in have
+    return have == value
+
+
+def select(**attrs) -> list[str]:
+    """Names of the strategies whose attributes match every given one, e.g.
+    select(backend="cuda", newton3=True), select(traversal="parity")."""
+    bad = [k for k in attrs if k not in ATTRIBUTES]
+    if bad:
+        raise InputError(f"unknown strategy attribute(s) {', '.join(bad)}; known: {', '.join(ATTRIBUTES)}")
+    return [n for n in ordered() if all(matches(REGISTRY[n], k, v) for k, v in attrs.items())]
+
+
+def _value(text: str):
+    low = text.lower()
+    if low in ("true", "yes", "1"):
+        return True
+    if low in ("false", "no", "0"):
+        return False
+    return text
+
+
+def names(backend: str | None = None) -> list[str]:
+    return [n for n in ordered() if backend is None or REGISTRY[n].backend == backend]
+
+
+def resolve(spec: str | None) -> list[str]:
+    """A comma list of items -> names, in the registry's order within each item. An item is a
+    name (or an old alias), a family prefix ending in '_' (e.g. 'parity_'), cuda / cpu / all,
+    or attribute filters 'key=value' joined by '+' (e.g. 'newton3=true+backend=cuda')."""
+    if not spec or spec == "all":
+        return names()
+    out: list[str] = []
+    for item in (s.strip() for s in spec.split(",") if s.strip()):
+        name = canonical(item)
+        if name in REGISTRY:
+            hit = [name]
+        elif item in ("cuda", "cpu"):
+            hit = names(item)
+        elif "=" in item:
+            filters = {}
+            for f in item.split("+"):
+                key, eq, val = f.partition("=")
+                if not eq or not val:
+                    raise InputError(f"strategy filter {f!r} is not key=value")
+                filters[key.strip()] = _value(val.strip())
+            hit = select(**filters)
+            if not hit:
+                raise InputError(f"no strategy has {item!r}")
+        else:
+            hit = [n for n in ordered() if n.startswith(item)] if item.endswith("_") else []
+        if not hit:
+            raise InputError(f"unknown strategy {item!r}; known: {', '.join(ordered())} "
+                             "(or a family prefix ending in '_', cuda / cpu / all, or key=value filters on "
+                             f"{', '.join(ATTRIBUTES)})")
+        out += [h for h in hit if h not in out]
+    return out
+
+
+def create(name: str, **launch):
+    """An instance of the registered strategy `name` (or an old alias) with launch parameters."""
+    key = canonical(name)
+    if key not in REGISTRY:
+        raise InputError(f"unknown strategy {name!r}; known: {', '.join(ordered())}")
+    return REGISTRY[key](**launch)
