@@ -48,7 +48,9 @@ SLOW_S = 0.5  # a first evaluation slower than this is timed with one sample per
 NOISE = 0.25  # (max - min) / median of compute above this: the point is flagged noisy
 
 
-def flops(checks: int, pairs: int, newton3: bool) -> float:
+def flops(checks: int, pairs: int, newton3: bool, energy: bool = True) -> float:
+    """AutoPas's counts (with energy and virial); the forces-only flavour does the same count of
+    distance checks and interactions, so the same count is its floor too (an upper bound)."""
     return FLOPS_CHECK * checks + (FLOPS_N3 * pairs if newton3 else FLOPS_NO_N3 * 2 * pairs)
 
 
@@ -109,17 +111,17 @@ def time_graph(fn: Callable[[], object], warmup: int, repeat: int, min_time: flo
 
 def point_key(row: dict) -> tuple:
     """What identifies a point in a sweep (and in a partial file that --resume continues)."""
-    return row["strategy"], row["scenario"], int(row["n"]), row["precision"]
+    return row["strategy"], row["scenario"], int(row["n"]), row["precision"], row.get("outputs", "all")
 
 
 def plan_point(strategy: strategies.Strategy, problem: Problem, max_checks: dict | None = None,
-               check_device: bool = True) -> dict:
+               check_device: bool = True, outputs: str = "all") -> dict:
     """The point's row before timing: status "planned" with its distance checks, or "n/a" with
     the reason (not applicable, or over the distance-check budget). check_device=False plans a
     GPU point on a machine without a GPU (its device checks left out)."""
     row = {"strategy": strategy.label, "name": strategy.name, "backend": strategy.backend,
            "scenario": problem.label.split(" ")[0], "n": problem.n, "precision": problem.precision,
-           "potential": problem.potential.spec(), "launch_params": dict(strategy.launch),
+           "potential": problem.potential.spec(), "outputs": outputs, "launch_params": dict(strategy.launch),
            **{a: v for a, v in strategies.attributes(type(strategy)).items() if a not in ("backend", "precisions")}}
     ok, why, checks = gate(strategy, problem, budgets("bench", max_checks), "bench", check_device)
     if not ok:
@@ -128,17 +130,17 @@ def plan_point(strategy: strategies.Strategy, problem: Problem, max_checks: dict
 
 
 def bench_point(strategy: strategies.Strategy, problem: Problem, warmup: int, repeat: int, min_time: float,
-                l2: str = "flush", graph: bool = True, max_checks: dict | None = None) -> dict:
-    row = plan_point(strategy, problem, max_checks)
+                l2: str = "flush", graph: bool = True, max_checks: dict | None = None, outputs: str = "all") -> dict:
+    row = plan_point(strategy, problem, max_checks, outputs=outputs)
     if row.pop("status") != "planned":
         return {**row, "status": "n/a"}
     row.pop("distance_checks")
     gpu = strategy.backend == "cuda"
     # set-up of a second prepare(): the first compiles kernels (ours and CuPy's own sort and
     # scan), which a set-up time must not include
-    strategy.prepare(problem).synchronize()
+    strategy.prepare(problem, outputs).synchronize()
     t0 = time.perf_counter()
-    plan = strategy.prepare(problem)
+    plan = strategy.prepare(problem, outputs)
     plan.synchronize()
     row["setup_ms"] = (time.perf_counter() - t0) * 1e3
 
@@ -151,8 +153,11 @@ def bench_point(strategy: strategies.Strategy, problem: Problem, warmup: int, re
 
     plan.upload()
     strategy.compute(plan).to_host()  # first run: just-in-time compilation (numba, CuPy's own kernels)
+    plan.set_outputs("all")  # the pair count, for the throughput figures of either flavour
+    pairs = strategy.compute(plan).to_host().pairs
+    plan.set_outputs(outputs)
     t0 = time.perf_counter()
-    out = strategy.compute(plan).to_host()  # second run: the pair count, and how slow a run is
+    strategy.compute(plan).to_host()  # how slow a run is
     if time.perf_counter() - t0 > SLOW_S:  # one sample per phase: a slow point is slow enough
         warmup, repeat, min_time = 0, 1, 0.0
         row["single_sample"] = True
@@ -179,13 +184,13 @@ def bench_point(strategy: strategies.Strategy, problem: Problem, warmup: int, re
     row.update({"compute_min_ms": t["compute"].min, "compute_max_ms": t["compute"].max,
                 "force_min_ms": t["force"].min, "force_max_ms": t["force"].max,
                 "with_list_min_ms": t["with_list"].min, "with_list_max_ms": t["with_list"].max,
-                "repeats": t["compute"].repeats, "pairs": out.pairs, "l2": l2 if gpu else None,
-                "pairs_per_s": out.pairs / sec if sec else None,
+                "repeats": t["compute"].repeats, "pairs": pairs, "l2": l2 if gpu else None,
+                "pairs_per_s": pairs / sec if sec else None,
                 "particles_per_s": problem.n / sec if sec else None,
                 "eff_bandwidth_gbs": min_bytes(problem) / sec / 1e9 if sec else None})
     if checks is not None:
-        fl = flops(checks, out.pairs, strategy.newton3)
-        interactions = out.pairs * (1 if strategy.newton3 else 2)
+        fl = flops(checks, pairs, strategy.newton3, energy=outputs == "all")
+        interactions = pairs * (1 if strategy.newton3 else 2)
         row.update({"checks_per_interaction": checks / interactions if interactions else None,
                     "gflops": fl / sec / 1e9 if sec else None})
         info = device.gpu_info() if gpu else None
@@ -217,7 +222,7 @@ def run(names: list[str], scenario: str | list[str] | None, sizes: list, precisi
         problem: Problem | None = None, progress: Callable[[str], None] | None = None,
         sweep: dict[str, list] | None = None, l2: str = "flush", graph: bool = True, bar=None,
         max_checks: dict | None = None, done: dict | None = None, sink: Callable[[dict], None] | None = None,
-        dry_run: bool = False, check_device: bool = True) -> list[dict]:
+        dry_run: bool = False, check_device: bool = True, outputs: str = "all") -> list[dict]:
     """One row per (scenario, size, strategy, launch variant) at this precision. Points whose
     key is in `done` (rows of an earlier, interrupted run, a list per key, one row per occurrence,
     consumed in order) are taken from there, not timed;
@@ -230,14 +235,15 @@ def run(names: list[str], scenario: str | list[str] | None, sizes: list, precisi
         for name in names:
             for lp in launch_variants(strategies.REGISTRY[name], launch or {}, sweep or {}):
                 s = strategies.create(name, **lp)
-                key = (s.label, p.label.split(" ")[0], p.n, p.precision)
+                key = (s.label, p.label.split(" ")[0], p.n, p.precision, outputs)
                 if done and done.get(key):
                     row = done[key].pop(0)
                 elif dry_run:
-                    row = plan_point(s, p, max_checks, check_device)
+                    row = plan_point(s, p, max_checks, check_device, outputs)
                 else:
                     try:
-                        row = bench_point(s, p, warmup, repeat, min_time, l2=l2, graph=graph, max_checks=max_checks)
+                        row = bench_point(s, p, warmup, repeat, min_time, l2=l2, graph=graph, max_checks=max_checks,
+                                          outputs=outputs)
                     except StrategyError as e:  # e.g. a lock timeout or capacity overflow: a result, not a crash
                         row = {"strategy": s.label, "name": name, "backend": s.backend,
                                "scenario": p.label.split(" ")[0], "n": p.n, "precision": p.precision,
@@ -274,7 +280,7 @@ def format_row(r: dict) -> str:
                 + (f", {checks:.3g} distance checks" if checks is not None else "") + (f"  ({lp})" if lp else ""))
     if r["status"] != "ok":
         return f"{r['strategy']:16s} N={r['n']:<9d} {r['precision']:5s} {r['status']}: {r['detail']}"
-    s = (f"{r['strategy']:16s} N={r['n']:<9d} {r['precision']:5s} compute {r['compute_ms']:9.4f} ms "
+    s = (f"{r['strategy']:16s} N={r['n']:<9d} {r['precision']:5s} {r.get('outputs', 'all'):6s} compute {r['compute_ms']:9.4f} ms "
          f"[{r['compute_min_ms']:.4f}..{r['compute_max_ms']:.4f}, n={r['repeats']}]  build {r['build_ms']:.4f}  "
          f"force {r['force_ms']:.4f}  reduce {r['reduce_ms']:.4f}  with list {r['with_list_ms']:.4f}  "
          f"upload {r['upload_ms']:.4f}  "
@@ -361,7 +367,7 @@ class Partial:
             self.path.unlink()
 
 
-COLUMNS = ["strategy", "scenario", "n", "precision", "status", "compute_ms", "compute_spread", "repeats", "build_ms",
+COLUMNS = ["strategy", "scenario", "n", "precision", "outputs", "status", "compute_ms", "compute_spread", "repeats", "build_ms",
            "force_ms", "reduce_ms", "with_list_ms", "graph_ms", "with_list_graph_ms", "evaluate_ms", "setup_ms", "pairs_per_s", "particles_per_s",
            "checks_per_interaction", "gflops", "pct_of_peak", "eff_bandwidth_gbs", "device_bytes"]
 
@@ -375,7 +381,7 @@ def terminal_table(rows: list[dict]) -> str:
     """A readable summary: one line per point, times in ms, rates in G/s; a closing line names
     the points whose compute spread stayed above NOISE."""
     df = frame(rows)
-    show = df[[c for c in ("strategy", "scenario", "n", "precision", "status", "compute_ms", "compute_spread",
+    show = df[[c for c in ("strategy", "scenario", "n", "precision", "outputs", "status", "compute_ms", "compute_spread",
                            "build_ms", "with_list_ms", "graph_ms", "with_list_graph_ms", "pairs_per_s", "pct_of_peak")
                if c in df.columns]].copy()
     if "pairs_per_s" in show:
@@ -417,9 +423,9 @@ class Sweep:
     suite: str | None = None
     gpu: bool = True
 
-    def points(self) -> int:
+    def points(self, flavours: int = 1) -> int:
         per = lambda p: (1 if self.problem is not None else len(p.specs) * len(p.sizes)) * len(p.precisions)  # noqa: E731
-        return sum(count_points(p.names, per(p), self.launch, p.sweep) for p in self.parts)
+        return flavours * sum(count_points(p.names, per(p), self.launch, p.sweep) for p in self.parts)
 
 
 def size_of(text: str) -> str | int:
@@ -469,7 +475,8 @@ def run_sweep(sw: Sweep, out: Path, name: str | None, resume: bool = False, dry_
     graph."""
     import sys
 
-    timing = {"seed": 1, "warmup": 3, "repeat": 20, "min_time": 0.3, "l2": "flush", "graph": True, **(timing or {})}
+    timing = {"seed": 1, "warmup": 3, "repeat": 20, "min_time": 0.3, "l2": "flush", "graph": True, "outputs": ["all"],
+              **(timing or {})}
     if resume and not name:
         raise InputError("--resume continues the run named by --name; name it")
     header = device.header()
@@ -489,12 +496,13 @@ def run_sweep(sw: Sweep, out: Path, name: str | None, resume: bool = False, dry_
     try:
         for part in sw.parts:
             for prec in part.precisions:
-                rows += run(part.names, part.specs, part.sizes, prec, seed=timing["seed"], warmup=timing["warmup"],
-                            repeat=timing["repeat"], min_time=timing["min_time"], launch=sw.launch,
-                            problem=sw.problem, progress=progress, sweep=part.sweep, l2=timing["l2"],
-                            graph=timing["graph"], bar=bar, max_checks=max_checks,
-                            done=partial.done if partial else None, sink=partial, dry_run=dry_run,
-                            check_device=sw.gpu or not dry_run)
+                for outputs in timing["outputs"]:
+                    rows += run(part.names, part.specs, part.sizes, prec, seed=timing["seed"], warmup=timing["warmup"],
+                                repeat=timing["repeat"], min_time=timing["min_time"], launch=sw.launch,
+                                problem=sw.problem, progress=progress, sweep=part.sweep, l2=timing["l2"],
+                                graph=timing["graph"], bar=bar, max_checks=max_checks,
+                                done=partial.done if partial else None, sink=partial, dry_run=dry_run,
+                                check_device=sw.gpu or not dry_run, outputs=outputs)
         if dry_run:
             return rows, []
         if peer_names:

@@ -16,6 +16,7 @@ from strategies import StrategyError
 
 from . import scenarios
 from mdcore import MODES, PRECISIONS, InputError, LennardJones, Problem, check_precision, parse_value
+from strategies.base import check_outputs
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -177,11 +178,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
                           launch=_launch(args.launch), problem=problem, dry_run=args.dry_run)
     for line in device.header_lines(device.header()):
         print(line)
-    total = sw.points()
+    total = sw.points(len([o for o in args.outputs.split(",") if o.strip()]))
     print(f"{total} points" + (" (dry run: planned, not timed)" if args.dry_run else ""))
     bar = _progress_bar(total)
+    outputs = [check_outputs(o.strip()) for o in args.outputs.split(",") if o.strip()]
     timing = {"seed": args.seed, "warmup": args.warmup, "repeat": args.repeat, "min_time": args.min_time,
-              "l2": args.l2, "graph": not args.no_graph}
+              "l2": args.l2, "graph": not args.no_graph, "outputs": outputs}
     try:
         rows, paths = bench.run_sweep(sw, Path(args.out), args.name, resume=args.resume, dry_run=args.dry_run,
                                       timing=timing, max_checks={"cpu": args.max_checks_cpu,
@@ -264,6 +266,18 @@ def cmd_profile(args: argparse.Namespace) -> int:
             for line in profile.lines(profile.resummarise(Path(path))):
                 print(line)
         return 0
+    if args.peer:
+        from . import peers
+
+        peers.parse(args.peer)
+        scenarios.parse_spec(args.scenario)
+        if args.inner:
+            return profile.inner_peer(args.peer, args.scenario, _size(args.n), args.precision)
+        doc = profile.run_peer(args.peer, args.scenario, _size(args.n), check_precision(args.precision), Path(args.out),
+                               cache=args.cache)
+        for line in profile.lines(doc):
+            print(line)
+        return 0
     name = strategies.canonical(args.strategy)
     if name not in strategies.REGISTRY:
         raise InputError(f"unknown strategy {name!r}; known: {', '.join(strategies.REGISTRY)}")
@@ -272,11 +286,12 @@ def cmd_profile(args: argparse.Namespace) -> int:
     scenarios.parse_spec(args.scenario)
     launch = _launch(args.launch)
     size = _size(args.n)
+    outputs = check_outputs(args.outputs)
     if args.inner:
-        return profile.inner(name, args.scenario, size, args.precision, launch)
+        return profile.inner(name, args.scenario, size, args.precision, launch, outputs)
     _require_devices([name])
     doc = profile.run(name, args.scenario, size, check_precision(args.precision), launch, Path(args.out),
-                      cache=args.cache)
+                      cache=args.cache, outputs=outputs)
     for line in profile.lines(doc):
         print(line)
     print(f"report: {Path(args.out) / doc['report']} (and .csv, .json beside it)")
@@ -365,6 +380,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--l2", choices=("flush", "warm"), default="flush",
                    help="flush the L2 before every GPU sample (default) or leave it warm")
     p.add_argument("--no-graph", action="store_true", help="skip the CUDA-graph replay timing")
+    p.add_argument("--outputs", default="all", help="what each evaluation computes: all (forces, energy, virial, "
+                                                     "pairs), forces (forces only), or all,forces for both (default all)")
     p.add_argument("--noise", type=float, default=0.25,
                    help="flag points whose compute spread (max - min) / median exceeds this (default 0.25)")
     p.add_argument("--max-checks-cpu", type=float, help="skip CPU points with more distance checks (default 2e10)")
@@ -399,6 +416,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--n", default="large", help="size name or particle count (default large)")
     p.add_argument("--precision", default="fp32")
     p.add_argument("--launch", help="launch parameters, e.g. block=128")
+    p.add_argument("--outputs", default="all", help="all (forces, energy, virial, pairs) or forces")
+    p.add_argument("--peer", help="profile a peer's force kernels instead of a strategy: openmm")
     p.add_argument("--out", default=str(ROOT / "reports" / "profile"))
     p.add_argument("--cache", choices=("none", "all"), default="none",
                    help="ncu --cache-control: none (default: kernels share L2 as in a step) or all (each starts cold)")

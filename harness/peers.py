@@ -25,7 +25,10 @@ and the bench goes on; jax's x64 switch and OpenMM's contexts stay in that child
 from __future__ import annotations
 
 import importlib.util
+import os
+import sys
 import time
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -63,9 +66,31 @@ def _timer(fn: Callable[[], object], min_time: float) -> Stats:
     return time_cpu(fn, warmup=1, repeat=5, min_time=min_time, max_repeat=200)
 
 
-def run_openmm(problem: Problem, ref, min_time: float = 0.3) -> dict:
+def cuda13_libdir() -> str | None:
+    """The folder of the CUDA 13 runtime libraries a pip-installed CUDA stack brings
+    (site-packages/nvidia/cu13/lib), which OpenMM's CUDA 13 plugin loads; None where absent."""
+    for entry in sys.path:
+        d = Path(entry) / "nvidia" / "cu13" / "lib"
+        if d.is_dir():
+            return str(d)
+    return None
+
+
+def child_env() -> dict:
+    """The environment of a peer's process: the CUDA 13 runtime on the library path, where one
+    is installed (the dynamic loader reads LD_LIBRARY_PATH when a process starts)."""
+    env = dict(os.environ)
+    lib = cuda13_libdir()
+    if lib and lib not in env.get("LD_LIBRARY_PATH", "").split(":"):
+        env["LD_LIBRARY_PATH"] = lib + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    return env
+
+
+def openmm_context(problem: Problem, steps_dt: float = 0.0005):
+    """(context, integrator, platform name, properties) for the problem: NonbondedForce,
+    CutoffPeriodic, zero charges, no dispersion correction or switching; CUDA, else OpenCL,
+    else CPU."""
     import openmm
-    from openmm import unit
 
     lj = problem.potential
     L = problem.box.array
@@ -85,16 +110,25 @@ def run_openmm(problem: Problem, ref, min_time: float = 0.3) -> dict:
     props = {}
     if platform in ("CUDA", "OpenCL"):
         props["Precision"] = {"fp32": "single", "mixed": "mixed", "fp64": "double"}[problem.precision]
-    integrator = openmm.VerletIntegrator(0.0005)
-    t0 = time.perf_counter()
+    integrator = openmm.VerletIntegrator(steps_dt)
     context = openmm.Context(system, integrator, openmm.Platform.getPlatformByName(platform), props)
     context.setPositions(problem.positions)
+    return context, integrator, platform, props
+
+
+def run_openmm(problem: Problem, ref, min_time: float = 0.3) -> dict:
+    import openmm
+    from openmm import unit
+
+    t0 = time.perf_counter()
+    context, integrator, platform, props = openmm_context(problem)
     state = context.getState(getForces=True, getEnergy=True)
     setup_ms = (time.perf_counter() - t0) * 1e3
     forces = state.getForces(asNumpy=True).value_in_unit(unit.kilojoule_per_mole / unit.nanometer)
     energy = state.getPotentialEnergy().value_in_unit(unit.kilojoule_per_mole)
     failures = [f.split(":")[-1].strip() for f in openmm.Platform.getPluginLoadFailures() if "CUDA.so" in f]
-    row = {"status": "ok", "platform": platform, "plugin_failures": "; ".join(sorted(set(failures)))[:200], "precision_used": props.get("Precision", "double/mixed (CPU)"),
+    row = {"status": "ok", "platform": platform, "plugin_failures": "; ".join(sorted(set(failures)))[:200],
+           "cuda13_libdir": cuda13_libdir(), "precision_used": props.get("Precision", "double/mixed (CPU)"),
            "setup_ms": setup_ms, **_errors(np.asarray(forces, dtype=np.float64), float(energy), ref)}
     force = _timer(lambda: context.getState(getForces=True, getEnergy=True), min_time)
     row.update({"force_ms": force.median, "force_min_ms": force.min, "force_max_ms": force.max,
@@ -195,7 +229,13 @@ def isolated(name: str, problem: Problem, ref, min_time: float) -> dict:
     ctx = mp.get_context("spawn")
     receive, send = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(RUNNERS[name][1], problem, ref, min_time, send), daemon=True)
-    proc.start()
+    saved = dict(os.environ)
+    os.environ.update(child_env())  # the child inherits the CUDA 13 library path
+    try:
+        proc.start()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
     send.close()  # the child holds the only writer: its death ends recv() with EOFError
     try:
         out = receive.recv()

@@ -104,7 +104,14 @@ def summarise(csv_text: str) -> dict:
             "heaviest": {k: v for k, v in heaviest.items()}}
 
 
-def event_times(name: str, spec: str, size, precision: str, launch: dict) -> dict:
+def ranges_backend() -> None:
+    from mdcore import ranges
+
+    if ranges.backend() == "none":
+        raise InputError("no NVTX binding (the nvtx package or CuPy's): ncu could not select the force phase")
+
+
+def event_times(name: str, spec: str, size, precision: str, launch: dict, outputs: str = "all") -> dict:
     """The force phase timed twice with events, L2 flushed before every sample."""
     import strategies
 
@@ -116,7 +123,7 @@ def event_times(name: str, spec: str, size, precision: str, launch: dict) -> dic
     ok, why = s.supports(p)
     if not ok:
         raise InputError(f"{s.label} cannot run {p.describe()}: {why}")
-    plan = s.prepare(p)
+    plan = s.prepare(p, outputs)
     plan.upload()
     for _ in range(2):
         s.compute(plan)
@@ -128,7 +135,7 @@ def event_times(name: str, spec: str, size, precision: str, launch: dict) -> dic
             "median_ms": (a.median + b.median) / 2}
 
 
-def inner(name: str, spec: str, size, precision: str, launch: dict) -> int:
+def inner(name: str, spec: str, size, precision: str, launch: dict, outputs: str = "all") -> int:
     """Under ncu: one evaluation of the point (its force range is what ncu selects)."""
     import strategies
 
@@ -136,39 +143,46 @@ def inner(name: str, spec: str, size, precision: str, launch: dict) -> int:
 
     s = strategies.create(name, **launch)
     p = scenarios.make(spec, size, seed=1, precision=precision)
-    s.evaluate(p)
+    s.evaluate(p, outputs)
+    return 0
+
+
+PEER_RANGE = "force/peer-{}/"
+PEER_EVALUATIONS = 3
+
+
+def inner_peer(peer: str, spec: str, size, precision: str) -> int:
+    """Under ncu: the peer's force computation, PEER_EVALUATIONS times inside its NVTX range
+    (after a warm-up outside it: OpenMM compiles its kernels on first use)."""
+    from mdcore.ranges import nvtx_range
+
+    from . import peers, scenarios
+
+    if peer != "openmm":
+        raise InputError(f"profile --peer: only openmm launches kernels ncu can select; got {peer!r}")
+    p = scenarios.make(spec, size, seed=1, precision=precision)
+    context, integrator, platform, _ = peers.openmm_context(p)
+    if platform != "CUDA":
+        raise InputError(f"profile --peer openmm: OpenMM runs on {platform} here, not CUDA (plugin failures: "
+                         f"{__import__('openmm').Platform.getPluginLoadFailures()})")
+    for _ in range(3):
+        context.getState(getForces=True)
+    with nvtx_range(PEER_RANGE.format(peer).rstrip("/")):
+        for _ in range(PEER_EVALUATIONS):
+            context.getState(getForces=True, getEnergy=True)
     return 0
 
 
 CACHE_CONTROL = ("none", "all")
 
 
-def run(name: str, spec: str, size, precision: str, launch: dict, out_dir: Path, say=print,
-        cache: str = "none") -> dict:
-    exe = ncu()
-    if exe is None:
-        raise InputError("ncu (Nsight Compute) not found on PATH")
-    from . import device, ranges
-
-    if ranges.backend() == "none":
-        raise InputError("no NVTX binding (the nvtx package or CuPy's): ncu could not select the force phase")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    tag = "-".join([name, spec.replace(":", "-").replace("=", "").replace(",", "-"), str(size), precision] +
-                   [f"{k}{v}" for k, v in sorted(launch.items())])
-    stem = out_dir / tag
-    say(f"event timing of force/{name} ...")
-    events = event_times(name, spec, size, precision, launch)
-    launch_arg = ",".join(f"{k}={v}" for k, v in launch.items())
-    if cache not in CACHE_CONTROL:
-        raise InputError(f"profile: cache control {cache!r} unknown; use one of {', '.join(CACHE_CONTROL)}")
-    cmd = [exe, "--nvtx", "--nvtx-include", f"force/{name}/", "--clock-control", "none", "--cache-control", cache,
-           "-f", "-o", str(stem)]
+def _ncu(exe: str, nvtx: str, cache: str, stem: Path, inner_args: list[str], env: dict | None = None):
+    cmd = [exe, "--nvtx", "--nvtx-include", nvtx, "--clock-control", "none", "--cache-control", cache, "-f", "-o",
+           str(stem)]
     for sec in SECTIONS:
         cmd += ["--section", sec]
-    cmd += [sys.executable, "-m", "harness", "profile", "--inner", "--strategy", name, "--scenario", spec, "--n",
-            str(size), "--precision", precision] + (["--launch", launch_arg] if launch_arg else [])
-    say("ncu " + " ".join(cmd[1:]))
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    cmd += [sys.executable, "-m", "harness", "profile", "--inner", *inner_args]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     rep = Path(str(stem) + ".ncu-rep")
     if p.returncode != 0 or not rep.exists():
         raise InputError(f"ncu failed (exit {p.returncode}): {(p.stderr or p.stdout).strip()[-800:]}")
@@ -176,11 +190,60 @@ def run(name: str, spec: str, size, precision: str, launch: dict, out_dir: Path,
     Path(str(stem) + ".csv").write_text(raw.stdout)
     summary = summarise(raw.stdout)
     if not summary["launches"]:
-        raise InputError(f"ncu profiled no kernel inside force/{name}/ (is the NVTX range there?): "
-                         f"{p.stdout.strip()[-400:]}")
+        raise InputError(f"ncu profiled no kernel inside {nvtx} (is the NVTX range there?): {p.stdout.strip()[-400:]}")
+    return cmd, rep, summary
+
+
+def run_peer(peer: str, spec: str, size, precision: str, out_dir: Path, say=print, cache: str = "none") -> dict:
+    """Nsight Compute on a peer's force computation (its kernels, PEER_EVALUATIONS times), the
+    same clock and cache control as the strategies; per kernel name, the median duration."""
+    exe = ncu()
+    if exe is None:
+        raise InputError("ncu (Nsight Compute) not found on PATH")
+    from . import device, peers
+
+    ranges_backend()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = out_dir / f"peer-{peer}-{spec.replace(':', '-')}-{size}-{precision}"
+    cmd, rep, summary = _ncu(exe, PEER_RANGE.format(peer), cache, stem,
+                             ["--peer", peer, "--scenario", spec, "--n", str(size), "--precision", precision],
+                             env=peers.child_env())
+    by_kernel: dict = {}
+    for k in summary["kernels"]:
+        by_kernel.setdefault(k["kernel"].split("(")[0], []).append((k["duration_ns"] or 0.0) / 1e6)
+    per_eval = {name: sorted(v)[len(v) // 2] for name, v in by_kernel.items()}
+    doc = {"strategy": f"peer:{peer}", "scenario": spec, "size": size, "precision": precision,
+           "device": device.header(), "command": " ".join(cmd), "report": rep.name, "cache": cache, "ncu": summary,
+           "evaluations": PEER_EVALUATIONS, "median_ms_per_kernel": per_eval,
+           "evaluation_ms": summary["total_duration_ms"] / PEER_EVALUATIONS}
+    Path(str(stem) + ".json").write_text(json.dumps(doc, indent=1, default=str))
+    return doc
+
+
+def run(name: str, spec: str, size, precision: str, launch: dict, out_dir: Path, say=print,
+        cache: str = "none", outputs: str = "all") -> dict:
+    exe = ncu()
+    if exe is None:
+        raise InputError("ncu (Nsight Compute) not found on PATH")
+    from . import device
+
+    ranges_backend()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tag = "-".join([name, spec.replace(":", "-").replace("=", "").replace(",", "-"), str(size), precision] +
+                   ([] if outputs == "all" else [outputs]) + [f"{k}{v}" for k, v in sorted(launch.items())])
+    stem = out_dir / tag
+    if cache not in CACHE_CONTROL:
+        raise InputError(f"profile: cache control {cache!r} unknown; use one of {', '.join(CACHE_CONTROL)}")
+    say(f"event timing of force/{name} ...")
+    events = event_times(name, spec, size, precision, launch, outputs)
+    launch_arg = ",".join(f"{k}={v}" for k, v in launch.items())
+    inner_args = ["--strategy", name, "--scenario", spec, "--n", str(size), "--precision", precision,
+                  "--outputs", outputs] + (["--launch", launch_arg] if launch_arg else [])
+    cmd, rep, summary = _ncu(exe, f"force/{name}/", cache, stem, inner_args)
     doc = {"strategy": name, "scenario": spec, "size": size, "n": events["n"], "precision": precision,
-           "launch": launch, "device": device.header(), "command": " ".join(cmd), "report": rep.name, "cache": cache,
-           "events": events, "ncu": summary, "crosscheck": crosscheck(summary, events)}
+           "outputs": outputs, "launch": launch, "device": device.header(), "command": " ".join(cmd),
+           "report": rep.name, "cache": cache, "events": events, "ncu": summary,
+           "crosscheck": crosscheck(summary, events)}
     Path(str(stem) + ".json").write_text(json.dumps(doc, indent=1, default=str))
     return doc
 
@@ -209,6 +272,11 @@ def resummarise(path: Path) -> dict:
 
 
 def lines(doc: dict) -> list[str]:
+    if "events" not in doc:  # a peer: its kernels per evaluation
+        out = [f"{doc['strategy']} {doc['scenario']} {doc['size']} {doc['precision']}: {doc['ncu']['launches']} kernel "
+               f"launches in {doc['evaluations']} evaluations, {doc['evaluation_ms']:.4f} ms of kernels per evaluation"]
+        out += [f"  {ms * 1e3:9.2f} us  {k}" for k, ms in sorted(doc["median_ms_per_kernel"].items(), key=lambda kv: -kv[1])]
+        return out
     s, c, e = doc["ncu"], doc["crosscheck"], doc["events"]
     out = [f"{doc['strategy']} {doc['scenario']} N={doc['n']} {doc['precision']}: {s['launches']} kernel launches "
            f"in force/{doc['strategy']}/"]

@@ -1,9 +1,10 @@
 """The correctness matrix: strategy x scenario x precision, each cell against float64.
 
 Every cell poisons the strategy's outputs, runs one whole evaluation, and compares forces,
-energy, virial and pair count with the reference (harness.tolerances says how). A cell is
-pass, FAIL (with the reasons and the worst particle), ERROR (the strategy raised), or n/a
-with the strategy's reason.
+energy, virial and pair count with the reference (harness.tolerances says how); then it runs the
+forces-only flavour of the same plan (poisoned again) and compares its forces, and that it
+returns no energy, virial or pair count. A cell is pass, FAIL (with the reasons and the worst
+particle), ERROR (the strategy raised), or n/a with the strategy's reason.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from .gate import budgets, gate
 from .tolerances import TOLERANCES, accumulation, kappa
 
 COLUMNS = ["strategy", "backend", "scenario", "n", "precision", "force_rms", "force_max", "energy", "virial",
-           "pairs_diff", "pairs_allowed", "kappa", "accum", "status", "detail"]
+           "pairs_diff", "pairs_allowed", "forces_only_rms", "kappa", "accum", "status", "detail"]
 
 
 def _rel(num: float, den: float) -> float:
@@ -43,26 +44,57 @@ def compare(out: Forces, ref: reference.Reference, problem: Problem) -> dict:
     |pair-count difference| x the pair's energy and virial at the cutoff: pairs that flip in
     and out at r ~ rc carry nearly equal terms and cancel, so only the net flips count.
     Returns metric values (see harness.tolerances), kappa, accum, the tolerances used, the
-    worst particle, and 'failures': human-readable reasons (empty = pass)."""
+    worst particle, and 'failures': human-readable reasons (empty = pass). A forces-only result
+    (energy None) is judged on its forces, and must carry no energy, virial or pair count."""
     precision = problem.precision
+    m = {"kappa": kappa(precision, problem.box.array, ref.r_min),
+         "accum": accumulation(precision, ref.interactions_per_particle)}
+    tol = TOLERANCES[precision].values(m["kappa"], m["accum"])
+    m["tolerance"] = tol
+    failures = _compare_forces(out, ref, precision, m)
+    if failures is None:
+        return {"failures": [f"forces have shape {np.shape(out.forces)}, expected ({len(ref.forces)}, 3)"]}
+    forces_only = out.energy is None
+    if forces_only:
+        if out.virial is not None or out.pairs is not None:
+            failures.append("a forces-only result carries a virial or a pair count")
+    else:
+        failures += _compare_totals(out, ref, precision, m)
+    for key in ("force_rms", "force_max") if forces_only else tuple(tol):
+        value, limit = m[key], tol[key]
+        if not value <= limit:  # catches NaN too
+            where = f" (worst particle {m['worst_particle']})" if key == "force_max" else ""
+            failures.append(f"{key} {value:.3g} > {limit:.3g}{where}")
+    m["failures"] = failures
+    return m
+
+
+def _compare_forces(out: Forces, ref: reference.Reference, precision: str, m: dict) -> list[str] | None:
     f = np.asarray(out.forces, dtype=np.float64).reshape(-1, 3)
     n = len(ref.forces)
-    failures: list[str] = []
     if f.shape != (n, 3):
-        return {"failures": [f"forces have shape {f.shape}, expected ({n}, 3)"]}
+        return None
+    failures = []
     bad = ~np.isfinite(f).all(axis=1)
     if bad.any():
         failures.append(f"{int(bad.sum())} particle(s) with non-finite or unwritten force, first index {int(np.argmax(bad))}")
         f = np.where(np.isfinite(f), f, 0.0)
-    jump = ref.cutoff_jump
-    near = ref.near(precision)
-    flips = min(near, abs(int(out.pairs) - ref.pairs))
     diff = f - ref.forces
     err = np.sqrt((diff * diff).sum(axis=1))
-    err = np.maximum(0.0, err - ref.near_each(precision) * jump["force"])
+    err = np.maximum(0.0, err - ref.near_each(precision) * ref.cutoff_jump["force"])
     ref_norm = float(np.sqrt((ref.forces * ref.forces).sum()))
     rms_ref = ref_norm / math.sqrt(n) if n else 0.0
     worst = int(np.argmax(err)) if n else -1
+    m.update({"force_rms": _rel(float(np.sqrt((err * err).sum())), ref_norm),
+              "force_max": _rel(float(err[worst]), rms_ref) if n else 0.0, "worst_particle": worst})
+    return failures
+
+
+def _compare_totals(out: Forces, ref: reference.Reference, precision: str, m: dict) -> list[str]:
+    failures = []
+    jump = ref.cutoff_jump
+    near = ref.near(precision)
+    flips = min(near, abs(int(out.pairs) - ref.pairs))
     energy = float(out.energy)
     virial = np.asarray(out.virial, dtype=np.float64).reshape(3, 3)
     if not math.isfinite(energy):
@@ -72,31 +104,15 @@ def compare(out: Forces, ref: reference.Reference, problem: Problem) -> dict:
         failures.append("virial has non-finite entries")
     de = abs(energy - ref.energy)
     dw = float(np.linalg.norm(virial - ref.virial))
-    m = {
-        "force_rms": _rel(float(np.sqrt((err * err).sum())), ref_norm),
-        "force_max": _rel(float(err[worst]), rms_ref) if n else 0.0,
-        "energy": _rel(max(0.0, de - flips * jump["energy"]), ref.energy_abs),
-        "virial": _rel(max(0.0, dw - flips * jump["virial"]), ref.virial_abs),
-        "energy_rel": _rel(de, abs(ref.energy)),
-        "virial_rel": _rel(dw, float(np.linalg.norm(ref.virial))),
-        "worst_particle": worst,
-        "pairs_diff": int(out.pairs) - ref.pairs,
-        "pairs_allowed": near,
-        "kappa": kappa(precision, problem.box.array, ref.r_min),
-        "accum": accumulation(precision, ref.interactions_per_particle),
-    }
-    tol = TOLERANCES[precision].values(m["kappa"], m["accum"])
-    m["tolerance"] = tol
-    for key, limit in tol.items():
-        value = m[key]
-        if not value <= limit:  # catches NaN too
-            where = f" (worst particle {worst})" if key == "force_max" else ""
-            failures.append(f"{key} {value:.3g} > {limit:.3g}{where}")
+    m.update({"energy": _rel(max(0.0, de - flips * jump["energy"]), ref.energy_abs),
+              "virial": _rel(max(0.0, dw - flips * jump["virial"]), ref.virial_abs),
+              "energy_rel": _rel(de, abs(ref.energy)),
+              "virial_rel": _rel(dw, float(np.linalg.norm(ref.virial))),
+              "pairs_diff": int(out.pairs) - ref.pairs, "pairs_allowed": near})
     if abs(m["pairs_diff"]) > near:
         failures.append(f"pair count {int(out.pairs)} vs reference {ref.pairs}: off by {m['pairs_diff']}, "
                         f"only {near} pair(s) lie within rounding of the cutoff")
-    m["failures"] = failures
-    return m
+    return failures
 
 
 @dataclass
@@ -129,6 +145,10 @@ def run_cell(strategy: strategies.Strategy, case: Case, precision: str, max_chec
         plan.poison()
         plan.upload()
         out = strategy.compute(plan).to_host()
+        # the forces-only flavour: the same forces, and no energy, virial or pair count
+        plan.set_outputs("forces")
+        plan.poison()
+        forces_only = strategy.compute(plan).to_host()
     except Exception as e:  # a strategy bug must not stop the matrix
         row.update(status="ERROR", detail=f"{type(e).__name__}: {e}",
                    traceback="".join(traceback.format_exception(e)))
@@ -138,6 +158,9 @@ def run_cell(strategy: strategies.Strategy, case: Case, precision: str, max_chec
     m = compare(out, case.ref, problem)
     failures = m.pop("failures")
     row.update(m)
+    mf = compare(forces_only, case.ref, problem)
+    failures += [f"forces only: {f}" for f in mf.pop("failures")]
+    row.update({"forces_only_rms": mf.get("force_rms"), "forces_only_max": mf.get("force_max")})
     if failures:
         row.update(status="FAIL", detail="; ".join(failures) + f" [reproduce: {problem.label} {precision} "
                                                               f"strategy {strategy.label}]")

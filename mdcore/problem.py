@@ -158,7 +158,8 @@ class Problem:
 class Forces:
     """Result of one evaluation. On the host: forces (N, 3) float64 (force units),
     energy float, virial (3, 3) float64 (see module docstring), pairs int (pairs i<j with
-    r < cutoff). A GPU strategy returns device arrays; to_host() copies them.
+    r < cutoff); energy, virial and pairs are None from a forces-only evaluation. A GPU strategy
+    returns device arrays; to_host() copies them.
 
     checks: (flag, message) pairs a strategy raises from the device (errors as data): a
     non-zero flag makes to_host() raise StrategyError(message.format(value=flag))."""
@@ -177,5 +178,7 @@ class Forces:
             if value:
                 raise StrategyError(message.format(value=value))
         f = host(self.forces).astype(np.float64, copy=False).reshape(-1, 3)
+        if self.energy is None:
+            return Forces(f, None, None, None)
         return Forces(f, float(host(self.energy)), host(self.virial).astype(np.float64).reshape(3, 3),
                       int(host(self.pairs)))

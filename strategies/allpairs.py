@@ -12,8 +12,8 @@ from numba import njit, prange
 from mdcore import PRECISIONS, Potential, Problem
 
 from .base import Plan, Strategy
-from .cpu import CpuPlan, pair_sums, separation, store_sums
-from .cuda import CudaPlan, CudaStrategy, ctypes, fold_expression, kernel, resident_blocks, sm_count
+from .cpu import CpuPlan, pair_force, pair_sums, separation, store_sums
+from .cuda import CudaPlan, CudaStrategy, cbool, ctypes, fold_expression, kernel, resident_blocks, sm_count
 from .registry import register
 
 
@@ -29,16 +29,18 @@ class _AllPairsCuda(CudaStrategy):
     launch_defaults = {"block": 256}
     launch_choices = {"block": (64, 128, 256, 512, 1024)}
 
-    def expression(self, precision: str, pbc: bool, potential: Potential, block: int | None = None) -> str:
+    def expression(self, precision: str, pbc: bool, potential: Potential, energy: bool = True,
+                   block: int | None = None) -> str:
         real, acc = ctypes(precision)
         block = block or self.launch["block"]
-        return f"{self.name}<{real}, {acc}, {potential.functor}, {block}, {'true' if pbc else 'false'}>"
+        return f"{self.name}<{real}, {acc}, {potential.functor}, {block}, {cbool(pbc)}, {cbool(energy)}>"
 
     def default_expressions(self, potential: Potential) -> list[str]:
-        return sorted({self.expression(p, pbc, potential) for p in PRECISIONS for pbc in (False, True)})
+        return sorted({self.expression(p, pbc, potential, en) for p in PRECISIONS for pbc in (False, True)
+                       for en in (True, False)})
 
     def expressions(self, potential: Potential) -> list[str]:
-        out = self.default_expressions(potential) + [self.expression("fp32", True, potential, b)
+        out = self.default_expressions(potential) + [self.expression("fp32", True, potential, True, b)
                                                      for b in self.launch_choices["block"]]
         return sorted(set(out))
 
@@ -54,9 +56,16 @@ class _AllPairsPlan(CudaPlan):
         self.block = strategy.launch["block"]
         self.grid = -(-problem.n // self.block)
         super().__init__(strategy, problem, nparts=self.grid * slices)
-        pbc = any(problem.box.periodic)
-        self._kernel = kernel(strategy.source_file, strategy.expression(problem.precision, pbc, problem.potential),
-                              problem.potential)
+        self._kernels: dict = {}
+
+    @property
+    def _kernel(self):
+        """The traversal of the current outputs flavour (compiled on first use)."""
+        if self.outputs not in self._kernels:
+            p, s = self.problem, self.strategy
+            self._kernels[self.outputs] = kernel(s.source_file, s.expression(p.precision, any(p.box.periodic),
+                                                                             p.potential, self.energy), p.potential)
+        return self._kernels[self.outputs]
 
 
 @register
@@ -136,7 +145,7 @@ class _TiledPlan(_AllPairsPlan):
 # --- CPU --------------------------------------------------------------------------------
 
 @njit(parallel=True)
-def _allpairs_cpu(pair, pos, box, prm, rc2, zero, forces, sums, counts):
+def _allpairs_cpu(pair, with_sums, pos, box, prm, rc2, zero, forces, sums, counts):
     """pos (n, 3) in the compute dtype; box: L0, L1, L2, 1/L0, 1/L1, 1/L2 (0 = open axis);
     pair, prm, rc2: the potential's pair function, constants and cutoff^2 (strategies.cpu);
     zero: 0 in the accumulation dtype. forces (n, 3) and sums (n, 7) in the accumulation dtype,
@@ -151,7 +160,10 @@ def _allpairs_cpu(pair, pos, box, prm, rc2, zero, forces, sums, counts):
                 continue
             dx, dy, dz, r2 = separation(pos, i, j, box)
             if r2 < rc2:
-                ax, ay, az, s = pair_sums(pair, s, dx, dy, dz, r2, prm)
+                if with_sums:
+                    ax, ay, az, s = pair_sums(pair, s, dx, dy, dz, r2, prm)
+                else:
+                    ax, ay, az = pair_force(pair, dx, dy, dz, r2, prm)
                 fx += ax
                 fy += ay
                 fz += az
@@ -163,7 +175,7 @@ def _allpairs_cpu(pair, pos, box, prm, rc2, zero, forces, sums, counts):
 
 class _CpuPlan(CpuPlan):
     def force(self) -> None:
-        _allpairs_cpu(self.pair, self.pos, self.box, self.prm, self.rc2, self.acc(0), self.forces, self.sums,
+        _allpairs_cpu(self.pair, self.energy, self.pos, self.box, self.prm, self.rc2, self.acc(0), self.forces, self.sums,
                       self.counts)
 
 

@@ -22,7 +22,17 @@ from typing import Any, ClassVar
 from mdcore import PRECISIONS, Forces, InputError, Problem, StrategyError
 from mdcore.ranges import nvtx_range
 
-__all__ = ["Plan", "Strategy", "StrategyError"]
+__all__ = ["OUTPUTS", "Plan", "Strategy", "StrategyError"]
+
+# What an evaluation computes: forces only (an MD step's usual need; no energy, virial or pair
+# count), or everything. Each kernel has both flavours (a template flag).
+OUTPUTS = ("all", "forces")
+
+
+def check_outputs(outputs: str) -> str:
+    if outputs not in OUTPUTS:
+        raise InputError(f"outputs must be one of {', '.join(OUTPUTS)}, got {outputs!r}")
+    return outputs
 
 
 class Plan:
@@ -31,6 +41,16 @@ class Plan:
     def __init__(self, strategy: "Strategy", problem: Problem):
         self.strategy = strategy
         self.problem = problem
+        self.outputs = "all"
+
+    def set_outputs(self, outputs: str) -> None:
+        """'all' (forces, energy, virial, pair count) or 'forces' for the evaluations to come."""
+        self.outputs = check_outputs(outputs)
+
+    @property
+    def energy(self) -> bool:
+        """Whether energy, virial and pair count are computed."""
+        return self.outputs == "all"
 
     def upload(self) -> None:
         """Copy positions to where `force` reads them (no-op on the CPU)."""
@@ -126,11 +146,13 @@ class Strategy:
             return False, f"potential {pot} not implemented (has {', '.join(self.potentials)})"
         return True, ""
 
-    def prepare(self, problem: Problem) -> Plan:
+    def prepare(self, problem: Problem, outputs: str = "all") -> Plan:
         ok, why = self.supports(problem)
         if not ok:
             raise StrategyError(f"{self.label} cannot run {problem.describe()}: {why}")
-        return self._prepare(problem)
+        plan = self._prepare(problem)
+        plan.set_outputs(outputs)
+        return plan
 
     def _prepare(self, problem: Problem) -> Plan:
         raise NotImplementedError
@@ -156,9 +178,9 @@ class Strategy:
                 plan.build()
         return self.compute_built(plan)
 
-    def evaluate(self, problem: Problem) -> Forces:
+    def evaluate(self, problem: Problem, outputs: str = "all") -> Forces:
         """prepare, upload, compute, download: the whole evaluation, result on the host."""
-        plan = self.prepare(problem)
+        plan = self.prepare(problem, outputs)
         with nvtx_range(f"upload/{self.name}"):
             plan.upload()
         out = self.compute(plan)

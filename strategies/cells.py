@@ -6,6 +6,7 @@ Cells have side >= cutoff * cell_factor along every axis (strategies/schedules.p
 """
 from __future__ import annotations
 
+import math
 from typing import ClassVar
 
 import numpy as np
@@ -50,12 +51,14 @@ class CellStrategy(Strategy):
 
     launch_defaults: ClassVar[dict] = {"cell_factor": 1.0}
     launch_choices: ClassVar[dict] = {}
+    min_cell_factor: ClassVar[float] = 1.0  # cells smaller than the cutoff: only where the traversal reaches past 1
 
     def __init__(self, **launch):
         super().__init__(**launch)
         f = self.launch["cell_factor"]
-        if isinstance(f, bool) or not isinstance(f, (int, float)) or not f >= 1.0:
-            raise InputError(f"{self.name}: launch parameter cell_factor must be a number >= 1.0, got {f!r}")
+        lo = self.min_cell_factor
+        if isinstance(f, bool) or not isinstance(f, (int, float)) or not math.isfinite(f) or not f >= lo:
+            raise InputError(f"{self.name}: launch parameter cell_factor must be a number >= {lo:g}, got {f!r}")
         self.launch["cell_factor"] = float(f)
 
     def grid(self, problem: Problem) -> np.ndarray:

@@ -13,7 +13,7 @@ from mdcore import Problem
 from . import schedules as S
 from .base import Plan
 from .cells import CellStrategy, grid_of
-from .cpu import CpuPlan, pair_sums, separation, store_sums
+from .cpu import CpuPlan, pair_force, pair_sums, separation, store_sums
 from .registry import register
 
 
@@ -34,7 +34,8 @@ def _wrapi(x, n):
 
 
 @njit(parallel=True)
-def _fullshell_cpu(pair, pos, cell_sorted, start, dims, per, box, prm, rc2, zero, forces, sums, counts):
+def _fullshell_cpu(pair, with_sums, pos, cell_sorted, start, dims, per, box, prm, rc2, zero, forces, sums,
+                   counts):
     """Sorted positions pos (n, 3); forces, sums and counts per sorted particle; pair, prm, rc2:
     the potential (strategies.cpu)."""
     n = pos.shape[0]
@@ -60,7 +61,10 @@ def _fullshell_cpu(pair, pos, cell_sorted, start, dims, per, box, prm, rc2, zero
                             continue
                         dx, dy, dz, r2 = separation(pos, k, j, box)
                         if r2 < rc2:
-                            ax, ay, az, s = pair_sums(pair, s, dx, dy, dz, r2, prm)
+                            if with_sums:
+                                ax, ay, az, s = pair_sums(pair, s, dx, dy, dz, r2, prm)
+                            else:
+                                ax, ay, az = pair_force(pair, dx, dy, dz, r2, prm)
                             fx += ax
                             fy += ay
                             fz += az
@@ -86,7 +90,8 @@ def _block_cell(b, o, dims, per):
 
 
 @njit(parallel=True)
-def _c08_colour_cpu(pair, pos, start, bases, pairs, dims, per, box, prm, rc2, zero, forces, sums, counts):
+def _c08_colour_cpu(pair, with_sums, pos, start, bases, pairs, dims, per, box, prm, rc2, zero, forces, sums,
+                    counts):
     """One colour: bases (m, 3), pairs (14, 2, 3); forces of sorted particles updated with
     Newton3 (bases of one colour touch disjoint cells); sums and counts per base."""
     for t in prange(bases.shape[0]):
@@ -103,7 +108,10 @@ def _c08_colour_cpu(pair, pos, start, bases, pairs, dims, per, box, prm, rc2, ze
                 for j in range(j0, start[b + 1]):
                     dx, dy, dz, r2 = separation(pos, i, j, box)
                     if r2 < rc2:
-                        ax, ay, az, s = pair_sums(pair, s, dx, dy, dz, r2, prm)
+                        if with_sums:
+                            ax, ay, az, s = pair_sums(pair, s, dx, dy, dz, r2, prm)
+                        else:
+                            ax, ay, az = pair_force(pair, dx, dy, dz, r2, prm)
                         fx += ax
                         fy += ay
                         fz += az
@@ -147,14 +155,14 @@ class _CellsCpuPlan(CpuPlan):
         zero = self.acc(0)
         dims = self.dims.astype(np.int64)
         if not self.n3:
-            _fullshell_cpu(self.pair, self.sorted_pos, self.cell_sorted, self.start, dims, self.per, self.box,
+            _fullshell_cpu(self.pair, self.energy, self.sorted_pos, self.cell_sorted, self.start, dims, self.per, self.box,
                            self.prm, self.rc2, zero, self.sorted_forces, self.sums, self.counts)
         else:
             self.sorted_forces.fill(0)
             row = 0
             for bases in self.colours:
                 m = len(bases)
-                _c08_colour_cpu(self.pair, self.sorted_pos, self.start, bases, self.pairs, dims, self.per,
+                _c08_colour_cpu(self.pair, self.energy, self.sorted_pos, self.start, bases, self.pairs, dims, self.per,
                                 self.box, self.prm, self.rc2, zero, self.sorted_forces, self.sums[row:row + m],
                                 self.counts[row:row + m])
                 row += m

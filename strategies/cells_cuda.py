@@ -5,27 +5,34 @@ step), each on three cell storages:
   2d      (cells, capacity) arrays, capacity = the fullest cell (thesis 7.2, "2D views")
   nested  one allocation per cell and a device table of pointers to them (thesis 7.1)
 
-  fullshell_thread_<storage>  one thread per particle over its 27 neighbour cells, no Newton3
+  fullshell_thread_csr        one thread (or tpp threads) per particle over its neighbour cells as
+                              contiguous z-strips of the CSR storage, one image shift per strip,
+                              forces written in input order, energy and virial folded in the
+                              kernel's last block; cell_factor below 1 (side rc/2: 125 cells)
+  fullshell_thread_{2d,nested}  one thread per particle over its 27 neighbour cells
   c08_thread_<storage>        one thread per c08 base step, 8+ colours, Newton3 (thesis algorithm 2)
   c08_warp_<storage>          one warp per base step
 
-Phases: build (cell of every particle, stable sort by cell, counts, exclusive scan, copy into
-the storage: binning.cu), force (traversal, then forces back to input order), reduce. The 2D
-and nested capacities are sized at prepare() from the device's own binning; a cell that
-outgrows them later raises StrategyError when the result is read, never a silent overrun.
+No Newton3 in the full shell. Phases: build (the shared device binning, strategies/binning.py,
+then for 2d and nested the copy into the storage), force (the traversal; forces back to input
+order), reduce. The 2D and nested capacities are sized at prepare() from the device's own
+binning; a cell that outgrows them later raises StrategyError when the result is read, never a
+silent overrun.
 """
 from __future__ import annotations
 
+import math
 from typing import ClassVar
 
 import numpy as np
 
-from mdcore import PRECISIONS, Forces, Potential, Problem, StrategyError
+from mdcore import MODES, PRECISIONS, Forces, InputError, Potential, Problem, StrategyError
 
 from . import schedules as S
 from .base import Plan
+from .binning import Binning
 from .cells import CellStrategy, grid_of, host_counts, pmask
-from .cuda import CudaPlan, CudaStrategy, ctypes, kernel, sm_count
+from .cuda import CudaPlan, CudaStrategy, cbool, ctypes, kernel, sm_count
 from .registry import register
 
 STORAGES = {"csr": 0, "2d": 1, "nested": 2}
@@ -34,11 +41,17 @@ CELLS_DTYPE = np.dtype([("pos", np.uint64), ("force", np.uint64), ("start", np.u
 POOL_GRANULE = 512  # CuPy's memory pool rounds every allocation up to this
 
 
+def needs_minimage(dims, periodic, reach: int = 1) -> bool:
+    """Whether a periodic axis has too few cells for one image shift per neighbour cell."""
+    return any(p and int(n) < 2 * reach + 1 for n, p in zip(dims, periodic))
+
+
 class CellsCuda(CellStrategy, CudaStrategy):
-    """Base of the GPU cell strategies: binning and storage (binning.cu), the traversal
+    """Base of the GPU cell strategies: the shared binning, the storage, and the traversal
     kernel(s) of traversal_specs()."""
 
     storage: ClassVar[str] = "csr"
+    source_file = "cells.cu"
     launch_defaults = {"block": 128, "cell_factor": 1.0}
     launch_choices = {"block": (32, 64, 128, 256, 512)}
 
@@ -63,56 +76,63 @@ class CellsCuda(CellStrategy, CudaStrategy):
         return int(free + cupy.get_default_memory_pool().free_bytes())
 
     def padded_bytes(self, problem: Problem) -> int:
-        from mdcore import MODES
-
         m = MODES[problem.precision]
         per_slot = 4 * m.bytes_compute + 3 * m.bytes_accumulate
         counts = host_counts(problem, self.launch["cell_factor"])
         return int(len(counts) * max(1, int(counts.max()) + 1) * per_slot)
-
-    # -- kernels --------------------------------------------------------------------------
-    def data_specs(self, precision: str) -> dict[str, tuple[str, str]]:
-        """Binning and storage kernels: kind -> (file, expression)."""
-        real, acc = ctypes(precision)
-        lay = STORAGES[self.storage]
-        out = {"bin": ("binning.cu", f"bin_cells<{real}>"),
-               "scatter": ("binning.cu", f"scatter_cells<{real}, {acc}, {lay}>"),
-               "gather": ("binning.cu", f"gather_forces<{real}, {acc}, {lay}>")}
-        if self.accumulates:
-            out["zero"] = ("binning.cu", f"zero_forces<{real}, {acc}, {lay}>")
-        return out
 
     @property
     def accumulates(self) -> bool:
         """Whether the traversal adds into forces (which are zeroed first) instead of writing them."""
         return self.newton3
 
-    def traversal_specs(self, precision: str, pbc: bool, potential: Potential) -> dict[str, tuple[str, str]]:
+    # -- kernels --------------------------------------------------------------------------
+    def data_specs(self, precision: str) -> dict[str, tuple[str, str]]:
+        """Storage kernels: kind -> (file, expression). The binning's own are Binning's."""
+        real, acc = ctypes(precision)
+        lay = STORAGES[self.storage]
+        out = {"gather": ("binning.cu", f"gather_forces<{real}, {acc}, {lay}>")}
+        if self.storage != "csr":
+            out["scatter"] = ("binning.cu", f"scatter_cells<{real}, {acc}, {lay}>")
+        else:  # the binning writes the CSR positions itself
+            out["scatter"] = None
+        if self.accumulates:
+            out["zero"] = ("binning.cu", f"zero_forces<{real}, {acc}, {lay}>")
+        return {k: v for k, v in out.items() if v is not None}
+
+    def traversal_specs(self, precision: str, potential: Potential, energy: bool,
+                        minimage: bool = False) -> dict[str, tuple[str, str]]:
         """The traversal's kernels (templates on the pair functor): kind -> (file, expression)."""
         real, acc = ctypes(precision)
-        head = f"{real}, {acc}, {potential.functor}, {STORAGES[self.storage]}, {self.launch['block']}, " \
-               f"{'true' if pbc else 'false'}"
-        kernel_name = "fullshell_thread" if self.traversal == "fullshell" else f"c08_{self.processor}"
-        return {"force": ("cells.cu", f"{kernel_name}<{head}>")}
+        head = f"{real}, {acc}, {potential.functor}, {STORAGES[self.storage]}, {self.launch['block']}"
+        if self.traversal == "fullshell":
+            return {"force": ("cells.cu", f"fullshell_thread<{head}, {cbool(minimage)}, {cbool(energy)}>")}
+        return {"force": ("cells.cu", f"c08_{self.processor}<{head}, {cbool(energy)}>")}
 
-    def kernels(self, problem: Problem) -> dict:
+    def minimage_choices(self) -> tuple[bool, ...]:
+        """The MINIMAGE flags this strategy's kernels come in (only the full shell falls back to
+        the per-pair minimum image, on periodic axes of fewer than 3 cells)."""
+        return (False, True) if self.traversal == "fullshell" else (False,)
+
+    def kernels(self, problem: Problem, energy: bool, minimage: bool) -> dict:
         """Every kernel of a plan for `problem`, compiled: kind -> function."""
-        pbc = any(problem.box.periodic)
         out = {k: kernel(f, e) for k, (f, e) in self.data_specs(problem.precision).items()}
         out.update({k: kernel(f, e, problem.potential)
-                    for k, (f, e) in self.traversal_specs(problem.precision, pbc, problem.potential).items()})
+                    for k, (f, e) in self.traversal_specs(problem.precision, problem.potential, energy,
+                                                          minimage).items()})
         return out
 
     def expressions(self, potential: Potential) -> list[str]:
-        return sorted({e for p in PRECISIONS for pbc in (False, True)
-                       for _, e in self.traversal_specs(p, pbc, potential).values()})
+        return sorted({e for p in PRECISIONS for en in (True, False) for mi in self.minimage_choices()
+                       for _, e in self.traversal_specs(p, potential, en, mi).values()})
 
     def default_expressions(self, potential: Potential) -> list[str]:
         return self.expressions(potential)
 
     def data_expressions(self) -> dict[str, list[str]]:
-        out: dict[str, set] = {}
+        out: dict[str, set] = {"binning.cu": set()}
         for p in PRECISIONS:
+            out["binning.cu"] |= set(Binning.expressions(ctypes(p)[0]))
             for f, e in self.data_specs(p).values():
                 out.setdefault(f, set()).add(e)
         return {f: sorted(v) for f, v in out.items()}
@@ -122,6 +142,8 @@ class CellsCuda(CellStrategy, CudaStrategy):
 
 
 class CellsPlan(CudaPlan):
+    """Binning (shared), storage, and the traversal of a CellsCuda strategy."""
+
     def __init__(self, strategy: CellsCuda, problem: Problem):
         self.n3 = strategy.newton3
         self.visits_per_pair = 1 if self.n3 else 2
@@ -129,26 +151,46 @@ class CellsPlan(CudaPlan):
         self.dims = grid_of(problem, strategy.launch["cell_factor"])
         self.ncells = int(np.prod(self.dims))
         self.grid_struct = np.array([(*self.dims, pmask(problem))], dtype=GRID_DTYPE)
+        self.minimage = needs_minimage(self.dims, problem.box.periodic, self.reach(strategy, problem))
         nparts = self._schedule(strategy, problem)
         super().__init__(strategy, problem, nparts=nparts)
         if n == 0:
             self.nparts = 0  # no kernel writes a slot; the reduction must read none
         cp = self.cp
         self.inv_side = [self.real(self.dims[a] / problem.box.array[a]) for a in range(3)]
-        self.k = strategy.kernels(problem)
-        self.cell = cp.empty(max(n, 1), np.int32)
-        self.order = cp.empty(max(n, 1), np.int32)
-        self.cell_sorted = cp.empty(max(n, 1), np.int32)
-        self.start = cp.zeros(self.ncells + 1, np.int32)
-        self.counts = cp.zeros(self.ncells, np.int32)
+        self._kernels: dict[str, dict] = {}
+        self.storage = strategy.storage
+        self.binning = Binning(cp, self.real_t, n, self.dims, self.pos, self.box, self.grid_struct, self.inv_side,
+                               write_pos=self.storage == "csr")
         self.overflow = cp.zeros(1, np.int32)
         self.schedule_arrays: list = self._upload_schedule()
-        self.storage = strategy.storage
         counts = self._device_counts()
         self.max_count = int(counts.max()) if n else 0
         self._allocate_storage(counts)
         self.launch_info = {"cells": self.dims.tolist(), "storage": self.storage, "max_per_cell": self.max_count,
-                            "block": self.block, **self.schedule_info}
+                            "block": self.block, "build": self.binning.method, **self.schedule_info}
+
+    def reach(self, strategy: CellsCuda, problem: Problem) -> int:
+        return 1
+
+    @property
+    def k(self) -> dict:
+        """The kernels of the current outputs flavour (compiled on first use)."""
+        if self.outputs not in self._kernels:
+            self._kernels[self.outputs] = self.strategy.kernels(self.problem, self.energy, self.minimage)
+        return self._kernels[self.outputs]
+
+    @property
+    def order(self):
+        return self.binning.order
+
+    @property
+    def cell_sorted(self):
+        return self.binning.cell_sorted
+
+    @property
+    def start(self):
+        return self.binning.start
 
     # -- schedule (the traversal's own set-up) ---------------------------------------------
     def _schedule(self, strategy: CellsCuda, problem: Problem) -> int:
@@ -174,19 +216,18 @@ class CellsPlan(CudaPlan):
 
     # -- set-up -------------------------------------------------------------------------
     def _device_counts(self) -> np.ndarray:
-        """Bin once on the device (the binning the traversals will see) to size capacities."""
-        if not self.problem.n:
-            return np.zeros(self.ncells, np.int64)
-        self.upload()
-        self._bin_cells()
-        return self.counts.get()
+        """Bin once on the device (the binning the traversals will see): the capacities, and the
+        binning's method for the builds to come."""
+        if self.problem.n:
+            self.upload()
+        return self.binning.choose()
 
     def _allocate_storage(self, counts: np.ndarray) -> None:
         cp, n = self.cp, self.problem.n
         self.capacity = None
         self.cell_buffers: list = []
         if self.storage == "csr":
-            self.lpos = cp.empty((max(n, 1), 4), self.real)
+            self.lpos = self.binning.sorted
             self.lforce = cp.empty((max(n, 1), 3), self.acc)
             ptrs, cap = (self.lpos.data.ptr, self.lforce.data.ptr), 0
         elif self.storage == "2d":
@@ -217,39 +258,30 @@ class CellsPlan(CudaPlan):
 
     @property
     def device_bytes(self) -> int:
-        own = [self.cell, self.order, self.cell_sorted, self.start, self.counts, self.overflow]
-        if self.storage in ("csr", "2d"):
+        own = [self.overflow]
+        if self.storage == "csr":
+            own += [self.lforce]  # lpos is the binning's
+        elif self.storage == "2d":
             own += [self.lpos, self.lforce]
         else:
             own += [self.pos_table, self.force_table, self.capacity]
         own += self.schedule_arrays
         nested = sum(-(-b.mem.size // POOL_GRANULE) * POOL_GRANULE for b in self.cell_buffers)
-        return super().device_bytes + int(sum(a.nbytes for a in own)) + int(nested)
+        return super().device_bytes + self.binning.device_bytes + int(sum(a.nbytes for a in own)) + int(nested)
 
     # -- phases -------------------------------------------------------------------------
     def _blocks(self, work: int) -> int:
         return max(1, min(-(-work // 256), 8 * sm_count()))
 
-    def _bin_cells(self) -> None:
-        """Cell per particle into self.cell, particles per cell into self.counts[:ncells]."""
-        n = self.problem.n
-        self.counts.fill(0)
-        self.k["bin"]((self._blocks(n),), (256,), (self.pos, np.int32(n), self.box, self.grid_struct,
-                                                   *self.inv_side, self.cell, self.counts))
-
     def build(self) -> None:
         n = self.problem.n
         if n == 0:
             return
-        cp = self.cp
-        self._bin_cells()
-        cell = self.cell[:n]
-        self.order[:n] = cp.argsort(cell)  # stable: particles keep input order inside a cell
-        cp.take(cell, self.order[:n], out=self.cell_sorted[:n])
-        cp.cumsum(self.counts, dtype=np.int32, out=self.start[1:])  # no host round trip (bincount reads the max)
-        self.k["scatter"]((self._blocks(n),), (256,), (self.pos, self.order, self.cell_sorted, np.int32(n),
-                                                        self.cells_struct, self.capacity if self.capacity is not None
-                                                        else self.start, self.overflow))
+        self.binning.run()
+        if self.storage != "csr":
+            self.k["scatter"]((self._blocks(n),), (256,), (self.pos, self.order, self.cell_sorted, np.int32(n),
+                                                            self.cells_struct, self.capacity if self.capacity is not None
+                                                            else self.start, self.overflow))
 
     def force(self) -> None:
         n = self.problem.n
@@ -258,7 +290,7 @@ class CellsPlan(CudaPlan):
         args_tail = (self.box, self.fparams, self.partial, self.pcount)
         if not self.n3:
             self.k["force"]((self.nparts,), (self.block,), (self.cells_struct, self.cell_sorted, np.int32(n),
-                                                                 self.grid_struct, *args_tail))
+                                                             self.grid_struct, *args_tail))
         else:
             self.k["zero"]((self._blocks(n),), (256,), (self.cells_struct, self.cell_sorted, np.int32(n)))
             slot = 0
@@ -286,6 +318,160 @@ class CellsPlan(CudaPlan):
             buf.memset(0xFF, buf.mem.size)  # all-ones bits: NaN in float and double
 
 
+# --- the full shell on the CSR storage --------------------------------------------------------
+
+REG_CHOICES = (0, 32, 40, 48, 56, 64, 72, 80, 96, 128)
+# regs=0: the most registers that compile without spills at block 128 (ptxas -v, CUDA 13.0, sm_90),
+# per precision and outputs flavour; fewer registers, more resident warps
+AUTO_REGS = {("fp32", False): 40, ("fp32", True): 64, ("mixed", False): 48, ("mixed", True): 72,
+             ("fp64", False): 64, ("fp64", True): 96}
+TPP_CHOICES = (0, 1, 2, 4, 8, 16, 32)
+MAX_REACH = 4
+
+
+def reach_of(problem: Problem, dims) -> int:
+    """Cells along each axis that the cutoff can span: 1 for side >= cutoff, 2 for side >=
+    cutoff / 2 (cell_factor 0.5: the 125-cell stencil), ..."""
+    side = problem.box.array / np.asarray(dims, dtype=np.float64)
+    return int(max(1, max(math.ceil(problem.potential.cutoff / s * (1 - 1e-12)) for s in side)))
+
+
+@register
+class FullshellThreadCsr(CellsCuda):
+    name = "fullshell_thread_csr"
+    traversal = "fullshell"
+    processor = "thread"
+    storage = "csr"
+    description = ("CUDA, one thread (tpp threads) per particle over its neighbour cells as contiguous z-strips of the "
+                   "CSR storage, one image shift per strip, no Newton3; forces written in input order, energy and "
+                   "virial folded in the kernel's last block; cell_factor < 1 for smaller cells (0.5: 125 cells)")
+    # regs: a register cap (__launch_bounds__ minimum blocks); 0: AUTO_REGS. tpp: threads per
+    # particle, 0 = enough to give the GPU about half its resident threads (small systems)
+    launch_defaults = {"block": 128, "cell_factor": 1.0, "tpp": 0, "regs": 0}
+    launch_choices = {"block": (64, 128, 256, 512), "tpp": TPP_CHOICES, "regs": REG_CHOICES}
+    min_cell_factor = 0.25
+
+    def grid_applicable(self, dims, periodic) -> tuple[bool, str]:
+        return True, ""
+
+    def supports(self, problem: Problem, check_device: bool = True) -> tuple[bool, str]:
+        ok, why = super().supports(problem, check_device)
+        if not ok:
+            return ok, why
+        dims = self.grid(problem)
+        reach = reach_of(problem, dims)
+        if reach > MAX_REACH:
+            return False, f"cells of side cutoff/{reach} need a stencil of reach {reach} (at most {MAX_REACH})"
+        if reach > 1 and needs_minimage(dims, problem.box.periodic, reach):
+            axis = next("xyz"[a] for a in range(3) if problem.box.periodic[a] and dims[a] < 2 * reach + 1)
+            return False, (f"cell_factor {self.launch['cell_factor']:g} needs at least {2 * reach + 1} cells along a "
+                           f"periodic axis, {axis} has fewer; use cell_factor 1 for a box this small")
+        return True, ""
+
+    def work(self, problem: Problem) -> dict:
+        if problem.potential.cutoff is None or not problem.n:
+            return {"distance_checks": 0 if problem.n == 0 else None}
+        dims = self.grid(problem)
+        counts = host_counts(problem, self.launch["cell_factor"])
+        checks = S.fullshell_checks(counts, dims, problem.box.periodic, reach_of(problem, dims))
+        return {"distance_checks": checks, "cells": int(np.prod(dims)), "max_per_cell": int(counts.max())}
+
+    def data_specs(self, precision: str) -> dict[str, tuple[str, str]]:
+        return {}  # the binning writes the sorted positions; the kernel writes forces in input order
+
+    def kernel_expression(self, precision: str, potential: Potential, energy: bool, minimage: bool, tpp: int,
+                          reach: int, block: int | None = None, regs: int | None = None) -> str:
+        real, acc = ctypes(precision)
+        block = block or self.launch["block"]
+        regs = self.launch["regs"] if regs is None else regs
+        regs = regs or AUTO_REGS[precision, energy]
+        minb = max(1, 65536 // (block * regs))
+        return (f"fullshell_thread_csr<{real}, {acc}, {potential.functor}, {block}, {tpp}, {reach}, {cbool(minimage)}, "
+                f"{cbool(energy)}, {minb}>")
+
+    def traversal_specs(self, precision: str, potential: Potential, energy: bool,
+                        minimage: bool = False) -> dict[str, tuple[str, str]]:
+        return {"force": ("cells.cu", self.kernel_expression(precision, potential, energy, minimage, 1, 1))}
+
+    def expressions(self, potential: Potential) -> list[str]:
+        """The defaults in every precision, flavour and image mode; the tpp, reach, block and
+        register variants in fp32."""
+        out = {self.kernel_expression(p, potential, en, mi, 1, 1) for p in PRECISIONS for en in (True, False)
+               for mi in (False, True)}
+        out |= {self.kernel_expression("fp32", potential, en, False, t, r) for en in (True, False)
+                for t in TPP_CHOICES[1:] for r in range(1, MAX_REACH + 1)}
+        out |= {self.kernel_expression("fp32", potential, True, False, 1, 1, block=b, regs=g)
+                for b in self.launch_choices["block"] for g in REG_CHOICES}
+        return sorted(out)
+
+    def default_expressions(self, potential: Potential) -> list[str]:
+        return sorted({self.kernel_expression(p, potential, en, mi, 1, 1) for p in PRECISIONS
+                       for en in (True, False) for mi in (False, True)})
+
+    def _prepare(self, problem: Problem) -> Plan:
+        return FullshellCsrPlan(self, problem)
+
+
+class FullshellCsrPlan(CellsPlan):
+    """The binning's sorted positions are the storage; one kernel computes forces (in input
+    order) and, with all outputs, energy, virial and pairs (its last block folds them)."""
+
+    def reach(self, strategy: CellsCuda, problem: Problem) -> int:
+        self.reach_cells = reach_of(problem, grid_of(problem, strategy.launch["cell_factor"]))
+        return self.reach_cells
+
+    def _schedule(self, strategy: FullshellThreadCsr, problem: Problem) -> int:
+        self.block = strategy.launch["block"]
+        tpp = strategy.launch["tpp"]
+        if tpp == 0:  # enough threads for about half the GPU's resident threads, at most a warp per particle
+            want = max(1, -(-sm_count() * 1024 // max(problem.n, 1)))
+            tpp = min(32, 1 << (want - 1).bit_length())
+        self.tpp = tpp
+        self.grid = max(1, -(-problem.n * tpp // self.block))
+        self.schedule_info = {"tpp": tpp, "reach": self.reach_cells, "minimage": self.minimage,
+                              "regs": strategy.launch["regs"]}
+        return self.grid
+
+    def _upload_schedule(self) -> list:
+        self.ticket = self.cp.zeros(1, np.uint32)
+        return [self.ticket]
+
+    @property
+    def k(self) -> dict:
+        if self.outputs not in self._kernels:
+            s, p = self.strategy, self.problem
+            expr = s.kernel_expression(p.precision, p.potential, self.energy, self.minimage, self.tpp, self.reach_cells)
+            self._kernels[self.outputs] = {"force": kernel("cells.cu", expr, p.potential)}
+        return self._kernels[self.outputs]
+
+    def _allocate_storage(self, counts: np.ndarray) -> None:
+        self.capacity = None
+        self.cell_buffers = []
+        self.lpos = self.binning.sorted
+
+    @property
+    def device_bytes(self) -> int:
+        return CudaPlan.device_bytes.fget(self) + self.binning.device_bytes + int(self.ticket.nbytes)
+
+    def force(self) -> None:
+        n = self.problem.n
+        if n == 0:
+            return
+        b = self.binning
+        self.k["force"]((self.grid,), (self.block,), (self.lpos, b.start, b.cell_sorted, b.order, np.int32(n),
+                                                      self.grid_struct, self.box, self.fparams, self.forces,
+                                                      self.partial, self.pcount, self.ticket, self.out, self.count))
+
+    def reduce(self) -> None:
+        """Folded into the force kernel's last block."""
+
+    def output(self) -> Forces:
+        return CudaPlan.output(self)
+
+    def poison(self) -> None:
+        CudaPlan.poison(self)
+
+
 def _cuda_strategy(traversal: str, processor: str, storage: str) -> type[CellsCuda]:
     name = f"{traversal}_{processor}_{storage}"
     what = {"fullshell": "one thread per particle over its 27 neighbour cells, no Newton3",
@@ -299,6 +485,7 @@ def _cuda_strategy(traversal: str, processor: str, storage: str) -> type[CellsCu
         "newton3": traversal == "c08", "description": f"CUDA, {what}; storage: {where}"}))
 
 
-for _t, _p in (("fullshell", "thread"), ("c08", "thread"), ("c08", "warp")):
-    for _s in STORAGES:
+for _t, _p, _storages in (("fullshell", "thread", ("2d", "nested")), ("c08", "thread", tuple(STORAGES)),
+                          ("c08", "warp", tuple(STORAGES))):
+    for _s in _storages:
         _cuda_strategy(_t, _p, _s)

@@ -34,6 +34,13 @@ def pair_sums(pair, s, dx, dy, dz, r2, prm):
     return ax, ay, az, s
 
 
+@njit
+def pair_force(pair, dx, dy, dz, r2, prm):
+    """The forces-only step: the force on i, no sums."""
+    fr, _ = pair(r2, prm)
+    return fr * dx, fr * dy, fr * dz
+
+
 @njit(inline="always")
 def store_sums(row, s):
     for k in range(7):
@@ -81,6 +88,9 @@ class CpuPlan(Plan):
         self.result: Forces | None = None
 
     def reduce(self) -> None:
+        if not self.energy:
+            self.result = Forces(self.forces, None, None, None)
+            return
         s = self.sums.sum(axis=0, dtype=self.acc) * self.acc(1.0 / self.visits_per_pair)
         w = np.array([[s[1], s[2], s[3]], [s[2], s[4], s[5]], [s[3], s[5], s[6]]])
         self.result = Forces(self.forces, s[0], w, int(self.counts.sum()) // self.visits_per_pair)

@@ -132,6 +132,10 @@ def ctypes(precision: str) -> tuple[str, str]:
     return m.cxx_compute, m.cxx_accumulate
 
 
+def cbool(v: bool) -> str:
+    return "true" if v else "false"
+
+
 class CudaStrategy(Strategy):
     """Base of the GPU strategies: availability from the device, types from the precision."""
 
@@ -200,12 +204,16 @@ class CudaPlan(Plan):
             self.pos[: self.problem.n].set(self.host_pos)
 
     def reduce(self) -> None:
+        if not self.energy:
+            return
         scale = self.acc(1.0 / self.visits_per_pair)
         shift = np.int32(1 if self.visits_per_pair == 2 else 0)
         self._reduce((1,), (REDUCE_BLOCK,), (self.partial, self.pcount, np.int32(self.nparts), scale, shift,
                                              self.sums, self.out, self.count))
 
     def output(self) -> Forces:
+        if not self.energy:
+            return Forces(self.forces, None, None, None)
         return Forces(self.forces, self.out[0], self.out[1:10], self.count[0])
 
     def poison(self) -> None:

@@ -57,11 +57,8 @@ def specialisations(potential: Potential | None = None) -> dict[str, tuple[list[
         for file, exprs in s.data_expressions().items():
             data.setdefault(file, [])
             data[file] += [e for e in exprs if e not in data[file]]
-        files = {f for f, _ in getattr(s, "traversal_specs", lambda *a: {})("fp32", True, potential).values()} \
-            or {s.source_file}
-        for file in files:
-            traversal.setdefault(file, [])
-            traversal[file] += [e for e in s.expressions(potential) if e not in traversal[file]]
+        traversal.setdefault(s.source_file, [])
+        traversal[s.source_file] += [e for e in s.expressions(potential) if e not in traversal[s.source_file]]
     out: dict[str, tuple[list[str], bool]] = {}
     for file in sorted(set(data) | set(traversal)):
         out[file] = (data.get(file, []) + traversal.get(file, []), file in traversal)

@@ -38,7 +38,7 @@ from mdcore import Forces, InputError, Potential, Problem, StrategyError
 from . import schedules as S
 from .cells import host_counts
 from .cells_cuda import CellsCuda, CellsPlan
-from .cuda import ctypes, resident_blocks, sm_count
+from .cuda import cbool, ctypes, resident_blocks, sm_count
 from .registry import register
 
 MODES = {"twopass": 0, "shared": 1}
@@ -96,11 +96,14 @@ class _ParityCuda(CellsCuda):
     def checks(self, inter: int, intra_half: int) -> int:
         return inter + intra_half
 
-    def traversal_specs(self, precision: str, pbc: bool, potential: Potential) -> dict[str, tuple[str, str]]:
-        real, acc = ctypes(precision)
-        return {"force": ("parity.cu", self.force_expression(real, acc, potential.functor, "true" if pbc else "false"))}
+    source_file = "parity.cu"
 
-    def force_expression(self, real: str, acc: str, functor: str, pbc: str) -> str:
+    def traversal_specs(self, precision: str, potential: Potential, energy: bool,
+                        minimage: bool = False) -> dict[str, tuple[str, str]]:
+        real, acc = ctypes(precision)
+        return {"force": ("parity.cu", self.force_expression(real, acc, potential.functor, cbool(energy)))}
+
+    def force_expression(self, real: str, acc: str, functor: str, energy: str) -> str:
         raise NotImplementedError
 
     def _prepare(self, problem: Problem):
@@ -116,8 +119,8 @@ class ParityThreadCsr(_ParityCuda):
     launch_defaults = {"block": 32, "cell_factor": 1.0}
     launch_choices = {"block": (32,)}
 
-    def force_expression(self, real: str, acc: str, functor: str, pbc: str) -> str:
-        return f"parity_thread<{real}, {acc}, {functor}, {pbc}>"
+    def force_expression(self, real: str, acc: str, functor: str, energy: str) -> str:
+        return f"parity_thread<{real}, {acc}, {functor}, {energy}>"
 
 
 @register
@@ -130,8 +133,8 @@ class ParityBlockCsr(_ParityCuda):
     launch_defaults = {"block": 32, "cell_factor": 1.0}
     launch_choices = {"block": (32, 64, 128, 256, 512)}
 
-    def force_expression(self, real: str, acc: str, functor: str, pbc: str) -> str:
-        return f"parity_block<{real}, {acc}, {functor}, {self.launch['block']}, {pbc}>"
+    def force_expression(self, real: str, acc: str, functor: str, energy: str) -> str:
+        return f"parity_block<{real}, {acc}, {functor}, {self.launch['block']}, {energy}>"
 
 
 class _Warpblock(_ParityCuda):
@@ -159,8 +162,8 @@ class _Warpblock(_ParityCuda):
         return {**super().data_specs(precision), "job_sizes": ("parity.cu", f"warpblock_job_sizes<{MODES[self.mode]}>"),
                 "job_table": ("parity.cu", "warpblock_job_table")}
 
-    def force_expression(self, real: str, acc: str, functor: str, pbc: str) -> str:
-        return (f"parity_warpblock<{real}, {acc}, {functor}, {self.launch['warps']}, {pbc}, {MODES[self.mode]}, "
+    def force_expression(self, real: str, acc: str, functor: str, energy: str) -> str:
+        return (f"parity_warpblock<{real}, {acc}, {functor}, {self.launch['warps']}, {energy}, {MODES[self.mode]}, "
                 f"{SCHEDULERS[self.scheduler]}, {COMMITS[self.launch['commit']]}>")
 
 
@@ -230,8 +233,9 @@ class _ParityPlan(CellsPlan):
             return
         cp = self.cp
         self.k["zero"]((self._blocks(n),), (256,), (self.cells_struct, self.cell_sorted, np.int32(n)))
-        self.partial.fill(0)
-        self.pcount.fill(0)
+        if self.energy:  # the per-cell statistics are sums
+            self.partial.fill(0)
+            self.pcount.fill(0)
         fn = self.k["force"]
         head = (self.cells_struct,)
         tail = (self.grid_struct, self.box, self.fparams, self.partial, self.pcount)

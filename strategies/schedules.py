@@ -33,9 +33,10 @@ C08_PAIRS = np.array([
 
 
 def grid_dims(lengths, cutoff: float, factor: float = 1.0) -> np.ndarray:
-    """Cells per axis (int64, >= 1) with side L / n >= cutoff * factor."""
-    if factor < 1.0 or not math.isfinite(factor):
-        raise ValueError(f"cell-size factor must be >= 1.0, got {factor}")
+    """Cells per axis (int64, >= 1) with side L / n >= cutoff * factor (factor < 1: cells smaller
+    than the cutoff, for traversals that reach more than one cell)."""
+    if not factor > 0.0 or not math.isfinite(factor):
+        raise ValueError(f"cell-size factor must be a positive number, got {factor}")
     L = np.asarray(lengths, dtype=np.float64)
     want = cutoff * factor
     n = np.maximum(1, np.floor(L / want)).astype(np.int64)
@@ -49,8 +50,11 @@ def linear(c, n) -> int:
     return int((c[0] * n[1] + c[1]) * n[2] + c[2])
 
 
-def axis_offsets(n_axis: int, periodic: bool) -> tuple[int, ...]:
-    """Full-shell offsets along one axis, without naming one cell twice."""
+def axis_offsets(n_axis: int, periodic: bool, reach: int = 1) -> tuple[int, ...]:
+    """Full-shell offsets along one axis, without naming one cell twice (reach 1: -1, 0, 1;
+    cells smaller than the cutoff reach further, on periodic axes of at least 2 reach + 1 cells)."""
+    if reach > 1:
+        return tuple(range(-reach, reach + 1))
     if periodic and n_axis == 1:
         return (0,)
     if periodic and n_axis == 2:
@@ -139,16 +143,16 @@ def _shift(c3: np.ndarray, offset, periodic) -> np.ndarray:
         out = np.roll(out, -o, axis=axis)
         if not periodic[axis]:
             edge = [slice(None)] * 3
-            edge[axis] = slice(-1, None) if o > 0 else slice(0, 1)
+            edge[axis] = slice(-o, None) if o > 0 else slice(0, -o)
             out[tuple(edge)] = 0  # np.roll returned a copy
     return out
 
 
-def fullshell_checks(counts: np.ndarray, n, periodic) -> int:
+def fullshell_checks(counts: np.ndarray, n, periodic, reach: int = 1) -> int:
     """Distance checks of the full-shell traversal: each particle against every particle of its
     (deduplicated) neighbour cells, itself excluded."""
     c3 = counts.reshape(tuple(int(v) for v in n)).astype(np.int64)
-    offs = itertools.product(*[axis_offsets(int(n[a]), bool(periodic[a])) for a in range(3)])
+    offs = itertools.product(*[axis_offsets(int(n[a]), bool(periodic[a]), reach) for a in range(3)])
     return int(sum((c3 * _shift(c3, o, periodic)).sum() for o in offs) - c3.sum())
 
 

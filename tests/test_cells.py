@@ -73,10 +73,28 @@ def test_cell_factor_changes_the_grid_not_the_result(name):
         np.testing.assert_allclose(out.forces, ref.forces, rtol=1e-10, atol=1e-10 * np.abs(ref.forces).max())
 
 
-@pytest.mark.parametrize("bad", [0.5, "x", float("nan")])
+@pytest.mark.parametrize("bad", [0.5, "x", float("nan"), float("inf"), True])
 def test_bad_cell_factor(bad):
-    with pytest.raises(InputError, match="cell_factor must be a number >= 1.0"):
+    with pytest.raises(InputError, match="cell_factor must be a number >= 1"):
         strategies.create("c08_thread_cpu", cell_factor=bad)
+
+
+def test_cell_factor_below_one_only_where_the_traversal_reaches_further():
+    """The CSR full shell takes cells down to a quarter of the cutoff (reach 4); c08 needs
+    cells of at least the cutoff."""
+    assert strategies.create("fullshell_thread_csr", cell_factor=0.5).launch["cell_factor"] == 0.5
+    with pytest.raises(InputError, match=">= 0.25"):
+        strategies.create("fullshell_thread_csr", cell_factor=0.2)
+    from strategies.cells_cuda import reach_of
+
+    p = scenarios.make("lj_liquid", "medium")
+    s = strategies.create("fullshell_thread_csr", cell_factor=0.5)
+    assert reach_of(p, s.grid(p)) == 2
+    ok, why = s.supports(scenarios.make("lj_liquid", "tiny"), check_device=False)  # 6.7 box: 5 cells of 1.34
+    assert ok, why
+    small = Problem.make(np.random.default_rng(2).random((40, 3)) * 5.2, [5.2] * 3, LennardJones(cutoff=2.5))
+    ok, why = s.supports(small, check_device=False)  # 4 cells of 1.3: reach 2 would need 5
+    assert not ok and "needs at least 5 cells along a periodic axis" in why
 
 
 def test_work_counts_are_cell_checks():

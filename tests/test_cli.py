@@ -233,7 +233,7 @@ def test_bench_partial_file_grows_as_points_end(tmp_path):
     lines = (tmp_path / "p.partial.jsonl").read_text().splitlines()  # readable before the run ends
     assert len(lines) == 2 and json.loads(lines[1])["strategy"] == "a"
     again = bench.Partial(tmp_path / "p.partial.jsonl", {"gpu": None}, {}, resume=True)
-    assert {k: len(v) for k, v in again.done.items()} == {("a", "s", 1, "fp32"): 1}
+    assert {k: len(v) for k, v in again.done.items()} == {("a", "s", 1, "fp32", "all"): 1}  # outputs: all by default
     again.finish()
     assert not (tmp_path / "p.partial.jsonl").exists()
 

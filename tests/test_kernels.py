@@ -25,9 +25,10 @@ def test_every_specialisation_compiles_without_warnings(file):
 
 
 # ptxas spills a few loop-invariant values of the deep cell loops (fp64 and mixed) at its
-# occupancy-driven register targets (64, 80); measured at most 16 bytes. Register pressure
-# in an inner loop spills far more, and that is what this bound catches.
-MAX_SPILL_BYTES = 16
+# occupancy-driven register targets (64, 80): measured at most 24 bytes since the cell
+# traversals keep an image shift per neighbour cell (16 before). Register pressure in an inner
+# loop spills far more, and that is what this bound catches.
+MAX_SPILL_BYTES = 24
 
 
 def test_default_launches_do_not_spill():
@@ -41,9 +42,12 @@ def test_default_launches_do_not_spill():
 
 
 def _precision_of(expression):
+    """The precision mode of a specialisation; None for kernels without a floating-point type
+    (the integer steps of the binning: place, scan_counts)."""
     m = re.search(r"<(float|double), (float|double)", expression)
     if m is None:  # a data-movement kernel templated on one type (e.g. bin_cells<float>)
-        return "fp32" if "<float>" in expression else "fp64"
+        one = re.search(r"<(float|double)\b", expression)
+        return None if one is None else {"float": "fp32", "double": "fp64"}[one.group(1)]
     return {("float", "float"): "fp32", ("float", "double"): "mixed", ("double", "double"): "fp64"}[m.groups()]
 
 
@@ -53,21 +57,21 @@ def _defaults():
     out = []
     for name in strategies.select(backend="cuda"):
         s = strategies.create(name)
-        files = {f for f, _ in s.traversal_specs("fp32", True, LJ).values()} if hasattr(s, "traversal_specs") \
-            else {s.source_file}
-        for f in files:
-            out += [(f, e) for e in s.default_expressions(LJ) if (f, e) not in out]
+        out += [(s.source_file, e) for e in s.default_expressions(LJ) if (s.source_file, e) not in out]
         out += [(f, e) for f, es in s.data_expressions().items() for e in es if (f, e) not in out]
     return out
 
 
 EXPRS = _defaults()
-DATA_MOVEMENT = ("bin_cells", "scatter_cells", "gather_forces", "zero_forces", "fold_slices", "warpblock_job_sizes",
-                 "warpblock_job_table")
+DATA_MOVEMENT = ("bin_cells", "bin_count", "bin_small", "rank_in_cell", "scatter_cells", "gather_forces",
+                 "zero_forces", "fold_slices", "warpblock_job_sizes", "warpblock_job_table")
+# kernels that fold the final reduction themselves: their double sums are scaled once at the end
+# (energy and virial halved where every pair was visited from both sides)
+FOLDS_REDUCTION = ("fullshell_thread_csr",)
 
 
-@pytest.mark.parametrize("file, expr", [(f, e) for f, e in EXPRS
-                                        if not (e.startswith(DATA_MOVEMENT) and _precision_of(e) == "fp64")])
+@pytest.mark.parametrize("file, expr", [(f, e) for f, e in EXPRS if _precision_of(e) is not None
+                                        and not (e.startswith(DATA_MOVEMENT) and _precision_of(e) == "fp64")])
 def test_precision_modes_in_ptx(file, expr):
     """fp32: no float64 arithmetic at all (an untyped literal would show up here); mixed: float64
     only in additions (the accumulators); fp64: float64 arithmetic present."""
@@ -83,6 +87,8 @@ def test_precision_modes_in_ptx(file, expr):
     elif mode == "mixed":  # Newton3 kernels also subtract (F_j -= f): an accumulation too
         # atomics are adds too; selp picks an accumulator (a warp's partial sum or zero): a move
         accumulate = ("add.", "sub.", "neg.", "atom.global.add.", "red.global.add.", "selp.")
+        if expr.startswith(FOLDS_REDUCTION):
+            accumulate += ("mul.f64",)
         assert f64 and all(op.startswith(accumulate) for op in f64), sorted(set(f64))
     else:
         assert any(op.startswith(("mul.", "fma.")) for op in f64)

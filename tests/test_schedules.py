@@ -119,8 +119,10 @@ def test_grid_dims_rounding_edge():
     L = 3 * rc  # 0.30000000000000004
     n = S.grid_dims([L, L, L], rc)
     assert np.all(L / n >= rc)
-    with pytest.raises(ValueError, match="factor must be >= 1.0"):
-        S.grid_dims([1.0] * 3, 0.1, 0.5)
+    assert list(S.grid_dims([1.0] * 3, 0.1, 0.5)) == [20] * 3  # cells of half the cutoff
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="factor must be a positive number"):
+            S.grid_dims([1.0] * 3, 0.1, bad)
 
 
 # --- parity-plane traverser -------------------------------------------------------------

@@ -470,8 +470,8 @@ def roofline(sec: Section, plots: Plots, bench: list[dict], devices: list[dict],
         table = []
         for d in profiles:
             k = d["ncu"]["heaviest"]
-            c = d["crosscheck"]
-            table.append([d["strategy"], d["scenario"], d["n"], _fmt(d["ncu"]["total_duration_ms"]),
+            c = d.get("crosscheck") or {}  # a peer's profile has no event timing to check against
+            table.append([d["strategy"], d["scenario"], d.get("n", d.get("size")), _fmt(d["ncu"]["total_duration_ms"]),
                           _fmt(k.get("achieved_occupancy_pct"), 3), _fmt(k.get("sm_throughput_pct"), 3),
                           _fmt(k.get("dram_throughput_pct"), 3), _fmt(k.get("l1_hit_pct"), 3), _fmt(k.get("l2_hit_pct"), 3),
                           _fmt(k.get("registers_per_thread")), ", ".join(n for n, _ in k.get("top_stalls", [])),

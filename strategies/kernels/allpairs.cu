@@ -2,19 +2,19 @@
 // pair is visited from both sides and each thread writes only its own particle's force).
 //
 // Launch: one thread per particle i, BLOCK threads per block, grid = ceil(n / BLOCK);
-// partial sums: one slot per block. Positions are Vec4 (x, y, z, unused), centred on the box.
+// partial sums: one slot per block (ENERGY; none in the forces-only flavour). Positions are Vec4 (x, y, z, unused), centred on the box.
 #include "common.cuh"
 
 // allpairs_thread_naive: the PLUMED tutorial's getSelfCoord pattern. Particle i in registers, j read
 // straight from global memory (all lanes read the same j: one broadcast load per warp).
-template <typename Real, typename Acc, template <typename> class Functor, int BLOCK, bool PBC>
+template <typename Real, typename Acc, template <typename> class Functor, int BLOCK, bool PBC, bool ENERGY>
 __global__ void __launch_bounds__(BLOCK)
 allpairs_thread_naive(const Vec4<Real>* __restrict__ pos, const int n, const Box<Real> box,
                const Real* __restrict__ fparams, Acc* __restrict__ force, Acc* __restrict__ partial,
                unsigned long long* __restrict__ count) {
   const Functor<Real> f(fparams);
   const int i = blockIdx.x * BLOCK + threadIdx.x;
-  Accumulator<Real, Acc> acc;
+  Accumulator<Real, Acc, ENERGY> acc;
   if (i < n) {
     const Vec4<Real> pi = pos[i];
     for (int j = 0; j < n; ++j) {
@@ -26,7 +26,7 @@ allpairs_thread_naive(const Vec4<Real>* __restrict__ pos, const int n, const Box
     force[3 * i + 1] = acc.fy;
     force[3 * i + 2] = acc.fz;
   }
-  block_sums<BLOCK>(acc.s, acc.pairs, partial, count, blockIdx.x);
+  accumulator_sums<BLOCK>(acc, partial, count, blockIdx.x);
 }
 
 // allpairs_thread_tiled: the same loop with j staged through shared memory, BLOCK particles per tile
@@ -35,7 +35,7 @@ allpairs_thread_naive(const Vec4<Real>* __restrict__ pos, const int n, const Box
 // that small systems still fill the GPU; slice y writes its partial forces to
 // force + y * 3n (fold_slices sums them in a fixed order) and its sums to slot
 // y * gridDim.x + x.
-template <typename Real, typename Acc, template <typename> class Functor, int BLOCK, bool PBC>
+template <typename Real, typename Acc, template <typename> class Functor, int BLOCK, bool PBC, bool ENERGY>
 __global__ void __launch_bounds__(BLOCK)
 allpairs_thread_tiled(const Vec4<Real>* __restrict__ pos, const int n, const int jchunk, const Box<Real> box,
                const Real* __restrict__ fparams, Acc* __restrict__ force, Acc* __restrict__ partial,
@@ -48,7 +48,7 @@ allpairs_thread_tiled(const Vec4<Real>* __restrict__ pos, const int n, const int
   const int jend = min(n, jbeg + jchunk);
   Vec4<Real> pi = {Real(0), Real(0), Real(0), Real(0)};
   if (active) pi = pos[i];
-  Accumulator<Real, Acc> acc;
+  Accumulator<Real, Acc, ENERGY> acc;
 
   auto visit = [&](const Vec4<Real>& pj, int j) {
     Real dx, dy, dz;
@@ -75,5 +75,5 @@ allpairs_thread_tiled(const Vec4<Real>* __restrict__ pos, const int n, const int
     out[3 * i + 1] = acc.fy;
     out[3 * i + 2] = acc.fz;
   }
-  block_sums<BLOCK>(acc.s, acc.pairs, partial, count, blockIdx.y * gridDim.x + blockIdx.x);
+  accumulator_sums<BLOCK>(acc, partial, count, blockIdx.y * gridDim.x + blockIdx.x);
 }

@@ -1,30 +1,243 @@
-// Binning, shared by every cell strategy: the cell of every particle, the copy of positions
-// into a cell storage, and the forces back to input order.
+// Binning, shared by every cell strategy (strategies/binning.py drives it): the cell of every
+// particle, a deterministic counting sort into cell order, the copy of positions into a cell
+// storage, and the forces back to input order.
 #include "cells.cuh"
 
-// --- binning ----------------------------------------------------------------------------
+// --- the cell of a particle ------------------------------------------------------------------
 
-// Cell of each particle (input order) from box-centred positions, and particles per cell
-// (counts zeroed by the caller; integer atomics, so the counts are exact and deterministic).
-// Rounding at the edges (x = L on an open axis, or x + L/2 one ulp outside) is clamped into
-// the grid.
+// Cell of a box-centred position; rounding at the edges (x = L on an open axis, or x + L/2 one
+// ulp outside) is clamped into the grid.
+template <typename Real>
+__device__ __forceinline__ int cell_of(const Vec4<Real>& p, const Box<Real>& box, const Grid& g, Real isx, Real isy,
+                                       Real isz) {
+  int cx = static_cast<int>(Math<Real>::floor((p.x + Real(0.5) * box.lx) * isx));
+  int cy = static_cast<int>(Math<Real>::floor((p.y + Real(0.5) * box.ly) * isy));
+  int cz = static_cast<int>(Math<Real>::floor((p.z + Real(0.5) * box.lz) * isz));
+  cx = min(max(cx, 0), g.nx - 1);
+  cy = min(max(cy, 0), g.ny - 1);
+  cz = min(max(cz, 0), g.nz - 1);
+  return (cx * g.ny + cy) * g.nz + cz;
+}
+
+// --- the counting sort (the build phase of every cell strategy) -----------------------------
+//
+//   bin_count     cell of every particle, and its provisional slot in the cell (atomics: exact
+//                 counts, slots in arrival order)
+//   scan_counts   start = exclusive scan of the counts, one pass (decoupled look-back); resets the
+//                 counts for the next build
+//   place         order_tmp[start[cell] + slot] = particle
+//   rank_in_cell  the final order inside each cell: by particle index, whatever order the atomics
+//                 took, so that every build of the same positions gives the same bits; writes
+//                 order, cell_sorted and (CSR) the sorted positions
+// Four launches, no host synchronisation (capturable in a CUDA graph). bin_small does all of it
+// in one block for small systems.
+
+// counts must be zero on entry (scan_counts leaves them so; the plan zeroes them once).
+template <typename Real>
+__global__ void bin_count(const Vec4<Real>* __restrict__ pos, const int n, const Box<Real> box, const Grid g,
+                          const Real isx, const Real isy, const Real isz, int* __restrict__ cell, int* __restrict__ slot,
+                          int* __restrict__ counts) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const int c = cell_of(pos[i], box, g, isx, isy, isz);
+    cell[i] = c;
+    slot[i] = atomicAdd(&counts[c], 1);
+  }
+}
+
+constexpr int kScanBlock = 256;
+constexpr int kScanItems = 16;
+constexpr int kScanTile = kScanBlock * kScanItems;  // cells per block of scan_counts
+constexpr unsigned long long kTileAggregate = 1ull << 62;
+constexpr unsigned long long kTilePrefix = 2ull << 62;
+constexpr unsigned long long kTileValue = (1ull << 62) - 1ull;
+
+// Exclusive scan of one int per thread over the block; *total gets the block's sum.
+template <int BLOCK>
+__device__ __forceinline__ int block_exclusive_scan(int v, int& total) {
+  __shared__ int s_warp[BLOCK / 32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  int x = v;
+#pragma unroll
+  for (int off = 1; off < 32; off <<= 1) {
+    const int y = __shfl_up_sync(0xffffffffu, x, off);
+    if (lane >= off) x += y;
+  }
+  if (lane == 31) s_warp[warp] = x;
+  __syncthreads();
+  if (warp == 0) {
+    int w = lane < BLOCK / 32 ? s_warp[lane] : 0;
+#pragma unroll
+    for (int off = 1; off < 32; off <<= 1) {
+      const int y = __shfl_up_sync(0xffffffffu, w, off);
+      if (lane >= off) w += y;
+    }
+    if (lane < BLOCK / 32) s_warp[lane] = w;  // inclusive warp prefixes
+  }
+  __syncthreads();
+  total = s_warp[BLOCK / 32 - 1];
+  const int before = warp ? s_warp[warp - 1] : 0;
+  __syncthreads();  // s_warp is reused by the next call
+  return before + x - v;
+}
+
+// start[c] = particles in cells before c (start[ncells] = n), in one pass: each block scans a
+// tile of kScanTile cells, publishes its sum, and adds the sums of the tiles before it (looking
+// back until a tile that has published its inclusive prefix). Tiles are numbered in the order the
+// blocks start (a ticket), so a block only ever waits on blocks already running. Integer sums:
+// the same result whatever the order. The last block to finish clears the tile words and the
+// tickets for the next build; the counts are zeroed as they are read.
+__global__ void __launch_bounds__(kScanBlock)
+scan_counts(int* __restrict__ counts, const int ncells, int* __restrict__ start,
+            unsigned long long* __restrict__ tiles, unsigned int* __restrict__ tickets, const int ntiles) {
+  __shared__ int s_tile;
+  __shared__ long long s_prefix;
+  if (threadIdx.x == 0) s_tile = static_cast<int>(atomicAdd(&tickets[0], 1u));
+  __syncthreads();
+  const int tile = s_tile;
+  const int first = tile * kScanTile + threadIdx.x * kScanItems;
+  int v[kScanItems];
+  int sum = 0;
+#pragma unroll
+  for (int q = 0; q < kScanItems; ++q) {
+    v[q] = first + q < ncells ? counts[first + q] : 0;
+    sum += v[q];
+  }
+  int total;
+  const int excl = block_exclusive_scan<kScanBlock>(sum, total);
+  if (threadIdx.x == 0) {
+    long long before = 0;
+    if (tile == 0) {
+      atomicExch(&tiles[0], kTilePrefix | static_cast<unsigned long long>(total));
+    } else {
+      atomicExch(&tiles[tile], kTileAggregate | static_cast<unsigned long long>(total));
+      for (int t = tile - 1; t >= 0;) {
+        const unsigned long long w = atomicAdd(&tiles[t], 0ull);  // read past every cache
+        if (w == 0ull) continue;  // tile t has not published yet: it is running, wait
+        before += static_cast<long long>(w & kTileValue);
+        if (w & kTilePrefix) break;
+        --t;
+      }
+      atomicExch(&tiles[tile], kTilePrefix | static_cast<unsigned long long>(before + total));
+    }
+    s_prefix = before;
+  }
+  __syncthreads();
+  int running = static_cast<int>(s_prefix) + excl;
+#pragma unroll
+  for (int q = 0; q < kScanItems; ++q) {
+    if (first + q < ncells) {
+      start[first + q] = running;
+      counts[first + q] = 0;
+    }
+    running += v[q];
+  }
+  if (tile == ntiles - 1 && threadIdx.x == 0) start[ncells] = static_cast<int>(s_prefix) + total;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd(&tickets[1], 1u) == static_cast<unsigned int>(ntiles - 1)) {  // every other tile is done
+      for (int t = 0; t < ntiles; ++t) tiles[t] = 0ull;
+      tickets[0] = 0u;
+      tickets[1] = 0u;
+    }
+  }
+}
+
+__global__ void place(const int* __restrict__ cell, const int* __restrict__ slot, const int n,
+                      const int* __restrict__ start, int* __restrict__ order_tmp) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    order_tmp[start[cell[i]] + slot[i]] = i;
+  }
+}
+
+// Particle order_tmp[k] goes to slot start[c] + (the number of particles of its cell with a
+// smaller index): cells end up sorted by particle index. O(count) per particle: for the cells
+// of liquids and of the thesis's Gaussians (up to ~10^3 particles); the plan sorts with a radix
+// sort instead where set-up finds fuller cells.
+template <typename Real, bool WRITE_POS>
+__global__ void rank_in_cell(const Vec4<Real>* __restrict__ pos, const int* __restrict__ order_tmp,
+                             const int* __restrict__ cell, const int* __restrict__ start, const int n,
+                             int* __restrict__ order, int* __restrict__ cell_sorted, Vec4<Real>* __restrict__ sorted) {
+  for (int k = blockIdx.x * blockDim.x + threadIdx.x; k < n; k += gridDim.x * blockDim.x) {
+    const int i = order_tmp[k];
+    const int c = cell[i];
+    const int b = start[c], e = start[c + 1];
+    int rank = 0;
+    for (int q = b; q < e; ++q) rank += order_tmp[q] < i;
+    const int dest = b + rank;
+    order[dest] = i;
+    cell_sorted[dest] = c;
+    if constexpr (WRITE_POS) sorted[dest] = pos[i];
+  }
+}
+
+// The whole counting sort in one block, for small systems (a launch-bound size pays for each
+// launch): counts and starts in shared memory (2 ncells + 1 ints, dynamic), the per-particle
+// scratch (cell, slot, order_tmp) in global memory. Same result as the four kernels.
+template <typename Real, int BLOCK, bool WRITE_POS>
+__global__ void __launch_bounds__(BLOCK)
+bin_small(const Vec4<Real>* __restrict__ pos, const int n, const Box<Real> box, const Grid g, const Real isx,
+          const Real isy, const Real isz, const int ncells, int* __restrict__ cell, int* __restrict__ slot,
+          int* __restrict__ order_tmp, int* __restrict__ start, int* __restrict__ order, int* __restrict__ cell_sorted,
+          Vec4<Real>* __restrict__ sorted) {
+  extern __shared__ int s_mem[];
+  int* s_count = s_mem;
+  int* s_start = s_mem + ncells;
+  for (int c = threadIdx.x; c < ncells; c += BLOCK) s_count[c] = 0;
+  __syncthreads();
+  for (int i = threadIdx.x; i < n; i += BLOCK) {
+    const int c = cell_of(pos[i], box, g, isx, isy, isz);
+    cell[i] = c;
+    slot[i] = atomicAdd(&s_count[c], 1);
+  }
+  __syncthreads();
+  // exclusive scan: each thread a contiguous chunk of cells
+  const int per = (ncells + BLOCK - 1) / BLOCK;
+  const int c0 = min(ncells, static_cast<int>(threadIdx.x) * per), c1 = min(ncells, c0 + per);
+  int sum = 0;
+  for (int c = c0; c < c1; ++c) sum += s_count[c];
+  int total;
+  int running = block_exclusive_scan<BLOCK>(sum, total);
+  for (int c = c0; c < c1; ++c) {
+    s_start[c] = running;
+    start[c] = running;
+    running += s_count[c];
+  }
+  if (threadIdx.x == 0) {
+    s_start[ncells] = total;
+    start[ncells] = total;
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < n; i += BLOCK) order_tmp[s_start[cell[i]] + slot[i]] = i;
+  __syncthreads();  // order_tmp (global) is visible to the whole block after the barrier
+  for (int k = threadIdx.x; k < n; k += BLOCK) {
+    const int i = order_tmp[k];
+    const int c = cell[i];
+    const int b = s_start[c], e = s_start[c + 1];
+    int rank = 0;
+    for (int q = b; q < e; ++q) rank += order_tmp[q] < i;
+    order[b + rank] = i;
+    cell_sorted[b + rank] = c;
+    if constexpr (WRITE_POS) sorted[b + rank] = pos[i];
+  }
+}
+
+// --- the radix-sort build (for set-ups with cells of thousands of particles) -----------------
+
+// Cell of each particle (input order), and particles per cell (counts zeroed by the caller;
+// integer atomics, so the counts are exact and deterministic).
 template <typename Real>
 __global__ void bin_cells(const Vec4<Real>* __restrict__ pos, const int n, const Box<Real> box, const Grid g,
                           const Real isx, const Real isy, const Real isz, int* __restrict__ cell,
                           int* __restrict__ counts) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-    const Vec4<Real> p = pos[i];
-    int cx = static_cast<int>(Math<Real>::floor((p.x + Real(0.5) * box.lx) * isx));
-    int cy = static_cast<int>(Math<Real>::floor((p.y + Real(0.5) * box.ly) * isy));
-    int cz = static_cast<int>(Math<Real>::floor((p.z + Real(0.5) * box.lz) * isz));
-    cx = min(max(cx, 0), g.nx - 1);
-    cy = min(max(cy, 0), g.ny - 1);
-    cz = min(max(cz, 0), g.nz - 1);
-    const int c = (cx * g.ny + cy) * g.nz + cz;
+    const int c = cell_of(pos[i], box, g, isx, isy, isz);
     cell[i] = c;
     atomicAdd(&counts[c], 1);
   }
 }
+
+// --- storages and forces ------------------------------------------------------------------------
 
 // Copy positions into the layout: slot k of the cell order gets particle order[k]. A slot
 // beyond a cell's capacity is not written; the largest such slot + 1 goes to *overflow.

@@ -1,38 +1,194 @@
-// Linked-cell traversals (thesis chapters 2.3, 7, 8): the full shell (fullshell_thread) and the
-// c08 base step with Newton3 (c08_thread, c08_warp), on any cell storage (cells.cuh).
+// Linked-cell traversals (thesis chapters 2.3, 7, 8): the full shell (fullshell_thread_csr on the
+// CSR storage, fullshell_thread on the 2D and nested storages) and the c08 base step with
+// Newton3 (c08_thread, c08_warp), on any cell storage (cells.cuh).
+//
+// Template flags shared by the traversals: ENERGY (false: the forces-only flavour, no energy,
+// virial or pair count computed), MINIMAGE (true only where a periodic axis has too few cells for
+// one image shift per neighbour cell: then every pair takes the minimum image instead).
 #include "cells.cuh"
 
-// --- full shell ---------------------------------------------------------------------------
+// --- full shell on the CSR storage ----------------------------------------------------------
 
-// One thread per particle (in cell order) against every particle of its neighbour cells; no
-// Newton3: each thread writes only its own particle's force.
-template <typename Real, typename Acc, template <typename> class Functor, int LAYOUT, int BLOCK, bool PBC>
+// The neighbour of cell coordinate c at offset o along one axis of n cells, and its image shift;
+// false where there is none (beyond an open axis; with MINIMAGE, an offset that names a cell
+// already named: a periodic axis of 1 or 2 cells).
+template <bool MINIMAGE, typename Real>
+__device__ __forceinline__ bool axis_neighbour(int c, int o, int n, bool periodic, Real len, int& w, Real& s) {
+  const int u = c + o;
+  s = Real(0);
+  if (!periodic) {
+    w = u;
+    return u >= 0 && u < n;
+  }
+  if constexpr (MINIMAGE) {  // reach 1; the pair loop takes the minimum image
+    if (n < 3 && (o < 0 || o >= n)) return false;  // 1 or 2 cells: each once (offsets 0, then 1)
+    w = wrap(u, n);
+    return true;
+  }
+  w = wrap(u, n);
+  s = wrap_shift(u, n, len);
+  return true;
+}
+
+// The particles of the cells at z-offsets -REACH..REACH of column `col` (cell (x, y, 0)) are
+// contiguous in the CSR storage: one run, or two where the range wraps a periodic z axis, each
+// with its own image shift along z. Returns the number of runs (0..2): [b[r], e[r]) with sz[r].
+template <int REACH, bool MINIMAGE, typename Real>
+__device__ __forceinline__ int z_runs(const int* __restrict__ start, int col, int cz, const Grid& g, Real lz,
+                                      int (&b)[2], int (&e)[2], Real (&sz)[2]) {
+  const int lo = cz - REACH, hi = cz + REACH;
+  sz[0] = sz[1] = Real(0);
+  if (!(g.pmask & 4)) {  // open: clip
+    b[0] = start[col + max(lo, 0)];
+    e[0] = start[col + min(hi, g.nz - 1) + 1];
+    return 1;
+  }
+  if (MINIMAGE && g.nz < 3) {  // a periodic z of 1 or 2 cells: all of them, once
+    b[0] = start[col];
+    e[0] = start[col + g.nz];
+    return 1;
+  }
+  if (lo < 0) {  // the cells below 0 are the top of the column, one box length down
+    b[0] = start[col + lo + g.nz];
+    e[0] = start[col + g.nz];
+    sz[0] = -lz;
+    b[1] = start[col];
+    e[1] = start[col + hi + 1];
+    return 2;
+  }
+  if (hi >= g.nz) {  // the cells past the top are the bottom of the column, one box length up
+    b[0] = start[col + lo];
+    e[0] = start[col + g.nz];
+    b[1] = start[col];
+    e[1] = start[col + hi - g.nz + 1];
+    sz[1] = lz;
+    return 2;
+  }
+  b[0] = start[col + lo];
+  e[0] = start[col + hi + 1];
+  return 1;
+}
+
+// One thread (TPP > 1: TPP threads) per particle k of the CSR storage, against the particles of
+// its (2 REACH + 1)^3 neighbour cells, walked as (2 REACH + 1)^2 contiguous z-strips with one
+// image shift per strip (no per-pair minimum image unless MINIMAGE); the particle itself is
+// skipped by splitting its own strip at k (no per-candidate test). No Newton3: each thread
+// writes only its own particle's force, straight to input order (force[3 order[k] + a]). With
+// ENERGY the block sums go to partial[] and the last block folds them into out (no separate
+// reduction). The TPP threads of a particle take every TPP-th candidate and add their forces
+// with shuffles in a fixed order: results are the same bits run to run.
+template <typename Real, typename Acc, template <typename> class Functor, int BLOCK, int TPP, int REACH, bool MINIMAGE,
+          bool ENERGY, int MINB>
+__global__ void __launch_bounds__(BLOCK, MINB)
+fullshell_thread_csr(const Vec4<Real>* __restrict__ pos, const int* __restrict__ start,
+                     const int* __restrict__ cell_sorted, const int* __restrict__ order, const int n, const Grid g,
+                     const Box<Real> box, const Real* __restrict__ fparams, Acc* __restrict__ force,
+                     Acc* __restrict__ partial, unsigned long long* __restrict__ pcount, unsigned int* __restrict__ ticket,
+                     Acc* __restrict__ out, unsigned long long* __restrict__ out_count) {
+  static_assert(TPP >= 1 && TPP <= 32 && (TPP & (TPP - 1)) == 0, "threads per particle: a power of 2 up to 32");
+  const Functor<Real> f(fparams);
+  const int t = blockIdx.x * BLOCK + threadIdx.x;
+  const int k = t / TPP;
+  const int sub = t & (TPP - 1);
+  Accumulator<Real, Acc, ENERGY> acc;
+  if (k < n) {
+    const Vec4<Real> pi = pos[k];
+    const int c = cell_sorted[k];
+    const int cz = c % g.nz, cy = (c / g.nz) % g.ny, cx = c / (g.nz * g.ny);
+#pragma unroll 1
+    for (int ox = -REACH; ox <= REACH; ++ox) {
+      int x;
+      Real sx;
+      if (!axis_neighbour<MINIMAGE>(cx, ox, g.nx, g.pmask & 1, box.lx, x, sx)) continue;
+#pragma unroll 1
+      for (int oy = -REACH; oy <= REACH; ++oy) {
+        int y;
+        Real sy;
+        if (!axis_neighbour<MINIMAGE>(cy, oy, g.ny, g.pmask & 2, box.ly, y, sy)) continue;
+        int b[2], e[2];
+        Real sz[2];
+        const int runs = z_runs<REACH, MINIMAGE>(start, (x * g.ny + y) * g.nz, cz, g, box.lz, b, e, sz);
+#pragma unroll  // constant indices keep b, e, sz in registers
+        for (int r = 0; r < 2; ++r) {
+          if (r >= runs) break;
+          const Vec4<Real> p = shifted(pi, sx, sy, sz[r]);
+          // the run split at k: [b, min(e, k)) and [max(b, k + 1), e); outside the run one is empty
+#pragma unroll 1
+          for (int part = 0; part < 2; ++part) {
+            const int lo = part ? max(b[r], k + 1) : b[r];
+            const int hi = part ? e[r] : min(e[r], k);
+#pragma unroll 4
+            for (int j = lo + sub; j < hi; j += TPP) {
+              const Vec4<Real> pj = pos[j];
+              Real dx, dy, dz;
+              const Real r2 = separation<MINIMAGE>(p, pj, box, dx, dy, dz);
+              if (f.inside(r2)) acc.add(f, dx, dy, dz, r2);
+            }
+          }
+        }
+      }
+    }
+  }
+  if constexpr (TPP > 1) {  // the particle's TPP lanes add their forces (every lane of the warp takes part)
+#pragma unroll
+    for (int off = TPP / 2; off > 0; off >>= 1) {
+      acc.fx += __shfl_xor_sync(0xffffffffu, acc.fx, off);
+      acc.fy += __shfl_xor_sync(0xffffffffu, acc.fy, off);
+      acc.fz += __shfl_xor_sync(0xffffffffu, acc.fz, off);
+    }
+  }
+  if (k < n && sub == 0) {
+    const int i = order[k];
+    force[3 * i + 0] = acc.fx;
+    force[3 * i + 1] = acc.fy;
+    force[3 * i + 2] = acc.fz;
+  }
+  if constexpr (ENERGY) {
+    fold_in_last_block<BLOCK>(acc.s, static_cast<unsigned long long>(acc.pairs), partial, pcount, blockIdx.x,
+                              gridDim.x, ticket, Acc(0.5), 1, out, out_count);
+  }
+}
+
+// --- full shell on the 2D and nested storages ---------------------------------------------
+
+// One thread per particle (in cell order) against every particle of its neighbour cells, one
+// image shift per neighbour cell; no Newton3: each thread writes only its own particle's force
+// (into the storage; gather_forces brings them to input order).
+template <typename Real, typename Acc, template <typename> class Functor, int LAYOUT, int BLOCK, bool MINIMAGE,
+          bool ENERGY>
 __global__ void __launch_bounds__(BLOCK)
 fullshell_thread(const Cells<Real, Acc, LAYOUT> cells, const int* __restrict__ cell_sorted, const int n, const Grid g,
-                const Box<Real> box, const Real* __restrict__ fparams, Acc* __restrict__ partial,
-                unsigned long long* __restrict__ count) {
+                 const Box<Real> box, const Real* __restrict__ fparams, Acc* __restrict__ partial,
+                 unsigned long long* __restrict__ count) {
   const Functor<Real> f(fparams);
   const int k = blockIdx.x * BLOCK + threadIdx.x;
-  Accumulator<Real, Acc> acc;
+  Accumulator<Real, Acc, ENERGY> acc;
   if (k < n) {
     const int c = cell_sorted[k];
     const int self = k - cells.begin(c);
     const Vec4<Real> pi = cells.p(c, self);
     const int cz = c % g.nz, cy = (c / g.nz) % g.ny, cx = c / (g.nz * g.ny);
-    int xlo, xhi, ylo, yhi, zlo, zhi;
-    axis_range(cx, g.nx, g.pmask & 1, xlo, xhi);
-    axis_range(cy, g.ny, g.pmask & 2, ylo, yhi);
-    axis_range(cz, g.nz, g.pmask & 4, zlo, zhi);
-    for (int ox = xlo; ox <= xhi; ++ox) {
-      const int x = wrap(cx + ox, g.nx);
-      for (int oy = ylo; oy <= yhi; ++oy) {
-        const int y = wrap(cy + oy, g.ny);
-        for (int oz = zlo; oz <= zhi; ++oz) {
-          const int nb = (x * g.ny + y) * g.nz + wrap(cz + oz, g.nz);
+#pragma unroll 1
+    for (int ox = -1; ox <= 1; ++ox) {
+      int x;
+      Real sx;
+      if (!axis_neighbour<MINIMAGE>(cx, ox, g.nx, g.pmask & 1, box.lx, x, sx)) continue;
+#pragma unroll 1
+      for (int oy = -1; oy <= 1; ++oy) {
+        int y;
+        Real sy;
+        if (!axis_neighbour<MINIMAGE>(cy, oy, g.ny, g.pmask & 2, box.ly, y, sy)) continue;
+#pragma unroll 1
+        for (int oz = -1; oz <= 1; ++oz) {
+          int z;
+          Real sz;
+          if (!axis_neighbour<MINIMAGE>(cz, oz, g.nz, g.pmask & 4, box.lz, z, sz)) continue;
+          const int nb = (x * g.ny + y) * g.nz + z;
+          const Vec4<Real> p = shifted(pi, sx, sy, sz);
           const int m = cells.count(nb);
           for (int q = 0; q < m; ++q) {
             Real dx, dy, dz;
-            const Real r2 = separation<PBC>(pi, cells.p(nb, q), box, dx, dy, dz);
+            const Real r2 = separation<MINIMAGE>(p, cells.p(nb, q), box, dx, dy, dz);
             if (f.inside(r2) && (nb != c || q != self)) acc.add(f, dx, dy, dz, r2);
           }
         }
@@ -43,15 +199,16 @@ fullshell_thread(const Cells<Real, Acc, LAYOUT> cells, const int* __restrict__ c
     out[1] = acc.fy;
     out[2] = acc.fz;
   }
-  block_sums<BLOCK>(acc.s, acc.pairs, partial, count, blockIdx.x);
+  accumulator_sums<BLOCK>(acc, partial, count, blockIdx.x);
 }
 
 // --- c08 ------------------------------------------------------------------------------------
 
 // One colour of c08 base steps. WARP = false: one thread per base step (the thesis);
 // WARP = true: one warp per base step. pairs: the 14 (A, B) offset pairs of
-// strategies/schedules.py C08_PAIRS, 6 ints each. Partial sums go to slot slot0 + block.
-template <typename Real, typename Acc, template <typename> class Functor, int LAYOUT, int BLOCK, bool PBC, bool WARP>
+// strategies/schedules.py C08_PAIRS, 6 ints each. Partial sums go to slot slot0 + block. Each
+// cell pair gets its image shift once (block_cell, pair_shift).
+template <typename Real, typename Acc, template <typename> class Functor, int LAYOUT, int BLOCK, bool ENERGY, bool WARP>
 __device__ __forceinline__ void c08_colour(const Cells<Real, Acc, LAYOUT>& cells, const int4* __restrict__ bases,
                                            const int nbases, const int* __restrict__ pairs, const Grid& g,
                                            const Box<Real>& box, const Real* __restrict__ fparams,
@@ -63,41 +220,43 @@ __device__ __forceinline__ void c08_colour(const Cells<Real, Acc, LAYOUT>& cells
   const Functor<Real> f(fparams);
   const int tid = blockIdx.x * BLOCK + threadIdx.x;
   const int task = WARP ? tid >> 5 : tid;
-  Accumulator<Real, Acc> acc;
+  Accumulator<Real, Acc, ENERGY> acc;
   if (task < nbases) {
     const int4 b = bases[task];
 #pragma unroll 1
     for (int p = 0; p < 14; ++p) {
       const int* o = s_pairs + 6 * p;
-      const int ca = block_cell(g, b.x, b.y, b.z, o[0], o[1], o[2]);
-      const int cb = block_cell(g, b.x, b.y, b.z, o[3], o[4], o[5]);
+      Shift<Real> ia, ib;
+      const int ca = block_cell(g, box, b.x, b.y, b.z, o[0], o[1], o[2], ia);
+      const int cb = block_cell(g, box, b.x, b.y, b.z, o[3], o[4], o[5], ib);
       if (ca < 0 || cb < 0) continue;
+      const Shift<Real> sh = pair_shift(ia, ib);
       if constexpr (WARP) {
-        pair_cells_warp<Real, Acc, Functor<Real>, LAYOUT, PBC>(cells, ca, cb, f, box, acc, threadIdx.x & 31);
+        pair_cells_warp(cells, ca, cb, f, box, sh, acc, threadIdx.x & 31);
       } else {
-        pair_cells_thread<Real, Acc, Functor<Real>, LAYOUT, PBC>(cells, ca, cb, f, box, acc);
+        pair_cells_thread(cells, ca, cb, f, box, sh, acc);
       }
     }
   }
-  block_sums<BLOCK>(acc.s, acc.pairs, partial, count, slot0 + blockIdx.x);
+  accumulator_sums<BLOCK>(acc, partial, count, slot0 + blockIdx.x);
 }
 
 // c08_thread: one thread per base step (the thesis's algorithm 2).
-template <typename Real, typename Acc, template <typename> class Functor, int LAYOUT, int BLOCK, bool PBC>
+template <typename Real, typename Acc, template <typename> class Functor, int LAYOUT, int BLOCK, bool ENERGY>
 __global__ void __launch_bounds__(BLOCK)
 c08_thread(const Cells<Real, Acc, LAYOUT> cells, const int4* __restrict__ bases, const int nbases,
            const int* __restrict__ pairs, const Grid g, const Box<Real> box, const Real* __restrict__ fparams,
            Acc* __restrict__ partial, unsigned long long* __restrict__ count, const int slot0) {
-  c08_colour<Real, Acc, Functor, LAYOUT, BLOCK, PBC, false>(cells, bases, nbases, pairs, g, box, fparams, partial,
-                                                            count, slot0);
+  c08_colour<Real, Acc, Functor, LAYOUT, BLOCK, ENERGY, false>(cells, bases, nbases, pairs, g, box, fparams, partial,
+                                                               count, slot0);
 }
 
 // c08_warp: one warp per base step.
-template <typename Real, typename Acc, template <typename> class Functor, int LAYOUT, int BLOCK, bool PBC>
+template <typename Real, typename Acc, template <typename> class Functor, int LAYOUT, int BLOCK, bool ENERGY>
 __global__ void __launch_bounds__(BLOCK)
 c08_warp(const Cells<Real, Acc, LAYOUT> cells, const int4* __restrict__ bases, const int nbases,
          const int* __restrict__ pairs, const Grid g, const Box<Real> box, const Real* __restrict__ fparams,
          Acc* __restrict__ partial, unsigned long long* __restrict__ count, const int slot0) {
-  c08_colour<Real, Acc, Functor, LAYOUT, BLOCK, PBC, true>(cells, bases, nbases, pairs, g, box, fparams, partial,
-                                                           count, slot0);
+  c08_colour<Real, Acc, Functor, LAYOUT, BLOCK, ENERGY, true>(cells, bases, nbases, pairs, g, box, fparams, partial,
+                                                              count, slot0);
 }

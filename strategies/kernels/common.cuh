@@ -64,12 +64,13 @@ __device__ __forceinline__ Real separation(const Vec4<Real>& pi, const Vec4<Real
 // Energy, then the virial's 6 independent components (xx, xy, xz, yy, yz, zz).
 constexpr int kSums = 7;
 
-// One thread's sums. pair() takes d = r_i - r_j inside the cutoff, adds the pair energy, the
-// pair virial r (x) f and one to the pair count, and returns the force on i (Newton3
-// traversals subtract it from j themselves). add() also sums that force into fx, fy, fz:
-// the full-shell form, where every pair is visited from both sides and the final reduction
-// halves energy and virial.
-template <typename Real, typename Acc>
+// One thread's sums. pair() takes d = r_i - r_j inside the cutoff and returns the force on i
+// (Newton3 traversals subtract it from j themselves); with ENERGY it also adds the pair energy,
+// the pair virial r (x) f and one to the pair count (ENERGY = false: the forces-only flavour of
+// a kernel, where none of that is computed). add() also sums the force into fx, fy, fz: the
+// full-shell form, where every pair is visited from both sides and the final reduction halves
+// energy and virial.
+template <typename Real, typename Acc, bool ENERGY = true>
 struct Accumulator {
   Acc fx = Acc(0), fy = Acc(0), fz = Acc(0);
   Acc s[kSums] = {Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0)};
@@ -88,20 +89,30 @@ struct Accumulator {
   __device__ __forceinline__ void pair(const Functor& f, Real dx, Real dy, Real dz, Real r2, Real& ax, Real& ay,
                                        Real& az) {
     Real u;
-    const Real fr = f.force_over_r(r2, u);
+    const Real fr = f.force_over_r(r2, u);  // u unused without ENERGY: the compiler drops it
     ax = fr * dx;
     ay = fr * dy;
     az = fr * dz;
-    s[0] += Acc(u);
-    s[1] += Acc(ax * dx);
-    s[2] += Acc(ax * dy);
-    s[3] += Acc(ax * dz);
-    s[4] += Acc(ay * dy);
-    s[5] += Acc(ay * dz);
-    s[6] += Acc(az * dz);
-    ++pairs;
+    if constexpr (ENERGY) {
+      s[0] += Acc(u);
+      s[1] += Acc(ax * dx);
+      s[2] += Acc(ax * dy);
+      s[3] += Acc(ax * dz);
+      s[4] += Acc(ay * dy);
+      s[5] += Acc(ay * dz);
+      s[6] += Acc(az * dz);
+      ++pairs;
+    }
   }
 };
+
+// r_i - s: the position of i as seen from a neighbour cell whose particles sit one box length
+// s away across a periodic boundary (s = 0 inside the box). Applied once per cell pair, so that
+// the pair loop needs no minimum image.
+template <typename Real>
+__device__ __forceinline__ Vec4<Real> shifted(const Vec4<Real>& p, Real sx, Real sy, Real sz) {
+  return {p.x - sx, p.y - sy, p.z - sz, p.w};
+}
 
 template <typename T>
 __device__ __forceinline__ T warp_sum(T v) {
@@ -155,9 +166,11 @@ __device__ __forceinline__ void block_sums(Acc (&v)[kSums], unsigned long long n
 
 // One pair seen from i with Newton3: inside the cutoff, adds the pair's sums to acc and its
 // force on i to (fx, fy, fz), and returns true with that force in (ax, ay, az) for the caller to
-// subtract from j wherever j's force lives (global memory, a shared cache, a warp sum).
-template <bool PBC, typename Real, typename Acc, class F>
-__device__ __forceinline__ bool newton3_pair(Accumulator<Real, Acc>& acc, const F& f, const Box<Real>& box,
+// subtract from j wherever j's force lives (global memory, a shared cache, a warp sum). PBC:
+// minimum image per pair; the cell traversals pass PBC = false and a pi already shifted to
+// j's cell's image instead.
+template <bool PBC, typename Real, typename Acc, bool ENERGY, class F>
+__device__ __forceinline__ bool newton3_pair(Accumulator<Real, Acc, ENERGY>& acc, const F& f, const Box<Real>& box,
                                              const Vec4<Real>& pi, const Vec4<Real>& pj, Acc& fx, Acc& fy, Acc& fz,
                                              Real& ax, Real& ay, Real& az) {
   Real dx, dy, dz;
@@ -176,4 +189,54 @@ __device__ __forceinline__ void subtract3(Acc* p, int stride, Real ax, Real ay, 
   p[0] -= Acc(ax);
   p[stride] -= Acc(ay);
   p[2 * stride] -= Acc(az);
+}
+
+// block_sums() where the kernel computes energy and virial (ENERGY), nothing otherwise.
+template <int BLOCK, bool ENERGY, typename Real, typename Acc>
+__device__ __forceinline__ void accumulator_sums(Accumulator<Real, Acc, ENERGY>& acc, Acc* __restrict__ partial,
+                                                 unsigned long long* __restrict__ count, int slot) {
+  if constexpr (ENERGY) block_sums<BLOCK>(acc.s, static_cast<unsigned long long>(acc.pairs), partial, count, slot);
+}
+
+// The final reduction folded into a kernel: every block writes its sums to partial[slot]; the
+// last block to finish (a ticket counter) sums all nblocks slots in block order and writes
+// out[0] = energy, out[1..9] = the symmetric virial (scaled), out_count[0] = pairs >> shift, and
+// resets the ticket for the next launch. The order of the sum does not depend on which block
+// finishes last: deterministic. Every thread of every block must call it.
+template <int BLOCK, typename Acc>
+__device__ __forceinline__ void fold_in_last_block(Acc (&v)[kSums], unsigned long long n, Acc* __restrict__ partial,
+                                                   unsigned long long* __restrict__ pcount, int slot, int nblocks,
+                                                   unsigned int* __restrict__ ticket, Acc scale, int count_shift,
+                                                   Acc* __restrict__ out, unsigned long long* __restrict__ out_count) {
+  __shared__ bool s_last;
+  block_reduce<BLOCK>(v, n);
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int k = 0; k < kSums; ++k) partial[slot * kSums + k] = v[k];
+    pcount[slot] = n;
+    __threadfence();  // this block's partial is visible before its ticket
+    s_last = atomicAdd(ticket, 1u) == static_cast<unsigned int>(nblocks - 1);
+  }
+  __syncthreads();
+  if (!s_last) return;
+  __threadfence();
+  Acc w[kSums];
+#pragma unroll
+  for (int k = 0; k < kSums; ++k) w[k] = Acc(0);
+  unsigned long long m = 0ull;
+  for (int p = threadIdx.x; p < nblocks; p += BLOCK) {
+#pragma unroll
+    for (int k = 0; k < kSums; ++k) w[k] += __ldcg(partial + p * kSums + k);  // past L1: other SMs wrote them
+    m += __ldcg(pcount + p);
+  }
+  __syncthreads();  // block_reduce's shared arrays are reused
+  block_reduce<BLOCK>(w, m);
+  if (threadIdx.x == 0) {
+    out[0] = w[0] * scale;
+    out[1] = w[1] * scale; out[2] = w[2] * scale; out[3] = w[3] * scale;
+    out[4] = w[2] * scale; out[5] = w[4] * scale; out[6] = w[5] * scale;
+    out[7] = w[3] * scale; out[8] = w[5] * scale; out[9] = w[6] * scale;
+    out_count[0] = m >> count_shift;
+    *ticket = 0u;
+  }
 }

@@ -24,11 +24,16 @@ struct Layer {
 __device__ __forceinline__ int layer_size(const Layer& L) { return L.du * L.dv * L.nl; }
 __device__ __forceinline__ bool layer_intra(const Layer& L) { return (L.dx | L.dy | L.dz) == 0; }
 
-__device__ __forceinline__ void layer_pair(const Layer& L, const Grid& g, int idx, int& a, int& b) {
+// Cells a and b = a + d of launch index idx, and the shift from a to b's image (B wrapped past a
+// periodic boundary sits one box length from where a + d expects it).
+template <typename Real>
+__device__ __forceinline__ void layer_pair(const Layer& L, const Grid& g, const Box<Real>& box, int idx, int& a,
+                                           int& b, Shift<Real>& sh) {
   const int iu = idx % L.du, iv = (idx / L.du) % L.dv, il = idx / (L.du * L.dv);
   a = L.start + iu * L.gu + iv * L.gv + il * L.gl;
   const int az = a % g.nz, ay = (a / g.nz) % g.ny, ax = a / (g.nz * g.ny);
   b = (wrap(ax + L.dx, g.nx) * g.ny + wrap(ay + L.dy, g.ny)) * g.nz + wrap(az + L.dz, g.nz);
+  sh = {wrap_shift(ax + L.dx, g.nx, box.lx), wrap_shift(ay + L.dy, g.ny, box.ly), wrap_shift(az + L.dz, g.nz, box.lz)};
 }
 
 // Add a thread's (or lane 0's warp-summed) statistics to cell c: plain read-modify-write. Only
@@ -64,19 +69,22 @@ __device__ __forceinline__ void block_cell_stats(Acc (&v)[kSums], unsigned long 
 // all molecule pairs of its cell pair and stores both sides: c08's pair_cells_thread, whose
 // intra-cell loop takes j > i where the listing takes B < A (the same pairs).
 // Same traversal as the fast processors, one thread per cell pair instead of one block.
-template <typename Real, typename Acc, template <typename> class Functor, bool PBC>
+template <typename Real, typename Acc, template <typename> class Functor, bool ENERGY>
 __global__ void __launch_bounds__(32)
 parity_thread(const Cells<Real, Acc, kCsr> cells, const Layer L, const Grid g, const Box<Real> box,
-                 const Real* __restrict__ fparams, Acc* __restrict__ cstat, unsigned long long* __restrict__ ccount) {
+              const Real* __restrict__ fparams, Acc* __restrict__ cstat, unsigned long long* __restrict__ ccount) {
   const int t = blockIdx.x * 32 + threadIdx.x;
   if (t >= layer_size(L)) return;
   int a, b;
-  layer_pair(L, g, t, a, b);
+  Shift<Real> sh;
+  layer_pair(L, g, box, t, a, b, sh);
   const Functor<Real> f(fparams);
-  Accumulator<Real, Acc> acc;
-  pair_cells_thread<Real, Acc, Functor<Real>, kCsr, PBC>(cells, a, b, f, box, acc);
-  add_cell_stats(cstat, ccount, a, acc.s, acc.pairs, a == b ? 2 : 1);
-  if (a != b) add_cell_stats(cstat, ccount, b, acc.s, acc.pairs, 1);
+  Accumulator<Real, Acc, ENERGY> acc;
+  pair_cells_thread(cells, a, b, f, box, sh, acc);
+  if constexpr (ENERGY) {
+    add_cell_stats(cstat, ccount, a, acc.s, acc.pairs, a == b ? 2 : 1);
+    if (a != b) add_cell_stats(cstat, ccount, b, acc.s, acc.pairs, 1);
+  }
 }
 
 // --- thread-block cell processor --------------------------------------------------------------
@@ -88,27 +96,28 @@ parity_thread(const Cells<Real, Acc, kCsr> cells, const Layer L, const Grid g, c
 // two lanes touch one B molecule at once (__syncwarp() between steps); rounds are separated by a
 // block barrier, W per block pair instead of one per molecule. Intra-cell: block pairs bB <= bA;
 // inside one block, warp pairs once (rounds 0..W/2) and molecule pairs once (shifts 1..16).
-template <typename Real, typename Acc, template <typename> class Functor, int BLOCK, bool PBC>
+template <typename Real, typename Acc, template <typename> class Functor, int BLOCK, bool ENERGY>
 __global__ void __launch_bounds__(BLOCK, BLOCK < 512 ? 512 / BLOCK : 1)  // room for 128 registers
 parity_block(const Cells<Real, Acc, kCsr> cells, const Layer L, const Grid g, const Box<Real> box,
-           const Real* __restrict__ fparams, Acc* __restrict__ cstat, unsigned long long* __restrict__ ccount) {
+             const Real* __restrict__ fparams, Acc* __restrict__ cstat, unsigned long long* __restrict__ ccount) {
   constexpr int kWarps = BLOCK / 32;
   __shared__ Vec4<Real> s_pos[BLOCK];
   __shared__ Acc s_f[3][BLOCK];
   int a, b;
-  layer_pair(L, g, blockIdx.x, a, b);
+  Shift<Real> sh;
+  layer_pair(L, g, box, blockIdx.x, a, b, sh);
   const int na = cells.count(a), nb = cells.count(b);
   const bool same = a == b;
   if (na == 0 || nb == 0 || (same && na < 2)) return;  // the whole block leaves together
   const Functor<Real> f(fparams);
-  Accumulator<Real, Acc> acc;
+  Accumulator<Real, Acc, ENERGY> acc;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int nblocks_a = (na + BLOCK - 1) / BLOCK, nblocks_b = (nb + BLOCK - 1) / BLOCK;
   for (int ba = 0; ba < nblocks_a; ++ba) {
     const int ia = ba * BLOCK + threadIdx.x;
     const bool active = ia < na;
     Vec4<Real> pi = {Real(0), Real(0), Real(0), Real(0)};
-    if (active) pi = cells.p(a, ia);
+    if (active) pi = shifted(cells.p(a, ia), sh.x, sh.y, sh.z);
     Acc fx = Acc(0), fy = Acc(0), fz = Acc(0);
     const int bb_end = same ? ba + 1 : nblocks_b;
     for (int bb = 0; bb < bb_end; ++bb) {
@@ -134,7 +143,7 @@ parity_block(const Cells<Real, Acc, kCsr> cells, const Layer L, const Grid g, co
             const int j = bb * BLOCK + slot;
             Real ax, ay, az;
             if (active && j < nb && !(diagonal && s == 16 && lane >= 16) &&
-                newton3_pair<PBC>(acc, f, box, pi, s_pos[slot], fx, fy, fz, ax, ay, az)) {
+                newton3_pair<false>(acc, f, box, pi, s_pos[slot], fx, fy, fz, ax, ay, az)) {
               subtract3(&s_f[0][slot], BLOCK, ax, ay, az);
             }
             __syncwarp();  // the next step hands this B molecule to another lane
@@ -156,7 +165,10 @@ parity_block(const Cells<Real, Acc, kCsr> cells, const Layer L, const Grid g, co
       fi[2] += fz;
     }
   }
-  block_cell_stats<BLOCK>(acc.s, acc.pairs, cstat, ccount, a, b);
+  if constexpr (ENERGY) {
+    unsigned long long pairs = acc.pairs;
+    block_cell_stats<BLOCK>(acc.s, pairs, cstat, ccount, a, b);
+  }
 }
 
 // --- warp-block cell processor ---------------------------------------------------------------
@@ -169,7 +181,7 @@ constexpr int kLockCommit = 0;  // per-cell locks around commits to cell B and c
 constexpr int kAtomicCommit = 1;
 constexpr int kQueue = 4;       // jobs per warp claimed per lock (the port's WBM_QUEUE_SIZE)
 
-constexpr int kErrMutex = 1;    // error bits (strategies/mardyn.py names them)
+constexpr int kErrMutex = 1;    // error bits (strategies/parity.py names them)
 constexpr int kErrCellLock = 2;
 
 // Scheduler state of one launch, zeroed before the traversal.
@@ -216,20 +228,18 @@ __device__ __forceinline__ int job_count(const Layer& L) {
 
 __device__ __forceinline__ int cell_count(const int* __restrict__ start, int c) { return start[c + 1] - start[c]; }
 
-template <int MODE>
-__device__ __forceinline__ void job_cells(const int* __restrict__ start, const Layer& L, const Grid& g, int j, int& a,
-                                          int& b) {
+// The cells (a, b) of job j and the shift from a to b's image: two-pass jobs j >= P and
+// shared-cache jobs with the fuller cell second are the launch's pair the other way round.
+template <int MODE, typename Real>
+__device__ __forceinline__ void job_cells(const int* __restrict__ start, const Layer& L, const Grid& g,
+                                          const Box<Real>& box, int j, int& a, int& b, Shift<Real>& sh) {
   const int pairs = layer_size(L);
   int c0, c1;
-  layer_pair(L, g, j < pairs ? j : j - pairs, c0, c1);
-  if (MODE == kTwoPass) {
-    a = j < pairs ? c0 : c1;
-    b = j < pairs ? c1 : c0;
-  } else {
-    const bool swap = cell_count(start, c1) > cell_count(start, c0);
-    a = swap ? c1 : c0;
-    b = swap ? c0 : c1;
-  }
+  layer_pair(L, g, box, j < pairs ? j : j - pairs, c0, c1, sh);
+  const bool swap = MODE == kTwoPass ? j >= pairs : cell_count(start, c1) > cell_count(start, c0);
+  a = swap ? c1 : c0;
+  b = swap ? c0 : c1;
+  if (swap) sh = {-sh.x, -sh.y, -sh.z};
 }
 
 // Warp blocks (32 molecules of A) of a job; 0 when it has no pairs.
@@ -249,7 +259,8 @@ __global__ void warpblock_job_sizes(const int* __restrict__ start, const Layer* 
   const int jobs = job_count<MODE>(L);
   for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < jobs; j += gridDim.x * blockDim.x) {
     int a, b;
-    job_cells<MODE>(start, L, g, j, a, b);
+    Shift<float> unused;  // sizes need the cells only
+    job_cells<MODE>(start, L, g, Box<float>{}, j, a, b, unused);
     sizes[offsets[blockIdx.y] + j] = job_warp_blocks(start, a, b);
   }
 }
@@ -268,18 +279,18 @@ __global__ void warpblock_job_table(const int* __restrict__ ends, const int tota
 
 // One warp block of A against all of B, writing only A (two-pass, and the intra-cell pass of
 // both variants, which is the port's processCell: every pair from both sides).
-template <typename Real, typename Acc, class F, bool PBC>
+template <typename Real, typename Acc, bool ENERGY, class F>
 __device__ __forceinline__ void warp_job_one_side(const Cells<Real, Acc, kCsr>& cells, int a, int b, int wblock,
-                                                  const F& f, const Box<Real>& box, Accumulator<Real, Acc>& acc,
-                                                  int lane) {
+                                                  const F& f, const Box<Real>& box, const Shift<Real>& sh,
+                                                  Accumulator<Real, Acc, ENERGY>& acc, int lane) {
   const int na = cells.count(a), nb = cells.count(b);
   const int ia = wblock * 32 + lane;
   if (ia >= na) return;
-  const Vec4<Real> pi = cells.p(a, ia);
+  const Vec4<Real> pi = shifted(cells.p(a, ia), sh.x, sh.y, sh.z);
   Acc fx = Acc(0), fy = Acc(0), fz = Acc(0);
   for (int jb = 0; jb < nb; ++jb) {
     Real ax, ay, az;  // j's side is not written: its own job computes it
-    if (a != b || jb != ia) newton3_pair<PBC>(acc, f, box, pi, cells.p(b, jb), fx, fy, fz, ax, ay, az);
+    if (a != b || jb != ia) newton3_pair<false>(acc, f, box, pi, cells.p(b, jb), fx, fy, fz, ax, ay, az);
   }
   Acc* fi = cells.f(a, ia);  // molecule ia of A is in this one job of the launch
   fi[0] += fx;
@@ -297,16 +308,16 @@ __device__ __forceinline__ void add_l2(T* p, T v) {
 // block processing with shared memory cache"): a chunk of B is staged in this warp's shared
 // slots, lanes rotate over it, then the chunk's forces are committed to B, which other warps
 // (other warp blocks of A) update too: under B's cell lock, or with atomics.
-template <typename Real, typename Acc, class F, bool PBC, int COMMIT>
+template <typename Real, typename Acc, bool ENERGY, class F, int COMMIT>
 __device__ __forceinline__ void warp_job_shared(const Cells<Real, Acc, kCsr>& cells, int a, int b, int wblock,
-                                                const F& f, const Box<Real>& box, Accumulator<Real, Acc>& acc,
-                                                int lane, Vec4<Real>* s_pos, Acc (*s_f)[32], int* locks,
-                                                int* error, unsigned long long budget_ns) {
+                                                const F& f, const Box<Real>& box, const Shift<Real>& sh,
+                                                Accumulator<Real, Acc, ENERGY>& acc, int lane, Vec4<Real>* s_pos,
+                                                Acc (*s_f)[32], int* locks, int* error, unsigned long long budget_ns) {
   const int na = cells.count(a), nb = cells.count(b);
   const int ia = wblock * 32 + lane;
   const bool active = ia < na;
   Vec4<Real> pi = {Real(0), Real(0), Real(0), Real(0)};
-  if (active) pi = cells.p(a, ia);
+  if (active) pi = shifted(cells.p(a, ia), sh.x, sh.y, sh.z);
   Acc fx = Acc(0), fy = Acc(0), fz = Acc(0);
   for (int j0 = 0; j0 < nb; j0 += 32) {
     const int jl = j0 + lane;
@@ -318,7 +329,7 @@ __device__ __forceinline__ void warp_job_shared(const Cells<Real, Acc, kCsr>& ce
     for (int s = 0; s < 32; ++s) {
       const int slot = (lane + s) & 31;
       Real ax, ay, az;
-      if (active && j0 + slot < nb && newton3_pair<PBC>(acc, f, box, pi, s_pos[slot], fx, fy, fz, ax, ay, az)) {
+      if (active && j0 + slot < nb && newton3_pair<false>(acc, f, box, pi, s_pos[slot], fx, fy, fz, ax, ay, az)) {
         subtract3(&s_f[0][slot], 32, ax, ay, az);
       }
       __syncwarp();
@@ -380,7 +391,7 @@ __device__ __forceinline__ void commit_cell_stats(Acc* cstat, unsigned long long
 
 // One warp-block job: its cells from the job table, the processor, then the warp's statistics
 // to its cells (warp sum, then lane 0).
-template <typename Real, typename Acc, template <typename> class Functor, bool PBC, int MODE, int COMMIT>
+template <typename Real, typename Acc, template <typename> class Functor, bool ENERGY, int MODE, int COMMIT>
 __device__ __forceinline__ void run_job(const Cells<Real, Acc, kCsr>& cells, const Layer& L, const Grid& g,
                                         const Box<Real>& box, const Functor<Real>& f, Acc* cstat,
                                         unsigned long long* ccount, const int* __restrict__ table,
@@ -389,22 +400,25 @@ __device__ __forceinline__ void run_job(const Cells<Real, Acc, kCsr>& cells, con
                                         Acc (*s_f)[32], const int lane) {
   const int job = table[wb];  // global job index; its warp blocks start at job_first[job]
   int a, b;
-  job_cells<MODE>(cells.start, L, g, job - offset, a, b);
+  Shift<Real> sh;
+  job_cells<MODE>(cells.start, L, g, box, job - offset, a, b, sh);
   const int w = wb - job_first[job];
   const bool intra = layer_intra(L);
-  Accumulator<Real, Acc> acc;
+  Accumulator<Real, Acc, ENERGY> acc;
   if (MODE == kTwoPass || intra) {
-    warp_job_one_side<Real, Acc, Functor<Real>, PBC>(cells, a, b, w, f, box, acc, lane);
+    warp_job_one_side(cells, a, b, w, f, box, sh, acc, lane);
   } else {
-    warp_job_shared<Real, Acc, Functor<Real>, PBC, COMMIT>(cells, a, b, w, f, box, acc, lane, s_pos, s_f, locks,
-                                                             error, budget_ns);
+    warp_job_shared<Real, Acc, ENERGY, Functor<Real>, COMMIT>(cells, a, b, w, f, box, sh, acc, lane, s_pos, s_f, locks,
+                                                              error, budget_ns);
   }
+  if constexpr (ENERGY) {
 #pragma unroll
-  for (int k = 0; k < kSums; ++k) acc.s[k] = warp_sum(acc.s[k]);
-  const unsigned long long n = warp_sum(static_cast<unsigned long long>(acc.pairs));
-  if (lane == 0 && n) {
-    commit_cell_stats<COMMIT>(cstat, ccount, a, acc.s, n, locks, error, budget_ns);
-    if (MODE == kSharedCache && !intra) commit_cell_stats<COMMIT>(cstat, ccount, b, acc.s, n, locks, error, budget_ns);
+    for (int k = 0; k < kSums; ++k) acc.s[k] = warp_sum(acc.s[k]);
+    const unsigned long long n = warp_sum(static_cast<unsigned long long>(acc.pairs));
+    if (lane == 0 && n) {
+      commit_cell_stats<COMMIT>(cstat, ccount, a, acc.s, n, locks, error, budget_ns);
+      if (MODE == kSharedCache && !intra) commit_cell_stats<COMMIT>(cstat, ccount, b, acc.s, n, locks, error, budget_ns);
+    }
   }
   __syncwarp();
 }
@@ -416,7 +430,7 @@ __device__ __forceinline__ void run_job(const Cells<Real, Acc, kCsr>& cells, con
 //     mutex once per round and claims kQueue jobs for every warp of the block, then the warps
 //     run them (a barrier per round).
 //   kAtomic: each warp claims its next job alone with one atomicAdd, no lock and no barrier.
-template <typename Real, typename Acc, template <typename> class Functor, int WARPS, bool PBC, int MODE, int SCHED,
+template <typename Real, typename Acc, template <typename> class Functor, int WARPS, bool ENERGY, int MODE, int SCHED,
           int COMMIT>
 __global__ void __launch_bounds__(WARPS * 32)
 parity_warpblock(const Cells<Real, Acc, kCsr> cells, const Layer L, const Grid g, const Box<Real> box,
@@ -453,7 +467,7 @@ parity_warpblock(const Cells<Real, Acc, kCsr> cells, const Layer L, const Grid g
       const int base = s_base, taken = s_taken;
       if (taken == 0) break;
       for (int q = warp; q < taken; q += WARPS) {
-        run_job<Real, Acc, Functor, PBC, MODE, COMMIT>(cells, L, g, box, f, cstat, ccount, table, job_first, offset,
+        run_job<Real, Acc, Functor, ENERGY, MODE, COMMIT>(cells, L, g, box, f, cstat, ccount, table, job_first, offset,
                                                        first + base + q, locks, error, budget_ns, s_pos[warp],
                                                        s_f[warp], lane);
       }
@@ -464,7 +478,7 @@ parity_warpblock(const Cells<Real, Acc, kCsr> cells, const Layer L, const Grid g
       if (lane == 0) w = atomicAdd(&sched->counter, 1);
       w = __shfl_sync(0xffffffffu, w, 0);
       if (w >= total) break;
-      run_job<Real, Acc, Functor, PBC, MODE, COMMIT>(cells, L, g, box, f, cstat, ccount, table, job_first, offset,
+      run_job<Real, Acc, Functor, ENERGY, MODE, COMMIT>(cells, L, g, box, f, cstat, ccount, table, job_first, offset,
                                                      first + w, locks, error, budget_ns, s_pos[warp], s_f[warp], lane);
     }
   }
