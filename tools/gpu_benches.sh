@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Named benchmark sets for tools/gpu_run.sh: bash tools/gpu_benches.sh NAME RESULTS_DIR.
+# "before": the same points on the tree of an earlier commit unpacked in .before/ (strategies by
+# their names of then), timed in the same call as the current tree.
+set -u
+name=$1
+out=$2
+PY=${PY:-python3}
+common=(--min-time 0.1 --repeat 10 --quiet --out "$out/bench")
+case "$name" in
+  ab)  # before/after at LJ 4,000 and 1,048,576, fp32, the strategies issue 12 names
+    $PY -m harness bench --strategies fullshell_thread_csr,c08_warp_csr,parity_block_csr,parity_warpblock_shared_atomic \
+      --scenario lj_liquid --n 4000,large --outputs all,forces --name after-lj "${common[@]}"
+    if [ -d .before ]; then
+      (cd .before && HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness bench \
+        --strategies cells_fullshell_csr,c08_warp_csr,tbp_parity,wbp_shared_atomic --scenario lj_liquid --n 4000,large \
+        --name before-lj "${common[@]}")
+    fi ;;
+  fullshell)  # the CSR full shell's launch parameters
+    $PY -m harness bench --strategies fullshell_thread_csr --scenario lj_liquid --n large --outputs all,forces \
+      --sweep tpp=1:2 --sweep cell_factor=1.0:0.5 --name fs-large "${common[@]}"
+    $PY -m harness bench --strategies fullshell_thread_csr --scenario lj_liquid --n large --outputs forces \
+      --sweep regs=32:48:56:64 --name fs-regs "${common[@]}"
+    $PY -m harness bench --strategies fullshell_thread_csr --scenario lj_liquid --n 4000 --outputs all,forces \
+      --sweep tpp=1:4:8:16:32 --name fs-4000 "${common[@]}"
+    $PY -m harness bench --strategies fullshell_thread_csr --scenario gaussian --n large --outputs all,forces \
+      --sweep cell_factor=1.0:0.5 --name fs-gauss "${common[@]}" ;;
+  *)
+    echo "unknown bench set $name" >&2
+    exit 2 ;;
+esac

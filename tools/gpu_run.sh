@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# One call on a GPU machine without network (the device tool's, or any node): set-up, then the
+# stages named on the command line, in order; every stage's log and results under $OUT.
+#
+#   tools/gpu_run.sh info tests verify:small bench:fullshell profile:fullshell_thread_csr
+#
+# Set-up: wheels in .whl/ are installed to /tmp/site (packages the machine lacks: nvtx, asv,
+# the peers), CuPy's kernel cache is restored from .cupy_cache/cache.tgz (saved by the last call,
+# so unchanged kernels are not compiled again), and the system python3 runs the harness from the
+# checkout. At the end, CuPy's cache goes to $OUT/cupy_cache.tgz and every result file into
+# $OUT/results.tgz (few files come back from such a call).
+set -u
+OUT=${OUT:-/tmp/gpu_run_out}
+mkdir -p "$OUT/results"
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+PY=${PY:-python3}
+if ls .whl/*.whl >/dev/null 2>&1; then
+  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    || echo "wheel install failed" >&2
+fi
+export PYTHONPATH=/tmp/site:$ROOT PYTHONUNBUFFERED=1
+if [ -f .cupy_cache/cache.tgz ]; then mkdir -p ~/.cupy && tar -xzf .cupy_cache/cache.tgz -C ~/.cupy; fi
+R=$OUT/results
+
+stage() {  # name, timeout in s, command...
+  local name=$1 limit=$2
+  shift 2
+  echo "=== $name ($(date +%T))"
+  local t0=$SECONDS
+  timeout "$limit" "$@" >"$R/$name.log" 2>&1
+  local rc=$?
+  echo "=== $name: exit $rc after $((SECONDS - t0)) s"
+  tail -n "${TAIL:-15}" "$R/$name.log"
+}
+
+for s in "$@"; do
+  case "$s" in
+    info)
+      stage info 60 bash -c 'nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.sm,memory.total --format=csv;
+        python3 -c "import cupy, numpy, numba; print(cupy.__version__, numpy.__version__, numba.__version__)";
+        which ncu compute-sanitizer cuobjdump' ;;
+    tests)
+      stage tests ${LIMIT:-240} $PY -m pytest -q -n 8 -p no:cacheprovider tests/test_gpu.py tests/test_potentials.py \
+        -k "not lost_lock" --maxfail=30 ;;
+    tests:*)
+      stage "tests-${s#tests:}" 420 $PY -m pytest -q -p no:cacheprovider ${s#tests:} --maxfail=30 ;;
+    verify:*)
+      stage "verify-${s#verify:}" ${LIMIT:-240} $PY -m harness verify --size "${s#verify:}" --quiet --out "$R/verify-${s#verify:}" ;;
+    sanitize)
+      stage sanitize 540 bash -c "$PY -m harness sanitize --self-test && $PY -m harness sanitize --size small" ;;
+    bench:*)  # a named bench from tools/gpu_benches.sh
+      stage "bench-${s#bench:}" ${LIMIT:-240} bash tools/gpu_benches.sh "${s#bench:}" "$R" ;;
+    profile:*)  # profile:STRATEGY[:OUTPUTS]
+      spec=${s#profile:}
+      name=${spec%%:*}
+      outputs=all
+      [[ "$spec" == *:* ]] && outputs=${spec#*:}
+      stage "profile-$name-$outputs" 300 $PY -m harness profile --strategy "$name" --scenario lj_liquid --n large \
+        --outputs "$outputs" --out "$R/profile" ;;
+    openmm)
+      stage openmm-ncu 300 $PY -m harness profile --peer openmm --scenario lj_liquid --n large --out "$R/profile" ;;
+    *)
+      echo "unknown stage $s" ;;
+  esac
+done
+mkdir -p ~/.cupy/kernel_cache && tar -czf "$OUT/cupy_cache.tgz" -C ~/.cupy kernel_cache
+tar -czf "$OUT/results.tgz" -C "$OUT" results
+cat "$R"/*.summary 2>/dev/null
+exit 0
