@@ -25,7 +25,8 @@ from pathlib import Path
 
 from mdcore import InputError
 
-SECTIONS = ("SpeedOfLight", "Occupancy", "LaunchStats", "MemoryWorkloadAnalysis", "WarpStateStats")
+SECTIONS = ("SpeedOfLight", "Occupancy", "LaunchStats", "MemoryWorkloadAnalysis", "WarpStateStats", "InstructionStats",
+            "SchedulerStats")
 # summary field -> raw metric (ncu --page raw column)
 METRICS = {
     "duration_ns": "gpu__time_duration.sum",
@@ -39,6 +40,9 @@ METRICS = {
     "shared_dynamic_bytes_per_block": "launch__shared_mem_per_block_dynamic",
     "block_size": "launch__block_size",
     "grid_size": "launch__grid_size",
+    "inst_executed": "smsp__inst_executed.sum",                                  # warp instructions
+    "issue_active_pct": "smsp__issue_active.avg.pct_of_peak_sustained_active",   # issue slots used
+    "threads_per_inst": "smsp__thread_inst_executed_per_inst_executed.ratio",    # active lanes (of 32)
 }
 # WarpStateStats: smsp__average_warp[s]_..._issue_stalled_<reason>[_per_issue_active].ratio
 _STALL = __import__("re").compile(r"^smsp__average_warps?_\w*?issue_stalled_(\w+?)(?:_per_\w+)?\.ratio$")
@@ -132,7 +136,7 @@ def event_times(name: str, spec: str, size, precision: str, launch: dict, output
     a, b = runs
     agree = abs(a.median - b.median) <= max(a.max - a.min, b.max - b.min)
     return {"n": p.n, "first": a.as_dict(), "second": b.as_dict(), "repeat_agrees_within_spread": agree,
-            "median_ms": (a.median + b.median) / 2}
+            "median_ms": (a.median + b.median) / 2, "distance_checks": s.work(p).get("distance_checks")}
 
 
 def inner(name: str, spec: str, size, precision: str, launch: dict, outputs: str = "all") -> int:
@@ -243,9 +247,20 @@ def run(name: str, spec: str, size, precision: str, launch: dict, out_dir: Path,
     doc = {"strategy": name, "scenario": spec, "size": size, "n": events["n"], "precision": precision,
            "outputs": outputs, "launch": launch, "device": device.header(), "command": " ".join(cmd),
            "report": rep.name, "cache": cache, "events": events, "ncu": summary,
-           "crosscheck": crosscheck(summary, events)}
+           "crosscheck": crosscheck(summary, events), **work_figures(summary, events)}
     Path(str(stem) + ".json").write_text(json.dumps(doc, indent=1, default=str))
     return doc
+
+
+def work_figures(summary: dict, events: dict) -> dict:
+    """Instructions against the work: distance checks and interactions of the point (from the
+    strategy's own counts), warp instructions per 32 candidate pairs (one warp-wide check), and
+    the time the issue rate alone would take (every scheduler issuing one instruction a cycle)."""
+    checks, inst = events.get("distance_checks"), sum(k.get("inst_executed") or 0 for k in summary["kernels"])
+    out = {"distance_checks": checks, "inst_executed": inst or None}
+    if checks and inst:
+        out["warp_inst_per_32_checks"] = inst / (checks / 32)
+    return out
 
 
 def crosscheck(summary: dict, events: dict) -> dict:
@@ -278,12 +293,16 @@ def lines(doc: dict) -> list[str]:
         out += [f"  {ms * 1e3:9.2f} us  {k}" for k, ms in sorted(doc["median_ms_per_kernel"].items(), key=lambda kv: -kv[1])]
         return out
     s, c, e = doc["ncu"], doc["crosscheck"], doc["events"]
-    out = [f"{doc['strategy']} {doc['scenario']} N={doc['n']} {doc['precision']}: {s['launches']} kernel launches "
-           f"in force/{doc['strategy']}/"]
+    out = [f"{doc['strategy']} {doc['scenario']} N={doc['n']} {doc['precision']} {doc.get('outputs', 'all')}: "
+           f"{s['launches']} kernel launches in force/{doc['strategy']}/"]
+    if doc.get("warp_inst_per_32_checks"):
+        out.append(f"  {doc['inst_executed']:.4g} warp instructions, {doc['distance_checks']:.4g} distance checks: "
+                   f"{doc['warp_inst_per_32_checks']:.1f} warp instructions per 32 checks")
     for k in s["kernels"][:12]:
         stalls = ", ".join(f"{n} {v:.1f}" for n, v in k["top_stalls"])
         fmt = lambda v, f="{:.1f}": "-" if v is None else f.format(v)  # noqa: E731
         out.append(f"  {fmt(k['duration_ns'] and k['duration_ns'] / 1e3, '{:.2f}'):>9s} us  occ {fmt(k['achieved_occupancy_pct'])}%  "
+                   f"issue {fmt(k.get('issue_active_pct'))}%  lanes {fmt(k.get('threads_per_inst'))}  "
                    f"SM {fmt(k['sm_throughput_pct'])}%  DRAM {fmt(k['dram_throughput_pct'])}%  "
                    f"L1 {fmt(k['l1_hit_pct'])}%  L2 {fmt(k['l2_hit_pct'])}%  regs {fmt(k['registers_per_thread'], '{:.0f}')}  "
                    f"smem {fmt((k['shared_static_bytes_per_block'] or 0) + (k['shared_dynamic_bytes_per_block'] or 0), '{:.0f}')} B/block  "

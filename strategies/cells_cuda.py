@@ -321,11 +321,15 @@ class CellsPlan(CudaPlan):
 # --- the full shell on the CSR storage --------------------------------------------------------
 
 REG_CHOICES = (0, 32, 40, 48, 56, 64, 72, 80, 96, 128)
-# regs=0: the most registers that compile without spills at block 128 (ptxas -v, CUDA 13.0, sm_90),
-# per precision and outputs flavour; fewer registers, more resident warps
-AUTO_REGS = {("fp32", False): 40, ("fp32", True): 64, ("mixed", False): 48, ("mixed", True): 72,
-             ("fp64", False): 64, ("fp64", True): 96}
+# regs=0: the fewest registers that compile without spills at block 128 (ptxas -v, CUDA 13.0,
+# sm_90), per precision, outputs flavour and whether pair bodies are queued: more resident warps
+AUTO_REGS = {("fp32", False, False): 40, ("fp32", True, False): 64, ("mixed", False, False): 48,
+             ("mixed", True, False): 72, ("fp64", False, False): 64, ("fp64", True, False): 96,
+             ("fp32", False, True): 48, ("fp32", True, True): 64, ("mixed", False, True): 48,
+             ("mixed", True, True): 72, ("fp64", False, True): 80, ("fp64", True, True): 128}
 TPP_CHOICES = (0, 1, 2, 4, 8, 16, 32)
+QUEUE_CHOICES = (0, 4, 8, 16)  # deferred pair bodies per lane (0: the body predicated on every candidate)
+STATIC_SHARED = 48 * 1024  # a kernel's static shared memory at most
 MAX_REACH = 4
 
 
@@ -347,8 +351,8 @@ class FullshellThreadCsr(CellsCuda):
                    "virial folded in the kernel's last block; cell_factor < 1 for smaller cells (0.5: 125 cells)")
     # regs: a register cap (__launch_bounds__ minimum blocks); 0: AUTO_REGS. tpp: threads per
     # particle, 0 = enough to give the GPU about half its resident threads (small systems)
-    launch_defaults = {"block": 128, "cell_factor": 1.0, "tpp": 0, "regs": 0}
-    launch_choices = {"block": (64, 128, 256, 512), "tpp": TPP_CHOICES, "regs": REG_CHOICES}
+    launch_defaults = {"block": 128, "cell_factor": 1.0, "tpp": 0, "regs": 0, "queue": 0}
+    launch_choices = {"block": (64, 128, 256, 512), "tpp": TPP_CHOICES, "regs": REG_CHOICES, "queue": QUEUE_CHOICES}
     min_cell_factor = 0.25
 
     def grid_applicable(self, dims, periodic) -> tuple[bool, str]:
@@ -358,6 +362,11 @@ class FullshellThreadCsr(CellsCuda):
         ok, why = super().supports(problem, check_device)
         if not ok:
             return ok, why
+        queue_bytes = self.launch["block"] * self.launch["queue"] * 4 * MODES[problem.precision].bytes_compute
+        if queue_bytes > STATIC_SHARED:
+            return False, (f"queue={self.launch['queue']} at block={self.launch['block']} needs {queue_bytes // 1024} KiB "
+                           f"of shared memory in {problem.precision} (at most {STATIC_SHARED // 1024}); use a smaller "
+                           "queue or block")
         dims = self.grid(problem)
         reach = reach_of(problem, dims)
         if reach > MAX_REACH:
@@ -380,14 +389,16 @@ class FullshellThreadCsr(CellsCuda):
         return {}  # the binning writes the sorted positions; the kernel writes forces in input order
 
     def kernel_expression(self, precision: str, potential: Potential, energy: bool, minimage: bool, tpp: int,
-                          reach: int, block: int | None = None, regs: int | None = None) -> str:
+                          reach: int, block: int | None = None, regs: int | None = None,
+                          queue: int | None = None) -> str:
         real, acc = ctypes(precision)
         block = block or self.launch["block"]
         regs = self.launch["regs"] if regs is None else regs
-        regs = regs or AUTO_REGS[precision, energy]
+        queue = self.launch["queue"] if queue is None else queue
+        regs = regs or AUTO_REGS[precision, energy, queue > 0]
         minb = max(1, 65536 // (block * regs))
         return (f"fullshell_thread_csr<{real}, {acc}, {potential.functor}, {block}, {tpp}, {reach}, {cbool(minimage)}, "
-                f"{cbool(energy)}, {minb}>")
+                f"{cbool(energy)}, {minb}, {queue}>")
 
     def traversal_specs(self, precision: str, potential: Potential, energy: bool,
                         minimage: bool = False) -> dict[str, tuple[str, str]]:
@@ -402,6 +413,9 @@ class FullshellThreadCsr(CellsCuda):
                 for t in TPP_CHOICES[1:] for r in range(1, MAX_REACH + 1)}
         out |= {self.kernel_expression("fp32", potential, True, False, 1, 1, block=b, regs=g)
                 for b in self.launch_choices["block"] for g in REG_CHOICES}
+        out |= {self.kernel_expression(p, potential, en, False, 1, r, queue=q) for p in PRECISIONS
+                for en in (True, False) for q in QUEUE_CHOICES[1:] for r in (1, 2)
+                if self.launch["block"] * q * 4 * MODES[p].bytes_compute <= STATIC_SHARED}
         return sorted(out)
 
     def default_expressions(self, potential: Potential) -> list[str]:

@@ -49,14 +49,19 @@ def source(name: str, _seen: set | None = None) -> str:
     if path in seen:
         return ""
     seen.add(path)
-    text = path.read_text()
+    return inline_includes(path.read_text(), seen)
+
+
+def inline_includes(text: str, seen: set) -> str:
+    """text with its local "..." includes (headers in KERNEL_DIR) inlined, each header once."""
     return _INCLUDE.sub(lambda m: source(m.group(1), seen), text).replace("#pragma once", "")
 
 
 def functor_source(potential: Potential, seen: set | None = None) -> str:
     """The C++ text of a potential's pair functor (its header, includes inlined)."""
+    seen = set() if seen is None else seen
     if potential.cuda_source is not None:
-        return potential.cuda_source
+        return inline_includes(potential.cuda_source, seen)
     return source(potential.cuda_header, seen)
 
 

@@ -251,9 +251,9 @@ def test_a_dense_clump_takes_the_radix_build_and_stays_correct():
     from strategies.binning import RANK_MAX
 
     rng = np.random.default_rng(8)
-    L = 12.0
-    pos = np.concatenate([2.0 + rng.random((3000, 3)) * 2.4, rng.random((500, 3)) * L])
-    p = Problem.make(pos, [L] * 3, LennardJones(cutoff=2.5), precision="fp64")
+    L = 12.0  # 3 x 3 x 3 cells of side 4: the clump fills the inside of cell 0
+    pos = np.concatenate([0.2 + rng.random((3000, 3)) * 3.6, rng.random((500, 3)) * L])
+    p = Problem.make(pos, [L] * 3, LennardJones(cutoff=4.0), precision="fp64")
     s = strategies.create("fullshell_thread_csr")
     plan = s.prepare(p)
     assert plan.max_count > RANK_MAX and plan.binning.method == "radix"

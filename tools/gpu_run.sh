@@ -51,15 +51,13 @@ for s in "$@"; do
       stage sanitize 540 bash -c "$PY -m harness sanitize --self-test && $PY -m harness sanitize --size small" ;;
     bench:*)  # a named bench from tools/gpu_benches.sh
       stage "bench-${s#bench:}" ${LIMIT:-240} bash tools/gpu_benches.sh "${s#bench:}" "$R" ;;
-    profile:*)  # profile:STRATEGY[:OUTPUTS]
-      spec=${s#profile:}
-      name=${spec%%:*}
-      outputs=all
-      [[ "$spec" == *:* ]] && outputs=${spec#*:}
-      stage "profile-$name-$outputs" 300 $PY -m harness profile --strategy "$name" --scenario lj_liquid --n large \
-        --outputs "$outputs" --out "$R/profile" ;;
+    profile:*)  # profile:STRATEGY[:OUTPUTS[:LAUNCH]], LJ liquid at 1M, e.g. profile:fullshell_thread_csr:forces:queue=8
+      IFS=: read -r _ name outputs launch <<<"$s"
+      outputs=${outputs:-all}
+      stage "profile-$name-$outputs${launch:+-$launch}" ${LIMIT:-240} $PY -m harness profile --strategy "$name" \
+        --scenario lj_liquid --n large --outputs "$outputs" ${launch:+--launch "$launch"} --out "$R/profile" ;;
     openmm)
-      stage openmm-ncu 300 $PY -m harness profile --peer openmm --scenario lj_liquid --n large --out "$R/profile" ;;
+      stage openmm-ncu ${LIMIT:-240} $PY -m harness profile --peer openmm --scenario lj_liquid --n large --out "$R/profile" ;;
     *)
       echo "unknown stage $s" ;;
   esac

@@ -77,8 +77,15 @@ __device__ __forceinline__ int z_runs(const int* __restrict__ start, int col, in
 // ENERGY the block sums go to partial[] and the last block folds them into out (no separate
 // reduction). The TPP threads of a particle take every TPP-th candidate and add their forces
 // with shuffles in a fixed order: results are the same bits run to run.
+//
+// QUEUE > 0: the pair body is deferred. A candidate inside the cutoff only queues its
+// separation and r^2 in the thread's own column of shared memory; when some lane of the warp
+// has QUEUE entries, the converged lanes evaluate their queues together. Without it, the body
+// runs (predicated) on nearly every candidate step, since some lane of 32 almost always has a
+// pair inside the cutoff (~7 candidates per interaction with cells of the cutoff's side).
+// The order of the sums is the order of the candidates either way.
 template <typename Real, typename Acc, template <typename> class Functor, int BLOCK, int TPP, int REACH, bool MINIMAGE,
-          bool ENERGY, int MINB>
+          bool ENERGY, int MINB, int QUEUE>
 __global__ void __launch_bounds__(BLOCK, MINB)
 fullshell_thread_csr(const Vec4<Real>* __restrict__ pos, const int* __restrict__ start,
                      const int* __restrict__ cell_sorted, const int* __restrict__ order, const int n, const Grid g,
@@ -86,11 +93,20 @@ fullshell_thread_csr(const Vec4<Real>* __restrict__ pos, const int* __restrict__
                      Acc* __restrict__ partial, unsigned long long* __restrict__ pcount, unsigned int* __restrict__ ticket,
                      Acc* __restrict__ out, unsigned long long* __restrict__ out_count) {
   static_assert(TPP >= 1 && TPP <= 32 && (TPP & (TPP - 1)) == 0, "threads per particle: a power of 2 up to 32");
+  __shared__ Vec4<Real> s_queue[QUEUE > 0 ? QUEUE : 1][BLOCK];
   const Functor<Real> f(fparams);
   const int t = blockIdx.x * BLOCK + threadIdx.x;
   const int k = t / TPP;
   const int sub = t & (TPP - 1);
   Accumulator<Real, Acc, ENERGY> acc;
+  int queued = 0;
+  auto drain = [&]() {
+    for (int q = 0; q < queued; ++q) {
+      const Vec4<Real> e = s_queue[q][threadIdx.x];
+      acc.add(f, e.x, e.y, e.z, e.w);
+    }
+    queued = 0;
+  };
   if (k < n) {
     const Vec4<Real> pi = pos[k];
     const int c = cell_sorted[k];
@@ -122,12 +138,18 @@ fullshell_thread_csr(const Vec4<Real>* __restrict__ pos, const int* __restrict__
               const Vec4<Real> pj = pos[j];
               Real dx, dy, dz;
               const Real r2 = separation<MINIMAGE>(p, pj, box, dx, dy, dz);
-              if (f.inside(r2)) acc.add(f, dx, dy, dz, r2);
+              if constexpr (QUEUE > 0) {
+                if (f.inside(r2)) s_queue[queued++][threadIdx.x] = {dx, dy, dz, r2};
+                if (__any_sync(__activemask(), queued == QUEUE)) drain();
+              } else {
+                if (f.inside(r2)) acc.add(f, dx, dy, dz, r2);
+              }
             }
           }
         }
       }
     }
+    if constexpr (QUEUE > 0) drain();
   }
   if constexpr (TPP > 1) {  // the particle's TPP lanes add their forces (every lane of the warp takes part)
 #pragma unroll
