@@ -3,14 +3,16 @@
 
 Result: order (sorted slot -> particle index), start (CSR offsets, cells + 1), cell_sorted (cell
 of each sorted slot) and, where the strategy reads the CSR storage directly, the sorted
-positions. Inside a cell, particles are in index order, so a build of the same positions gives
-the same bits whichever method ran and whatever order the atomics took.
+positions. Inside a cell, particles are sorted by z (as a float), ties by index: a build of the
+same positions gives the same bits whichever method ran and whatever order the atomics took, and
+a column of cells along z is sorted by z (the full shell's z-windows rely on it).
 
 Methods, chosen at set-up from the device's own first binning:
   small     one block does everything (n <= SMALL_N, cells <= SMALL_CELLS): one launch
   counting  bin_count, scan_counts, place, rank_in_cell: four launches, no host synchronisation
-  radix     bin_cells, CuPy's stable argsort, a scan and a gather (cells fuller than RANK_MAX,
-            where the counting sort's rank step, O(count) per particle, would be slow)
+  radix     bin_cells (cell and a (cell, z) key), CuPy's stable argsort of the keys, a scan and a
+            gather (cells fuller than RANK_MAX, where the counting sort's rank step, O(count) per
+            particle, would be slow)
 All are capturable in a CUDA graph.
 """
 from __future__ import annotations
@@ -47,6 +49,7 @@ class Binning:
         self.ntiles = -(-self.ncells // SCAN_TILE)
         self.tiles = cp.zeros(self.ntiles, np.uint64)
         self.tickets = cp.zeros(2, np.uint32)
+        self.keys = cp.empty(m, np.uint64)
         self.sorted = cp.empty((m, 4), pos.dtype) if write_pos else None
         wp = "true" if write_pos else "false"
         self.k = {"bin_count": kernel("binning.cu", f"bin_count<{real_t}>"),
@@ -68,7 +71,7 @@ class Binning:
     @property
     def device_bytes(self) -> int:
         arrays = [self.cell, self.slot, self.order_tmp, self.order, self.cell_sorted, self.start, self.counts,
-                  self.tiles, self.tickets] + ([self.sorted] if self.sorted is not None else [])
+                  self.tiles, self.tickets, self.keys] + ([self.sorted] if self.sorted is not None else [])
         return int(sum(a.nbytes for a in arrays))
 
     def choose(self) -> np.ndarray:
@@ -110,11 +113,11 @@ class Binning:
             self.k["place"]((blocks,), (256,), (self.cell, self.slot, np.int32(n), self.start, self.order_tmp))
             self.k["rank"]((blocks,), (256,), (self.pos, self.order_tmp, self.cell, self.start, np.int32(n),
                                                 self.order, self.cell_sorted, out))
-        else:  # radix: a stable sort by cell keeps index order inside each cell
+        else:  # radix: a stable sort by (cell, z) keeps index order among equal keys
             blocks = self._grid(n)
             self.counts.fill(0)
-            self.k["bin_cells"]((blocks,), (256,), (self.pos, np.int32(n), *geo, self.cell, self.counts))
-            self.order[:n] = cp.argsort(self.cell[:n])
+            self.k["bin_cells"]((blocks,), (256,), (self.pos, np.int32(n), *geo, self.cell, self.counts, self.keys))
+            self.order[:n] = cp.argsort(self.keys[:n])
             cp.take(self.cell[:n], self.order[:n], out=self.cell_sorted[:n])
             cp.cumsum(self.counts, dtype=np.int32, out=self.start[1:])
             self.counts.fill(0)  # the counting sort expects zeros

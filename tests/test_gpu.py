@@ -238,7 +238,8 @@ def test_binning_is_graph_capturable_and_repeatable():
 
 
 @pytest.mark.parametrize("launch", [{"tpp": 1}, {"tpp": 4}, {"tpp": 32}, {"cell_factor": 0.5},
-                                    {"cell_factor": 0.34}, {"regs": 32}, {"block": 512, "tpp": 2}])
+                                    {"cell_factor": 0.34}, {"regs": 32}, {"block": 512, "tpp": 2}, {"window": 0},
+                                    {"window": 0, "cell_factor": 0.5}, {"tpp": 8, "cell_factor": 0.5}])
 def test_fullshell_csr_launch_variants(launch):
     cs = [verify.Case(spec, scenarios.make(spec, "small", seed=4)) for spec in ("lj_liquid", "gaussian", "uniform_slab")]
     rows = verify.run_matrix([strategies.create("fullshell_thread_csr", **launch)], cs, PRECISIONS)

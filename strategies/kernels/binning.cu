@@ -19,6 +19,17 @@ __device__ __forceinline__ int cell_of(const Vec4<Real>& p, const Box<Real>& box
   return (cx * g.ny + cy) * g.nz + cz;
 }
 
+// The order inside a cell: z as a float (the same key in every precision and every build
+// method), then the particle index.
+template <typename Real>
+__device__ __forceinline__ float z_key(const Vec4<Real>& p) {
+  return static_cast<float>(p.z);
+}
+
+__device__ __forceinline__ bool sorts_before(float za, int ia, float zb, int ib) {
+  return za < zb || (za == zb && ia < ib);
+}
+
 // --- the counting sort (the build phase of every cell strategy) -----------------------------
 //
 //   bin_count     cell of every particle, and its provisional slot in the cell (atomics: exact
@@ -26,9 +37,10 @@ __device__ __forceinline__ int cell_of(const Vec4<Real>& p, const Box<Real>& box
 //   scan_counts   start = exclusive scan of the counts, one pass (decoupled look-back); resets the
 //                 counts for the next build
 //   place         order_tmp[start[cell] + slot] = particle
-//   rank_in_cell  the final order inside each cell: by particle index, whatever order the atomics
-//                 took, so that every build of the same positions gives the same bits; writes
-//                 order, cell_sorted and (CSR) the sorted positions
+//   rank_in_cell  the final order inside each cell: by z (as a float), ties by particle index,
+//                 whatever order the atomics took, so that every build of the same positions gives
+//                 the same bits; writes order, cell_sorted and (CSR) the sorted positions. A
+//                 column of cells along z is then sorted by z, which the full shell's z-windows use
 // Four launches, no host synchronisation (capturable in a CUDA graph). bin_small does all of it
 // in one block for small systems.
 
@@ -150,10 +162,10 @@ __global__ void place(const int* __restrict__ cell, const int* __restrict__ slot
   }
 }
 
-// Particle order_tmp[k] goes to slot start[c] + (the number of particles of its cell with a
-// smaller index): cells end up sorted by particle index. O(count) per particle: for the cells
-// of liquids and of the thesis's Gaussians (up to ~10^3 particles); the plan sorts with a radix
-// sort instead where set-up finds fuller cells.
+// Particle order_tmp[k] goes to slot start[c] + (the number of particles of its cell that sort
+// before it: sorts_before). O(count) per particle: for the cells of liquids and of the thesis's
+// Gaussians (up to ~10^3 particles); the plan sorts with a radix sort instead where set-up finds
+// fuller cells.
 template <typename Real, bool WRITE_POS>
 __global__ void rank_in_cell(const Vec4<Real>* __restrict__ pos, const int* __restrict__ order_tmp,
                              const int* __restrict__ cell, const int* __restrict__ start, const int n,
@@ -162,8 +174,12 @@ __global__ void rank_in_cell(const Vec4<Real>* __restrict__ pos, const int* __re
     const int i = order_tmp[k];
     const int c = cell[i];
     const int b = start[c], e = start[c + 1];
+    const float zi = z_key(pos[i]);
     int rank = 0;
-    for (int q = b; q < e; ++q) rank += order_tmp[q] < i;
+    for (int q = b; q < e; ++q) {
+      const int j = order_tmp[q];
+      rank += sorts_before(z_key(pos[j]), j, zi, i);
+    }
     const int dest = b + rank;
     order[dest] = i;
     cell_sorted[dest] = c;
@@ -214,8 +230,12 @@ bin_small(const Vec4<Real>* __restrict__ pos, const int n, const Box<Real> box, 
     const int i = order_tmp[k];
     const int c = cell[i];
     const int b = s_start[c], e = s_start[c + 1];
+    const float zi = z_key(pos[i]);
     int rank = 0;
-    for (int q = b; q < e; ++q) rank += order_tmp[q] < i;
+    for (int q = b; q < e; ++q) {
+      const int j = order_tmp[q];
+      rank += sorts_before(z_key(pos[j]), j, zi, i);
+    }
     order[b + rank] = i;
     cell_sorted[b + rank] = c;
     if constexpr (WRITE_POS) sorted[b + rank] = pos[i];
@@ -224,16 +244,22 @@ bin_small(const Vec4<Real>* __restrict__ pos, const int n, const Box<Real> box, 
 
 // --- the radix-sort build (for set-ups with cells of thousands of particles) -----------------
 
-// Cell of each particle (input order), and particles per cell (counts zeroed by the caller;
-// integer atomics, so the counts are exact and deterministic).
+// Cell of each particle (input order), particles per cell (counts zeroed by the caller; integer
+// atomics, so the counts are exact and deterministic), and a 64-bit sort key: the cell, then z as
+// a float mapped to an unsigned integer of the same order. A stable sort by the key gives the
+// counting sort's order (cell, z, index).
 template <typename Real>
 __global__ void bin_cells(const Vec4<Real>* __restrict__ pos, const int n, const Box<Real> box, const Grid g,
                           const Real isx, const Real isy, const Real isz, int* __restrict__ cell,
-                          int* __restrict__ counts) {
+                          int* __restrict__ counts, unsigned long long* __restrict__ key) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-    const int c = cell_of(pos[i], box, g, isx, isy, isz);
+    const Vec4<Real> p = pos[i];
+    const int c = cell_of(p, box, g, isx, isy, isz);
     cell[i] = c;
     atomicAdd(&counts[c], 1);
+    const unsigned int zb = __float_as_uint(z_key(p));
+    const unsigned int zo = (zb & 0x80000000u) ? ~zb : (zb | 0x80000000u);  // IEEE order as unsigned order
+    key[i] = (static_cast<unsigned long long>(c) << 32) | zo;
   }
 }
 
