@@ -1,5 +1,6 @@
-# Entry points. Every target first makes sure .venv exists (tools/bootstrap.py), installing
-# from ./wheelhouse without network when it holds wheels, CuPy only where a GPU is found.
+# Entry points. Every target first makes sure .venv has what that target needs (tools/bootstrap.py:
+# only what is missing, from ./wheelhouse without network when it holds wheels, CuPy only where a
+# GPU is found; offline and missing something, it stops within seconds saying what to fetch).
 BASE_PYTHON ?= python3
 # PY: the CPython version that `make wheelhouse` downloads for (default: BASE_PYTHON's)
 PY      ?=
@@ -34,49 +35,61 @@ help:
 	@echo "make list       registered strategies, scenarios and precision modes"
 	@echo "make wheelhouse PY=3.12 [WHEELS=nvtx,asv,asv-runner,tqdm]   wheels for an offline node into wheelhouse/ (WHEELS: only those, with deps)"
 
-$(VENV)/.bootstrap-stamp: tools/bootstrap.py requirements/*.txt
-	$(BASE_PYTHON) tools/bootstrap.py venv --venv $(VENV) --extras $(EXTRAS) --gpu $(GPU)
+# the set-up of one target: $(call boot,EXTRAS) (a comma list in a variable: call splits at commas)
+boot = $(BASE_PYTHON) tools/bootstrap.py venv --venv $(VENV) --gpu $(GPU) --extras "$(1)"
+TEST_EXTRAS := test,bench
 
-setup: $(VENV)/.bootstrap-stamp
+setup:
+	$(call boot,$(EXTRAS))
 
-test: setup
+test:
+	$(call boot,$(TEST_EXTRAS))
 	$(PYTHON) -m pytest -q tests $(ARGS)
 
-verify: setup
+verify:
+	$(call boot,)
 	$(PYTHON) -m harness verify --size $(SIZE) $(ARGS)
 
-bench: setup
+bench:
+	$(call boot,bench)
 	$(PYTHON) -m harness bench $(if $(STRATEGIES),--strategies $(STRATEGIES) --scenario $(SCENARIO) --n $(N) --precision $(PRECISION),--suite $(SUITE)) $(ARGS)
 
-profile: setup
+profile:
+	$(call boot,)
 	$(PYTHON) -m harness profile --strategy $(STRATEGY) --scenario $(SCENARIO) --n $(PROFILE_N) --precision $(PRECISION) $(ARGS)
 
-timeline: setup
+timeline:
+	$(call boot,)
 	$(PYTHON) -m harness timeline --strategy $(STRATEGY) --scenario $(SCENARIO) --n $(N) --precision $(PRECISION)
 
 # report: from the newest reports/bench/*.json, reports/verify/verify.json and reports/profile/*.json,
 # or the result files named in INPUTS; into reports/$(REPORT)/
 REPORT ?= latest
 INPUTS ?=
-report: setup
+report:
+	$(call boot,bench)
 	$(PYTHON) -m harness report $(INPUTS) --name $(REPORT) $(ARGS)
 
 # asv: the existing environment (no network on GPU nodes), results for the checked-out commit
-asv: setup
+asv:
+	$(call boot,bench)
 	@git rev-parse HEAD >/dev/null 2>&1 || { echo "make asv: needs a git checkout (asv files results by commit)"; exit 2; }
 	$(PYTHON) -m asv machine --yes
 	$(PYTHON) -m asv run --python=same --set-commit-hash $$(git rev-parse HEAD) $(ARGS)
 	$(PYTHON) -m asv publish
 	@echo "history: .asv/html/index.html (make asv-preview serves it)"
 
-asv-preview: setup
+asv-preview:
+	$(call boot,bench)
 	$(PYTHON) -m asv preview
 
-sanitize: setup
+sanitize:
+	$(call boot,)
 	$(PYTHON) -m harness sanitize --self-test
 	$(PYTHON) -m harness sanitize $(ARGS)
 
-list: setup
+list:
+	$(call boot,)
 	$(PYTHON) -m harness list
 
 wheelhouse:

@@ -1,14 +1,17 @@
-"""Create the project's virtual environment, or download a wheelhouse for offline nodes.
-
-Used by the Makefile; needs only the standard library.
+"""Create the project's virtual environment with what a make target needs, or download a
+wheelhouse for offline nodes. Standard library only (the Makefile runs it with the system Python).
 
     python tools/bootstrap.py venv [--venv .venv] [--extras test,bench] [--gpu auto|yes|no]
-    python tools/bootstrap.py wheelhouse [--dest wheelhouse] [--python-version 3.12] [--cuda 13]
+    python tools/bootstrap.py wheelhouse [--dest wheelhouse] [--python-version 3.12] [--only nvtx,asv]
 
-`venv` installs from `wheelhouse/` without network when that folder holds wheels, else
-from the package index. GPU nodes often ship a Python that already has CuPy, numpy and
-numba (sometimes inside a venv of their own); the new venv then reuses those packages
-instead of reinstalling them, so such a node needs only the few wheels it lacks.
+`venv` installs only what is missing: requirements/base.txt (numpy, numba, pandas: what `make
+verify` needs) plus the named extras (test: pytest, hypothesis; bench: tqdm, matplotlib, asv), and
+CuPy where nvidia-smi finds a GPU. Where the system Python already has the scientific stack (GPU
+images ship numpy, numba, CuPy, sometimes inside a venv of their own), the new venv sees those
+packages, and a package already importable is never installed again. Packages marked optional
+(nvtx: the harness falls back to CuPy's NVTX binding, or none) are tried and skipped on failure.
+A package that is missing and cannot be installed (an offline node without a wheelhouse) stops
+the set-up within seconds, with one line naming the packages and the command that fetches them.
 """
 from __future__ import annotations
 
@@ -26,6 +29,9 @@ ROOT = Path(__file__).resolve().parent.parent
 REQ = ROOT / "requirements"
 EXTRAS = ("test", "gpu", "bench", "peers")
 WHEELHOUSE_EXTRAS = ("test", "gpu", "bench")  # peers are optional and large (jaxlib): not in the wheelhouse
+# distribution -> module it provides, where the two differ
+MODULES = {"asv-runner": "asv_runner", "jax-md": "jax_md"}
+OPTIONAL = {"nvtx"}  # the harness runs without it (NVTX through CuPy, or no ranges)
 
 
 def log(msg: str) -> None:
@@ -50,8 +56,38 @@ def has_module(python: str, module: str) -> bool:
     return subprocess.run([python, "-c", code], capture_output=True).returncode == 0
 
 
+def missing_modules(python: str, modules: list[str]) -> set[str]:
+    """The modules `python` cannot find, in one process."""
+    code = ("import importlib.util,sys\n"
+            f"print('\\n'.join(m for m in {modules!r} if importlib.util.find_spec(m) is None))")
+    r = subprocess.run([python, "-c", code], capture_output=True, text=True)
+    return {line for line in r.stdout.split() if line}
+
+
 def requirement_files(extras: list[str]) -> list[Path]:
     return [REQ / "base.txt"] + [REQ / f"{e}.txt" for e in extras]
+
+
+def requirements(files: list[Path]) -> list[str]:
+    """Requirement lines (name and version specifier) of the files, comments dropped."""
+    out = []
+    for f in files:
+        for line in f.read_text().splitlines():
+            line = line.split("#", 1)[0].strip()
+            if line:
+                out.append(line)
+    return out
+
+
+def distribution(req: str) -> str:
+    return re.split(r"[<>=!~ \[]", req, maxsplit=1)[0]
+
+
+def module_of(req: str) -> str:
+    dist = distribution(req)
+    if dist.startswith("cupy-"):
+        return "cupy"
+    return MODULES.get(dist, dist.replace("-", "_"))
 
 
 def stamp_of(files: list[Path], extra: str) -> str:
@@ -65,7 +101,26 @@ def wheel_args(wheelhouse: Path) -> list[str]:
     if wheelhouse.is_dir() and any(wheelhouse.glob("*.whl")):
         log(f"installing offline from {wheelhouse}")
         return ["--no-index", "--find-links", str(wheelhouse)]
-    return []
+    # no wheelhouse: the index, without the retries that make an offline node wait minutes
+    return ["--retries", "0", "--timeout", "5"]
+
+
+def create(venv: Path, reuse: bool) -> Path:
+    python = venv / "bin" / "python"
+    if python.exists():
+        return python
+    log(f"creating {venv} ({'seeing this Python' + chr(39) + 's packages' if reuse else 'isolated'})")
+    cmd = [sys.executable, "-m", "venv", str(venv)]
+    if reuse:
+        cmd.append("--system-site-packages")
+    subprocess.run(cmd, check=True)
+    if reuse and sys.prefix != sys.base_prefix:
+        # This Python is itself a venv: --system-site-packages would expose only its base
+        # interpreter's packages, so link this venv's site-packages explicitly.
+        site = venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+        paths = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+        (site / "_parent_venv.pth").write_text("\n".join(sorted(paths)) + "\n")
+    return python
 
 
 def cmd_venv(args: argparse.Namespace) -> int:
@@ -80,37 +135,38 @@ def cmd_venv(args: argparse.Namespace) -> int:
     if want_gpu and "gpu" not in extras:
         extras.append("gpu")
     files = requirement_files(extras)
-    reuse = has_module(sys.executable, "cupy")
-    stamp = venv / ".bootstrap-stamp"
+    # the system's scientific stack is reused where it exists (GPU images); CI's fresh Python
+    # has none of it and gets an isolated venv
+    reuse = has_module(sys.executable, "cupy") or has_module(sys.executable, "numba")
+    stamp = venv / f".bootstrap-{'-'.join(sorted(extras)) or 'base'}"
     key = stamp_of(files, f"{extras}{cuda}{reuse}{sys.executable}")
     python = venv / "bin" / "python"
     if stamp.exists() and stamp.read_text() == key and python.exists():
         return 0
+    python = create(venv, reuse)
 
-    if not python.exists():
-        log(f"creating {venv} ({'reusing this Python' + chr(39) + 's packages' if reuse else 'isolated'})")
-        cmd = [sys.executable, "-m", "venv", str(venv)]
-        if reuse:
-            cmd.append("--system-site-packages")
-        subprocess.run(cmd, check=True)
-        if reuse and sys.prefix != sys.base_prefix:
-            # This Python is itself a venv: --system-site-packages would expose only its
-            # base interpreter's packages, so link this venv's site-packages explicitly.
-            site = venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
-            paths = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
-            (site / "_parent_venv.pth").write_text("\n".join(sorted(paths)) + "\n")
-
-    pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
-    pip += wheel_args(Path(args.wheelhouse))
-    reqs: list[str] = []
-    for f in files:
-        reqs += ["-r", str(f)]
-    if want_gpu and not has_module(str(python), "cupy"):
-        if cuda is None:
-            log("--gpu yes but nvidia-smi reports no CUDA version; installing cupy-cuda12x")
+    reqs = requirements(files)
+    if want_gpu:
         reqs.append(f"cupy-cuda{13 if (cuda or 12) >= 13 else 12}x")
-    log("installing " + " ".join(r for r in reqs if r != "-r"))
-    subprocess.run(pip + reqs, check=True)
+    absent = missing_modules(str(python), [module_of(r) for r in reqs])
+    need = [r for r in reqs if module_of(r) in absent]
+    if need:
+        pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q"] + wheel_args(Path(args.wheelhouse))
+        required = [r for r in need if distribution(r) not in OPTIONAL]
+        optional = [r for r in need if distribution(r) in OPTIONAL]
+        if required:
+            log("installing " + " ".join(required))
+            r = subprocess.run(pip + required, capture_output=True, text=True)
+            if r.returncode != 0:
+                names = ",".join(distribution(x) for x in required)
+                last = (r.stderr.strip().splitlines() or ["pip failed"])[-1]
+                print(f"bootstrap: cannot install {names} ({last}); on a machine with network run "
+                      f"`make wheelhouse PY={sys.version_info.major}.{sys.version_info.minor} WHEELS={names}` and copy "
+                      f"wheelhouse/ next to the Makefile here", file=sys.stderr)
+                return 2
+        for opt in optional:
+            r = subprocess.run(pip + [opt], capture_output=True, text=True)
+            log(f"optional {distribution(opt)}: " + ("installed" if r.returncode == 0 else "not installed (runs without)"))
     stamp.write_text(key)
     log(f"ready: {python}" + ("" if want_gpu else " (no GPU found: CPU strategies only)"))
     return 0
@@ -144,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     v = sub.add_parser("venv", help="create or update the virtual environment")
     v.add_argument("--venv", default=".venv")
-    v.add_argument("--extras", default="test", help=f"comma list of {', '.join(EXTRAS)}")
+    v.add_argument("--extras", default="", help=f"comma list of {', '.join(EXTRAS)}")
     v.add_argument("--gpu", choices=("auto", "yes", "no"), default="auto")
     v.add_argument("--wheelhouse", default=str(ROOT / "wheelhouse"))
     w = sub.add_parser("wheelhouse", help="download every wheel the project needs")
