@@ -137,7 +137,7 @@ def cmd_venv(args: argparse.Namespace) -> int:
     files = requirement_files(extras)
     # the system's scientific stack is reused where it exists (GPU images); CI's fresh Python
     # has none of it and gets an isolated venv
-    reuse = has_module(sys.executable, "cupy") or has_module(sys.executable, "numba")
+    reuse = not args.isolated and (has_module(sys.executable, "cupy") or has_module(sys.executable, "numba"))
     stamp = venv / f".bootstrap-{'-'.join(sorted(extras)) or 'base'}"
     key = stamp_of(files, f"{extras}{cuda}{reuse}{sys.executable}")
     python = venv / "bin" / "python"
@@ -203,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("--extras", default="", help=f"comma list of {', '.join(EXTRAS)}")
     v.add_argument("--gpu", choices=("auto", "yes", "no"), default="auto")
     v.add_argument("--wheelhouse", default=str(ROOT / "wheelhouse"))
+    v.add_argument("--isolated", action="store_true", help="do not see the system Python's packages")
     w = sub.add_parser("wheelhouse", help="download every wheel the project needs")
     w.add_argument("--dest", default=str(ROOT / "wheelhouse"))
     w.add_argument("--python-version", default=f"{sys.version_info.major}.{sys.version_info.minor}")

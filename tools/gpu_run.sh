@@ -49,7 +49,16 @@ for s in "$@"; do
     verify:*)
       stage "verify-${s#verify:}" ${LIMIT:-240} $PY -m harness verify --size "${s#verify:}" --quiet --out "$R/verify-${s#verify:}" ;;
     sanitize)
-      stage sanitize 540 bash -c "$PY -m harness sanitize --self-test && $PY -m harness sanitize --size small" ;;
+      stage sanitize ${LIMIT:-540} bash -c "$PY -m harness sanitize --self-test && $PY -m harness sanitize --size small" ;;
+    sanitize:*)  # sanitize:a,b: those strategies, LJ liquid small
+      stage sanitize-subset ${LIMIT:-540} bash -c "$PY -m harness sanitize --self-test --tools memcheck,racecheck && \
+        $PY -m harness sanitize --size small --strategies ${s#sanitize:}" ;;
+    make-verify)  # the README's command on a fresh checkout: the set-up must run offline
+      stage make-verify ${LIMIT:-240} make verify ARGS=--quiet BASE_PYTHON=$PY ;;
+    before:*)  # before:DIR:STRATEGY: one point (LJ 1M, fp32) on an earlier tree unpacked in DIR
+      IFS=: read -r _ dir strat <<<"$s"
+      stage "before-$dir" ${LIMIT:-240} bash -c "cd $dir && HARNESS_COMMIT=$dir PYTHONPATH=/tmp/site:\$PWD $PY -m harness \
+        bench --strategies $strat --scenario lj_liquid --n large --min-time 0.1 --repeat 10 --quiet --out $R/bench --name $dir" ;;
     bench:*)  # a named bench from tools/gpu_benches.sh
       stage "bench-${s#bench:}" ${LIMIT:-240} bash tools/gpu_benches.sh "${s#bench:}" "$R" ;;
     profile:*)  # profile:STRATEGY[:OUTPUTS[:LAUNCH]], LJ liquid at 1M, e.g. profile:fullshell_thread_csr:forces:queue=8
