@@ -291,7 +291,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
         return profile.inner(name, args.scenario, size, args.precision, launch, outputs)
     _require_devices([name])
     doc = profile.run(name, args.scenario, size, check_precision(args.precision), launch, Path(args.out),
-                      cache=args.cache, outputs=outputs)
+                      cache=args.cache, outputs=outputs, phase=args.phase)
     for line in profile.lines(doc):
         print(line)
     print(f"report: {Path(args.out) / doc['report']} (and .csv, .json beside it)")
@@ -418,6 +418,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--launch", help="launch parameters, e.g. block=128")
     p.add_argument("--outputs", default="all", help="all (forces, energy, virial, pairs) or forces")
     p.add_argument("--peer", help="profile a peer's force kernels instead of a strategy: openmm")
+    p.add_argument("--phase", default="force", choices=("force", "build"),
+                   help="the phase whose kernels ncu profiles (default force; build: the binning or list)")
     p.add_argument("--out", default=str(ROOT / "reports" / "profile"))
     p.add_argument("--cache", choices=("none", "all"), default="none",
                    help="ncu --cache-control: none (default: kernels share L2 as in a step) or all (each starts cold)")

@@ -115,8 +115,12 @@ def ranges_backend() -> None:
         raise InputError("no NVTX binding (the nvtx package or CuPy's): ncu could not select the force phase")
 
 
-def event_times(name: str, spec: str, size, precision: str, launch: dict, outputs: str = "all") -> dict:
-    """The force phase timed twice with events, L2 flushed before every sample."""
+PHASES = ("force", "build")
+
+
+def event_times(name: str, spec: str, size, precision: str, launch: dict, outputs: str = "all",
+                phase: str = "force") -> dict:
+    """The phase (force or build) timed twice with events, L2 flushed before every sample."""
     import strategies
 
     from . import bench, scenarios
@@ -132,7 +136,8 @@ def event_times(name: str, spec: str, size, precision: str, launch: dict, output
     for _ in range(2):
         s.compute(plan)
     flush = bench._flush()
-    runs = [time_gpu(plan.force, warmup=2, repeat=20, min_time=0.3, before=flush) for _ in range(2)]
+    fn = plan.force if phase == "force" else plan.build
+    runs = [time_gpu(fn, warmup=2, repeat=20, min_time=0.3, before=flush) for _ in range(2)]
     a, b = runs
     agree = abs(a.median - b.median) <= max(a.max - a.min, b.max - b.min)
     return {"n": p.n, "first": a.as_dict(), "second": b.as_dict(), "repeat_agrees_within_spread": agree,
@@ -225,7 +230,7 @@ def run_peer(peer: str, spec: str, size, precision: str, out_dir: Path, say=prin
 
 
 def run(name: str, spec: str, size, precision: str, launch: dict, out_dir: Path, say=print,
-        cache: str = "none", outputs: str = "all") -> dict:
+        cache: str = "none", outputs: str = "all", phase: str = "force") -> dict:
     exe = ncu()
     if exe is None:
         raise InputError("ncu (Nsight Compute) not found on PATH")
@@ -233,19 +238,22 @@ def run(name: str, spec: str, size, precision: str, launch: dict, out_dir: Path,
 
     ranges_backend()
     out_dir.mkdir(parents=True, exist_ok=True)
+    if phase not in PHASES:
+        raise InputError(f"profile: phase {phase!r} unknown; use one of {', '.join(PHASES)}")
     tag = "-".join([name, spec.replace(":", "-").replace("=", "").replace(",", "-"), str(size), precision] +
-                   ([] if outputs == "all" else [outputs]) + [f"{k}{v}" for k, v in sorted(launch.items())])
+                   ([] if outputs == "all" else [outputs]) + ([] if phase == "force" else [phase]) +
+                   [f"{k}{v}" for k, v in sorted(launch.items())])
     stem = out_dir / tag
     if cache not in CACHE_CONTROL:
         raise InputError(f"profile: cache control {cache!r} unknown; use one of {', '.join(CACHE_CONTROL)}")
-    say(f"event timing of force/{name} ...")
-    events = event_times(name, spec, size, precision, launch, outputs)
+    say(f"event timing of {phase}/{name} ...")
+    events = event_times(name, spec, size, precision, launch, outputs, phase)
     launch_arg = ",".join(f"{k}={v}" for k, v in launch.items())
     inner_args = ["--strategy", name, "--scenario", spec, "--n", str(size), "--precision", precision,
                   "--outputs", outputs] + (["--launch", launch_arg] if launch_arg else [])
-    cmd, rep, summary = _ncu(exe, f"force/{name}/", cache, stem, inner_args)
+    cmd, rep, summary = _ncu(exe, f"{phase}/{name}/", cache, stem, inner_args)
     doc = {"strategy": name, "scenario": spec, "size": size, "n": events["n"], "precision": precision,
-           "outputs": outputs, "launch": launch, "device": device.header(), "command": " ".join(cmd),
+           "outputs": outputs, "phase": phase, "launch": launch, "device": device.header(), "command": " ".join(cmd),
            "report": rep.name, "cache": cache, "events": events, "ncu": summary,
            "crosscheck": crosscheck(summary, events), **work_figures(summary, events)}
     Path(str(stem) + ".json").write_text(json.dumps(doc, indent=1, default=str))
@@ -294,7 +302,7 @@ def lines(doc: dict) -> list[str]:
         return out
     s, c, e = doc["ncu"], doc["crosscheck"], doc["events"]
     out = [f"{doc['strategy']} {doc['scenario']} N={doc['n']} {doc['precision']} {doc.get('outputs', 'all')}: "
-           f"{s['launches']} kernel launches in force/{doc['strategy']}/"]
+           f"{s['launches']} kernel launches in {doc.get('phase', 'force')}/{doc['strategy']}/"]
     if doc.get("warp_inst_per_32_checks"):
         out.append(f"  {doc['inst_executed']:.4g} warp instructions, {doc['distance_checks']:.4g} distance checks: "
                    f"{doc['warp_inst_per_32_checks']:.1f} warp instructions per 32 checks")

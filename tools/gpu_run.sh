@@ -61,11 +61,15 @@ for s in "$@"; do
         bench --strategies $strat --scenario lj_liquid --n large --min-time 0.1 --repeat 10 --quiet --out $R/bench --name $dir" ;;
     bench:*)  # a named bench from tools/gpu_benches.sh
       stage "bench-${s#bench:}" ${LIMIT:-240} bash tools/gpu_benches.sh "${s#bench:}" "$R" ;;
-    profile:*)  # profile:STRATEGY[:OUTPUTS[:LAUNCH]], LJ liquid at 1M, e.g. profile:fullshell_thread_csr:forces:queue=8
-      IFS=: read -r _ name outputs launch <<<"$s"
+    profile:*)  # profile:STRATEGY[:OUTPUTS[:LAUNCH[:N[:PHASE]]]], LJ liquid (1M), e.g. profile:fullshell_thread_csr:forces:tpp=1
+      IFS=: read -r _ name outputs launch size phase <<<"$s"
       outputs=${outputs:-all}
-      stage "profile-$name-$outputs${launch:+-$launch}" ${LIMIT:-240} $PY -m harness profile --strategy "$name" \
-        --scenario lj_liquid --n large --outputs "$outputs" ${launch:+--launch "$launch"} --out "$R/profile" ;;
+      stage "profile-$name-$outputs${launch:+-$launch}-${size:-large}-${phase:-force}" ${LIMIT:-240} $PY -m harness \
+        profile --strategy "$name" --scenario lj_liquid --n "${size:-large}" --outputs "$outputs" \
+        ${launch:+--launch "$launch"} --phase "${phase:-force}" --out "$R/profile" ;;
+    peers)  # OpenMM (CUDA) and JAX-MD (GPU) beside the CSR full shell at 4,000, 256,000 and 1,048,576
+      stage peers ${LIMIT:-240} $PY -m harness bench --strategies fullshell_thread_csr --scenario lj_liquid \
+        --n 4000,256000,large --peers openmm,jaxmd --min-time 0.1 --repeat 10 --out "$R/bench" --name peers ;;
     openmm)
       stage openmm-ncu ${LIMIT:-240} $PY -m harness profile --peer openmm --scenario lj_liquid --n large --out "$R/profile" ;;
     *)
