@@ -25,7 +25,7 @@ SMALL_N = 16384
 SMALL_CELLS = 4096
 RANK_MAX = 2048
 SMALL_BLOCK = 1024
-SCAN_TILE = 256 * 16  # kScanTile in binning.cu
+SCAN_TILE = 256 * 4  # kScanTile in binning.cu
 METHODS = ("small", "counting", "radix")
 
 
@@ -50,6 +50,7 @@ class Binning:
         self.tiles = cp.zeros(self.ntiles, np.uint64)
         self.tickets = cp.zeros(2, np.uint32)
         self.keys = cp.empty(m, np.uint64)
+        self.zkey = cp.empty(m, np.float32)
         self.sorted = cp.empty((m, 4), pos.dtype) if write_pos else None
         wp = "true" if write_pos else "false"
         self.k = {"bin_count": kernel("binning.cu", f"bin_count<{real_t}>"),
@@ -71,7 +72,7 @@ class Binning:
     @property
     def device_bytes(self) -> int:
         arrays = [self.cell, self.slot, self.order_tmp, self.order, self.cell_sorted, self.start, self.counts,
-                  self.tiles, self.tickets, self.keys] + ([self.sorted] if self.sorted is not None else [])
+                  self.tiles, self.tickets, self.keys, self.zkey] + ([self.sorted] if self.sorted is not None else [])
         return int(sum(a.nbytes for a in arrays))
 
     def choose(self) -> np.ndarray:
@@ -106,12 +107,13 @@ class Binning:
                                                     self.cell_sorted, out),
                             shared_mem=4 * (2 * self.ncells + 1))
         elif self.method == "counting":
-            blocks = self._grid(n)
-            self.k["bin_count"]((blocks,), (256,), (self.pos, np.int32(n), *geo, self.cell, self.slot, self.counts))
+            blocks = -(-n // 256)  # a thread per particle: many atomics and loads in flight
+            self.k["bin_count"]((blocks,), (256,), (self.pos, np.int32(n), *geo, self.cell, self.slot, self.counts,
+                                                     self.zkey))
             self.k["scan"]((self.ntiles,), (256,), (self.counts, np.int32(self.ncells), self.start, self.tiles,
                                                     self.tickets, np.int32(self.ntiles)))
             self.k["place"]((blocks,), (256,), (self.cell, self.slot, np.int32(n), self.start, self.order_tmp))
-            self.k["rank"]((blocks,), (256,), (self.pos, self.order_tmp, self.cell, self.start, np.int32(n),
+            self.k["rank"]((blocks,), (256,), (self.pos, self.order_tmp, self.cell, self.zkey, self.start, np.int32(n),
                                                 self.order, self.cell_sorted, out))
         else:  # radix: a stable sort by (cell, z) keeps index order among equal keys
             blocks = self._grid(n)

@@ -25,9 +25,11 @@ case "$name" in
       --sweep tpp=1:4:8:16:32 --name fs-4000 "${common[@]}"
     $PY -m harness bench --strategies fullshell_thread_csr --scenario gaussian --n large --outputs all,forces \
       --sweep cell_factor=1.0:0.5 --name fs-gauss "${common[@]}" ;;
-  fs1m)  # the CSR full shell at its defaults, LJ 1M, both flavours
+  fs1m)  # the CSR full shell at its defaults, LJ 1M, both flavours; 4,000 with threads per particle
     $PY -m harness bench --strategies fullshell_thread_csr --scenario lj_liquid --n large --outputs all,forces \
-      --name fs1m "${common[@]}" ;;
+      --name fs1m "${common[@]}"
+    $PY -m harness bench --strategies fullshell_thread_csr --scenario lj_liquid --n 4000 --outputs all,forces \
+      --sweep tpp=0:8:16:32 --min-time 0.2 --repeat 40 --quiet --out "$out/bench" --name fs4k ;;
   window)  # z-windows against whole strips, cells of rc and rc/2, LJ 1M and 4,000, Gaussian sigma 12
     $PY -m harness bench --strategies fullshell_thread_csr --scenario lj_liquid --n large,4000 --outputs all,forces \
       --sweep window=0:1 --sweep cell_factor=1.0:0.5 --name fs-window "${common[@]}"

@@ -44,20 +44,23 @@ __device__ __forceinline__ bool sorts_before(float za, int ia, float zb, int ib)
 // Four launches, no host synchronisation (capturable in a CUDA graph). bin_small does all of it
 // in one block for small systems.
 
-// counts must be zero on entry (scan_counts leaves them so; the plan zeroes them once).
+// counts must be zero on entry (scan_counts leaves them so; the plan zeroes them once). zkey: the
+// order key inside a cell (z_key), for rank_in_cell.
 template <typename Real>
 __global__ void bin_count(const Vec4<Real>* __restrict__ pos, const int n, const Box<Real> box, const Grid g,
                           const Real isx, const Real isy, const Real isz, int* __restrict__ cell, int* __restrict__ slot,
-                          int* __restrict__ counts) {
+                          int* __restrict__ counts, float* __restrict__ zkey) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-    const int c = cell_of(pos[i], box, g, isx, isy, isz);
+    const Vec4<Real> p = pos[i];
+    const int c = cell_of(p, box, g, isx, isy, isz);
     cell[i] = c;
+    zkey[i] = z_key(p);
     slot[i] = atomicAdd(&counts[c], 1);
   }
 }
 
 constexpr int kScanBlock = 256;
-constexpr int kScanItems = 16;
+constexpr int kScanItems = 4;  // one int4 per thread: coalesced 16-byte loads and stores
 constexpr int kScanTile = kScanBlock * kScanItems;  // cells per block of scan_counts
 constexpr unsigned long long kTileAggregate = 1ull << 62;
 constexpr unsigned long long kTilePrefix = 2ull << 62;
@@ -107,13 +110,18 @@ scan_counts(int* __restrict__ counts, const int ncells, int* __restrict__ start,
   __syncthreads();
   const int tile = s_tile;
   const int first = tile * kScanTile + threadIdx.x * kScanItems;
+  static_assert(kScanItems == 4, "one int4 per thread");
   int v[kScanItems];
+  if (first + kScanItems <= ncells) {  // counts and start are 16-byte aligned, first a multiple of 4
+    const int4 q4 = *reinterpret_cast<const int4*>(counts + first);
+    v[0] = q4.x, v[1] = q4.y, v[2] = q4.z, v[3] = q4.w;
+  } else {
+#pragma unroll
+    for (int q = 0; q < kScanItems; ++q) v[q] = first + q < ncells ? counts[first + q] : 0;
+  }
   int sum = 0;
 #pragma unroll
-  for (int q = 0; q < kScanItems; ++q) {
-    v[q] = first + q < ncells ? counts[first + q] : 0;
-    sum += v[q];
-  }
+  for (int q = 0; q < kScanItems; ++q) sum += v[q];
   int total;
   const int excl = block_exclusive_scan<kScanBlock>(sum, total);
   if (threadIdx.x == 0) {
@@ -134,14 +142,20 @@ scan_counts(int* __restrict__ counts, const int ncells, int* __restrict__ start,
     s_prefix = before;
   }
   __syncthreads();
-  int running = static_cast<int>(s_prefix) + excl;
+  const int running = static_cast<int>(s_prefix) + excl;
+  const int4 out = make_int4(running, running + v[0], running + v[0] + v[1], running + v[0] + v[1] + v[2]);
+  if (first + kScanItems <= ncells) {
+    *reinterpret_cast<int4*>(start + first) = out;
+    *reinterpret_cast<int4*>(counts + first) = make_int4(0, 0, 0, 0);
+  } else {
+    const int o[4] = {out.x, out.y, out.z, out.w};
 #pragma unroll
-  for (int q = 0; q < kScanItems; ++q) {
-    if (first + q < ncells) {
-      start[first + q] = running;
-      counts[first + q] = 0;
+    for (int q = 0; q < kScanItems; ++q) {
+      if (first + q < ncells) {
+        start[first + q] = o[q];
+        counts[first + q] = 0;
+      }
     }
-    running += v[q];
   }
   if (tile == ntiles - 1 && threadIdx.x == 0) start[ncells] = static_cast<int>(s_prefix) + total;
   __syncthreads();
@@ -168,17 +182,18 @@ __global__ void place(const int* __restrict__ cell, const int* __restrict__ slot
 // fuller cells.
 template <typename Real, bool WRITE_POS>
 __global__ void rank_in_cell(const Vec4<Real>* __restrict__ pos, const int* __restrict__ order_tmp,
-                             const int* __restrict__ cell, const int* __restrict__ start, const int n,
-                             int* __restrict__ order, int* __restrict__ cell_sorted, Vec4<Real>* __restrict__ sorted) {
+                             const int* __restrict__ cell, const float* __restrict__ zkey,
+                             const int* __restrict__ start, const int n, int* __restrict__ order,
+                             int* __restrict__ cell_sorted, Vec4<Real>* __restrict__ sorted) {
   for (int k = blockIdx.x * blockDim.x + threadIdx.x; k < n; k += gridDim.x * blockDim.x) {
     const int i = order_tmp[k];
     const int c = cell[i];
     const int b = start[c], e = start[c + 1];
-    const float zi = z_key(pos[i]);
+    const float zi = zkey[i];
     int rank = 0;
     for (int q = b; q < e; ++q) {
       const int j = order_tmp[q];
-      rank += sorts_before(z_key(pos[j]), j, zi, i);
+      rank += sorts_before(zkey[j], j, zi, i);
     }
     const int dest = b + rank;
     order[dest] = i;

@@ -127,8 +127,19 @@ fullshell_thread_csr(const Vec4<Real>* __restrict__ pos, const int* __restrict__
   const int t = blockIdx.x * BLOCK + threadIdx.x;
   const int k = t / TPP;
   const int sub = t & (TPP - 1);
+  // The TPP threads of a particle: fewer than the (2 REACH + 1)^2 columns, each walks every
+  // column, taking every TPP-th candidate; at least as many (small systems, tpp 16 or 32), they
+  // split the columns, G threads to a column (the rest idle): one column's latency instead of all
+  // of them in sequence, and no per-column overhead paid by threads with nothing to check there.
+  constexpr int kSide = 2 * REACH + 1, kColumns = kSide * kSide;
+  constexpr bool kSplit = TPP >= kColumns;
+  constexpr int kG = kSplit ? TPP / kColumns : 1;
+  const int col0 = kSplit ? sub / kG : 0;
+  const int col_step = kSplit ? kColumns : 1;
+  const int jphase = kSplit ? sub % kG : sub;
+  constexpr int kStride = kSplit ? kG : TPP;
   Accumulator<Real, Acc, ENERGY> acc;
-  if (k < n) {
+  if (k < n && col0 < kColumns) {
     const Vec4<Real> pi = pos[k];
     const int c = cell_sorted[k];
     const int cz = c % g.nz, cy = (c / g.nz) % g.ny, cx = c / (g.nz * g.ny);
@@ -137,13 +148,13 @@ fullshell_thread_csr(const Vec4<Real>* __restrict__ pos, const int* __restrict__
     const Real lo_x = pi.x + Real(0.5) * box.lx - Real(cx) * side_x, hi_x = side_x - lo_x;
     const Real lo_y = pi.y + Real(0.5) * box.ly - Real(cy) * side_y, hi_y = side_y - lo_y;
 #pragma unroll 1
-    for (int ox = -REACH; ox <= REACH; ++ox) {
+    for (int col = col0; col < kColumns; col += col_step) {
+      const int ox = col / kSide - REACH, oy = col % kSide - REACH;
       int x;
       Real sx;
       if (!axis_neighbour<MINIMAGE>(cx, ox, g.nx, g.pmask & 1, box.lx, x, sx)) continue;
       const Real gx = lateral_gap(ox, lo_x, hi_x, side_x);
-#pragma unroll 1
-      for (int oy = -REACH; oy <= REACH; ++oy) {
+      {
         int y;
         Real sy;
         if (!axis_neighbour<MINIMAGE>(cy, oy, g.ny, g.pmask & 2, box.ly, y, sy)) continue;
@@ -168,7 +179,7 @@ fullshell_thread_csr(const Vec4<Real>* __restrict__ pos, const int* __restrict__
             const int lo = part ? max(first, k + 1) : first;
             const int hi = part ? e[r] : min(e[r], k);
 #pragma unroll 4
-            for (int j = lo + sub; j < hi; j += TPP) {
+            for (int j = lo + jphase; j < hi; j += kStride) {
               const Vec4<Real> pj = pos[j];
               if (WINDOW && pj.z > zmax) break;  // past the window: the strip is sorted by z
               Real dx, dy, dz;
