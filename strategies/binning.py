@@ -21,10 +21,10 @@ import numpy as np
 
 from .cuda import kernel, sm_count
 
-SMALL_N = 16384
-SMALL_CELLS = 4096
-RANK_MAX = 2048
 SMALL_BLOCK = 1024
+SMALL_N = SMALL_BLOCK * 4  # kSmallPer in binning.cu
+SMALL_CELLS = 1536  # (2 cells + 1 + 2 n) 4-byte words within the 48 KiB of a launch
+RANK_MAX = 2048
 SCAN_TILE = 256 * 4  # kScanTile in binning.cu
 METHODS = ("small", "counting", "radix")
 
@@ -102,10 +102,9 @@ class Binning:
         geo = (self.box, self.grid_struct, *self.inv_side)
         out = self.sorted if self.sorted is not None else self.order  # not written without write_pos
         if self.method == "small":
-            self.k["small"]((1,), (SMALL_BLOCK,), (self.pos, np.int32(n), *geo, np.int32(self.ncells), self.cell,
-                                                    self.slot, self.order_tmp, self.start, self.order,
-                                                    self.cell_sorted, out),
-                            shared_mem=4 * (2 * self.ncells + 1))
+            self.k["small"]((1,), (SMALL_BLOCK,), (self.pos, np.int32(n), *geo, np.int32(self.ncells), self.start,
+                                                    self.order, self.cell_sorted, out),
+                            shared_mem=4 * (2 * self.ncells + 1 + 2 * n))
         elif self.method == "counting":
             blocks = -(-n // 256)  # a thread per particle: many atomics and loads in flight
             self.k["bin_count"]((blocks,), (256,), (self.pos, np.int32(n), *geo, self.cell, self.slot, self.counts,

@@ -48,6 +48,10 @@ for s in "$@"; do
         tests/test_potentials.py -k "$(echo "${s#tests:}" | sed "s/,/ or /g")" --maxfail=30 ;;
     verify:*)
       stage "verify-${s#verify:}" ${LIMIT:-240} $PY -m harness verify --size "${s#verify:}" --quiet --out "$R/verify-${s#verify:}" ;;
+    verifyx:*)  # verifyx:SIZE:STRATEGIES:SCENARIOS (comma lists)
+      IFS=: read -r _ size strats scens <<<"$s"
+      stage "verify-$size-subset" ${LIMIT:-240} $PY -m harness verify --size "$size" --strategies "$strats" \
+        --scenarios "$scens" --quiet --out "$R/verify-$size-subset" ;;
     sanitize)
       stage sanitize ${LIMIT:-540} bash -c "$PY -m harness sanitize --self-test && $PY -m harness sanitize --size small" ;;
     sanitize:*)  # sanitize:a,b: those strategies, LJ liquid small

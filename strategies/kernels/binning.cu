@@ -203,23 +203,36 @@ __global__ void rank_in_cell(const Vec4<Real>* __restrict__ pos, const int* __re
 }
 
 // The whole counting sort in one block, for small systems (a launch-bound size pays for each
-// launch): counts and starts in shared memory (2 ncells + 1 ints, dynamic), the per-particle
-// scratch (cell, slot, order_tmp) in global memory. Same result as the four kernels.
+// launch; at most BLOCK * kSmallPer particles): counts and starts (2 ncells + 1 ints), the slot
+// then the place order of each particle (n ints) and its z key (n floats) in shared memory
+// (dynamic, within the 48 KiB a launch gets without opting in: strategies/binning.py sizes
+// SMALL_N and SMALL_CELLS to it); a sorted slot's cell is found in the starts by bisection. Same
+// result as the four kernels.
+constexpr int kSmallPer = 4;
+
 template <typename Real, int BLOCK, bool WRITE_POS>
 __global__ void __launch_bounds__(BLOCK)
 bin_small(const Vec4<Real>* __restrict__ pos, const int n, const Box<Real> box, const Grid g, const Real isx,
-          const Real isy, const Real isz, const int ncells, int* __restrict__ cell, int* __restrict__ slot,
-          int* __restrict__ order_tmp, int* __restrict__ start, int* __restrict__ order, int* __restrict__ cell_sorted,
-          Vec4<Real>* __restrict__ sorted) {
+          const Real isy, const Real isz, const int ncells, int* __restrict__ start, int* __restrict__ order,
+          int* __restrict__ cell_sorted, Vec4<Real>* __restrict__ sorted) {
   extern __shared__ int s_mem[];
-  int* s_count = s_mem;
-  int* s_start = s_mem + ncells;
+  int* s_count = s_mem;                 // ncells
+  int* s_start = s_mem + ncells;        // ncells + 1
+  int* s_order = s_start + ncells + 1;  // n: each particle's slot in its cell, then the place order
+  float* s_z = reinterpret_cast<float*>(s_order + n);  // n
   for (int c = threadIdx.x; c < ncells; c += BLOCK) s_count[c] = 0;
   __syncthreads();
-  for (int i = threadIdx.x; i < n; i += BLOCK) {
-    const int c = cell_of(pos[i], box, g, isx, isy, isz);
-    cell[i] = c;
-    slot[i] = atomicAdd(&s_count[c], 1);
+  int cell[kSmallPer];  // this thread's particles i = threadIdx.x + q BLOCK (constant q: registers)
+#pragma unroll
+  for (int q = 0; q < kSmallPer; ++q) {
+    const int i = threadIdx.x + q * BLOCK;
+    cell[q] = -1;
+    if (i < n) {
+      const Vec4<Real> p = pos[i];
+      cell[q] = cell_of(p, box, g, isx, isy, isz);
+      s_z[i] = z_key(p);
+      s_order[i] = atomicAdd(&s_count[cell[q]], 1);
+    }
   }
   __syncthreads();
   // exclusive scan: each thread a contiguous chunk of cells
@@ -239,17 +252,39 @@ bin_small(const Vec4<Real>* __restrict__ pos, const int n, const Box<Real> box, 
     start[ncells] = total;
   }
   __syncthreads();
-  for (int i = threadIdx.x; i < n; i += BLOCK) order_tmp[s_start[cell[i]] + slot[i]] = i;
-  __syncthreads();  // order_tmp (global) is visible to the whole block after the barrier
-  for (int k = threadIdx.x; k < n; k += BLOCK) {
-    const int i = order_tmp[k];
-    const int c = cell[i];
+  int place[kSmallPer];
+#pragma unroll
+  for (int q = 0; q < kSmallPer; ++q) {
+    const int i = threadIdx.x + q * BLOCK;
+    place[q] = i < n ? s_start[cell[q]] + s_order[i] : -1;
+  }
+  __syncthreads();  // every slot read before the place order overwrites them
+#pragma unroll
+  for (int q = 0; q < kSmallPer; ++q) {
+    if (place[q] >= 0) s_order[place[q]] = threadIdx.x + q * BLOCK;
+  }
+  __syncthreads();
+#pragma unroll
+  for (int q = 0; q < kSmallPer; ++q) {
+    const int k = threadIdx.x + q * BLOCK;
+    if (k >= n) continue;
+    const int i = s_order[k];
+    int lo = 0, hi = ncells - 1;  // slot k's cell: the last c with start[c] <= k (a non-empty one)
+    while (lo < hi) {
+      const int mid = (lo + hi + 1) >> 1;
+      if (s_start[mid] <= k) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    const int c = lo;
     const int b = s_start[c], e = s_start[c + 1];
-    const float zi = z_key(pos[i]);
+    const float zi = s_z[i];
     int rank = 0;
-    for (int q = b; q < e; ++q) {
-      const int j = order_tmp[q];
-      rank += sorts_before(z_key(pos[j]), j, zi, i);
+    for (int t = b; t < e; ++t) {
+      const int j = s_order[t];
+      rank += sorts_before(s_z[j], j, zi, i);
     }
     order[b + rank] = i;
     cell_sorted[b + rank] = c;
