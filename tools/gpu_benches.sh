@@ -25,6 +25,13 @@ case "$name" in
       --sweep tpp=1:4:8:16:32 --name fs-4000 "${common[@]}"
     $PY -m harness bench --strategies fullshell_thread_csr --scenario gaussian --n large --outputs all,forces \
       --sweep cell_factor=1.0:0.5 --name fs-gauss "${common[@]}" ;;
+  ab-all)  # every GPU strategy at LJ 1M, fp32, the current tree and the earlier one (its names) in one call
+    $PY -m harness bench --strategies cuda --scenario lj_liquid --n large --outputs all,forces --name after-all \
+      "${common[@]}"
+    if [ -d .before ]; then
+      (cd .before && HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness bench \
+        --strategies cuda --scenario lj_liquid --n large --name before-all "${common[@]}")
+    fi ;;
   fs1m)  # the CSR full shell at its defaults, LJ 1M, both flavours; 4,000 with threads per particle
     $PY -m harness bench --strategies fullshell_thread_csr --scenario lj_liquid --n large --outputs all,forces \
       --name fs1m "${common[@]}"
