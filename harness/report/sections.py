@@ -58,6 +58,12 @@ def _ok(rows: list[dict]) -> list[dict]:
     return [r for r in rows if r.get("status") == "ok" and r.get("compute_ms") is not None]
 
 
+def _all_outputs(rows: list[dict]) -> list[dict]:
+    """The rows that computed everything (forces, energy, virial, pairs): what the sections
+    comparing strategies compare, so that a forces-only row never meets a full one."""
+    return [r for r in rows if r.get("outputs", "all") == "all"]
+
+
 def _fmt(v, digits=4) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return ""
@@ -137,15 +143,15 @@ def wins(sec: Section, bench: list[dict]) -> None:
     if not rows:
         return sec.empty("Run `make bench`.")
     groups = defaultdict(list)
-    for r in rows:
-        groups[(r["scenario"], r["n"], r["precision"])].append(r)
+    for r in rows:  # the two outputs flavours are ranked apart: forces only is an MD step's usual cost
+        groups[(r["scenario"], r["n"], r["precision"], r.get("outputs", "all"))].append(r)
     table = []
-    for (scen, n, prec), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])):
+    for (scen, n, prec, outputs), rs in sorted(groups.items(), key=lambda kv: kv[0]):
         rs = sorted(_one_per_label(rs), key=_device_ms)
         first = rs[0]
         second = rs[1] if len(rs) > 1 else None
         eager = min(rs, key=lambda r: r["compute_ms"])
-        table.append([scen, n, prec, first["strategy"], _fmt(_device_ms(first)),
+        table.append([scen, n, prec, outputs, first["strategy"], _fmt(_device_ms(first)),
                       second["strategy"] if second else "", _fmt(_device_ms(second)) if second else "",
                       f"{_device_ms(second) / _device_ms(first):.2f}x" if second else "",
                       eager["strategy"], _fmt(eager["compute_ms"])])
@@ -154,7 +160,8 @@ def wins(sec: Section, bench: list[dict]) -> None:
              "strategies the host time. The runner-up and the margin follow. The last two columns rank by eager "
              "compute instead, each kernel launched from Python: below about 0.3 ms that is mostly launch overhead "
              "on the host, which the graph removes.")
-    sec.table(["scenario", "N", "precision", "fastest", "ms", "next", "ms", "margin", "fastest eager", "ms"], table)
+    sec.table(["scenario", "N", "precision", "outputs", "fastest", "ms", "next", "ms", "margin", "fastest eager", "ms"],
+              table)
 
 
 def repeat_check(rows: list[dict]) -> tuple[int, int, float] | None:
@@ -217,7 +224,7 @@ def _scaling_plot(plots: Plots, rows: list[dict], title: str, name: str, guide: 
 
 
 def thesis(sec: Section, plots: Plots, bench: list[dict]) -> None:
-    rows = _ok(bench)
+    rows = _all_outputs(_ok(bench))
     done = False
     for fam, (fig_no, what) in THESIS.items():
         sub = [r for r in rows if r["scenario"] == fam and r["backend"] in ("cuda", "cpu")]
@@ -294,7 +301,7 @@ def _gaussian(sec: Section, plots: Plots, rows: list[dict]) -> bool:
 
 
 def cpu_gpu(sec: Section, bench: list[dict]) -> None:
-    rows = _ok(bench)
+    rows = _all_outputs(_ok(bench))
     groups = defaultdict(lambda: {"cpu": None, "cuda": None})
     for r in rows:
         g = groups[(r["scenario"], r["n"], r["precision"])]
@@ -313,7 +320,7 @@ def cpu_gpu(sec: Section, bench: list[dict]) -> None:
 
 
 def parity(sec: Section, plots: Plots, bench: list[dict]) -> None:
-    rows = [r for r in _ok(bench) if r.get("traversal") == "parity"]
+    rows = [r for r in _all_outputs(_ok(bench)) if r.get("traversal") == "parity"]
     if not rows:
         return sec.empty("Run `make bench SUITE=mardyn` (and the Gaussian and one-per-cell suites).")
     plt = plots.plt
@@ -365,7 +372,7 @@ def _per_cell_plot(sec: Section, plots: Plots, bench: list[dict]) -> None:
     """Processors against particles per cell, at one size: the k_per_cell:k=... sweep of the
     mardyn suite where it exists (every strategy in it, the full shell and c08 for scale), else
     the homogeneous scenarios at their largest N. Particles per cell = N / cells of the launch."""
-    rows = [r for r in _fp32_first(_ok(bench)) if not r["strategy"].count("[")
+    rows = [r for r in _fp32_first(_all_outputs(_ok(bench))) if not r["strategy"].count("[")
             and isinstance(r.get("launch"), dict) and r["launch"].get("cells")]
     sweep = [r for r in rows if r["scenario"].startswith("k_per_cell:k=")]
     if not sweep:
@@ -395,7 +402,7 @@ def _per_cell_plot(sec: Section, plots: Plots, bench: list[dict]) -> None:
 
 def precision(sec: Section, plots: Plots, bench: list[dict], verify: list[dict]) -> None:
     vrows = [r for d in verify for r in d["rows"] if r["status"] == "pass"]
-    brows = _ok(bench)
+    brows = _all_outputs(_ok(bench))
     if not vrows and not brows:
         return sec.empty("Run `make verify` and `make bench SUITE=precision`.")
     err = defaultdict(dict)
@@ -421,7 +428,7 @@ def peers(sec: Section, bench: list[dict]) -> None:
     if not rows:
         return sec.empty("Run `make bench ARGS=\"--peers openmm,jaxmd\"` with the peers installed "
                          "(`make setup EXTRAS=test,bench,peers`).")
-    mine = {(r["scenario"], r["n"], r["precision"]): r for r in sorted(_ok(bench), key=lambda r: -_device_ms(r))}
+    mine = {(r["scenario"], r["n"], r["precision"]): r for r in sorted(_all_outputs(_ok(bench)), key=lambda r: -_device_ms(r))}
     table = []
     for r in rows:
         best = mine.get((r["scenario"], r["n"], r["precision"]))
@@ -439,7 +446,7 @@ def peers(sec: Section, bench: list[dict]) -> None:
 
 
 def roofline(sec: Section, plots: Plots, bench: list[dict], devices: list[dict], profiles: list[dict]) -> None:
-    rows = [r for r in _ok(bench) if r.get("gflops") and r.get("eff_bandwidth_gbs") and r["backend"] == "cuda"]
+    rows = [r for r in _all_outputs(_ok(bench)) if r.get("gflops") and r.get("eff_bandwidth_gbs") and r["backend"] == "cuda"]
     dev = next((d for d in devices if d.get("peak_fp32_tflops")), None)
     if rows and dev:
         plt = plots.plt
