@@ -12,7 +12,7 @@ from numba import njit, prange
 from mdcore import PRECISIONS, Potential, Problem
 
 from .base import Plan, Strategy
-from .cpu import CpuPlan, pair_force, pair_sums, separation, store_sums
+from .cpu import CpuPlan, pair_step, separation, store_sums
 from .cuda import CudaPlan, CudaStrategy, cbool, ctypes, fold_expression, kernel, resident_blocks, sm_count
 from .registry import register
 
@@ -160,10 +160,7 @@ def _allpairs_cpu(pair, with_sums, pos, box, prm, rc2, zero, forces, sums, count
                 continue
             dx, dy, dz, r2 = separation(pos, i, j, box)
             if r2 < rc2:
-                if with_sums:
-                    ax, ay, az, s = pair_sums(pair, s, dx, dy, dz, r2, prm)
-                else:
-                    ax, ay, az = pair_force(pair, dx, dy, dz, r2, prm)
+                ax, ay, az, s = pair_step(pair, with_sums, s, dx, dy, dz, r2, prm)
                 fx += ax
                 fy += ay
                 fz += az

@@ -13,7 +13,7 @@ from mdcore import Problem
 from . import schedules as S
 from .base import Plan
 from .cells import CellStrategy, grid_of
-from .cpu import CpuPlan, pair_force, pair_sums, separation, store_sums
+from .cpu import CpuPlan, pair_step, separation, store_sums
 from .registry import register
 
 
@@ -61,10 +61,7 @@ def _fullshell_cpu(pair, with_sums, pos, cell_sorted, start, dims, per, box, prm
                             continue
                         dx, dy, dz, r2 = separation(pos, k, j, box)
                         if r2 < rc2:
-                            if with_sums:
-                                ax, ay, az, s = pair_sums(pair, s, dx, dy, dz, r2, prm)
-                            else:
-                                ax, ay, az = pair_force(pair, dx, dy, dz, r2, prm)
+                            ax, ay, az, s = pair_step(pair, with_sums, s, dx, dy, dz, r2, prm)
                             fx += ax
                             fy += ay
                             fz += az
@@ -108,10 +105,7 @@ def _c08_colour_cpu(pair, with_sums, pos, start, bases, pairs, dims, per, box, p
                 for j in range(j0, start[b + 1]):
                     dx, dy, dz, r2 = separation(pos, i, j, box)
                     if r2 < rc2:
-                        if with_sums:
-                            ax, ay, az, s = pair_sums(pair, s, dx, dy, dz, r2, prm)
-                        else:
-                            ax, ay, az = pair_force(pair, dx, dy, dz, r2, prm)
+                        ax, ay, az, s = pair_step(pair, with_sums, s, dx, dy, dz, r2, prm)
                         fx += ax
                         fy += ay
                         fz += az

@@ -35,10 +35,12 @@ def pair_sums(pair, s, dx, dy, dz, r2, prm):
 
 
 @njit
-def pair_force(pair, dx, dy, dz, r2, prm):
-    """The forces-only step: the force on i, no sums."""
+def pair_step(pair, with_sums, s, dx, dy, dz, r2, prm):
+    """pair_sums with the sums (all outputs), or the force on i alone (forces only; s unchanged)."""
+    if with_sums:
+        return pair_sums(pair, s, dx, dy, dz, r2, prm)
     fr, _ = pair(r2, prm)
-    return fr * dx, fr * dy, fr * dz
+    return fr * dx, fr * dy, fr * dz, s
 
 
 @njit(inline="always")

@@ -264,3 +264,11 @@ def test_bench_resume_times_a_repeated_point_again(tmp_path):
     assert rows[0] == json.loads(json.dumps(first[0], default=str)) and rows[1] is not rows[0]
     assert rows[1]["compute_ms"] != rows[0]["compute_ms"] or rows[1]["setup_ms"] != rows[0]["setup_ms"]
     assert p.n == rows[1]["n"]
+
+
+def test_a_failed_bench_leaves_no_partial_file(tmp_path):
+    """A bench that stops before any point is measured leaves no header-only partial file."""
+    r = run("bench", "--strategies", "allpairs_thread_cpu", "--scenario", "lj_liquid", "--n", "tiny", "--launch",
+            "block=64", "--out", str(tmp_path), "--name", "broken")
+    assert r.returncode == 2 and "unknown launch parameter" in r.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -198,6 +198,25 @@ __device__ __forceinline__ void accumulator_sums(Accumulator<Real, Acc, ENERGY>&
   if constexpr (ENERGY) block_sums<BLOCK>(acc.s, static_cast<unsigned long long>(acc.pairs), partial, count, slot);
 }
 
+// The totals of a reduction, written as every strategy returns them: out[0] = energy,
+// out[1..9] = the symmetric 3x3 virial (row-major), out_count[0] = pairs; sums scaled by `scale`
+// (0.5 where every pair was visited from both sides), the count shifted by `count_shift`.
+template <typename Acc>
+__device__ __forceinline__ void write_totals(const Acc (&w)[kSums], unsigned long long m, Acc scale, int count_shift,
+                                             Acc* __restrict__ out, unsigned long long* __restrict__ out_count) {
+  out[0] = w[0] * scale;
+  out[1] = w[1] * scale;
+  out[2] = w[2] * scale;
+  out[3] = w[3] * scale;
+  out[4] = w[2] * scale;
+  out[5] = w[4] * scale;
+  out[6] = w[5] * scale;
+  out[7] = w[3] * scale;
+  out[8] = w[5] * scale;
+  out[9] = w[6] * scale;
+  out_count[0] = m >> count_shift;
+}
+
 // The final reduction folded into a kernel: every block writes its sums to partial[slot]; the
 // last block to finish (a ticket counter) sums all nblocks slots in block order and writes
 // out[0] = energy, out[1..9] = the symmetric virial (scaled), out_count[0] = pairs >> shift, and
@@ -232,11 +251,7 @@ __device__ __forceinline__ void fold_in_last_block(Acc (&v)[kSums], unsigned lon
   __syncthreads();  // block_reduce's shared arrays are reused
   block_reduce<BLOCK>(w, m);
   if (threadIdx.x == 0) {
-    out[0] = w[0] * scale;
-    out[1] = w[1] * scale; out[2] = w[2] * scale; out[3] = w[3] * scale;
-    out[4] = w[2] * scale; out[5] = w[4] * scale; out[6] = w[5] * scale;
-    out[7] = w[3] * scale; out[8] = w[5] * scale; out[9] = w[6] * scale;
-    out_count[0] = m >> count_shift;
+    write_totals(w, m, scale, count_shift, out, out_count);
     *ticket = 0u;
   }
 }

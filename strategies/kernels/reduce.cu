@@ -20,17 +20,11 @@ reduce_partials(const Acc* __restrict__ partial, const unsigned long long* __res
     for (int k = 0; k < kSums; ++k) v[k] += partial[p * kSums + k];
     n += count[p];
   }
-  block_sums<BLOCK>(v, n, sums, out_count, 0);
-  __syncthreads();  // block_sums' thread 0 wrote sums[] and out_count[0]
+  block_reduce<BLOCK>(v, n);
   if (threadIdx.x == 0) {
-    const Acc e = sums[0] * scale;
-    const Acc xx = sums[1] * scale, xy = sums[2] * scale, xz = sums[3] * scale;
-    const Acc yy = sums[4] * scale, yz = sums[5] * scale, zz = sums[6] * scale;
-    out[0] = e;
-    out[1] = xx; out[2] = xy; out[3] = xz;
-    out[4] = xy; out[5] = yy; out[6] = yz;
-    out[7] = xz; out[8] = yz; out[9] = zz;
-    out_count[0] >>= count_shift;
+#pragma unroll
+    for (int k = 0; k < kSums; ++k) sums[k] = v[k];
+    write_totals(v, n, scale, count_shift, out, out_count);
   }
 }
 
