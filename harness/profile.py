@@ -261,9 +261,9 @@ def run(name: str, spec: str, size, precision: str, launch: dict, out_dir: Path,
 
 
 def work_figures(summary: dict, events: dict) -> dict:
-    """Instructions against the work: distance checks and interactions of the point (from the
-    strategy's own counts), warp instructions per 32 candidate pairs (one warp-wide check), and
-    the time the issue rate alone would take (every scheduler issuing one instruction a cycle)."""
+    """Instructions against the work: the point's distance checks (the strategy's own count;
+    None where it depends on the data) and the warp instructions per 32 of them (the cost of one
+    warp-wide check step, pair bodies and loop overhead included)."""
     checks, inst = events.get("distance_checks"), sum(k.get("inst_executed") or 0 for k in summary["kernels"])
     out = {"distance_checks": checks, "inst_executed": inst or None}
     if checks and inst:
