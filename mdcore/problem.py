@@ -16,9 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from .closest import closest_below
 from .errors import InputError, StrategyError
 from .potentials import LennardJones, Potential
-from .precision import check_precision
+from .precision import MODES, PRECISIONS, check_precision
 
 AXES = "xyz"
 
@@ -91,6 +92,12 @@ def _validate_positions(positions: Any) -> np.ndarray:
     return arr
 
 
+def _min_separation(potential: Potential, box: Box, precision: str) -> float:
+    """Closest distance a pair may have in this precision: the potential's overflow distance,
+    and the coordinate resolution (one ulp of the compute type at the box's largest length)."""
+    return max(potential.min_distance(precision), MODES[precision].eps_compute * max(box.lengths))
+
+
 @dataclass(frozen=True, eq=False)
 class Problem:
     """One force evaluation: positions in a box, a pair potential (any registered one), a
@@ -105,6 +112,9 @@ class Problem:
     potential: Potential = LennardJones()
     precision: str = "fp32"
     label: str = ""
+    # the closest pair (i, j, r) below the largest min_distance of the potential over the
+    # precision modes (and the coordinate resolution), (-1, -1, inf) when none: set by make()
+    closest: tuple = (-1, -1, math.inf)
 
     @staticmethod
     def make(positions: Any, box: Box | Any, potential: Potential | None = None,
@@ -140,14 +150,29 @@ class Problem:
                         raise InputError(f"positions: particle {i} lies outside the open box along {AXES[a]}: "
                                          f"{pos[i, a]:g} not in [0, {L[a]:g}] ({int(out.sum())} particle(s) outside)")
         pos.setflags(write=False)
-        return Problem(pos, box, potential, precision, label)
+        r_check = max(_min_separation(potential, box, p) for p in PRECISIONS)
+        problem = Problem(pos, box, potential, precision, label, closest_below(pos, L, box.periodic, r_check))
+        problem._check_separation()
+        return problem
+
+    def _check_separation(self) -> None:
+        """Refuse pairs closer than this precision can compute (see mdcore.closest)."""
+        i, j, r = self.closest
+        limit = _min_separation(self.potential, self.box, self.precision)
+        if i >= 0 and r < limit:
+            what = "coincide (distance 0)" if r == 0.0 else f"are {r:.3g} apart"
+            raise InputError(f"positions: particles {i} and {j} {what}; closer than {limit:.3g} a pair has no "
+                             f"direction or its {self.potential.name} terms overflow {MODES[self.precision].cxx_compute} "
+                             f"({self.precision}): move or remove one of them")
 
     @property
     def n(self) -> int:
         return int(self.positions.shape[0])
 
     def with_precision(self, precision: str) -> "Problem":
-        return replace(self, precision=check_precision(precision))
+        p = replace(self, precision=check_precision(precision))
+        p._check_separation()
+        return p
 
     def describe(self) -> str:
         rc = "none" if self.potential.cutoff is None else f"{self.potential.cutoff:g}"

@@ -23,13 +23,18 @@ def test_cpu_cell_strategies_pass_the_matrix(name):
 
 
 def _edge_problem(periodic, precision):
-    """Particles exactly at 0, just below L and (open axes) exactly at L, on every axis."""
+    """Particles exactly at 0, just below L and (open axes) exactly at L, on every axis (no two
+    closer than float64 can separate: Problem.make refuses those)."""
     L = 10.0
     below = np.nextafter(L, 0.0)
     rng = np.random.default_rng(3)
     pos = rng.random((300, 3)) * L
-    edges = [0.0, below] + ([] if periodic else [L])
-    extra = np.array([[a, b, c] for a in edges for b in edges for c in edges])
+    if periodic:  # 0 and just below L are images of each other: one corner, and faces at each
+        extra = np.array([[0.0, 0.0, 0.0], [below, 5.0, 5.0], [5.0, below, 5.0], [5.0, 5.0, below],
+                          [below, below, 5.0], [below, 5.0, below], [5.0, below, below]])
+    else:  # every corner (0 or exactly L), and a face point just below L on each axis
+        extra = np.array([[a, b, c] for a in (0.0, L) for b in (0.0, L) for c in (0.0, L)]
+                         + [[below, 5.0, 5.0], [5.0, below, 5.0], [5.0, 5.0, below]])
     # keep the edge particles apart from each other's images and from the random ones
     pos = pos[np.all(np.abs(pos[:, None, :] - extra[None, :, :]).min(axis=1) > 0.9, axis=1)]
     keep = [pos[0]]

@@ -19,6 +19,7 @@ Adding a potential: one host module here (the class, `pair`, `reference_pair`, d
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import fields
 from typing import Any, ClassVar
@@ -50,6 +51,14 @@ class Potential:
     def reference_constants(self) -> np.ndarray:
         raise NotImplementedError
 
+    def min_distance(self, precision: str) -> float:
+        """The pair distance below which this potential's pair terms leave the range of the
+        precision's compute type: |F|/r, |F|, |F| r and |u| (from reference_pair, in float64)
+        must stay HEADROOM times below its largest finite value, room for a particle's sum of
+        that many such terms. Closer pairs are refused (Problem.make): a kernel would return
+        inf or NaN. Conservative to a factor 2^(1/8) in r."""
+        return _min_distance(self, precision)
+
     def spec(self) -> str:
         """The command-line spec that rebuilds this potential."""
         items = ",".join(f"{f.name}={_fmt(getattr(self, f.name))}" for f in fields(self) if f.init)  # type: ignore[arg-type]
@@ -57,6 +66,29 @@ class Potential:
 
     def describe(self) -> str:
         return self.spec()
+
+
+HEADROOM = 1024.0  # pair terms per particle sum that must fit below the largest float
+
+
+@functools.lru_cache(maxsize=64)
+def _min_distance(pot: "Potential", precision: str) -> float:
+    from ..precision import get
+
+    limit = float(np.finfo(get(precision).compute).max) / HEADROOM
+    consts = pot.reference_constants()
+    r = pot.cutoff if pot.cutoff is not None else 1e6
+    step = 2.0 ** 0.125
+    safe = r
+    with np.errstate(all="ignore"):
+        while r > 1e-150:
+            fr, u = pot.reference_pair(r * r, consts)
+            terms = (abs(fr), abs(fr) * r, abs(fr) * r * r, abs(u))
+            if not all(math.isfinite(t) and t < limit for t in terms):
+                return safe
+            safe = r
+            r /= step
+    return 0.0
 
 
 def _fmt(v) -> str:
