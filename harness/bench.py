@@ -171,7 +171,8 @@ def bench_point(strategy: strategies.Strategy, problem: Problem, warmup: int, re
         for key, fn in (("graph", lambda: strategy.compute(plan)), ("with_list_graph", lambda: strategy.compute_built(plan))):
             g, why = time_graph(fn, warmup, repeat, min_time, before)
             if g is not None:
-                row.update({f"{key}_ms": g.median, f"{key}_min_ms": g.min, f"{key}_max_ms": g.max})
+                row.update({f"{key}_ms": g.median, f"{key}_min_ms": g.min, f"{key}_max_ms": g.max,
+                            f"{key}_q1_ms": g.q1, f"{key}_q3_ms": g.q3})
             else:
                 row["graph_note"] = why
     t["evaluate"] = time_cpu(lambda: (plan.upload(), strategy.compute(plan).to_host()), warmup=min(warmup, 1),
@@ -184,6 +185,7 @@ def bench_point(strategy: strategies.Strategy, problem: Problem, warmup: int, re
     row.update({"compute_min_ms": t["compute"].min, "compute_max_ms": t["compute"].max,
                 "force_min_ms": t["force"].min, "force_max_ms": t["force"].max,
                 "with_list_min_ms": t["with_list"].min, "with_list_max_ms": t["with_list"].max,
+                **{f"{k}_{q}_ms": getattr(t[k], q) for k in ("compute", "force", "with_list") for q in ("q1", "q3")},
                 "repeats": t["compute"].repeats, "pairs": pairs, "l2": l2 if gpu else None,
                 "pairs_per_s": pairs / sec if sec else None,
                 "particles_per_s": problem.n / sec if sec else None,
@@ -338,15 +340,18 @@ class Partial:
                     break
                 self.done.setdefault(point_key(row), []).append(row)
             self.file = self.path.open("a")
-        else:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.file = self.path.open("w")
-            self._write({"device": header, "meta": meta})
+        else:  # created with the first point: a run refused before it leaves no file or folder
+            self.file = None
+            self.head = {"device": header, "meta": meta}
 
     def _write(self, obj: dict) -> None:
         import json
         import os
 
+        if self.file is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.file = self.path.open("w")
+            self._write(self.head)
         self.file.write(json.dumps(obj, default=lambda o: o.item() if hasattr(o, "item") else str(o)) + "\n")
         self.file.flush()
         os.fsync(self.file.fileno())
@@ -356,12 +361,15 @@ class Partial:
 
     def finish(self) -> None:
         """The results are written: the partial file has served."""
-        self.file.close()
-        self.path.unlink()
+        if self.file is not None:
+            self.file.close()
+            self.path.unlink()
 
     def abandon(self) -> None:
         """The run stopped early: keep the rows measured (for --resume), but a file holding
         only its header is no result and goes."""
+        if self.file is None:
+            return
         self.file.close()
         if self.path.exists() and len(self.path.read_text().splitlines()) <= 1:
             self.path.unlink()
@@ -387,7 +395,18 @@ def terminal_table(rows: list[dict]) -> str:
     if "pairs_per_s" in show:
         show["pairs_per_s"] = show["pairs_per_s"] / 1e9
         show = show.rename(columns={"pairs_per_s": "Gpairs_per_s"})
+    for c in show.columns:  # no "None" in the table
+        if show[c].dtype == object:
+            show[c] = show[c].map(lambda v: "" if v is None else v)
     text = show.to_string(index=False, float_format=lambda v: f"{v:.4g}", na_rep="")
+    reasons: dict[str, list[str]] = {}
+    for r in rows:
+        if r["status"] != "ok":
+            reasons.setdefault(f"{r['status']}: {r.get('detail', '')}", []).append(
+                f"{r['strategy']} {r['scenario']} N={r['n']} {r['precision']}")
+    for why, points in reasons.items():
+        text += f"\n{why}  ({len(points)} point{'s' if len(points) > 1 else ''}: {'; '.join(points[:4])}" \
+                f"{'; ...' if len(points) > 4 else ''})"
     noisy = [f"{r['strategy']} {r['scenario']} N={r['n']} {r['precision']} ({r['compute_spread']:.0%})"
              for r in rows if r.get("noisy")]
     if noisy:
@@ -429,7 +448,7 @@ class Sweep:
 
 
 def size_of(text: str) -> str | int:
-    return int(text) if str(text).isdigit() else text
+    return scenarios.parse_size(text)
 
 
 def plan_sweep(suite: str | None = None, selection: str | None = None, specs: list[str] | None = None,
@@ -460,8 +479,9 @@ def plan_sweep(suite: str | None = None, selection: str | None = None, specs: li
                 if not ok:
                     raise InputError(f"strategy {n} cannot run on this machine: {why}")
         if problem is None:
-            for spec in part.specs:
-                scenarios.parse_spec(spec)  # unknown names fail before any work
+            for spec in part.specs:  # unknown names, bad parameters and sizes fail before any work
+                for n in part.sizes:
+                    scenarios.check(spec, n)
     return Sweep(plan, launch or {}, problem, suite, gpu_ok[0])
 
 

@@ -1,12 +1,16 @@
-"""python -m harness {list, verify, bench, profile, timeline, sanitize, report, forces, export}
+"""python -m harness {list, verify, bench, compare, profile, timeline, sanitize, report, forces, export}
 
-Exit codes: 0 success, 1 a verification cell failed, 2 bad input (the message names it).
+Exit codes: 0 success; 1 a check failed (a verification cell, a sanitizer finding, a regression in
+compare); 2 bad input, one line naming it; 3 an unexpected error (a bug: the traceback, then one
+line).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
+import traceback
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +18,7 @@ import numpy as np
 import strategies
 from strategies import StrategyError
 
-from . import scenarios
+from . import results, scenarios
 from mdcore import MODES, PRECISIONS, InputError, LennardJones, Problem, check_precision, parse_value
 from strategies.base import check_outputs
 
@@ -31,20 +35,50 @@ def _precisions(text: str) -> list[str]:
     return [check_precision(p.strip()) for p in text.split(",") if p.strip()]
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a bad command line in one line (and exit 2), not the usage block."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (--help shows the options)\n")
+
+
 def _cutoff(text: str) -> float | None:
-    if text.lower() in ("none", "inf"):
+    if text.strip().lower() in ("none", "inf"):
         return None
     try:
-        return float(text)
+        v = float(text)
     except ValueError:
-        raise InputError(f"cutoff: expected a number or 'none', got {text!r}") from None
+        v = math.nan
+    if not (math.isfinite(v) and v > 0.0):
+        raise argparse.ArgumentTypeError(f"cutoff must be a number > 0 or 'none', got {text!r}")
+    return v
+
+
+def _number(kind: type, low: float, low_ok: bool = True, what: str = "a number"):
+    """argparse type: a `kind` value >= low (> low unless low_ok), with a message naming the range."""
+    def parse(text: str):
+        try:
+            v = kind(text)
+        except ValueError:
+            v = None
+        if v is None or not math.isfinite(v) or not (v >= low if low_ok else v > low):
+            raise argparse.ArgumentTypeError(f"expected {what} {'>=' if low_ok else '>'} {low:g}, got {text!r}")
+        return v
+    parse.__name__ = what
+    return parse
+
+
+_COUNT = _number(int, 1, what="a whole number")
+_NONNEG_INT = _number(int, 0, what="a whole number")
+_NONNEG = _number(float, 0.0)
+_POSITIVE = _number(float, 0.0, low_ok=False)
 
 
 def _potential_args(ap: argparse.ArgumentParser) -> None:
     g = ap.add_argument_group("potential (with --input)")
     g.add_argument("--cutoff", type=_cutoff, default=2.5, help="cutoff radius, or 'none' (default 2.5)")
-    g.add_argument("--epsilon", type=float, default=1.0)
-    g.add_argument("--sigma", type=float, default=1.0)
+    g.add_argument("--epsilon", type=_POSITIVE, default=1.0)
+    g.add_argument("--sigma", type=_POSITIVE, default=1.0)
     g.add_argument("--shift", action="store_true", help="shift the pair energy to zero at the cutoff")
 
 
@@ -121,12 +155,15 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if args.strategies:
         _require_devices(names)
     precisions = _precisions(args.precision)
+    results.check_dir(args.out, "--out")
+    if args.json:
+        results.check_file(args.json, "--json", (".json",))
     if args.input:
         cases = [verify.Case(f"input:{Path(args.input).name}", _input_problem(args))]
     else:
         specs = args.scenarios.split(",") if args.scenarios else list(scenarios.DEFAULT_MATRIX)
         for spec in specs:
-            scenarios.parse_spec(spec)  # unknown names fail before any work
+            scenarios.check(spec, args.size)  # bad names, parameters and sizes fail before any work
         _say(f"building {len(specs)} scenario(s) at size {args.size}")
         cases = verify.build_cases(specs, _size(args.size), args.seed)
     budgets = {k: v for k, v in (("cpu", args.max_checks_cpu), ("cuda", args.max_checks_gpu)) if v is not None}
@@ -141,7 +178,13 @@ def cmd_verify(args: argparse.Namespace) -> int:
     print("\n" + "  ".join(f"{k}: {v}" for k, v in s["counts"].items()) + f"   reports: {', '.join(map(str, paths))}")
     for p, w in s["worst_by_precision"].items():
         print(f"worst {p:5s} " + "  ".join(f"{k} {v:.2e}" for k, v in w.items()))
-    return 0 if s["ok"] else 1
+    if not s["ok"]:
+        return 1
+    if s["counts"]["pass"] == 0:  # a matrix that checked nothing is no pass
+        reasons = sorted({r["detail"] for r in rows if r["status"] == "n/a"})
+        _say(f"error: no cell of this matrix ran, every one is n/a ({'; '.join(reasons)[:300]})")
+        return 2
+    return 0
 
 
 def _sweep(items: list[str] | None) -> dict[str, list]:
@@ -167,10 +210,12 @@ def _progress_bar(total: int):
 def cmd_bench(args: argparse.Namespace) -> int:
     from . import bench, device, peers
 
-    if not args.noise > 0:
-        raise InputError(f"--noise must be a positive fraction, got {args.noise}")
     bench.NOISE = args.noise
     peer_names = peers.parse(args.peers)
+    if not args.dry_run:
+        results.check_dir(args.out, "--out")
+    if args.json:
+        results.check_file(args.json, "--json", (".json",))
     problem = _input_problem(args) if args.input else None
     sw = bench.plan_sweep(suite=args.suite, selection=args.strategies, specs=args.scenario,
                           sizes=[_size(s.strip()) for s in args.n.split(",")] if args.n else None,
@@ -208,6 +253,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_forces(args: argparse.Namespace) -> int:
+    results.check_file(args.out, "--out", (".npz",))
+    if args.strategy != "reference":
+        _require_devices([strategies.canonical(args.strategy)])
     problem = _input_problem(args, check_precision(args.precision))
     if args.strategy == "reference":
         import reference
@@ -215,7 +263,6 @@ def cmd_forces(args: argparse.Namespace) -> int:
         ref = reference.compute(problem)
         forces, energy, virial, pairs = ref.forces, ref.energy, ref.virial, ref.pairs
     else:
-        _require_devices([args.strategy])
         out = strategies.create(args.strategy).evaluate(problem)
         forces, energy, virial, pairs = out.forces, out.energy, out.virial, out.pairs
     np.savez(args.out, forces=forces, energy=np.float64(energy), virial=virial, pairs=np.int64(pairs))
@@ -226,6 +273,7 @@ def cmd_forces(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from .io import write_configuration
 
+    results.check_file(args.out, "--out", (".xyz", ".extxyz", ".npz"))
     p = scenarios.make(args.scenario, _size(args.n), seed=args.seed)
     write_configuration(args.out, p.positions, p.box)
     print(f"{p.describe()} -> {args.out}")
@@ -239,7 +287,7 @@ def cmd_sanitize(args: argparse.Namespace) -> int:
     cpu = [n for n in names if strategies.REGISTRY[n].backend != "cuda"]
     if cpu:
         raise InputError(f"sanitize checks GPU strategies; {', '.join(cpu)} run on the CPU")
-    scenarios.parse_spec(args.scenario)
+    scenarios.check(args.scenario, args.size)
     if args.inner:
         return sanitize.inner(names, args.scenario, args.size, self_test=args.self_test)
     _require_devices(names)
@@ -252,10 +300,15 @@ def cmd_sanitize(args: argparse.Namespace) -> int:
               f"expected {', '.join(sorted(want))}")
         return 0 if want <= caught else 1
     results = sanitize.run(names, tools, args.scenario, args.size)
-    bad = [r for r in results if not r.ok]
-    print(f"\n{len(results) - len(bad)} clean, {len(bad)} with errors or failures "
-          f"({len(names)} strategies x {len(tools)} tools, {args.scenario} {args.size}, fp32 and fp64)")
-    return 1 if bad else 0
+    clean = [r for r in results if r.ok]
+    na = [r for r in results if r.not_applicable]
+    bad = [r for r in results if not r.ok and not r.not_applicable]
+    print(f"\n{len(clean)} clean, {len(na)} n/a (the strategy does not apply to this problem), {len(bad)} with "
+          f"errors, failures or not run ({len(names)} strategies x {len(tools)} tools, {args.scenario} {args.size}, "
+          f"fp32 and fp64)")
+    if not clean:
+        print("nothing ran under the tools: no strategy was checked")
+    return 1 if bad or not clean else 0
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
@@ -273,6 +326,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
         scenarios.parse_spec(args.scenario)
         if args.inner:
             return profile.inner_peer(args.peer, args.scenario, _size(args.n), args.precision)
+        results.check_dir(args.out, "--out")
         doc = profile.run_peer(args.peer, args.scenario, _size(args.n), check_precision(args.precision), Path(args.out),
                                cache=args.cache)
         for line in profile.lines(doc):
@@ -290,6 +344,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     if args.inner:
         return profile.inner(name, args.scenario, size, args.precision, launch, outputs)
     _require_devices([name])
+    results.check_dir(args.out, "--out")
     doc = profile.run(name, args.scenario, size, check_precision(args.precision), launch, Path(args.out),
                       cache=args.cache, outputs=outputs, phase=args.phase)
     for line in profile.lines(doc):
@@ -326,10 +381,23 @@ def cmd_report(args: argparse.Namespace) -> int:
     for p in paths:
         if not p.exists():
             raise InputError(f"report: {p} does not exist")
-    out = Path(args.out) / args.name
+    out = results.check_dir(Path(args.out) / args.name, "--out/--name")
     index, md = report.build(paths, out, args.title or f"mdforce report: {args.name}")
     print(f"wrote {index} and {md} (from {len(paths)} result files)")
     return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from . import compare
+
+    threshold = compare.parse_threshold(args.threshold)
+    if args.json:
+        results.check_file(args.json, "--json", (".json",))
+    changes, meta = compare.compare(Path(args.old), Path(args.new), threshold, args.metric, args.any_device)
+    print(compare.report(changes, meta))
+    if args.json:
+        compare.write_json(Path(args.json), changes, meta)
+    return 1 if any(c.verdict == "regression" for c in changes) else 0
 
 
 def _suite_names() -> list[str]:
@@ -339,7 +407,7 @@ def _suite_names() -> list[str]:
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m harness", description=__doc__,
+    ap = _Parser(prog="python -m harness", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
 
@@ -353,12 +421,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--scenarios", help=f"comma list, 'name:key=value' for parameters (default: {','.join(scenarios.DEFAULT_MATRIX)})")
     p.add_argument("--precision", default="all", help="comma list of fp32, mixed, fp64, or all")
     p.add_argument("--size", default="small", help="tiny, small, medium, large, or a particle count")
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seed", type=_NONNEG_INT, default=1)
     p.add_argument("--input", help="verify on this configuration instead of the scenarios (.xyz or .npz)")
     p.add_argument("--json", help="also write the JSON report here")
     p.add_argument("--out", default=str(ROOT / "reports" / "verify"), help="report folder (default reports/verify)")
-    p.add_argument("--max-checks-cpu", type=float, help="skip CPU cells with more distance checks (default 4e9)")
-    p.add_argument("--max-checks-gpu", type=float, help="skip GPU cells with more distance checks (default 4e12)")
+    p.add_argument("--max-checks-cpu", type=_POSITIVE, help="skip CPU cells with more distance checks (default 4e9)")
+    p.add_argument("--max-checks-gpu", type=_POSITIVE, help="skip GPU cells with more distance checks (default 4e12)")
     p.add_argument("--quiet", action="store_true")
     _potential_args(p)
     p.set_defaults(fn=cmd_verify)
@@ -370,10 +438,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--scenario", action="append", help="scenario spec, repeatable (default lj_liquid)")
     p.add_argument("--n", help="comma list of particle counts or size names (default medium)")
     p.add_argument("--precision", default="fp32", help="comma list or all")
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--repeat", type=int, default=20)
-    p.add_argument("--min-time", type=float, default=0.3, help="seconds of samples per phase at least")
+    p.add_argument("--seed", type=_NONNEG_INT, default=1)
+    p.add_argument("--warmup", type=_NONNEG_INT, default=3)
+    p.add_argument("--repeat", type=_COUNT, default=20)
+    p.add_argument("--min-time", type=_NONNEG, default=0.3, help="seconds of samples per phase at least")
     p.add_argument("--launch", help="launch parameters for every point, e.g. block=128")
     p.add_argument("--sweep", action="append", help="launch-parameter sweep, e.g. warps=1:2:4:8:16 (repeatable; "
                                                      "applied to the strategies that have the parameter)")
@@ -382,10 +450,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-graph", action="store_true", help="skip the CUDA-graph replay timing")
     p.add_argument("--outputs", default="all", help="what each evaluation computes: all (forces, energy, virial, "
                                                      "pairs), forces (forces only), or all,forces for both (default all)")
-    p.add_argument("--noise", type=float, default=0.25,
+    p.add_argument("--noise", type=_POSITIVE, default=0.25,
                    help="flag points whose compute spread (max - min) / median exceeds this (default 0.25)")
-    p.add_argument("--max-checks-cpu", type=float, help="skip CPU points with more distance checks (default 2e10)")
-    p.add_argument("--max-checks-gpu", type=float, help="skip GPU points with more distance checks (default 2e13)")
+    p.add_argument("--max-checks-cpu", type=_POSITIVE, help="skip CPU points with more distance checks (default 2e10)")
+    p.add_argument("--max-checks-gpu", type=_POSITIVE, help="skip GPU points with more distance checks (default 2e13)")
     p.add_argument("--peers", help="also time peers on the same problems: openmm, jaxmd (optional packages)")
     p.add_argument("--input", help="time on this configuration (.xyz or .npz)")
     p.add_argument("--out", default=str(ROOT / "reports" / "bench"), help="folder for CSV and JSON (reports/bench)")
@@ -400,11 +468,22 @@ def parser() -> argparse.ArgumentParser:
     _potential_args(p)
     p.set_defaults(fn=cmd_bench)
 
+    p = sub.add_parser("compare", help="regressions between two bench results: median change against the "
+                                       "threshold and the noise of both")
+    p.add_argument("old", help="the earlier bench JSON")
+    p.add_argument("new", help="the later bench JSON")
+    p.add_argument("--threshold", default="5%", help="smallest change that counts, e.g. 5%% or 0.05 (default 5%%)")
+    p.add_argument("--metric", default="compute", choices=("compute", "graph", "with_list", "force"),
+                   help="the phase compared (default compute: from scratch, events)")
+    p.add_argument("--any-device", action="store_true", help="compare results of two different devices anyway")
+    p.add_argument("--json", help="also write the comparison here")
+    p.set_defaults(fn=cmd_compare)
+
     p = sub.add_parser("sanitize", help="compute-sanitizer (memcheck, racecheck, synccheck, initcheck) per GPU strategy")
     p.add_argument("--strategies", help="comma list or family prefixes (default: every GPU strategy)")
     p.add_argument("--tools", default=",".join(("memcheck", "racecheck", "synccheck", "initcheck")))
     p.add_argument("--scenario", default="lj_liquid", help="a small periodic system (default lj_liquid)")
-    p.add_argument("--size", default="tiny")
+    p.add_argument("--size", default="small", help="default small: 5 cells per axis, which every GPU strategy supports")
     p.add_argument("--self-test", action="store_true",
                    help="run a kernel with a planted race and overrun instead; pass when the tools flag it")
     p.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
@@ -456,7 +535,7 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("export", help="write a scenario's configuration to .xyz or .npz")
     p.add_argument("--scenario", required=True)
     p.add_argument("--n", default="small", help="size name or particle count")
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seed", type=_NONNEG_INT, default=1)
     p.add_argument("--out", required=True)
     p.set_defaults(fn=cmd_export)
     return ap
@@ -470,3 +549,14 @@ def main(argv: list[str] | None = None) -> int:
     except (InputError, StrategyError) as e:
         _say(f"error: {e}")
         return 2
+    except MemoryError as e:
+        _say(f"error: out of host memory ({e or 'MemoryError'}); take a smaller N")
+        return 2
+    except KeyboardInterrupt:
+        _say("interrupted")
+        return 130
+    except Exception as e:  # a bug: its traceback, and a status that no check result uses
+        traceback.print_exc()
+        _say(f"internal error (a bug in the harness, please report it with the traceback above): "
+             f"{type(e).__name__}: {e}")
+        return 3

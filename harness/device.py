@@ -89,6 +89,32 @@ def gpu_info() -> dict | None:
     }
 
 
+def machine_name() -> str:
+    """A name for asv's machine that stays the same across nodes of one kind: the GPU's model
+    ("nvidia-h200"), or "cpu-" and the CPU's model where there is no GPU. Never the host name,
+    which changes from one GPU node to the next."""
+    import re
+
+    info = gpu_info()
+    text = info["gpu"] if info else "cpu " + _cpu_model()
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60] or "unknown"
+
+
+def host_memory_available() -> int | None:
+    """Bytes of host memory free for a new process (Linux MemAvailable), None where unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
 def header() -> dict:
     import numba
     import numpy
@@ -114,3 +140,7 @@ def header_lines(h: dict) -> list[str]:
         gpu = "GPU none"
     return [gpu, f"CPU {h['cpu']} ({h['cpu_cores']} cores, numba {h['numba']} with {h['numba_threads']} threads), "
                  f"Python {h['python']}, numpy {h['numpy']}, commit {h['commit']}"]
+
+
+if __name__ == "__main__":  # `python -m harness.device`: the asv machine name (make asv)
+    print(machine_name())

@@ -64,8 +64,14 @@ def read_xyz(path: Path) -> tuple[np.ndarray, Box]:
         n = int(lines[0].split()[0])
     except (ValueError, IndexError):
         raise InputError(f"{path} line 1: expected the particle count, got {lines[0]!r}") from None
-    if n < 0 or len(lines) < 2 + n:
-        raise InputError(f"{path}: header says {n} particles but the file has {len(lines) - 2} particle lines")
+    body = len(lines) - 2
+    while body > n and not lines[1 + body].strip():  # trailing blank lines
+        body -= 1
+    if n < 0 or body != n:
+        extra = ""
+        if body > n >= 0 and lines[2 + n].split() and lines[2 + n].split()[0].isdigit():
+            extra = f" (line {3 + n} starts another frame: this reader takes files of one frame)"
+        raise InputError(f"{path}: header says {n} particles but the file has {body} particle lines{extra}")
     info = _comment_pairs(lines[1])
     if "lattice" not in info:
         raise InputError(f"{path} line 2: no Lattice=\"Lx 0 0 0 Ly 0 0 0 Lz\"; the box must be given")

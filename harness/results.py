@@ -8,10 +8,54 @@ Schema versions: 1 (no version field, before the core refactor: old strategy nam
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+
+from mdcore import InputError
 
 SCHEMA_VERSION = 2
 KINDS = ("verify", "bench")
+
+
+def _creatable(p: Path, what: str) -> None:
+    """p can be created: its nearest existing ancestor is a writable directory."""
+    a = p.parent
+    while not a.exists() and a != a.parent:
+        a = a.parent
+    if not a.is_dir():
+        raise InputError(f"{what}: cannot create {p}: {a} is not a directory")
+    if not os.access(a, os.W_OK | os.X_OK):
+        raise InputError(f"{what}: cannot create {p}: no permission to write in {a}")
+
+
+def check_dir(path, what: str) -> Path:
+    """A folder results will be written into (created when missing): refused before any work when
+    it is a file or cannot be written."""
+    p = Path(path)
+    if p.exists():
+        if not p.is_dir():
+            raise InputError(f"{what}: {p} is a file, not a folder")
+        if not os.access(p, os.W_OK | os.X_OK):
+            raise InputError(f"{what}: no permission to write in {p}")
+    else:
+        _creatable(p, what)
+    return p
+
+
+def check_file(path, what: str, suffixes: tuple[str, ...]) -> Path:
+    """A file a result will be written to: the suffix says its format (refused otherwise, so
+    that the file written is the one named), and it can be written."""
+    p = Path(path)
+    if p.is_dir():
+        raise InputError(f"{what}: {p} is a folder; name a file ({' or '.join(suffixes)})")
+    if p.suffix.lower() not in suffixes:
+        raise InputError(f"{what}: {p} must end in {' or '.join(suffixes)} (the format written)")
+    if p.exists():
+        if not os.access(p, os.W_OK):
+            raise InputError(f"{what}: no permission to overwrite {p}")
+    else:
+        _creatable(p, what)
+    return p
 
 
 def _default(o):

@@ -114,21 +114,91 @@ def _uniform_in_box(L: np.ndarray, batch: float = 1.5):
 
 
 @dataclass(frozen=True)
+class Param:
+    """A scenario parameter as typed on the command line ('gaussian:sigma=20'): its default,
+    type and allowed range, checked by name before anything is built."""
+
+    default: float | int
+    help: str
+    integer: bool = False
+    low: float = 0.0          # the value must be > low (>= low when low_ok)
+    low_ok: bool = False
+    high: float = math.inf    # and < high
+
+    def check(self, scenario: str, key: str, value, text: str | None = None) -> float | int:
+        text = repr(value) if text is None else repr(text)
+        if self.integer and not float(value).is_integer():
+            raise InputError(f"scenario {scenario}: {key} must be a whole number, got {text}")
+        v = int(value) if self.integer else float(value)
+        above = v >= self.low if self.low_ok else v > self.low
+        if not (math.isfinite(v) and above and v < self.high):
+            rng = f"{'>=' if self.low_ok else '>'} {self.low:g}" + (f" and < {self.high:g}" if self.high < math.inf else "")
+            raise InputError(f"scenario {scenario}: {key} ({self.help}) must be {rng}, got {text}")
+        return v
+
+
+def _p_density(d=DENSITY):
+    return Param(d, "number density, particles per unit volume")
+
+
+P_CUTOFF = Param(2.5, "LJ cutoff radius")
+P_DMIN = Param(0.8, "minimum pair distance of the random placement")
+P_JITTER = Param(0.05, "random displacement, a fraction of the lattice constant", low_ok=True, high=0.25)
+
+# host memory of building a configuration and its float64 reference, per particle (measured peak:
+# 346 bytes building k_per_cell, 250 for the reference of the others): sizes beyond what the
+# machine has are refused before anything is allocated
+HOST_BYTES_PER_PARTICLE = 400
+
+
+@dataclass(frozen=True)
 class Scenario:
     name: str
     description: str
     sizes: dict
     build: Callable[..., tuple[np.ndarray, Box, LennardJones]]
-    defaults: dict = field(default_factory=dict)
+    params: dict[str, Param] = field(default_factory=dict)
+
+    @property
+    def defaults(self) -> dict:
+        return {k: p.default for k, p in self.params.items()}
 
     def size(self, size: str | int) -> int:
-        if isinstance(size, (int, np.integer)):
-            if size < 0:
-                raise InputError(f"n: must be >= 0, got {size}")
-            return int(size)
-        if size not in self.sizes:
-            raise InputError(f"unknown size {size!r}; known: {', '.join(self.sizes)} or a particle count")
-        return self.sizes[size]
+        size = parse_size(size)
+        return size if isinstance(size, int) else self.sizes[size]
+
+
+def parse_size(text: str | int) -> str | int:
+    """A size name (tiny, small, medium, large) or a particle count (12000, 1e6, 1_000_000),
+    at least 2."""
+    if isinstance(text, (int, np.integer)) and not isinstance(text, bool):
+        n = int(text)
+    else:
+        t = str(text).strip()
+        if t in SIZES:
+            return t
+        try:
+            v = float(t.replace("_", ""))
+        except ValueError:
+            raise InputError(f"n: expected a particle count or a size name ({', '.join(SIZES)}), got {text!r}") from None
+        if not (math.isfinite(v) and v.is_integer()):
+            raise InputError(f"n: a particle count must be a whole number, got {text!r}")
+        n = int(v)
+    if n < 2:
+        raise InputError(f"n: a configuration needs at least 2 particles (a pair), got {n}")
+    return n
+
+
+def check_memory(n: int, what: str) -> None:
+    """Refuse a size whose configuration cannot fit in this machine's free memory."""
+    from .device import host_memory_available
+
+    need = n * HOST_BYTES_PER_PARTICLE
+    have = host_memory_available()
+    if have is not None and need > have:
+        raise InputError(f"n: {what} at N={n:,} needs about {need / 2 ** 30:,.1f} GiB of host memory "
+                         f"({HOST_BYTES_PER_PARTICLE} bytes per particle), this machine has {have / 2 ** 30:,.1f} GiB "
+                         f"free")
 
 
 # --- builders: (n, rng, **params) -> positions, box, potential -------------------------
@@ -193,6 +263,21 @@ def _gaussian(n, rng, sigma=12.0, dmin=0.2, cutoff=3.0):
     return pos, Box.make(L, False), LennardJones(cutoff=cutoff)
 
 
+def _clump(n, rng, sigma=5.0, box=60.0, dmin=0.2, cutoff=2.5):
+    """A Gaussian clump whose box and width do not scale with N: denser with every particle
+    added (the tolerance model's hard case: many partners, close pairs, coordinates up to 60)."""
+    L = np.full(3, float(box))
+
+    def propose(rng, left):
+        m = max(int(left[0] * 1.5), 256)
+        c = rng.normal(L / 2, sigma, (m, 3))
+        c = c[np.all((c >= 0) & (c < L), axis=1)]
+        return c, np.zeros(len(c), dtype=np.int64)
+
+    pos = place(rng, L, (False,) * 3, np.array([n]), dmin, propose, f"clump sigma={sigma:g}")
+    return pos, Box.make(L, False), LennardJones(cutoff=cutoff)
+
+
 def _cube(n, rng, density=DENSITY, jitter=0.05):
     m = max(1, round(n ** (1 / 3)))
     a = density ** (-1 / 3)
@@ -201,33 +286,45 @@ def _cube(n, rng, density=DENSITY, jitter=0.05):
     return pos, Box.make([m * a] * 3, False), LennardJones(cutoff=None)
 
 
+_FCC = {"density": _p_density(), "jitter": P_JITTER, "cutoff": P_CUTOFF}
+_UNIFORM = {"density": _p_density(), "dmin": P_DMIN, "cutoff": P_CUTOFF}
+
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
     Scenario("lj_liquid", "fcc lattice at density 0.8442, jittered by 5% of the lattice constant; periodic; rc 2.5",
-             {"tiny": 256, "small": 2048, "medium": 32000, "large": 1048576}, _fcc),
+             {"tiny": 256, "small": 2048, "medium": 32000, "large": 1048576}, _fcc, _FCC),
     Scenario("lj_liquid_open", "the LJ liquid lattice in an open box (surfaces on every side); rc 2.5",
              {"tiny": 256, "small": 2048, "medium": 32000, "large": 1048576},
-             lambda n, rng, **kw: _fcc(n, rng, periodic=False, **kw)),
+             lambda n, rng, **kw: _fcc(n, rng, periodic=False, **kw), _FCC),
     Scenario("uniform", "uniform random at density 0.8442, minimum distance 0.8; periodic; rc 2.5",
-             {"tiny": 300, "small": 3000, "medium": 50000, "large": 1000000}, _uniform),
+             {"tiny": 300, "small": 3000, "medium": 50000, "large": 1000000}, _uniform, _UNIFORM),
     Scenario("uniform_slab", "uniform random at density 0.8442; periodic in x and y, open in z; rc 2.5",
-             {"tiny": 300, "small": 3000, "medium": 50000, "large": 1000000}, _slab),
+             {"tiny": 300, "small": 3000, "medium": 50000, "large": 1000000}, _slab, _UNIFORM),
     Scenario("one_per_cell", "one particle per cell of side rc = 2.5 (random in the cell's central half); periodic",
              {"tiny": 216, "small": 1728, "medium": 64000, "large": 1000000},
-             lambda n, rng, **kw: _per_cell(n, rng, k=1, **kw), {"k": 1}),
+             lambda n, rng, **kw: _per_cell(n, rng, k=1, **kw), {"cutoff": P_CUTOFF}),
     Scenario("k_per_cell", "k particles per cell of side rc = 2.5 (default k=9, thesis fig. 10.4), minimum distance 0.8; periodic",
-             {"tiny": 243, "small": 1944, "medium": 36864, "large": 2146689}, _per_cell, {"k": 9}),
+             {"tiny": 243, "small": 1944, "medium": 36864, "large": 2146689}, _per_cell,
+             {"k": Param(9, "particles per cell", integer=True, low=1, low_ok=True), "dmin": P_DMIN, "cutoff": P_CUTOFF}),
     Scenario("gaussian", "Gaussian blob (thesis 10.5): box 120 and sigma 12 at N=1e6 (scaled by N^(1/3)), open, rc 3.0, minimum distance 0.2",
-             {"tiny": 300, "small": 4000, "medium": 64000, "large": 1000000}, _gaussian, {"sigma": 12.0}),
+             {"tiny": 300, "small": 4000, "medium": 64000, "large": 1000000}, _gaussian,
+             {"sigma": Param(12.0, "width at N=1e6 (scaled by (N/1e6)^(1/3))"),
+              "dmin": Param(0.2, "minimum pair distance of the random placement"), "cutoff": Param(3.0, "LJ cutoff radius")}),
+    Scenario("clump", "dense Gaussian clump: sigma 5 in an open box of side 60 at every N (not scaled), rc 2.5, "
+             "minimum distance 0.2; up to 12 particles per unit volume at the centre at medium size",
+             {"tiny": 500, "small": 4000, "medium": 24000, "large": 48000}, _clump,
+             {"sigma": Param(5.0, "width of the clump"), "box": Param(60.0, "side of the open box"),
+              "dmin": Param(0.2, "minimum pair distance of the random placement"), "cutoff": P_CUTOFF}),
     Scenario("allpairs_cube", "simple cubic lattice at density 0.8442, jittered; open box; no cutoff (thesis 10.1)",
-             {"tiny": 125, "small": 1000, "medium": 32768, "large": 216000}, _cube),
+             {"tiny": 125, "small": 1000, "medium": 32768, "large": 216000}, _cube,
+             {"density": _p_density(), "jitter": P_JITTER}),
 ]}
 
 DEFAULT_MATRIX = ("lj_liquid", "lj_liquid_open", "uniform", "uniform_slab", "one_per_cell", "k_per_cell",
-                  "gaussian", "allpairs_cube")
+                  "gaussian", "clump", "allpairs_cube")
 
 
 def parse_spec(spec: str) -> tuple[Scenario, dict]:
-    """'name' or 'name:key=value,key=value' -> (scenario, params)."""
+    """'name' or 'name:key=value,key=value' -> (scenario, params), each parameter checked by name."""
     name, _, rest = spec.partition(":")
     if name not in SCENARIOS:
         raise InputError(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}")
@@ -237,22 +334,65 @@ def parse_spec(spec: str) -> tuple[Scenario, dict]:
         key, eq, val = item.partition("=")
         if not eq:
             raise InputError(f"scenario {name}: parameter {item!r} is not key=value")
+        if key not in sc.params:
+            known = ", ".join(sc.params) or "none"
+            raise InputError(f"scenario {name}: unknown parameter {key!r}; it takes {known}")
         try:
-            params[key] = int(val) if val.lstrip("-").isdigit() else float(val)
+            value = float(val)
         except ValueError:
             raise InputError(f"scenario {name}: parameter {key} must be a number, got {val!r}") from None
+        params[key] = sc.params[key].check(name, key, value, val)
     return sc, params
+
+
+def check(spec: str, size: str | int) -> int:
+    """The particle count of spec at size, refused before any work when the size is not a count
+    or cannot fit in this machine's memory."""
+    sc, _ = parse_spec(spec)
+    n = sc.size(size)
+    check_memory(n, f"scenario {sc.name}")
+    return n
 
 
 def make(spec: str, size: str | int = "small", seed: int = 1, precision: str = "fp32") -> Problem:
     """Build the Problem for scenario `spec` at `size` (a size name or a particle count)."""
     check_precision(precision)
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InputError(f"seed must be a whole number >= 0, got {seed!r}")
     sc, params = parse_spec(spec)
-    n = sc.size(size)
-    rng = np.random.default_rng(seed)
-    try:
-        pos, box, lj = sc.build(n, rng, **params)
-    except TypeError as e:
-        raise InputError(f"scenario {sc.name}: bad parameter ({e})") from None
+    n = check(spec, size)
+    pos, box, pot = sc.build(n, np.random.default_rng(seed), **params)
+    short = _too_short(box, pot)
+    if short:
+        raise InputError(f"scenario {spec}: N={n} gives a periodic box of side {short:.3g}, shorter than twice the "
+                         f"cutoff ({2 * pot.cutoff:g}); the smallest N it takes is about {_smallest_n(sc, params, n)}")
     label = f"{spec} N={len(pos)} seed={seed}"
-    return Problem.make(pos, box, lj, precision=precision, label=label)
+    return Problem.make(pos, box, pot, precision=precision, label=label)
+
+
+def _too_short(box: Box, pot) -> float:
+    """The shortest periodic length when it is below twice the cutoff, else 0."""
+    if pot.cutoff is None:
+        return 0.0
+    short = [L for L, p in zip(box.lengths, box.periodic) if p and L < 2.0 * pot.cutoff]
+    return min(short) if short else 0.0
+
+
+def _smallest_n(sc: Scenario, params: dict, n: int) -> int:
+    """The smallest particle count whose box fits the cutoff (doubling, then bisection)."""
+    def fits(m: int) -> bool:
+        try:
+            _, box, pot = sc.build(m, np.random.default_rng(0), **params)
+        except InputError:
+            return False
+        return not _too_short(box, pot)
+
+    lo, hi = n, max(n, 2) * 2
+    while not fits(hi):
+        lo, hi = hi, hi * 2
+        if hi > 1 << 24:
+            return hi
+    while hi - lo > max(1, lo // 50):
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if fits(mid) else (mid, hi)
+    return hi

@@ -2,7 +2,7 @@
 
 Both warm up first (compilation, first launches and caches stay out of the numbers), then
 repeat until `min_time` seconds and `repeat` samples are reached (capped at `max_repeat`),
-and report median, min, max, mean, std and spread = (max - min) / median.
+and report median, quartiles, min, max, mean, std and spread = (max - min) / median.
 """
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ class Stats:
     mean: float
     std: float
     repeats: int
+    q1: float = 0.0  # quartiles: the interquartile range is the noise `harness compare` uses
+    q3: float = 0.0
 
     @property
     def spread(self) -> float:
@@ -31,8 +33,10 @@ class Stats:
     def of(samples_ms: list[float]) -> "Stats":
         if not samples_ms:
             raise ValueError("no timing samples")
-        return Stats(statistics.median(samples_ms), min(samples_ms), max(samples_ms), statistics.fmean(samples_ms),
-                     statistics.pstdev(samples_ms), len(samples_ms))
+        med = statistics.median(samples_ms)
+        q1, _, q3 = statistics.quantiles(samples_ms, n=4, method="inclusive") if len(samples_ms) > 1 else (med,) * 3
+        return Stats(med, min(samples_ms), max(samples_ms), statistics.fmean(samples_ms),
+                     statistics.pstdev(samples_ms), len(samples_ms), q1, q3)
 
     def as_dict(self) -> dict:
         return {**asdict(self), "spread": self.spread}

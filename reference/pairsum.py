@@ -185,7 +185,10 @@ def pair_sums(pos: np.ndarray, lengths: np.ndarray, periodic, formula, constants
     elif method == "cells":
         if cutoff is None:
             raise ValueError("the cell-list reference needs a cutoff")
-        nc = cell_grid(L, float(cutoff))
+        # cells of side >= cutoff, and no more cells than twice the particles: a sparse box
+        # (a clump in a large box) would otherwise allocate per-cell arrays of gigabytes
+        side = max(float(cutoff), (float(np.prod(L)) / (2.0 * max(len(pos), 1))) ** (1.0 / 3.0))
+        nc = cell_grid(L, side)
         cell, start, order = bin_particles(pos, L, nc)
         frc, acc, cnt = _cells(pos, L, per, nc, cell, start, order, *args)
     else:

@@ -45,6 +45,12 @@ def host_counts(problem: Problem, factor: float) -> np.ndarray:
     return hit[1]
 
 
+def max_cells(n: int) -> int:
+    """The largest grid a cell strategy takes for n particles: 1024 cells per particle (at least
+    2^24), at most 2^28 (int32 indices and per-cell arrays of gigabytes beyond)."""
+    return min(1 << 28, max(1 << 24, 1024 * n))
+
+
 class CellStrategy(Strategy):
     """What every cell strategy shares: a cutoff required, the grid, c08 applicability for the
     Newton3 traversals, the cell-size factor, work counts."""
@@ -70,7 +76,13 @@ class CellStrategy(Strategy):
             return ok, why
         if problem.potential.cutoff is None:
             return False, "linked cells need a cutoff (this problem has none)"
-        return self.grid_applicable(self.grid(problem), problem.box.periodic)
+        dims = self.grid(problem)
+        ncell, limit = int(np.prod(dims)), max_cells(problem.n)
+        if ncell > limit:
+            return False, (f"a grid of {ncell:,} cells ({'x'.join(map(str, dims))}) for {problem.n:,} particles is "
+                           f"beyond {limit:,} cells: in so sparse a box memory and time go with the empty cells "
+                           f"(all-pairs, or a larger cell_factor, suits it)")
+        return self.grid_applicable(dims, problem.box.periodic)
 
     def grid_applicable(self, dims, periodic) -> tuple[bool, str]:
         if self.newton3:

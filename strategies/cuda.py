@@ -25,19 +25,31 @@ COMPILE_OPTIONS = ("-std=c++17",)
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.M)
 
 
+def _gpu_present() -> bool:
+    """An NVIDIA driver device node or nvidia-smi: a GPU may be here even where CuPy is not."""
+    import glob
+    import shutil
+
+    return bool(glob.glob("/dev/nvidia[0-9]*")) or shutil.which("nvidia-smi") is not None
+
+
 @functools.cache
 def device_status() -> tuple[bool, str]:
-    """(True, "") when CuPy imports and sees a CUDA device, else (False, why not)."""
+    """(True, "") when CuPy imports and sees a CUDA device, else (False, why not): "no CUDA GPU
+    found" first where the machine has none, the CuPy problem where it has one."""
     try:
         import cupy
     except Exception as e:  # ImportError, or a broken CUDA install
-        return False, f"no CUDA GPU: CuPy is not importable ({type(e).__name__}: {e})"
+        if not _gpu_present():
+            return False, "no CUDA GPU found"
+        return False, (f"a GPU is present but CuPy is not importable ({type(e).__name__}: {e}); "
+                       "`make setup` installs it")
     try:
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as e:
-        return False, f"no CUDA GPU: {type(e).__name__}: {e}"
+        return False, f"no CUDA GPU found ({type(e).__name__}: {e})"
     if count == 0:
-        return False, "no CUDA GPU: the driver reports no device"
+        return False, "no CUDA GPU found (the driver reports no device)"
     return True, ""
 
 

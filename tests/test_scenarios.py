@@ -88,18 +88,62 @@ def test_slab_is_periodic_in_x_y_only():
     ("nope", "unknown scenario 'nope'"),
     ("gaussian:sigma", "is not key=value"),
     ("gaussian:sigma=abc", "must be a number"),
-    ("gaussian:width=3", "bad parameter"),
+    ("gaussian:width=3", "unknown parameter 'width'; it takes sigma, dmin, cutoff"),
+    ("gaussian:sigma=-4", r"sigma \(width .*\) must be > 0, got '-4'"),
+    ("k_per_cell:k=0", r"k \(particles per cell\) must be >= 1, got '0'"),
+    ("k_per_cell:k=2.5", "k must be a whole number"),
+    ("lj_liquid:density=-1", "density .* must be > 0"),
+    ("lj_liquid:jitter=0.3", "must be >= 0 and < 0.25"),
+    ("one_per_cell:k=3", "unknown parameter 'k'; it takes cutoff"),
+    ("clump:box=inf", "box .* must be > 0"),
 ])
 def test_bad_specs(spec, msg):
     with pytest.raises(InputError, match=msg):
         scenarios.make(spec, "tiny")
 
 
-def test_bad_sizes():
-    with pytest.raises(InputError, match="unknown size 'huge'"):
-        scenarios.make("uniform", "huge")
-    with pytest.raises(InputError, match="must be >= 0"):
-        scenarios.make("uniform", -3)
+@pytest.mark.parametrize("size, msg", [
+    ("huge", "n: expected a particle count or a size name"), (-3, "at least 2 particles .*got -3"),
+    ("-5", "at least 2 particles"), (0, "got 0"), (1, "got 1"), ("1.5", "whole number"), ("nan", "whole number"),
+])
+def test_bad_sizes(size, msg):
+    with pytest.raises(InputError, match=msg):
+        scenarios.make("uniform", size)
+
+
+def test_sizes_as_typed():
+    assert scenarios.parse_size("1e6") == 1000000 and scenarios.parse_size("1_000") == 1000
+    assert scenarios.parse_size("small") == "small" and scenarios.parse_size(12) == 12
+
+
+def test_too_small_for_the_cutoff_names_the_smallest_n():
+    with pytest.raises(InputError, match=r"N=8 gives a periodic box of side 1.68, shorter than twice the cutoff "
+                                         r"\(5\); the smallest N it takes is about (\d+)") as e:
+        scenarios.make("lj_liquid", 8)
+    n = int(str(e.value).rsplit(" ", 1)[1])
+    assert scenarios.make("lj_liquid", n).n >= n // 2  # it does build
+
+
+def test_size_beyond_host_memory_is_refused_before_allocating(monkeypatch):
+    from harness import device
+
+    monkeypatch.setattr(device, "host_memory_available", lambda: 2 ** 30)
+    with pytest.raises(InputError, match=r"N=10,000,000 needs about 3.7 GiB of host memory .* has 1.0 GiB free"):
+        scenarios.make("uniform", 10 ** 7)
+    with pytest.raises(InputError, match="needs about"):
+        scenarios.make("lj_liquid", 10 ** 12)  # a numpy allocation error before the check existed
+
+
+def test_negative_seed_is_refused():
+    with pytest.raises(InputError, match="seed must be a whole number >= 0, got -1"):
+        scenarios.make("uniform", "tiny", seed=-1)
+
+
+def test_clump_is_dense_and_unscaled():
+    p = scenarios.make("clump", "small")
+    assert p.box.lengths == (60.0, 60.0, 60.0) and not any(p.box.periodic)
+    centre = np.linalg.norm(p.positions - 30.0, axis=1) < 5.0
+    assert centre.sum() / (4 / 3 * math.pi * 125) > 1.0  # particles per unit volume at the centre
 
 
 def test_impossible_packing_is_reported():
