@@ -2,10 +2,15 @@
 
 One sanitizer process per strategy and tool (memcheck, racecheck, synccheck, initcheck) runs
 this module's inner mode, which evaluates the strategy on a small periodic system (the LJ
-liquid, tiny, fp32 and fp64). Every report of that process is the strategy's (the sanitizer
-prints some reports only at exit, so one process per strategy is what makes attribution
-certain). Prints one line per strategy and tool and exits non-zero on any error, or when a
-strategy's own evaluation fails under the tool.
+liquid at size small, fp32 and fp64: a box of 5 cells per axis, which every GPU strategy
+supports; at size tiny, 2 cells, the c08, parity and warp-block strategies do not apply).
+Every report of that process is the strategy's (the sanitizer prints some reports only at
+exit, so one process per strategy is what makes attribution certain).
+
+Prints one line per strategy and tool: clean only where the strategy ran under the tool; "n/a:
+reason" where it does not apply to the problem (it never counts as clean); the inner process's
+own error where it stopped before the strategy. Exits non-zero on any error, or when a
+strategy's evaluation fails under the tool, or when nothing ran.
 """
 from __future__ import annotations
 
@@ -25,26 +30,42 @@ _RECORD = re.compile(r"^========= (?!ERROR SUMMARY|RACECHECK SUMMARY|COMPUTE-SAN
 _SUMMARY = re.compile(r"^========= (?:ERROR SUMMARY: (\d+) error|RACECHECK SUMMARY: (\d+) hazard)")
 
 
+DEFAULT_SCENARIO, DEFAULT_SIZE = "lj_liquid", "small"
+
+
 @dataclass
 class Result:
     strategy: str
     tool: str
     errors: int = 0
-    ran: bool = False
+    ran: bool = False        # the strategy evaluated at least one problem under the tool
+    started: bool = False    # the inner process reached this strategy
     failed: str = ""
+    na: list[str] = field(default_factory=list)  # "fp32: reason" for each problem it does not apply to
+    stopped: str = ""        # the inner process's last error line, where it stopped early
     first: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return self.ran and not self.errors and not self.failed
 
+    @property
+    def not_applicable(self) -> bool:
+        return self.started and not self.ran and not self.failed and bool(self.na)
+
     def line(self) -> str:
-        if not self.ran:
-            state = "NOT RUN (the process stopped before this strategy)"
+        if self.not_applicable:
+            state = "n/a: " + "; ".join(self.na)
+        elif not self.started:
+            state = "NOT RUN: " + (self.stopped or "the process stopped before this strategy, without a message")
+        elif not self.ran and not self.failed:
+            state = "NOT RUN: the strategy evaluated nothing"
         elif self.failed:
             state = f"FAILED: {self.failed}"
         else:
             state = "0 errors" if not self.errors else f"{self.errors} error(s): {self.first[0] if self.first else ''}"
+            if self.na:
+                state += " (n/a: " + "; ".join(self.na) + ")"
         return f"{self.tool:10s} {self.strategy:22s} {state}"
 
 
@@ -94,8 +115,12 @@ def inner(names: list[str], scenario: str, size: str, self_test: bool = False) -
         try:
             s = strategies.create(name)
             for p in problems:
-                if s.supports(p)[0]:
+                ok, why = s.supports(p)
+                if ok:
                     s.evaluate(p)
+                    print(f"{MARK}ran {name} {p.precision}", flush=True)
+                else:
+                    print(f"{MARK}na {name} {p.precision}: {why}", flush=True)
         except Exception as e:  # reported per strategy; the next one still runs
             print(f"{MARK}fail {name} {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", flush=True)
         print(f"{MARK}end {name}", flush=True)
@@ -107,15 +132,22 @@ def parse(tool: str, name: str, text: str) -> Result:
     r = Result(name, tool)
     summary = None
     records = 0
+    errors = []  # the inner process's own "error: ..." lines (harness.cli prints bad input so)
     for line in text.splitlines():
         if line.startswith(MARK):
             kind, _, rest = line[len(MARK):].partition(" ")
             _, _, why = rest.partition(" ")
             if kind == "begin":
+                r.started = True
+            elif kind == "ran":
                 r.ran = True
+            elif kind == "na":
+                r.na.append(why)
             elif kind == "fail":
                 r.failed = why or "error"
             continue
+        if line.startswith("error: ") or line.startswith("internal error") or line.startswith("python -m harness"):
+            errors.append(line.strip())
         m = _SUMMARY.match(line)
         if m:
             summary = int(m.group(1) or m.group(2))
@@ -125,13 +157,15 @@ def parse(tool: str, name: str, text: str) -> Result:
             records += 1
             if len(r.first) < 3:
                 r.first.append(m.group(1).strip())
-    if summary is None:  # the tool never reported: it did not attach, or the process died
+    if not r.started:
+        r.stopped = errors[-1] if errors else ""
+    elif summary is None:  # the tool never reported: it did not attach, or the process died
         r.failed = r.failed or "no summary from compute-sanitizer (tool not attached, or the process died)"
     r.errors = max(records, summary or 0)
     return r
 
 
-def run(names: list[str], tools: list[str], scenario: str = "lj_liquid", size: str = "tiny",
+def run(names: list[str], tools: list[str], scenario: str = DEFAULT_SCENARIO, size: str = DEFAULT_SIZE,
         timeout: float = 600.0, say=print, self_test: bool = False) -> list[Result]:
     """self_test: run only the planted-fault kernel; its results are ok when the tool flags it."""
     exe = shutil.which("compute-sanitizer")

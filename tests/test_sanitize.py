@@ -6,6 +6,7 @@ from harness import cli, sanitize
 def test_every_report_of_the_process_is_the_strategys():
     text = """========= COMPUTE-SANITIZER
 @@sanitize begin b
+@@sanitize ran b fp32
 @@sanitize end b
 ========= Invalid __global__ read of size 4 bytes
 =========     at kern+0x10
@@ -18,8 +19,11 @@ def test_every_report_of_the_process_is_the_strategys():
 
 
 def test_clean_failed_and_not_run():
-    clean = sanitize.parse("memcheck", "a", "@@sanitize begin a\n@@sanitize end a\n========= ERROR SUMMARY: 0 errors\n")
+    clean = sanitize.parse("memcheck", "a", "@@sanitize begin a\n@@sanitize ran a fp32\n@@sanitize end a\n"
+                                            "========= ERROR SUMMARY: 0 errors\n")
     assert clean.ok and clean.line().endswith("0 errors")
+    idle = sanitize.parse("memcheck", "a", "@@sanitize begin a\n@@sanitize end a\n========= ERROR SUMMARY: 0 errors\n")
+    assert not idle.ok and "NOT RUN: the strategy evaluated nothing" in idle.line()
     failed = sanitize.parse("memcheck", "c", "@@sanitize begin c\n@@sanitize fail c StrategyError: lost lock\n"
                                              "========= ERROR SUMMARY: 0 errors\n")
     assert not failed.ok and "StrategyError" in failed.line()
@@ -27,8 +31,53 @@ def test_clean_failed_and_not_run():
     assert not died.ok and "NOT RUN" in died.line()
 
 
+def test_a_strategy_that_does_not_apply_is_na_with_its_reason_never_clean():
+    text = ("@@sanitize begin c\n@@sanitize na c fp32: needs at least 3 cells along a periodic axis, x has 2\n"
+            "@@sanitize na c fp64: needs at least 3 cells along a periodic axis, x has 2\n@@sanitize end c\n"
+            "========= ERROR SUMMARY: 0 errors\n")
+    r = sanitize.parse("memcheck", "c", text)
+    assert not r.ok and r.not_applicable
+    assert r.line().endswith("n/a: fp32: needs at least 3 cells along a periodic axis, x has 2; fp64: needs at least "
+                             "3 cells along a periodic axis, x has 2")
+    part = sanitize.parse("memcheck", "c", "@@sanitize begin c\n@@sanitize ran c fp32\n@@sanitize na c fp64: "
+                                           "precision fp64 not implemented\n@@sanitize end c\n"
+                                           "========= ERROR SUMMARY: 0 errors\n")
+    assert part.ok and part.line().endswith("0 errors (n/a: fp64: precision fp64 not implemented)")
+
+
+def test_the_inner_process_error_is_shown():
+    text = "error: scenario gaussian: sigma (width) must be > 0, got '-1'\n========= ERROR SUMMARY: 0 errors\n"
+    r = sanitize.parse("memcheck", "a", text)
+    assert not r.ok and r.line().endswith("NOT RUN: error: scenario gaussian: sigma (width) must be > 0, got '-1'")
+
+
+def test_the_default_problem_is_one_every_gpu_strategy_supports():
+    """At size tiny (2 cells per axis) c08, parity and warp-block kernels never ran under the tools."""
+    from harness import scenarios
+    import strategies
+
+    for precision in ("fp32", "fp64"):
+        p = scenarios.make(sanitize.DEFAULT_SCENARIO, sanitize.DEFAULT_SIZE, seed=3, precision=precision)
+        for name in strategies.select(backend="cuda"):
+            assert strategies.create(name).supports(p, check_device=False) == (True, ""), name
+    assert cli.parser().parse_args(["sanitize"]).size == sanitize.DEFAULT_SIZE
+
+
+@pytest.mark.gpu
+def test_every_gpu_strategy_runs_in_the_inner_process(capsys):
+    import strategies
+
+    names = strategies.select(backend="cuda")
+    assert sanitize.inner(names, sanitize.DEFAULT_SCENARIO, sanitize.DEFAULT_SIZE) == 0
+    out = capsys.readouterr().out
+    for name in names:  # each strategy's part of the output, as one sanitizer process would print it
+        part = out.split(f"@@sanitize begin {name}\n")[1].split(f"@@sanitize end {name}\n")[0]
+        r = sanitize.parse("memcheck", name, f"@@sanitize begin {name}\n{part}========= ERROR SUMMARY: 0 errors\n")
+        assert r.ok and not r.na, r.line()
+
+
 def test_racecheck_summary_counts():
-    text = "@@sanitize begin a\n@@sanitize end a\n========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n"
+    text = "@@sanitize begin a\n@@sanitize ran a fp32\n@@sanitize end a\n========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n"
     assert sanitize.parse("racecheck", "a", text).ok
 
 
