@@ -70,12 +70,16 @@ report:
 	$(call boot,bench)
 	$(PYTHON) -m harness report $(INPUTS) --name $(REPORT) $(ARGS)
 
-# asv: the existing environment (no network on GPU nodes), results for the checked-out commit
+# asv: the existing environment (no network on GPU nodes), results for the checked-out commit,
+# filed under a machine named by the GPU's model (ASV_MACHINE= to override), not the host name,
+# and an environment named by the Python version, not the checkout's path (tools/asv_environment.py)
+ASV_MACHINE ?=
 asv:
 	$(call boot,bench)
 	@git rev-parse HEAD >/dev/null 2>&1 || { echo "make asv: needs a git checkout (asv files results by commit)"; exit 2; }
-	$(PYTHON) -m asv machine --yes
-	$(PYTHON) -m asv run --python=same --set-commit-hash $$(git rev-parse HEAD) $(ARGS)
+	M=$${ASV_MACHINE:-$$($(PYTHON) -m harness.device)} && \
+	$(PYTHON) -m asv machine --yes --machine "$$M" && \
+	$(PYTHON) -m asv run -E project:same --machine "$$M" --set-commit-hash $$(git rev-parse HEAD) $(ARGS)
 	$(PYTHON) -m asv publish
 	@echo "history: .asv/html/index.html (make asv-preview serves it)"
 

@@ -11,7 +11,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
+# in place from the checkout in the existing environment; an environment asv built for a commit
+# (virtualenv, conda) has that commit installed, and the checkout's code must not shadow it
+if os.environ.get("ASV_ENV_TYPE") not in ("virtualenv", "conda", "mamba", "rattler") and str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import mdcore  # noqa: E402

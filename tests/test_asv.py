@@ -12,9 +12,37 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("asv") is None,
 
 
 def test_asv_check():
-    r = subprocess.run([sys.executable, "-m", "asv", "check", "--python=same"], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-m", "asv", "check", "-E", "project:same"], capture_output=True, text=True,
                        cwd=ROOT, timeout=300)
     assert r.returncode == 0 and "No problems found" in r.stdout, r.stdout + r.stderr
+
+
+def test_results_are_filed_by_gpu_model_and_python_version_not_host_or_path():
+    """The environment's name holds no path (tools/asv_environment.py), the machine's no host name."""
+    sys.path.insert(0, str(ROOT))
+    try:
+        from asv import config, environment
+        from asv.plugin_manager import plugin_manager
+
+        conf = config.Config.load(str(ROOT / "asv.conf.json"))
+        cwd = Path.cwd()
+        import os
+
+        os.chdir(ROOT)
+        try:
+            for p in conf.plugins:
+                plugin_manager.import_plugin(p)
+        finally:
+            os.chdir(cwd)
+        (env,) = environment.get_environments(conf, ["project:same"])
+        assert env.name == "existing-py%d.%d" % sys.version_info[:2]
+    finally:
+        sys.path.remove(str(ROOT))
+    from harness import device
+    import socket
+
+    name = device.machine_name()
+    assert name and socket.gethostname().lower() not in name and "/" not in name
 
 
 def test_full_grid_behind_the_environment_variable():
