@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import traceback
 from pathlib import Path
@@ -293,13 +294,13 @@ def cmd_sanitize(args: argparse.Namespace) -> int:
     _require_devices(names)
     tools = [t.strip() for t in args.tools.split(",") if t.strip()]
     if args.self_test:  # the tools must flag the planted race (racecheck) and overrun (memcheck)
-        results = sanitize.run(names, tools, self_test=True)
+        results = sanitize.run(names, tools, self_test=True, jobs=args.jobs)
         want = {"memcheck", "racecheck"} & set(tools)
         caught = {r.tool for r in results if r.errors}
         print(f"\nself-test: planted faults flagged by {', '.join(sorted(caught)) or 'no tool'}; "
               f"expected {', '.join(sorted(want))}")
         return 0 if want <= caught else 1
-    results = sanitize.run(names, tools, args.scenario, args.size)
+    results = sanitize.run(names, tools, args.scenario, args.size, jobs=args.jobs)
     clean = [r for r in results if r.ok]
     na = [r for r in results if r.not_applicable]
     bad = [r for r in results if not r.ok and not r.not_applicable]
@@ -486,6 +487,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--size", default="small", help="default small: 5 cells per axis, which every GPU strategy supports")
     p.add_argument("--self-test", action="store_true",
                    help="run a kernel with a planted race and overrun instead; pass when the tools flag it")
+    p.add_argument("--jobs", type=_COUNT, default=min(4, os.cpu_count() or 1),
+                   help="sanitizer processes at once (default min(4, CPUs)); each checks one strategy under one tool")
     p.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(fn=cmd_sanitize)
 

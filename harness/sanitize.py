@@ -19,6 +19,7 @@ import re
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from mdcore import InputError
@@ -166,30 +167,37 @@ def parse(tool: str, name: str, text: str) -> Result:
 
 
 def run(names: list[str], tools: list[str], scenario: str = DEFAULT_SCENARIO, size: str = DEFAULT_SIZE,
-        timeout: float = 600.0, say=print, self_test: bool = False) -> list[Result]:
-    """self_test: run only the planted-fault kernel; its results are ok when the tool flags it."""
+        timeout: float = 600.0, say=print, self_test: bool = False, jobs: int = 1) -> list[Result]:
+    """self_test: run only the planted-fault kernel; its results are ok when the tool flags it.
+    jobs: sanitizer processes at once (each is one strategy under one tool, so attribution holds)."""
     exe = shutil.which("compute-sanitizer")
     if exe is None:
         raise InputError("compute-sanitizer not found on PATH (it ships with the CUDA toolkit)")
     bad = [t for t in tools if t not in TOOLS]
     if bad:
         raise InputError(f"unknown sanitizer tool(s) {', '.join(bad)}; known: {', '.join(TOOLS)}")
+    work = [(tool, name) for tool in tools for name in ([PLANTED] if self_test else names)]
+
+    def one(job: tuple[str, str]) -> Result:
+        tool, name = job
+        cmd = [exe, "--tool", tool, "--print-limit", "100", "--error-exitcode", "0", sys.executable, "-m",
+               "harness", "sanitize", "--inner", "--strategies", names[0] if self_test else name, "--scenario",
+               scenario, "--size", size]
+        if self_test:
+            cmd.append("--self-test")
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+            text = p.stdout + "\n" + p.stderr
+        except subprocess.TimeoutExpired as e:
+            text = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+            text += f"\n{MARK}fail {name} timed out after {timeout:.0f} s\n"
+        return parse(tool, name, text)
+
     out: list[Result] = []
-    for tool in tools:
-        for name in [PLANTED] if self_test else names:
-            cmd = [exe, "--tool", tool, "--print-limit", "100", "--error-exitcode", "0", sys.executable, "-m",
-                   "harness", "sanitize", "--inner", "--strategies", names[0] if self_test else name, "--scenario",
-                   scenario, "--size", size]
-            if self_test:
-                cmd.append("--self-test")
-            env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-            try:
-                p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-                text = p.stdout + "\n" + p.stderr
-            except subprocess.TimeoutExpired as e:
-                text = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
-                text += f"\n{MARK}fail {name} timed out after {timeout:.0f} s\n"
-            r = parse(tool, name, text)
+    # separate processes, so several can share the GPU; results are printed in the fixed order
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        for r in pool.map(one, work):
             say(r.line())
             out.append(r)
     return out

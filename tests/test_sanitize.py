@@ -98,3 +98,23 @@ def test_missing_sanitizer_or_bad_tool_is_a_clear_error(monkeypatch):
 def test_cli_refuses_cpu_strategies(capsys):
     assert cli.main(["sanitize", "--strategies", "allpairs_thread_cpu"]) == 2
     assert "run on the CPU" in capsys.readouterr().err
+
+
+def test_parallel_processes_report_in_the_fixed_order(tmp_path, monkeypatch):
+    """--jobs runs sanitizer processes side by side; the lines still come in tool x strategy order,
+    each from its own process (a fake compute-sanitizer that answers slowest for the first strategy)."""
+    fake = tmp_path / "compute-sanitizer"
+    fake.write_text("#!/bin/sh\n# args: --tool T ... --strategies NAME ...\nwhile [ $# -gt 0 ]; do\n"
+                    "  case $1 in --tool) tool=$2; shift;; --strategies) name=$2; shift;; esac; shift\ndone\n"
+                    "[ $name = a ] && sleep 0.3\n"
+                    "echo \"@@sanitize begin $name\"; echo \"@@sanitize ran $name fp32\"; echo \"@@sanitize end $name\"\n"
+                    "[ $name = b ] && [ $tool = racecheck ] && echo '========= Error: Race reported between x and y'\n"
+                    "[ $tool = racecheck ] && echo '========= RACECHECK SUMMARY: 0 hazards displayed' || "
+                    "echo '========= ERROR SUMMARY: 0 errors'\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(sanitize.shutil, "which", lambda exe: str(fake))
+    lines: list[str] = []
+    results = sanitize.run(["a", "b", "c"], ["memcheck", "racecheck"], jobs=4, say=lines.append)
+    assert [(r.tool, r.strategy) for r in results] == [(t, s) for t in ("memcheck", "racecheck") for s in "abc"]
+    assert [r.ok for r in results] == [True, True, True, True, False, True]
+    assert lines[0].startswith("memcheck") and " a " in lines[0] and len(lines) == 6

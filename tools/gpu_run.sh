@@ -57,6 +57,11 @@ for s in "$@"; do
     sanitize:*)  # sanitize:a,b: those strategies, LJ liquid small
       stage sanitize-subset ${LIMIT:-540} bash -c "$PY -m harness sanitize --self-test --tools memcheck,racecheck && \
         $PY -m harness sanitize --size small --strategies ${s#sanitize:}" ;;
+    make-sanitize)  # the README's command: self-test, then every GPU strategy under the four tools
+      stage make-sanitize ${LIMIT:-540} make sanitize BASE_PYTHON=$PY ;;
+    pytest:*)  # pytest:FILE[,FILE...][:K]: those test files (GPU tests included), -k K when given
+      IFS=: read -r _ files k <<<"$s"
+      stage pytest ${LIMIT:-240} $PY -m pytest -q -n 8 -p no:cacheprovider $(echo "$files" | tr , ' ') ${k:+-k "$k"} ;;
     make-verify)  # the README's command on a fresh checkout: the set-up must run offline
       stage make-verify ${LIMIT:-240} make verify ARGS=--quiet BASE_PYTHON=$PY ;;
     before:*)  # before:DIR:STRATEGY: one point (LJ 1M, fp32) on an earlier tree unpacked in DIR
