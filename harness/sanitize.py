@@ -59,6 +59,10 @@ class Result:
             state = "n/a: " + "; ".join(self.na)
         elif not self.started:
             state = "NOT RUN: " + (self.stopped or "the process stopped before this strategy, without a message")
+        elif self.errors:  # what the tool found comes first, then how the process ended
+            state = f"{self.errors} error(s): {self.first[0] if self.first else ''}"
+            if self.failed:
+                state += f"; then FAILED: {self.failed}"
         elif not self.ran and not self.failed:
             state = "NOT RUN: the strategy evaluated nothing"
         elif self.failed:
@@ -91,6 +95,7 @@ def planted() -> None:
     try:
         fn = cupy.RawKernel(_PLANTED_SRC, "planted")
         fn((1,), (n,), (cupy.uint64(ptr), cupy.int32(n)))
+        print(f"{MARK}ran {PLANTED} fp32", flush=True)  # launched; under memcheck the sync below raises
         cupy.cuda.runtime.deviceSynchronize()
     finally:
         cupy.cuda.runtime.free(ptr)

@@ -118,3 +118,13 @@ def test_parallel_processes_report_in_the_fixed_order(tmp_path, monkeypatch):
     assert [(r.tool, r.strategy) for r in results] == [(t, s) for t in ("memcheck", "racecheck") for s in "abc"]
     assert [r.ok for r in results] == [True, True, True, True, False, True]
     assert lines[0].startswith("memcheck") and " a " in lines[0] and len(lines) == 6
+
+
+def test_errors_are_shown_before_how_the_process_ended():
+    """Under memcheck the planted overrun also makes the synchronisation raise: the line shows the
+    error the tool found, then the failure."""
+    text = ("@@sanitize begin p\n@@sanitize ran p fp32\n@@sanitize fail p CUDARuntimeError\n@@sanitize end p\n"
+            "========= Invalid __global__ write of size 4 bytes\n========= ERROR SUMMARY: 1 error\n")
+    r = sanitize.parse("memcheck", "p", text)
+    assert not r.ok and r.line().endswith("1 error(s): Invalid __global__ write of size 4 bytes; then FAILED: "
+                                          "CUDARuntimeError")
