@@ -1,4 +1,4 @@
-"""python -m harness {list, verify, bench, compare, profile, timeline, sanitize, report, forces, export}
+"""python -m harness {list, verify, bench, compare, profile, timeline, sanitize, report, forces, md, export}
 
 Exit codes: 0 success; 1 a check failed (a verification cell, a sanitizer finding, a regression in
 compare); 2 bad input, one line naming it; 3 an unexpected error (a bug: the traceback, then one
@@ -271,6 +271,51 @@ def cmd_forces(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_md(args: argparse.Namespace) -> int:
+    from dataclasses import replace as _replace
+
+    from . import md
+
+    if args.out:
+        results.check_file(args.out, "--out", (".xyz", ".extxyz"))
+    if args.json:
+        results.check_file(args.json, "--json", (".json",))
+    name = strategies.canonical(args.strategy)
+    _require_devices([name])
+    strategy = strategies.create(name, **_launch(args.launch))
+    precision = check_precision(args.precision)
+    md.check_run(args.steps, args.dt, args.sample)
+    if args.input:
+        problem = _input_problem(args, precision)
+    else:
+        problem = scenarios.make(args.scenario, _size(args.n), seed=args.seed, precision=precision)
+    if not args.no_shift and hasattr(problem.potential, "shift") and not problem.potential.shift:
+        problem = _replace(problem, potential=_replace(problem.potential, shift=True))
+    head = f"{'step':>8s} {'time':>9s} {'kinetic':>14s} {'potential':>15s} {'total':>15s} {'T':>8s} {'P':>9s}"
+    print(f"md {strategy.label} {problem.describe()} {problem.potential.spec()}: {args.steps} steps of dt {args.dt:g}, "
+          f"T0 {args.temperature:g}, a sample every {args.sample}")
+    if not args.quiet:
+        print(head)
+
+    def say(s: "md.Sample") -> None:
+        if not args.quiet:
+            print(f"{s.step:8d} {s.time:9.3f} {s.kinetic:14.6f} {s.potential:15.6f} {s.total:15.8f} "
+                  f"{s.temperature:8.4f} {s.pressure:9.4f}", flush=True)
+
+    res = md.run(strategy, problem, args.steps, args.dt, temperature=args.temperature, sample=args.sample,
+                 seed=args.seed, trajectory=args.out, frame_every=args.frame_every, graph=not args.no_graph, say=say)
+    print(f"{res.ms_per_step:.4f} ms per step ({args.steps} steps, samples included; CUDA graph: {res.graph}); "
+          f"energy drift {res.drift:+.3e} per particle per tau, largest |E - E0| {res.max_deviation:.3e} per particle"
+          + (f"; {res.frames} frames -> {args.out}" if args.out else ""))
+    if args.json:
+        from . import device
+
+        doc = {"kind": "md", "device": device.machine_name(), "potential": problem.potential.spec(), **res.to_json()}
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(doc, indent=1, default=str) + "\n")
+    return 0
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from .io import write_configuration
 
@@ -534,6 +579,28 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="output .npz")
     _potential_args(p)
     p.set_defaults(fn=cmd_forces)
+
+    p = sub.add_parser("md", help="molecular dynamics (velocity Verlet, NVE) with any strategy's forces")
+    p.add_argument("--strategy", required=True)
+    p.add_argument("--launch", help="launch parameters key=value,...")
+    p.add_argument("--scenario", default="lj_liquid", help="a periodic scenario (default lj_liquid)")
+    p.add_argument("--n", default="small", help="size name or particle count")
+    p.add_argument("--input", help="start from this configuration (.xyz or .npz) instead of a scenario")
+    p.add_argument("--seed", type=_NONNEG_INT, default=1, help="positions (scenario) and velocities")
+    p.add_argument("--precision", default="fp32")
+    p.add_argument("--steps", type=_COUNT, default=1000)
+    p.add_argument("--dt", type=_POSITIVE, default=0.005, help="time step in tau (default 0.005)")
+    p.add_argument("--temperature", type=_NONNEG, default=0.72, help="Maxwell-Boltzmann start (default 0.72)")
+    p.add_argument("--sample", type=_COUNT, default=100, help="energy, temperature and pressure every M steps")
+    p.add_argument("--out", help="extended XYZ trajectory (positions and velocities)")
+    p.add_argument("--frame-every", type=_COUNT, help="a trajectory frame every M steps (default: --sample)")
+    p.add_argument("--json", help="samples and summary as JSON")
+    p.add_argument("--no-shift", action="store_true",
+                   help="keep LJ truncated without the shift to zero at the cutoff (energy then jumps)")
+    p.add_argument("--no-graph", action="store_true", help="launch every step (no CUDA-graph replay)")
+    p.add_argument("--quiet", action="store_true", help="only the summary line")
+    _potential_args(p)
+    p.set_defaults(fn=cmd_md)
 
     p = sub.add_parser("export", help="write a scenario's configuration to .xyz or .npz")
     p.add_argument("--scenario", required=True)

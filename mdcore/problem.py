@@ -179,6 +179,10 @@ class Problem:
         return f"{self.label or 'problem'}: N={self.n} box {self.box.describe()} rc={rc} {self.precision}"
 
 
+def _host(x: Any) -> np.ndarray:
+    return x.get() if hasattr(x, "get") and not isinstance(x, np.ndarray) else np.asarray(x)
+
+
 @dataclass
 class Forces:
     """Result of one evaluation. On the host: forces (N, 3) float64 (force units),
@@ -195,13 +199,16 @@ class Forces:
     pairs: Any
     checks: tuple = ()
 
-    def to_host(self) -> "Forces":
-        def host(x: Any) -> np.ndarray:
-            return x.get() if hasattr(x, "get") and not isinstance(x, np.ndarray) else np.asarray(x)
+    def raise_checks(self) -> None:
+        """StrategyError for the first raised device check (reads the flags, not the forces)."""
         for flag, message in self.checks:
-            value = int(host(flag).reshape(-1)[0])
+            value = int(_host(flag).reshape(-1)[0])
             if value:
                 raise StrategyError(message.format(value=value))
+
+    def to_host(self) -> "Forces":
+        host = _host
+        self.raise_checks()
         f = host(self.forces).astype(np.float64, copy=False).reshape(-1, 3)
         if self.energy is None:
             return Forces(f, None, None, None)

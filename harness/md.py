@@ -1,0 +1,284 @@
+"""`python -m harness md`: the MD loop (velocity Verlet, NVE) around any strategy.
+
+The thesis's loop (seed 002: calculateForces, calculateVelocitiesAndPositions, moveParticles)
+as velocity Verlet: positions and velocities stay where the strategy computes (on the GPU for
+CUDA strategies; strategies/integrate.py), every step is `kick_drift`, the strategy's `step`
+(build where its list is stale, force) and `kick`, inside an NVTX range `md-step/<strategy>`.
+
+Every `sample` steps the step computes energy and virial too (the all-outputs flavour) and the
+host reads kinetic and potential energy, temperature and pressure; the other steps compute
+forces only. On the GPU a forces-only step is captured once as a CUDA graph and replayed where
+the strategy allows (`graph` in the result says whether it did, or why not).
+
+Units are reduced LJ units (mass 1, k_B = 1, time tau). Temperature counts 3N - 3 degrees of
+freedom (the start has zero total momentum). Pressure P = (2 K + tr W) / (3 V), W the virial.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+import strategies
+from mdcore import InputError, Problem
+from mdcore.ranges import nvtx_range
+from strategies.integrate import Integrator, check_periodic
+
+
+class BlowUp(InputError):
+    """The run produced a non-finite coordinate or energy (usually a time step too large)."""
+
+
+@dataclass
+class Sample:
+    step: int
+    time: float
+    kinetic: float
+    potential: float
+    total: float
+    temperature: float
+    pressure: float
+
+
+@dataclass
+class MdResult:
+    strategy: str
+    problem: str
+    n: int
+    precision: str
+    steps: int
+    dt: float
+    temperature0: float
+    samples: list[Sample] = field(default_factory=list)
+    ms_per_step: float = math.nan
+    graph: str = ""
+    trajectory: str = ""
+    frames: int = 0
+
+    @property
+    def drift(self) -> float:
+        """Slope of the total energy per particle against time (per tau), least squares."""
+        if len(self.samples) < 2:
+            return math.nan
+        t = np.array([s.time for s in self.samples])
+        e = np.array([s.total for s in self.samples]) / self.n
+        return float(np.polyfit(t, e, 1)[0])
+
+    @property
+    def max_deviation(self) -> float:
+        """Largest |E(t) - E(0)| per particle over the samples."""
+        e = np.array([s.total for s in self.samples]) / self.n
+        return float(np.max(np.abs(e - e[0]))) if len(e) else math.nan
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["drift_per_particle_per_tau"] = self.drift
+        d["max_deviation_per_particle"] = self.max_deviation
+        return d
+
+
+def maxwell_boltzmann(n: int, temperature: float, rng: np.random.Generator, mass: float = 1.0) -> np.ndarray:
+    """(n, 3) velocities: Gaussian with variance T/m, total momentum removed, then scaled so the
+    kinetic temperature (3N - 3 degrees of freedom) is exactly `temperature`."""
+    if temperature < 0.0 or not math.isfinite(temperature):
+        raise InputError(f"temperature must be a finite number >= 0, got {temperature!r}")
+    v = rng.normal(0.0, math.sqrt(temperature / mass), (n, 3)) if temperature > 0.0 else np.zeros((n, 3))
+    v -= v.mean(axis=0)
+    dof = 3 * n - 3
+    if temperature > 0.0 and dof > 0:
+        v *= math.sqrt(temperature * dof / (mass * float(np.sum(v * v))))
+    return v
+
+
+def check_run(steps: int, dt: float, sample: int) -> None:
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
+        raise InputError(f"steps must be a whole number >= 1, got {steps!r}")
+    if not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0.0):
+        raise InputError(f"dt must be a finite number > 0, got {dt!r}")
+    if isinstance(sample, bool) or not isinstance(sample, (int, np.integer)) or sample < 1:
+        raise InputError(f"sample must be a whole number >= 1, got {sample!r}")
+
+
+class _Trajectory:
+    """Extended XYZ frames appended and flushed one by one (a blown-up run keeps what it wrote)."""
+
+    def __init__(self, path: Path, problem: Problem):
+        self.path, self.frames = path, 0
+        path.parent.mkdir(parents=True, exist_ok=True)
+        L = [repr(float(v)) for v in problem.box.lengths]
+        self.lattice = f'Lattice="{L[0]} 0.0 0.0 0.0 {L[1]} 0.0 0.0 0.0 {L[2]}"'
+        self.f = open(path, "w")
+
+    def write(self, step: int, t: float, x: np.ndarray, v: np.ndarray, s: Sample | None) -> None:
+        extra = f" energy={s.potential!r} kinetic={s.kinetic!r}" if s is not None else ""
+        head = (f"{len(x)}\n{self.lattice} Properties=species:S:1:pos:R:3:vel:R:3 step={step} time={t!r}{extra} "
+                f'pbc="T T T"\n')
+        rows = np.concatenate([x, v], axis=1)
+        self.f.write(head + "\n".join("Ar " + " ".join(repr(c) for c in r) for r in rows.tolist()) + "\n")
+        self.f.flush()
+        self.frames += 1
+
+    def close(self) -> None:
+        self.f.close()
+
+
+def run(strategy: strategies.Strategy, problem: Problem, steps: int, dt: float, temperature: float = 0.72,
+        sample: int = 100, seed: int = 1, trajectory: str | Path | None = None, frame_every: int | None = None,
+        graph: bool = True, velocities: np.ndarray | None = None, say=None) -> MdResult:
+    """NVE velocity Verlet for `steps` steps; samples at step 0 and every `sample` steps (and the
+    last). trajectory: an extended XYZ file, a frame every `frame_every` steps (default
+    `sample`). velocities: a start other than Maxwell-Boltzmann at `temperature`."""
+    check_run(steps, dt, sample)
+    check_periodic(problem)
+    frame_every = sample if frame_every is None else frame_every
+    check_run(steps, dt, frame_every)
+    ok, why = strategy.supports(problem)
+    if not ok:
+        raise InputError(f"{strategy.label} cannot run {problem.describe()}: {why}")
+    if velocities is None:
+        velocities = maxwell_boltzmann(problem.n, temperature, np.random.default_rng(seed))
+    velocities = np.asarray(velocities, dtype=np.float64)
+    if velocities.shape != (problem.n, 3) or not np.all(np.isfinite(velocities)):
+        raise InputError(f"velocities: expected {problem.n} finite rows of 3, got shape {velocities.shape}")
+    gpu = strategy.backend == "cuda"
+    plan = strategy.prepare(problem, "all")
+    integ = Integrator.create(plan, problem.positions, velocities, dt)
+    res = MdResult(strategy.label, problem.label, problem.n, problem.precision, steps, dt, temperature)
+    traj = _Trajectory(Path(trajectory), problem) if trajectory else None
+    res.trajectory = str(trajectory or "")
+    V = problem.box.volume
+    name = strategy.name
+    try:
+        stream = _stream(gpu)
+        with stream if stream is not None else _Null():
+            out = _evaluate(strategy, plan, "all")  # step 0: forces of the start
+            _sample(res, integ, out, 0, 0.0, V, traj, frame_every, say)
+            t0 = _clock(gpu)
+            graph_fn, res.graph = None, "cpu" if not gpu else ("off" if not graph else "")
+            step = 0
+            try:
+                while step < steps:
+                    step += 1
+                    forces = out.forces  # the plan's force buffer (one buffer for both flavours)
+                    if step % sample == 0 or step == steps:
+                        with nvtx_range(f"md-step/{name}"):
+                            integ.kick_drift(forces)
+                            out = _evaluate(strategy, plan, "all")
+                            integ.kick(out.forces)
+                        _sample(res, integ, out, step, step * dt, V, traj, frame_every, say)
+                        continue
+                    if graph_fn is not None:
+                        graph_fn()
+                    else:
+                        with nvtx_range(f"md-step/{name}"):
+                            integ.kick_drift(forces)
+                            out = _evaluate(strategy, plan, "forces")
+                            integ.kick(out.forces)
+                        if gpu and graph and res.graph == "":  # capture this step once, replay it from now on
+                            graph_fn, res.graph = _capture(strategy, plan, integ, out.forces)
+                    if traj is not None and step % frame_every == 0:
+                        traj.write(step, step * dt, integ.positions(), integ.velocities(), None)
+            except (ZeroDivisionError, SystemError) as e:  # numba: a pair at distance 0 (thrown together)
+                if not isinstance(e, ZeroDivisionError) and not isinstance(e.__cause__, ZeroDivisionError):
+                    raise
+                raise BlowUp(f"md: the run blew up at step {step} (t = {step * dt:g}): two particles met "
+                             "(distance 0); "
+                             f"dt = {dt:g} may be too large for this system"
+                             + (f"; the trajectory up to the last frame is in {traj.path}" if traj else "")) from None
+            res.ms_per_step = _elapsed_ms(gpu, t0) / steps
+    finally:
+        if traj is not None:
+            traj.close()
+            res.frames = traj.frames
+    return res
+
+
+class _Null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _stream(gpu: bool):
+    if not gpu:
+        return None
+    import cupy
+
+    return cupy.cuda.Stream(non_blocking=True)
+
+
+def _clock(gpu: bool):
+    if not gpu:
+        return time.perf_counter()
+    import cupy
+
+    e = cupy.cuda.Event()
+    e.record()
+    return e
+
+
+def _elapsed_ms(gpu: bool, t0) -> float:
+    if not gpu:
+        return 1e3 * (time.perf_counter() - t0)
+    import cupy
+
+    e = cupy.cuda.Event()
+    e.record()
+    e.synchronize()
+    return float(cupy.cuda.get_elapsed_time(t0, e))
+
+
+def _evaluate(strategy, plan, outputs: str):
+    plan.set_outputs(outputs)
+    return strategy.step(plan)
+
+
+def _capture(strategy, plan, integ, forces):
+    """A CUDA graph of one forces-only step (kick_drift, step, kick) on the current stream, or
+    (None, why not). Its kernels read the plan's force buffer, the one `forces` is."""
+    import cupy
+
+    stream = cupy.cuda.get_current_stream()
+    try:
+        stream.begin_capture()
+        try:
+            integ.kick_drift(forces)
+            f = _evaluate(strategy, plan, "forces").forces
+            integ.kick(f)
+        finally:
+            g = stream.end_capture()
+        if f.data.ptr != forces.data.ptr:
+            return None, "not captured: the strategy returns its forces in a new buffer each step"
+        return (lambda: g.launch(stream)), "on"
+    except Exception as e:
+        return None, f"not capturable: {type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}"
+
+
+def _sample(res: MdResult, integ: Integrator, out, step: int, t: float, V: float, traj, frame_every: int,
+            say) -> None:
+    out.raise_checks()  # the forces stay on the device; only the sums come back
+    pot = float(out.energy.get() if hasattr(out.energy, "get") else out.energy)
+    w = np.asarray(out.virial.get() if hasattr(out.virial, "get") else out.virial, dtype=np.float64).reshape(3, 3)
+    kin, _ = integ.kinetic()
+    n = integ.n
+    temp = 2.0 * kin / max(3 * n - 3, 1)
+    press = (2.0 * kin + float(np.trace(w))) / (3.0 * V)
+    s = Sample(step, t, kin, pot, kin + pot, temp, press)
+    if integ.blown_up() or not all(math.isfinite(v) for v in (kin, pot)):
+        if traj is not None:
+            kept = f"; the trajectory up to the last frame is in {traj.path}"
+        else:
+            kept = ""
+        raise BlowUp(f"md: the run blew up by step {step} (t = {t:g}): "
+                     f"{'a coordinate' if integ.blown_up() else 'the energy'} is not finite; dt = {res.dt:g} may be "
+                     f"too large for this system{kept}")
+    res.samples.append(s)
+    if traj is not None and step % frame_every == 0:
+        traj.write(step, t, integ.positions(), integ.velocities(), s)
+    if say is not None:
+        say(s)

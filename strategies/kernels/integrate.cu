@@ -1,0 +1,48 @@
+// Velocity Verlet (velocity Stoermer-Verlet, thesis section 2) for the MD loop, one thread per
+// particle. The state (x, v) lives in the accumulation type Acc (float in fp32, double in the
+// mixed and fp64 modes), with positions centred on the box, in [-L/2, L/2) on every (periodic)
+// axis: the coordinates the strategies read (in their compute type Real), and the ones whose
+// float rounding is smallest.
+//
+//   kick_drift:  v += (dt/2m) f;  x += dt v;  wrap x into [-L/2, L/2);  pos = Real(x)
+//   (strategy: build if needed, force)
+//   kick:        v += (dt/2m) f
+//
+// Both are in input order, like the strategies' forces. A non-finite coordinate sets *bad
+// (the host reads it at each sample): a blown-up run is reported, not silently continued.
+#include "common.cuh"
+
+template <typename Acc>
+__device__ __forceinline__ Acc wrap_centred(Acc x, Acc len, Acc inv_len) {
+  const Acc half = Acc(0.5) * len;
+  x -= len * Math<Acc>::floor(x * inv_len + Acc(0.5));
+  return x >= half ? x - len : x;  // rounding can leave x = L/2
+}
+
+template <typename Real, typename Acc>
+__global__ void kick_drift(Acc* __restrict__ x, Acc* __restrict__ v, const Acc* __restrict__ f, int n,
+                           Acc half_dt_m, Acc dt, Acc lx, Acc ly, Acc lz, Real* __restrict__ pos, int pos_stride,
+                           int* __restrict__ bad) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const Acc len[3] = {lx, ly, lz};
+  bool finite = true;
+#pragma unroll
+  for (int a = 0; a < 3; ++a) {
+    const int k = 3 * i + a;
+    const Acc vk = v[k] + half_dt_m * f[k];
+    Acc xk = x[k] + dt * vk;
+    finite = finite && isfinite(xk);
+    xk = wrap_centred(xk, len[a], Acc(1) / len[a]);
+    v[k] = vk;
+    x[k] = xk;
+    pos[static_cast<long long>(pos_stride) * i + a] = static_cast<Real>(xk);
+  }
+  if (!finite) atomicOr(bad, 1);
+}
+
+template <typename Acc>
+__global__ void kick(Acc* __restrict__ v, const Acc* __restrict__ f, int n3, Acc half_dt_m) {
+  const int k = blockIdx.x * blockDim.x + threadIdx.x;
+  if (k < n3) v[k] += half_dt_m * f[k];
+}
