@@ -23,6 +23,9 @@ from mdcore import MODES, InputError, Problem
 from .base import Plan
 
 BLOCK = 256
+# every specialisation the integrator launches: (compute, accumulate) type of each precision mode
+EXPRESSIONS = [f"kick_drift<{m.cxx_compute}, {m.cxx_accumulate}>" for m in MODES.values()] + \
+    sorted({f"kick<{m.cxx_accumulate}>" for m in MODES.values()})
 
 
 def check_periodic(problem: Problem) -> None:

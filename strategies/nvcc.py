@@ -48,6 +48,9 @@ def specialisations(potential: Potential | None = None) -> dict[str, tuple[list[
     potential = potential or LennardJones()
     data: dict[str, list[str]] = {"reduce.cu": [f(a) for f in (reduce_expression, fold_expression)
                                                 for a in ("float", "double")]}
+    from .integrate import EXPRESSIONS as integrator
+
+    data["integrate.cu"] = list(integrator)
     traversal: dict[str, list[str]] = {}
     for name in strategies.ordered():
         cls = strategies.REGISTRY[name]

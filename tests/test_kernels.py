@@ -94,6 +94,16 @@ def test_precision_modes_in_ptx(file, expr):
         assert any(op.startswith(("mul.", "fma.")) for op in f64)
 
 
+def test_the_fp32_integrator_has_no_float64():
+    from strategies.integrate import EXPRESSIONS
+
+    fp32 = [e for e in EXPRESSIONS if e in ("kick_drift<float, float>", "kick<float>")]
+    assert len(fp32) == 2
+    code, out, ptx = nvcc.compile_unit("integrate.cu", fp32, ptx=True)
+    assert code == 0, out
+    assert nvcc.f64_instructions(ptx) == []
+
+
 def test_f64_detector_itself():
     ptx = "\tadd.f64 %fd1, %fd2, %fd3;\n\tcvt.f64.f32 %fd4, %f1;\n@%p1 fma.rn.f64 %fd5, %fd1, %fd2, %fd3;\n\tld.global.f64 %fd6, [%rd1];\n"
     assert nvcc.f64_instructions(ptx) == ["add.f64", "@%p1 fma.rn.f64"]
