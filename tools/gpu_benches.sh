@@ -16,6 +16,13 @@ case "$name" in
         --strategies cells_fullshell_csr,c08_warp_csr,tbp_parity,wbp_shared_atomic --scenario lj_liquid --n 4000,large \
         --name before-lj "${common[@]}")
     fi ;;
+  md)  # the MD loop: ms per step (graph replay between samples) at LJ 4,000 and 1,048,576, each precision
+    for n in 4000 large; do
+      for prec in fp32 mixed fp64; do
+        $PY -m harness md --strategy ${MD_STRATEGY:-fullshell_thread_csr} --n $n --precision $prec --steps 2000 \
+          --sample 500 --quiet --json "$out/bench/md-$n-$prec.json"
+      done
+    done ;;
   fullshell)  # the CSR full shell's launch parameters
     $PY -m harness bench --strategies fullshell_thread_csr --scenario lj_liquid --n large --outputs all,forces \
       --sweep tpp=1:2 --sweep cell_factor=1.0:0.5 --name fs-large "${common[@]}"
