@@ -28,6 +28,11 @@ from mdcore.ranges import nvtx_range
 from strategies.integrate import Integrator, check_periodic
 
 
+# the padded cell storages (2d, nested) get this much room per cell beyond the fullest cell at
+# the start (their capacity is fixed at prepare; an overflow is reported, never written over)
+HEADROOM = 1.0
+
+
 class BlowUp(InputError):
     """The run produced a non-finite coordinate or energy (usually a time step too large)."""
 
@@ -57,6 +62,7 @@ class MdResult:
     graph: str = ""
     trajectory: str = ""
     frames: int = 0
+    rebuilds: int | None = None  # list strategies: builds used over the run (the first included)
 
     @property
     def drift(self) -> float:
@@ -133,6 +139,8 @@ def run(strategy: strategies.Strategy, problem: Problem, steps: int, dt: float, 
     `sample`). velocities: a start other than Maxwell-Boltzmann at `temperature`."""
     check_run(steps, dt, sample)
     check_periodic(problem)
+    if strategy.launch.get("headroom") == 0.0:  # cells of fixed capacity: room for what moves in
+        strategy = type(strategy)(**{**strategy.launch, "headroom": HEADROOM})
     frame_every = sample if frame_every is None else frame_every
     check_run(steps, dt, frame_every)
     ok, why = strategy.supports(problem)
@@ -189,6 +197,8 @@ def run(strategy: strategies.Strategy, problem: Problem, steps: int, dt: float, 
                              f"dt = {dt:g} may be too large for this system"
                              + (f"; the trajectory up to the last frame is in {traj.path}" if traj else "")) from None
             res.ms_per_step = _elapsed_ms(gpu, t0) / steps
+            if hasattr(plan, "rebuild_count"):
+                res.rebuilds = plan.rebuild_count()
     finally:
         if traj is not None:
             traj.close()

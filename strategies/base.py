@@ -6,8 +6,8 @@ by tests, suites, reports and asv to select strategies) and says whether it appl
 allocate, upload); the phases of an evaluation are methods of the Plan it returns:
 
   upload    positions to where the kernels read them
-  build     what the force phase traverses: cells (binning), or a neighbour list; skipped by
-            `step` while `needs_rebuild` says the built one is still valid
+  build     what the force phase traverses: cells (binning), or a neighbour list; `step` runs
+            `update` instead, which builds only while `needs_rebuild` says the list is stale
   force     the pair loop
   reduce    partial sums to energy, virial and pair count
   download  `output().to_host()`
@@ -64,6 +64,12 @@ class Plan:
         half their skin."""
         return True
 
+    def update(self) -> None:
+        """An MD step's list upkeep: build() where needs_rebuild() says so. List strategies on the
+        GPU override it to decide on the device (no host synchronisation per step)."""
+        if self.needs_rebuild():
+            self.build()
+
     def force(self) -> None:
         raise NotImplementedError
 
@@ -88,7 +94,8 @@ class Strategy:
       name, backend ("cuda" | "cpu"), description
       traversal      allpairs | fullshell | c08 | parity
       processor      thread | warp | block | warpblock
-      storage        none | csr | 2d | nested (where the cells keep their particles)
+      storage        none | csr | 2d | nested (where the cells keep their particles) | padded (a
+                     neighbour list's rows, padded to one capacity)
       newton3        each pair computed once, its force added to both particles
       deterministic  the same input gives the same bits (no sums in scheduling order)
       list_reuse     builds a list that later evaluations reuse (needs_rebuild decides)
@@ -171,11 +178,11 @@ class Strategy:
             plan.reduce()
         return plan.output()
 
-    def step(self, plan: Plan, positions=None) -> Forces:
-        """One MD step's evaluation: build only where needs_rebuild says so."""
-        if plan.needs_rebuild(positions):
-            with nvtx_range(f"build/{self.name}"):
-                plan.build()
+    def step(self, plan: Plan) -> Forces:
+        """One MD step's evaluation on the positions the plan holds now: the list upkeep
+        (plan.update: a build only where the list is stale), force and reduce."""
+        with nvtx_range(f"build/{self.name}"):
+            plan.update()
         return self.compute_built(plan)
 
     def evaluate(self, problem: Problem, outputs: str = "all") -> Forces:

@@ -94,26 +94,37 @@ class Binning:
     def _grid(self, work: int) -> int:
         return max(1, min(-(-work // 256), 8 * sm_count()))
 
-    def run(self) -> None:
+    @property
+    def guardable(self) -> bool:
+        """Whether run(guard) can leave the decision to the device (the radix path uses CuPy's
+        sort, which cannot be skipped from a device flag)."""
+        return self.method in ("small", "counting")
+
+    def run(self, guard=None) -> None:
+        """guard: a device int (a CuPy array of one): the kernels run only where it is non-zero
+        (small and counting methods; see guardable); None: always."""
         n = self.n
         if n == 0:
             return
+        if guard is not None and not self.guardable:
+            raise ValueError("the radix binning cannot be guarded by a device flag")
+        g = guard if guard is not None else np.uint64(0)  # a null pointer: always run
         cp = self.cp
         geo = (self.box, self.grid_struct, *self.inv_side)
         out = self.sorted if self.sorted is not None else self.order  # not written without write_pos
         if self.method == "small":
             self.k["small"]((1,), (SMALL_BLOCK,), (self.pos, np.int32(n), *geo, np.int32(self.ncells), self.start,
-                                                    self.order, self.cell_sorted, out),
+                                                    self.order, self.cell_sorted, out, g),
                             shared_mem=4 * (2 * self.ncells + 1 + 2 * n))
         elif self.method == "counting":
             blocks = -(-n // 256)  # a thread per particle: many atomics and loads in flight
             self.k["bin_count"]((blocks,), (256,), (self.pos, np.int32(n), *geo, self.cell, self.slot, self.counts,
-                                                     self.zkey))
+                                                     self.zkey, g))
             self.k["scan"]((self.ntiles,), (256,), (self.counts, np.int32(self.ncells), self.start, self.tiles,
-                                                    self.tickets, np.int32(self.ntiles)))
-            self.k["place"]((blocks,), (256,), (self.cell, self.slot, np.int32(n), self.start, self.order_tmp))
+                                                    self.tickets, np.int32(self.ntiles), g))
+            self.k["place"]((blocks,), (256,), (self.cell, self.slot, np.int32(n), self.start, self.order_tmp, g))
             self.k["rank"]((blocks,), (256,), (self.pos, self.order_tmp, self.cell, self.zkey, self.start, np.int32(n),
-                                                self.order, self.cell_sorted, out))
+                                                self.order, self.cell_sorted, out, g))
         else:  # radix: a stable sort by (cell, z) keeps index order among equal keys
             blocks = self._grid(n)
             self.counts.fill(0)

@@ -55,6 +55,12 @@ class CellsCuda(CellStrategy, CudaStrategy):
     launch_defaults = {"block": 128, "cell_factor": 1.0}
     launch_choices = {"block": (32, 64, 128, 256, 512)}
 
+    def __init__(self, **launch):
+        super().__init__(**launch)
+        h = self.launch.get("headroom", 0.0)
+        if isinstance(h, bool) or not isinstance(h, (int, float)) or not (0.0 <= h <= 100.0):
+            raise InputError(f"{self.name}: launch parameter headroom must be a number in [0, 100], got {h!r}")
+
     def supports(self, problem: Problem, check_device: bool = True) -> tuple[bool, str]:
         ok, why = super().supports(problem, check_device)
         if not ok or self.storage != "2d" or not check_device:
@@ -79,7 +85,11 @@ class CellsCuda(CellStrategy, CudaStrategy):
         m = MODES[problem.precision]
         per_slot = 4 * m.bytes_compute + 3 * m.bytes_accumulate
         counts = host_counts(problem, self.launch["cell_factor"])
-        return int(len(counts) * max(1, int(counts.max()) + 1) * per_slot)
+        cap = max(1, int(counts.max()) + 1)
+        h = float(self.launch.get("headroom", 0.0))
+        if h > 0.0:
+            cap = int(math.ceil((1.0 + h) * cap)) + 4
+        return int(len(counts) * cap * per_slot)
 
     @property
     def accumulates(self) -> bool:
@@ -222,6 +232,17 @@ class CellsPlan(CudaPlan):
             self.upload()
         return self.binning.choose()
 
+    @property
+    def headroom(self) -> float:
+        return float(self.strategy.launch.get("headroom", 0.0))
+
+    def _capacity(self, count: int) -> int:
+        """Slots of a padded cell: the count at prepare, or with headroom h > 0 (the MD loop's)
+        ceil((1 + h) count) + 4, room for the particles that move in before the next prepare."""
+        if self.headroom <= 0.0:
+            return max(1, count)
+        return int(math.ceil((1.0 + self.headroom) * count)) + 4
+
     def _allocate_storage(self, counts: np.ndarray) -> None:
         cp, n = self.cp, self.problem.n
         self.capacity = None
@@ -231,7 +252,7 @@ class CellsPlan(CudaPlan):
             self.lforce = cp.empty((max(n, 1), 3), self.acc)
             ptrs, cap = (self.lpos.data.ptr, self.lforce.data.ptr), 0
         elif self.storage == "2d":
-            cap = max(1, self.max_count)
+            cap = self._capacity(self.max_count)
             try:
                 self.lpos = cp.empty((self.ncells, cap, 4), self.real)
                 self.lforce = cp.empty((self.ncells, cap, 3), self.acc)
@@ -244,6 +265,8 @@ class CellsPlan(CudaPlan):
             pos_ptr = np.zeros(self.ncells, np.uint64)
             force_ptr = np.zeros(self.ncells, np.uint64)
             psize, fsize = 4 * np.dtype(self.real).itemsize, 3 * np.dtype(self.acc).itemsize
+            if self.headroom > 0.0:  # every cell room for the fullest one's count, and more
+                counts = np.full_like(counts, self._capacity(self.max_count))
             for c in np.nonzero(counts)[0]:
                 p = cp.cuda.alloc(int(counts[c]) * psize)
                 f = cp.cuda.alloc(int(counts[c]) * fsize)
@@ -306,7 +329,8 @@ class CellsPlan(CudaPlan):
         out = super().output()
         if self.storage != "csr":
             out.checks = ((self.overflow, f"{self.strategy.name}: a cell holds {{value}} particles, more than the "
-                                          f"{self.storage} storage's capacity sized at prepare(); prepare again"),)
+                                          f"{self.storage} storage's capacity sized at prepare(); prepare again, or give the "
+                                          "launch parameter headroom (room per cell, a fraction of the fullest)"),)
         return out
 
     def poison(self) -> None:
@@ -502,9 +526,11 @@ def _cuda_strategy(traversal: str, processor: str, storage: str) -> type[CellsCu
         "fullshell" if traversal == "fullshell" else processor]
     where = {"csr": "flat array sorted by cell with start offsets",
              "2d": "(cells, capacity) 2D views", "nested": "one allocation per cell (nested views)"}[storage]
-    return register(type(name, (CellsCuda,), {
-        "name": name, "traversal": traversal, "processor": processor, "storage": storage,
-        "newton3": traversal == "c08", "description": f"CUDA, {what}; storage: {where}"}))
+    attrs = {"name": name, "traversal": traversal, "processor": processor, "storage": storage,
+             "newton3": traversal == "c08", "description": f"CUDA, {what}; storage: {where}"}
+    if storage != "csr":  # capacities fixed at prepare: room for particles that move in later
+        attrs["launch_defaults"] = {**CellsCuda.launch_defaults, "headroom": 0.0}
+    return register(type(name, (CellsCuda,), attrs))
 
 
 for _t, _p, _storages in (("fullshell", "thread", ("2d", "nested")), ("c08", "thread", tuple(STORAGES)),

@@ -30,6 +30,11 @@ __device__ __forceinline__ bool sorts_before(float za, int ia, float zb, int ib)
   return za < zb || (za == zb && ia < ib);
 }
 
+// A build that a device flag decides: the list strategies launch the binning every step and
+// it runs only where their displacement check set *guard (no host synchronisation). nullptr:
+// always run (the cell strategies).
+__device__ __forceinline__ bool skipped(const int* guard) { return guard != nullptr && *guard == 0; }
+
 // --- the counting sort (the build phase of every cell strategy) -----------------------------
 //
 //   bin_count     cell of every particle, and its provisional slot in the cell (atomics: exact
@@ -49,7 +54,8 @@ __device__ __forceinline__ bool sorts_before(float za, int ia, float zb, int ib)
 template <typename Real>
 __global__ void bin_count(const Vec4<Real>* __restrict__ pos, const int n, const Box<Real> box, const Grid g,
                           const Real isx, const Real isy, const Real isz, int* __restrict__ cell, int* __restrict__ slot,
-                          int* __restrict__ counts, float* __restrict__ zkey) {
+                          int* __restrict__ counts, float* __restrict__ zkey, const int* __restrict__ guard) {
+  if (skipped(guard)) return;
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
     const Vec4<Real> p = pos[i];
     const int c = cell_of(p, box, g, isx, isy, isz);
@@ -103,7 +109,9 @@ __device__ __forceinline__ int block_exclusive_scan(int v, int& total) {
 // tickets for the next build; the counts are zeroed as they are read.
 __global__ void __launch_bounds__(kScanBlock)
 scan_counts(int* __restrict__ counts, const int ncells, int* __restrict__ start,
-            unsigned long long* __restrict__ tiles, unsigned int* __restrict__ tickets, const int ntiles) {
+            unsigned long long* __restrict__ tiles, unsigned int* __restrict__ tickets, const int ntiles,
+            const int* __restrict__ guard) {
+  if (skipped(guard)) return;  // every block alike: the tickets stay as the last build left them
   __shared__ int s_tile;
   __shared__ long long s_prefix;
   if (threadIdx.x == 0) s_tile = static_cast<int>(atomicAdd(&tickets[0], 1u));
@@ -170,7 +178,8 @@ scan_counts(int* __restrict__ counts, const int ncells, int* __restrict__ start,
 }
 
 __global__ void place(const int* __restrict__ cell, const int* __restrict__ slot, const int n,
-                      const int* __restrict__ start, int* __restrict__ order_tmp) {
+                      const int* __restrict__ start, int* __restrict__ order_tmp, const int* __restrict__ guard) {
+  if (skipped(guard)) return;
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
     order_tmp[start[cell[i]] + slot[i]] = i;
   }
@@ -184,7 +193,9 @@ template <typename Real, bool WRITE_POS>
 __global__ void rank_in_cell(const Vec4<Real>* __restrict__ pos, const int* __restrict__ order_tmp,
                              const int* __restrict__ cell, const float* __restrict__ zkey,
                              const int* __restrict__ start, const int n, int* __restrict__ order,
-                             int* __restrict__ cell_sorted, Vec4<Real>* __restrict__ sorted) {
+                             int* __restrict__ cell_sorted, Vec4<Real>* __restrict__ sorted,
+                             const int* __restrict__ guard) {
+  if (skipped(guard)) return;
   for (int k = blockIdx.x * blockDim.x + threadIdx.x; k < n; k += gridDim.x * blockDim.x) {
     const int i = order_tmp[k];
     const int c = cell[i];
@@ -214,7 +225,8 @@ template <typename Real, int BLOCK, bool WRITE_POS>
 __global__ void __launch_bounds__(BLOCK)
 bin_small(const Vec4<Real>* __restrict__ pos, const int n, const Box<Real> box, const Grid g, const Real isx,
           const Real isy, const Real isz, const int ncells, int* __restrict__ start, int* __restrict__ order,
-          int* __restrict__ cell_sorted, Vec4<Real>* __restrict__ sorted) {
+          int* __restrict__ cell_sorted, Vec4<Real>* __restrict__ sorted, const int* __restrict__ guard) {
+  if (skipped(guard)) return;
   extern __shared__ int s_mem[];
   int* s_count = s_mem;                 // ncells
   int* s_start = s_mem + ncells;        // ncells + 1

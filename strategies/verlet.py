@@ -1,0 +1,408 @@
+"""Verlet neighbour lists (LAMMPS, HOOMD-blue, OpenMM's fallback): a list of the particles within
+r_list = cutoff + skin, built from linked cells of side >= r_list and reused for as many steps as
+no particle has moved more than skin / 2 since its build.
+
+  verlet_thread_padded  CUDA: padded rows stored column-major, TPP threads per row (launch
+                        parameter tpp), the displacement check and the guarded rebuild on the
+                        device every step (no host synchronisation; kernels/verlet.cu)
+  verlet_thread_cpu     numba: the same list and trigger on the CPU
+
+Both are full lists (every pair in both rows, no Newton3), deterministic (rows in cell order, the
+binning's order inside a cell). Launch parameters: skin (default 0.3 sigma, LAMMPS's bench/in.lj),
+cap (row capacity; 0: from the first build, 1.2 x the longest row + 8), rebuild (auto: the
+displacement trigger; never: the list of the last build() is kept, the negative control that
+verify must catch).
+
+A row longer than its capacity is never truncated silently: the build raises a flag that the
+result's checks turn into a StrategyError naming the length needed.
+"""
+from __future__ import annotations
+
+import math
+from typing import ClassVar
+
+import numpy as np
+from numba import njit, prange
+
+from mdcore import MODES, Forces, InputError, Potential, Problem, StrategyError
+
+from . import schedules as S
+from .base import Plan, Strategy
+from .binning import Binning
+from .cells import max_cells, pmask
+from .cells_cpu import _axis_range, _wrapi
+from .cpu import CpuPlan, pair_step, separation, store_sums
+from .cuda import CudaPlan, CudaStrategy, cbool, ctypes, kernel
+from .registry import register
+
+SKIN = 0.3
+TPP_CHOICES = (1, 2, 4, 8, 16, 32)
+GRID_DTYPE = np.dtype([("nx", np.int32), ("ny", np.int32), ("nz", np.int32), ("pmask", np.int32)])
+
+
+def cap_of(longest: int) -> int:
+    """Row capacity from the longest row of a build: room for the rows to grow as particles move."""
+    return int(math.ceil(1.2 * longest)) + 8
+
+
+class VerletStrategy(Strategy):
+    traversal: ClassVar[str] = "verlet"
+    processor: ClassVar[str] = "thread"
+    list_reuse: ClassVar[bool] = True
+    launch_defaults: ClassVar[dict] = {"skin": SKIN, "cap": 0, "rebuild": "auto"}
+    launch_choices: ClassVar[dict] = {"rebuild": ("auto", "never")}
+
+    def __init__(self, **launch):
+        super().__init__(**launch)
+        skin, cap = self.launch["skin"], self.launch["cap"]
+        if isinstance(skin, bool) or not isinstance(skin, (int, float)) or not (0.0 <= skin < math.inf):
+            raise InputError(f"{self.name}: launch parameter skin must be a finite number >= 0, got {skin!r}")
+        if isinstance(cap, bool) or not isinstance(cap, int) or cap < 0:
+            raise InputError(f"{self.name}: launch parameter cap must be a whole number >= 0 (0: sized at the first "
+                             f"build), got {cap!r}")
+        self.launch["skin"] = float(skin)
+
+    def rlist(self, problem: Problem) -> float:
+        return float(problem.potential.cutoff) + self.launch["skin"]
+
+    def grid(self, problem: Problem) -> np.ndarray:
+        return S.grid_dims(problem.box.array, self.rlist(problem), 1.0)
+
+    def supports(self, problem: Problem, check_device: bool = True) -> tuple[bool, str]:
+        ok, why = super().supports(problem, check_device)
+        if not ok:
+            return ok, why
+        if problem.potential.cutoff is None:
+            return False, "a Verlet list needs a cutoff (this problem has none)"
+        rl = self.rlist(problem)
+        for a, (L, per) in enumerate(zip(problem.box.lengths, problem.box.periodic)):
+            if per and L < 2.0 * rl:
+                return False, (f"periodic length along {'xyz'[a]} ({L:g}) is shorter than twice the list radius "
+                               f"(2 x (cutoff + skin) = {2 * rl:g}); take a smaller skin")
+        dims = self.grid(problem)
+        if int(np.prod(dims)) > max_cells(problem.n):
+            return False, f"a grid of {int(np.prod(dims)):,} cells for {problem.n:,} particles is too sparse for cells"
+        return True, ""
+
+    def work(self, problem: Problem) -> dict:
+        """The build's distance checks (cells of side r_list); the force phase checks each listed
+        pair: about (cutoff + skin)^3 / cutoff^3 times the interactions."""
+        if not problem.n or problem.potential.cutoff is None:
+            return {"distance_checks": 0 if not problem.n else None}
+        dims = self.grid(problem)
+        counts = _counts(problem, dims)
+        build = S.fullshell_checks(counts, dims, problem.box.periodic)
+        rl, rc = self.rlist(problem), float(problem.potential.cutoff)
+        cell = float(np.prod(problem.box.array / dims))
+        listed = int(build * (4.0 / 3.0 * math.pi * rl ** 3) / (27.0 * cell))  # uniform density
+        return {"distance_checks": listed, "build_checks": build, "skin": self.launch["skin"], "cells": int(np.prod(dims)),
+                "list_to_cutoff_volume": (rl / rc) ** 3}
+
+
+def _counts(problem: Problem, dims) -> np.ndarray:
+    idx = np.minimum((problem.positions / (problem.box.array / dims)).astype(np.int64), dims - 1)
+    return np.bincount((idx[:, 0] * dims[1] + idx[:, 1]) * dims[2] + idx[:, 2], minlength=int(np.prod(dims)))
+
+
+# --- CUDA ---------------------------------------------------------------------------------------
+
+@register
+class VerletThreadPadded(VerletStrategy, CudaStrategy):
+    name = "verlet_thread_padded"
+    storage = "padded"
+    source_file = "verlet.cu"
+    description = ("CUDA Verlet list (cutoff + skin), padded rows column-major, tpp threads per row; the "
+                   "displacement check and rebuild decided on the device every step")
+    launch_defaults = {**VerletStrategy.launch_defaults, "block": 128, "tpp": 1}
+    launch_choices = {**VerletStrategy.launch_choices, "block": (64, 128, 256, 512), "tpp": TPP_CHOICES}
+
+    def force_expression(self, precision: str, potential: Potential, energy: bool, pbc: bool) -> str:
+        real, acc = ctypes(precision)
+        return (f"verlet_force<{real}, {acc}, {potential.functor}, {cbool(energy)}, {cbool(pbc)}, "
+                f"{self.launch['tpp']}, {self.launch['block']}>")
+
+    def expressions(self, potential: Potential) -> list[str]:
+        """Every tpp at the default block and every block at tpp 1, each flavour and precision."""
+        variants = [{"tpp": t} for t in TPP_CHOICES] + [{"block": b} for b in self.launch_choices["block"]]
+        out: list[str] = []
+        for v in variants:
+            s = VerletThreadPadded(**v)
+            out += [e for e in s.default_expressions(potential) if e not in out]
+        return out
+
+    def default_expressions(self, potential: Potential) -> list[str]:
+        return [self.force_expression(p, potential, e, pbc) for p in MODES for e in (True, False) for pbc in (True, False)]
+
+    def data_expressions(self) -> dict[str, list[str]]:
+        reals = sorted({m.cxx_compute for m in MODES.values()})
+        return {"verlet.cu": [f"verlet_check<{r}>" for r in reals] + [f"verlet_build<{r}, {b}>" for r in reals
+                                                                       for b in ("true", "false")],
+                "binning.cu": sorted({e for r in reals for e in Binning.expressions(r)})}
+
+    def _prepare(self, problem: Problem) -> Plan:
+        return VerletPlan(self, problem)
+
+
+class VerletPlan(CudaPlan):
+    visits_per_pair = 2  # a full list: every pair from both sides
+
+    def __init__(self, strategy: VerletThreadPadded, problem: Problem):
+        n = problem.n
+        self.tpp, self.block = strategy.launch["tpp"], strategy.launch["block"]
+        self.blocks = max(1, -(-(n * self.tpp) // self.block))
+        super().__init__(strategy, problem, nparts=self.blocks if n else 0)
+        cp = self.cp
+        self.skin = strategy.launch["skin"]
+        self.rl = strategy.rlist(problem)
+        self.dims = strategy.grid(problem)
+        self.grid_struct = np.array([(*self.dims, pmask(problem))], dtype=GRID_DTYPE)
+        self.inv_side = [self.real(self.dims[a] / problem.box.array[a]) for a in range(3)]
+        self.pbc = any(problem.box.periodic)
+        self.rc2 = self.real(problem.potential.cutoff ** 2)
+        self.rlist2 = self.real(self.rl ** 2)
+        self.half_skin2 = self.real((0.5 * self.skin) ** 2)
+        self.binning = Binning(cp, self.real_t, n, self.dims, self.pos, self.box, self.grid_struct, self.inv_side,
+                               write_pos=True)
+        m = max(n, 1)
+        self.flag = cp.ones(1, np.int32)
+        self.rebuilds = cp.zeros(1, np.uint32)
+        self.overflow = cp.zeros(1, np.int32)
+        self.ref = cp.zeros((m, 4), self.real)
+        self.len = cp.zeros(m, np.int32)
+        real_t = self.real_t
+        self.k_check = kernel("verlet.cu", f"verlet_check<{real_t}>")
+        self.k_build = kernel("verlet.cu", f"verlet_build<{real_t}, {cbool(self.pbc)}>")
+        self._force: dict[str, object] = {}
+        # first build: the binning method, then the rows' lengths (capacity 0), then the list
+        if n:
+            self.upload()
+        self.binning.choose()
+        self.cap = int(strategy.launch["cap"])
+        self.nbr = cp.zeros(1, np.int32)
+        if n and self.cap == 0:
+            self._build_rows(0)
+            longest = int(self.overflow.get()[0])
+            self.overflow.fill(0)
+            self.cap = cap_of(longest)
+        need = self.cap * m * 4
+        free = self._free_bytes()
+        if need > free:
+            raise StrategyError(f"{strategy.name}: the list needs {need / 2**30:.2f} GiB ({m:,} rows x {self.cap} "
+                                f"neighbours within {self.rl:g}) but the GPU has {free / 2**30:.2f} GiB free; take a "
+                                "smaller skin")
+        self.nbr = cp.empty(max(self.cap, 1) * m, np.int32)
+        self.launch_info = {"cells": self.dims.tolist(), "rlist": self.rl, "skin": self.skin, "cap": self.cap,
+                            "tpp": self.tpp, "block": self.block, "build": self.binning.method,
+                            "list_bytes": int(self.nbr.nbytes + self.len.nbytes + self.ref.nbytes)}
+
+    def _free_bytes(self) -> int:
+        free, _ = self.cp.cuda.runtime.memGetInfo()
+        return int(free + self.cp.get_default_memory_pool().free_bytes())
+
+    @property
+    def device_bytes(self) -> int:
+        own = [self.flag, self.rebuilds, self.overflow, self.ref, self.len, self.nbr]
+        return CudaPlan.device_bytes.fget(self) + self.binning.device_bytes + int(sum(a.nbytes for a in own))
+
+    def _build_rows(self, cap: int, guard=None) -> None:
+        n = self.problem.n
+        g = guard if guard is not None else np.uint64(0)
+        self.k_build((-(-n // 128),), (128,), (self.binning.sorted, self.binning.order, self.binning.cell_sorted,
+                                               self.binning.start, np.int32(n), self.grid_struct, self.box,
+                                               self.rlist2, np.int32(cap), self.nbr, self.len, self.ref, self.overflow,
+                                               g))
+
+    def build(self) -> None:
+        """From scratch: bin and build the list whatever the displacement."""
+        if not self.problem.n:
+            return
+        self.flag.fill(1)
+        self.binning.run()
+        self._build_rows(self.cap)
+
+    def _check(self) -> None:
+        n = self.problem.n
+        self.k_check((-(-n // 256),), (256,), (self.pos, self.ref, np.int32(n), self.box, self.half_skin2, self.flag))
+
+    def needs_rebuild(self, positions=None) -> bool:
+        """The displacement check, read on the host (a synchronisation: for tests; update() leaves
+        the decision on the device)."""
+        if not self.problem.n or self.strategy.launch["rebuild"] == "never":
+            return False
+        self._check()
+        return bool(int(self.flag.get()[0]))
+
+    def update(self) -> None:
+        n = self.problem.n
+        if not n or self.strategy.launch["rebuild"] == "never":
+            return
+        self._check()
+        if self.binning.guardable:
+            self.binning.run(guard=self.flag)
+        elif int(self.flag.get()[0]):  # the radix binning cannot be skipped on the device: ask the host
+            self.binning.run()
+        self._build_rows(self.cap, guard=self.flag)
+
+    def rebuild_count(self) -> int:
+        """Builds the force phase has used since prepare (the first one included)."""
+        return int(self.rebuilds.get()[0])
+
+    def force(self) -> None:
+        n = self.problem.n
+        if not n:
+            return
+        fn = self._force.get(self.outputs)
+        if fn is None:
+            p = self.problem
+            expr = self.strategy.force_expression(p.precision, p.potential, self.energy, self.pbc)
+            fn = self._force[self.outputs] = kernel("verlet.cu", expr, p.potential)
+        fn((self.blocks,), (self.block,), (self.pos, self.binning.order, self.nbr, self.len, np.int32(n), self.box,
+                                           self.fparams, self.forces, self.partial, self.pcount, self.flag,
+                                           self.rebuilds))
+
+    def output(self) -> Forces:
+        out = super().output()
+        out.checks = ((self.overflow, f"{self.strategy.name}: a particle has {{value}} neighbours within "
+                                      f"{self.rl:g} (cutoff + skin), more than the list's capacity {self.cap}; the "
+                                      f"list was not complete: give the launch parameter cap (>= {{value}}) or prepare "
+                                      "again"),)
+        return out
+
+    def poison(self) -> None:
+        super().poison()
+        self.overflow.fill(0)
+
+
+# --- CPU ------------------------------------------------------------------------------------
+
+@njit(parallel=True)
+def _build_cpu(sorted_pos, order, cell_sorted, start, dims, per, box, rlist2, nbr, length, overflow):
+    """Rows in sorted order s (particle order[s]); nbr (rows, cap) of particle indices."""
+    n = sorted_pos.shape[0]
+    cap = nbr.shape[1]
+    for s in prange(n):
+        c = cell_sorted[s]
+        cz = c % dims[2]
+        cy = (c // dims[2]) % dims[1]
+        cx = c // (dims[2] * dims[1])
+        xlo, xhi = _axis_range(cx, dims[0], per[0])
+        ylo, yhi = _axis_range(cy, dims[1], per[1])
+        zlo, zhi = _axis_range(cz, dims[2], per[2])
+        m = 0
+        for ox in range(xlo, xhi + 1):
+            x = _wrapi(cx + ox, dims[0])
+            for oy in range(ylo, yhi + 1):
+                y = _wrapi(cy + oy, dims[1])
+                for oz in range(zlo, zhi + 1):
+                    nb = (x * dims[1] + y) * dims[2] + _wrapi(cz + oz, dims[2])
+                    for q in range(start[nb], start[nb + 1]):
+                        if q == s:
+                            continue
+                        _, _, _, r2 = separation(sorted_pos, s, q, box)
+                        if r2 < rlist2:
+                            if m < cap:
+                                nbr[s, m] = order[q]
+                            m += 1
+        length[s] = min(m, cap)
+        overflow[s] = m
+
+
+@njit(parallel=True)
+def _force_cpu(pair, with_sums, pos, order, nbr, length, box, prm, rc2, zero, forces, sums, counts):
+    n = nbr.shape[0]
+    for s in prange(n):
+        i = order[s]
+        sm = (zero, zero, zero, zero, zero, zero, zero)
+        fx = fy = fz = zero
+        m = 0
+        for k in range(length[s]):
+            j = nbr[s, k]
+            dx, dy, dz, r2 = separation(pos, i, j, box)
+            if r2 < rc2:
+                ax, ay, az, sm = pair_step(pair, with_sums, sm, dx, dy, dz, r2, prm)
+                fx += ax
+                fy += ay
+                fz += az
+                m += 1
+        forces[i, 0] = fx
+        forces[i, 1] = fy
+        forces[i, 2] = fz
+        store_sums(sums[s], sm)
+        counts[s] = m
+
+
+@register
+class VerletThreadCpu(VerletStrategy):
+    name = "verlet_thread_cpu"
+    backend = "cpu"
+    storage = "padded"
+    description = "numba Verlet list (cutoff + skin), padded rows, rebuilt when a particle moved more than skin/2"
+
+    def _prepare(self, problem: Problem) -> Plan:
+        return _VerletCpuPlan(self, problem)
+
+
+class _VerletCpuPlan(CpuPlan):
+    def __init__(self, strategy: VerletThreadCpu, problem: Problem):
+        super().__init__(strategy, problem)
+        self.dims = strategy.grid(problem)
+        self.per = np.array(problem.box.periodic, dtype=np.bool_)
+        self.side = (problem.box.array / self.dims).astype(self.real)
+        self.skin = strategy.launch["skin"]
+        self.rl = strategy.rlist(problem)
+        self.rlist2 = self.real(self.rl ** 2)
+        self.cap = int(strategy.launch["cap"])
+        self.rebuilds = 0
+        self.ref: np.ndarray | None = None
+        self.nbr = np.zeros((problem.n, max(self.cap, 1)), np.int64)
+        self.length = np.zeros(problem.n, np.int64)
+        self.overflow_len = 0
+        self.launch_info = {"cells": self.dims.tolist(), "rlist": self.rl, "skin": self.skin}
+
+    def build(self) -> None:
+        half = (0.5 * self.problem.box.array).astype(self.real)
+        idx = np.clip(np.floor((self.pos + half) / self.side).astype(np.int64), 0, self.dims - 1)
+        cell = (idx[:, 0] * self.dims[1] + idx[:, 1]) * self.dims[2] + idx[:, 2]
+        self.order = np.argsort(cell, kind="stable")
+        cell_sorted = cell[self.order]
+        start = np.zeros(int(np.prod(self.dims)) + 1, np.int64)
+        np.cumsum(np.bincount(cell, minlength=int(np.prod(self.dims))), out=start[1:])
+        sorted_pos = np.ascontiguousarray(self.pos[self.order])
+        n = self.problem.n
+        dims = self.dims.astype(np.int64)
+        full = np.zeros(n, np.int64)
+        if self.cap == 0:  # size the rows from a first pass
+            probe = np.zeros((n, 0), np.int64)
+            _build_cpu(sorted_pos, self.order, cell_sorted, start, dims, self.per, self.box, self.rlist2, probe,
+                       self.length, full)
+            self.cap = cap_of(int(full.max()) if n else 0)
+            self.nbr = np.zeros((n, self.cap), np.int64)
+        _build_cpu(sorted_pos, self.order, cell_sorted, start, dims, self.per, self.box, self.rlist2, self.nbr,
+                   self.length, full)
+        self.overflow_len = max(self.overflow_len, int(full.max()) if n and full.max() > self.cap else 0)
+        self.ref = self.pos.copy()
+        self.rebuilds += 1
+        self.launch_info["cap"] = self.cap
+
+    def needs_rebuild(self, positions=None) -> bool:
+        if self.ref is None:
+            return True
+        if self.strategy.launch["rebuild"] == "never":
+            return False
+        d = (self.pos - self.ref).astype(np.float64)
+        L = self.problem.box.array
+        per = self.per
+        d[:, per] -= L[per] * np.rint(d[:, per] / L[per])
+        d2 = np.einsum("ij,ij->i", d, d)
+        return bool(not np.all(d2 <= (0.5 * self.skin) ** 2))  # NaN moves too
+
+    def rebuild_count(self) -> int:
+        return self.rebuilds
+
+    def force(self) -> None:
+        if self.overflow_len:
+            raise StrategyError(f"{self.strategy.name}: a particle has {self.overflow_len} neighbours within "
+                                f"{self.rl:g} (cutoff + skin), more than the list's capacity {self.cap}; the list was "
+                                f"not complete: give the launch parameter cap (>= {self.overflow_len}) or prepare again")
+        _force_cpu(self.pair, self.energy, self.pos, self.order, self.nbr, self.length, self.box, self.prm, self.rc2,
+                   self.acc(0), self.forces, self.sums, self.counts)

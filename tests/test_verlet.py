@@ -1,0 +1,161 @@
+"""Verlet lists: the list, its rebuild trigger, overflow and the negative control (CPU here; the
+GPU strategy in the tests marked gpu)."""
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+import reference
+import strategies
+from harness import md, scenarios, verify
+from mdcore import InputError, Problem, StrategyError
+
+
+def _problem(precision="fp64", n=4000, spec="lj_liquid", seed=2):
+    p = scenarios.make(spec, n, seed=seed, precision=precision)
+    return replace(p, potential=replace(p.potential, shift=True))
+
+
+def _moved(p: Problem, positions) -> Problem:
+    return Problem.make(positions, p.box, p.potential, p.precision, label=p.label)
+
+
+@pytest.mark.parametrize("name", strategies.select(traversal="verlet"))
+def test_declares_a_reusable_list(name):
+    cls = strategies.REGISTRY[name]
+    assert cls.list_reuse and not cls.newton3 and cls.deterministic
+    assert strategies.create(name).launch["skin"] == 0.3
+
+
+def test_the_trigger_is_half_the_skin():
+    """Rebuild exactly when some particle moved more than skin/2 since the build (minimum image:
+    a particle wrapped across the box has not moved far)."""
+    p = _problem()
+    s = strategies.create("verlet_thread_cpu")
+    plan = s.prepare(p)
+    plan.upload()
+    s.compute(plan)
+    assert plan.needs_rebuild() is False
+    for shift, want in ((0.149, False), (0.151, True)):
+        plan.pos[:] = plan.ref
+        plan.pos[17, 0] += plan.real(shift)
+        assert plan.needs_rebuild() is want, shift
+    plan.pos[:] = plan.ref
+    L = p.box.array.astype(plan.real)
+    plan.pos[17, 1] += L[1]  # one box length: the same place
+    assert plan.needs_rebuild() is False
+
+
+def test_step_rebuilds_only_when_needed_and_matches_the_reference():
+    p = _problem(n=500)
+    s = strategies.create("verlet_thread_cpu")
+    res = md.run(s, p, steps=200, dt=0.005, sample=50, seed=3)
+    assert 1 < res.rebuilds < 200
+    ref = md.run(strategies.create("fullshell_thread_cpu"), p, steps=200, dt=0.005, sample=50, seed=3)
+    for a, b in zip(ref.samples, res.samples, strict=True):
+        assert b.total == pytest.approx(a.total, rel=1e-10)
+
+
+def test_a_stale_list_is_caught_the_negative_control():
+    """rebuild=never keeps the first list: after the particles have moved further than skin/2
+    its forces miss pairs, and the comparison with the reference fails, as verify must."""
+    p = _problem(n=500)
+    s = strategies.create("verlet_thread_cpu", rebuild="never")
+    v0 = md.maxwell_boltzmann(p.n, 2.0, np.random.default_rng(1))
+    plan = s.prepare(p)
+    plan.upload()
+    from strategies.integrate import Integrator
+
+    integ = Integrator.create(plan, p.positions, v0, 0.005)
+    out = s.compute(plan)
+    for _ in range(150):
+        integ.kick_drift(out.forces)
+        out = s.step(plan)
+        integ.kick(out.forces)
+    moved = _moved(p, integ.positions())
+    d = integ.positions() - p.positions
+    d -= p.box.array * np.rint(d / p.box.array)
+    assert np.sqrt((d * d).sum(axis=1)).max() > 0.15  # further than skin/2
+    plan.set_outputs("all")
+    got = s.compute_built(plan).to_host()
+    ref = reference.compute(moved)
+    assert got.pairs != ref.pairs
+    failures = verify.compare(got, ref, moved)["failures"]
+    assert any("pair" in f for f in failures), failures  # verify's own verdict: a FAIL
+    fresh = strategies.create("verlet_thread_cpu").evaluate(moved)  # a new list: right again
+    assert fresh.pairs == ref.pairs
+
+
+def test_a_row_longer_than_its_capacity_is_an_error_never_a_truncation():
+    p = _problem(n=500)
+    with pytest.raises(StrategyError, match=r"neighbours within 2.8 \(cutoff \+ skin\), more than the list's capacity 5"):
+        strategies.create("verlet_thread_cpu", cap=5).evaluate(p)
+
+
+@pytest.mark.parametrize("launch, message", [({"skin": -0.1}, "skin must be a finite number >= 0"),
+                                             ({"cap": -1}, "cap must be a whole number >= 0"),
+                                             ({"rebuild": "sometimes"}, "rebuild=")])
+def test_bad_launch_parameters(launch, message):
+    with pytest.raises(InputError, match=message):
+        strategies.create("verlet_thread_cpu", **launch)
+
+
+def test_a_skin_too_large_for_the_box_is_not_applicable():
+    p = _problem(n=256)  # side 6.7: 2 (2.5 + skin) must fit
+    ok, why = strategies.create("verlet_thread_cpu", skin=1.0).supports(p)
+    assert not ok and "twice the list radius" in why
+
+
+GPU_LISTS = strategies.select(traversal="verlet", backend="cuda")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("tpp", [1, 2, 4, 8, 32])
+@pytest.mark.parametrize("precision", ["fp32", "mixed", "fp64"])
+def test_gpu_list_matches_the_cpu_list(tpp, precision):
+    p = _problem(precision, n=4000)
+    got = strategies.create("verlet_thread_padded", tpp=tpp).evaluate(p)
+    cpu = strategies.create("verlet_thread_cpu").evaluate(p)
+    assert got.pairs == cpu.pairs
+    tol = 1e-12 if precision == "fp64" else 1e-5
+    assert np.abs(got.forces - cpu.forces).max() <= tol * np.abs(cpu.forces).max()
+
+
+@pytest.mark.gpu
+def test_gpu_trigger_and_rebuilds_follow_the_cpu():
+    """The device decides: same trajectory and about as many rebuilds as the CPU's host check;
+    graph replay keeps the device trigger (the list is rebuilt inside the replayed steps)."""
+    p = _problem(n=4000)
+    cpu = md.run(strategies.create("verlet_thread_cpu"), p, steps=300, dt=0.005, sample=100, seed=3)
+    gpu = md.run(strategies.create("verlet_thread_padded"), p, steps=300, dt=0.005, sample=100, seed=3)
+    assert gpu.graph == "on"
+    assert abs(gpu.rebuilds - cpu.rebuilds) <= 1 and gpu.rebuilds > 3
+    for a, b in zip(cpu.samples, gpu.samples, strict=True):
+        assert b.total == pytest.approx(a.total, rel=1e-10)
+
+
+@pytest.mark.gpu
+def test_gpu_overflow_is_reported():
+    p = _problem(n=4000)
+    with pytest.raises(StrategyError, match="more than the list's capacity 5"):
+        strategies.create("verlet_thread_padded", cap=5).evaluate(p)
+
+
+@pytest.mark.gpu
+def test_gpu_negative_control():
+    p = _problem(n=4000)
+    s = strategies.create("verlet_thread_padded", rebuild="never")
+    v0 = md.maxwell_boltzmann(p.n, 2.0, np.random.default_rng(1))
+    plan = s.prepare(p)
+    plan.upload()
+    from strategies.integrate import Integrator
+
+    integ = Integrator.create(plan, p.positions, v0, 0.005)
+    out = s.compute(plan)
+    for _ in range(150):
+        integ.kick_drift(out.forces)
+        out = s.step(plan)
+        integ.kick(out.forces)
+    plan.set_outputs("all")
+    got = s.compute_built(plan).to_host()
+    assert got.pairs != reference.compute(_moved(p, integ.positions())).pairs
