@@ -23,6 +23,17 @@ case "$name" in
           --sample 500 --quiet --json "$out/bench/md-$n-$prec.json"
       done
     done ;;
+  verlet)  # the Verlet list beside the CSR full shell: force with a built list and from scratch, tpp sweep
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 4000,large --outputs all,forces \
+      --sweep tpp=1:2:4:8 --name verlet "${common[@]}"
+    $PY -m harness bench --strategies fullshell_thread_csr --scenario lj_liquid --n 4000,large --outputs all,forces \
+      --name fullshell "${common[@]}"
+    for n in 4000 large; do
+      for s in verlet_thread_padded fullshell_thread_csr; do
+        $PY -m harness md --strategy $s --n $n --precision fp32 --steps 2000 --sample 500 --quiet \
+          --json "$out/bench/md-$s-$n.json"
+      done
+    done ;;
   fullshell)  # the CSR full shell's launch parameters
     $PY -m harness bench --strategies fullshell_thread_csr --scenario lj_liquid --n large --outputs all,forces \
       --sweep tpp=1:2 --sweep cell_factor=1.0:0.5 --name fs-large "${common[@]}"
