@@ -154,6 +154,10 @@ def run(strategy: strategies.Strategy, problem: Problem, steps: int, dt: float, 
     gpu = strategy.backend == "cuda"
     plan = strategy.prepare(problem, "all")
     integ = Integrator.create(plan, problem.positions, velocities, dt)
+    if gpu:  # set-up ran on the default stream; the loop's stream does not wait for it by itself
+        import cupy
+
+        cupy.cuda.Device().synchronize()
     res = MdResult(strategy.label, problem.label, problem.n, problem.precision, steps, dt, temperature)
     traj = _Trajectory(Path(trajectory), problem) if trajectory else None
     res.trajectory = str(trajectory or "")

@@ -113,8 +113,9 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
     source_file = "verlet.cu"
     description = ("CUDA Verlet list (cutoff + skin), padded rows column-major, tpp threads per row; the "
                    "displacement check and rebuild decided on the device every step")
-    launch_defaults = {**VerletStrategy.launch_defaults, "block": 128, "tpp": 1}
-    launch_choices = {**VerletStrategy.launch_choices, "block": (64, 128, 256, 512), "tpp": TPP_CHOICES}
+    launch_defaults = {**VerletStrategy.launch_defaults, "block": 128, "tpp": 1, "build_lanes": 8}
+    launch_choices = {**VerletStrategy.launch_choices, "block": (64, 128, 256, 512), "tpp": TPP_CHOICES,
+                      "build_lanes": TPP_CHOICES}
 
     def force_expression(self, precision: str, potential: Potential, energy: bool, pbc: bool) -> str:
         real, acc = ctypes(precision)
@@ -135,8 +136,9 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
 
     def data_expressions(self) -> dict[str, list[str]]:
         reals = sorted({m.cxx_compute for m in MODES.values()})
-        return {"verlet.cu": [f"verlet_check<{r}>" for r in reals] + [f"verlet_build<{r}, {b}>" for r in reals
-                                                                       for b in ("true", "false")],
+        return {"verlet.cu": [f"verlet_check<{r}>" for r in reals] + [f"verlet_build<{r}, {b}, {g}>" for r in reals
+                                                                       for b in ("true", "false")
+                                                                       for g in TPP_CHOICES],
                 "binning.cu": sorted({e for r in reals for e in Binning.expressions(r)})}
 
     def _prepare(self, problem: Problem) -> Plan:
@@ -171,7 +173,8 @@ class VerletPlan(CudaPlan):
         self.len = cp.zeros(m, np.int32)
         real_t = self.real_t
         self.k_check = kernel("verlet.cu", f"verlet_check<{real_t}>")
-        self.k_build = kernel("verlet.cu", f"verlet_build<{real_t}, {cbool(self.pbc)}>")
+        self.lanes = strategy.launch["build_lanes"]
+        self.k_build = kernel("verlet.cu", f"verlet_build<{real_t}, {cbool(self.pbc)}, {self.lanes}>")
         self._force: dict[str, object] = {}
         # first build: the binning method, then the rows' lengths (capacity 0), then the list
         if n:
@@ -207,10 +210,10 @@ class VerletPlan(CudaPlan):
     def _build_rows(self, cap: int, guard=None) -> None:
         n = self.problem.n
         g = guard if guard is not None else np.uint64(0)
-        self.k_build((-(-n // 128),), (128,), (self.binning.sorted, self.binning.order, self.binning.cell_sorted,
-                                               self.binning.start, np.int32(n), self.grid_struct, self.box,
-                                               self.rlist2, np.int32(cap), self.nbr, self.len, self.ref, self.overflow,
-                                               g))
+        b = self.binning
+        self.k_build((-(-n * self.lanes // 128),), (128,), (b.sorted, b.order, b.cell_sorted, b.start, np.int32(n),
+                                                            self.grid_struct, self.box, self.rlist2, np.int32(cap),
+                                                            self.nbr, self.len, self.ref, self.overflow, g))
 
     def build(self) -> None:
         """From scratch: bin and build the list whatever the displacement."""

@@ -159,3 +159,13 @@ def test_gpu_negative_control():
     plan.set_outputs("all")
     got = s.compute_built(plan).to_host()
     assert got.pairs != reference.compute(_moved(p, integ.positions())).pairs
+
+
+@pytest.mark.gpu
+def test_gpu_build_lanes_give_the_same_list():
+    """G lanes per row append in candidate order: the same rows, the same bits, for every G."""
+    p = _problem("fp32", n=4000)
+    base = strategies.create("verlet_thread_padded", build_lanes=1).evaluate(p)
+    for lanes in (2, 8, 32):
+        got = strategies.create("verlet_thread_padded", build_lanes=lanes).evaluate(p)
+        assert np.array_equal(got.forces, base.forces) and got.energy == base.energy, lanes

@@ -4,7 +4,7 @@
 //
 //   verlet_check   each step: sets *flag where some particle moved more than skin/2 since the
 //                  list's build (minimum image), so that the guarded binning and verlet_build run
-//   verlet_build   (guarded by *flag) one thread per sorted slot s: the particles j != i of the 27
+//   verlet_build   (guarded by *flag) G lanes per sorted slot s: the particles j != i of the 27
 //                  (or fewer, on short periodic axes) neighbour cells within r_list, in cell order
 //                  (deterministic: the binning fixes the order inside a cell), into padded rows
 //                  stored column-major (nbr[k * rows + s]); the positions of the build kept for
@@ -28,15 +28,23 @@ __global__ void verlet_check(const Vec4<Real>* __restrict__ pos, const Vec4<Real
   if (__any_sync(0xffffffffu, moved) && (threadIdx.x & 31) == 0) atomicExch(flag, 1);
 }
 
-template <typename Real, bool PBC>
+template <typename Real, bool PBC, int G>
 __global__ void verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ order,
                              const int* __restrict__ cell_sorted, const int* __restrict__ start, const int n,
                              const Grid g, const Box<Real> box, const Real rlist2, const int cap,
                              int* __restrict__ nbr, int* __restrict__ len, Vec4<Real>* __restrict__ ref,
                              int* __restrict__ overflow, const int* __restrict__ guard) {
+  static_assert(G >= 1 && G <= 32 && (G & (G - 1)) == 0, "G: a power of two up to a warp");
   if (guard != nullptr && *guard == 0) return;
-  const int s = blockIdx.x * blockDim.x + threadIdx.x;
-  if (s >= n) return;
+  // G lanes per row (a group of one warp): they take a cell's candidates G at a time and append
+  // the hits in candidate order (ballot, then each hit's rank among the lanes before it), so
+  // the row is the same as one thread's, G times shorter in latency.
+  const int s = (blockIdx.x * blockDim.x + threadIdx.x) / G;
+  if (s >= n) return;  // the whole group: s is the group's
+  const int wl = threadIdx.x & 31;
+  const int lane = wl & (G - 1);
+  const unsigned gmask = G == 32 ? 0xffffffffu : ((1u << G) - 1u) << (wl & ~(G - 1));
+  const unsigned below = (1u << wl) - 1u;
   const int i = order[s];
   const Vec4<Real> pi = sorted[s];
   const int c = cell_sorted[s];
@@ -52,20 +60,29 @@ __global__ void verlet_build(const Vec4<Real>* __restrict__ sorted, const int* _
       const int y = wrap(cy + oy, g.ny);
       for (int oz = zlo; oz <= zhi; ++oz) {
         const int nc = (x * g.ny + y) * g.nz + wrap(cz + oz, g.nz);
-        for (int q = start[nc], e = start[nc + 1]; q < e; ++q) {
-          if (q == s) continue;
-          Real dx, dy, dz;
-          if (separation<PBC>(pi, sorted[q], box, dx, dy, dz) < rlist2) {
-            if (count < cap) nbr[static_cast<long long>(count) * n + s] = order[q];
-            ++count;
+        const int e = start[nc + 1];
+        for (int q0 = start[nc]; q0 < e; q0 += G) {
+          const int q = q0 + lane;
+          bool hit = false;
+          if (q < e && q != s) {
+            Real dx, dy, dz;
+            hit = separation<PBC>(pi, sorted[q], box, dx, dy, dz) < rlist2;
           }
+          const unsigned m = G == 1 ? static_cast<unsigned>(hit) : __ballot_sync(gmask, hit);
+          if (hit) {
+            const int k = count + (G == 1 ? 0 : __popc(m & below));
+            if (k < cap) nbr[static_cast<long long>(k) * n + s] = order[q];
+          }
+          count += G == 1 ? static_cast<int>(hit) : __popc(m);
         }
       }
     }
   }
-  len[s] = min(count, cap);  // the force phase reads what was stored; the overflow is reported
-  ref[i] = pi;
-  if (count > cap) atomicMax(overflow, count);
+  if (lane == 0) {
+    len[s] = min(count, cap);  // the force phase reads what was stored; the overflow is reported
+    ref[i] = pi;
+    if (count > cap) atomicMax(overflow, count);
+  }
 }
 
 template <typename Real, typename Acc, template <typename> class Functor, bool ENERGY, bool PBC, int TPP, int BLOCK>
