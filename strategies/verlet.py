@@ -37,6 +37,7 @@ from .registry import register
 
 SKIN = 0.3
 TPP_CHOICES = (1, 2, 4, 8, 16, 32)
+STAGE_BYTES = 48 * 1024  # the build stages its 32 rows in shared memory up to this (capacity <= 384)
 GRID_DTYPE = np.dtype([("nx", np.int32), ("ny", np.int32), ("nz", np.int32), ("pmask", np.int32)])
 
 
@@ -136,9 +137,10 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
 
     def data_expressions(self) -> dict[str, list[str]]:
         reals = sorted({m.cxx_compute for m in MODES.values()})
-        return {"verlet.cu": [f"verlet_check<{r}>" for r in reals] + [f"verlet_build<{r}, {b}, {g}>" for r in reals
-                                                                       for b in ("true", "false")
-                                                                       for g in TPP_CHOICES],
+        return {"verlet.cu": [f"verlet_check<{r}>" for r in reals] + [f"verlet_build<{r}, {b}, {g}, {st}>"
+                                                                       for r in reals for b in ("true", "false")
+                                                                       for g in TPP_CHOICES
+                                                                       for st in ("true", "false")],
                 "binning.cu": sorted({e for r in reals for e in Binning.expressions(r)})}
 
     def _prepare(self, problem: Problem) -> Plan:
@@ -174,7 +176,8 @@ class VerletPlan(CudaPlan):
         real_t = self.real_t
         self.k_check = kernel("verlet.cu", f"verlet_check<{real_t}>")
         self.lanes = strategy.launch["build_lanes"]
-        self.k_build = kernel("verlet.cu", f"verlet_build<{real_t}, {cbool(self.pbc)}, {self.lanes}>")
+        self.k_build = {st: kernel("verlet.cu", f"verlet_build<{real_t}, {cbool(self.pbc)}, {self.lanes}, {cbool(st)}>")
+                        for st in (True, False)}
         self._force: dict[str, object] = {}
         # first build: the binning method, then the rows' lengths (capacity 0), then the list
         if n:
@@ -211,9 +214,11 @@ class VerletPlan(CudaPlan):
         n = self.problem.n
         g = guard if guard is not None else np.uint64(0)
         b = self.binning
-        self.k_build((-(-n * self.lanes // 128),), (128,), (b.sorted, b.order, b.cell_sorted, b.start, np.int32(n),
-                                                            self.grid_struct, self.box, self.rlist2, np.int32(cap),
-                                                            self.nbr, self.len, self.ref, self.overflow, g))
+        stage = 32 * cap * 4 <= STAGE_BYTES  # rows assembled in shared memory, written a column at a time
+        self.k_build[stage]((-(-n // 32),), (32 * self.lanes,), (b.sorted, b.order, b.cell_sorted, b.start, np.int32(n),
+                                                                  self.grid_struct, self.box, self.rlist2, np.int32(cap),
+                                                                  self.nbr, self.len, self.ref, self.overflow, g),
+                            shared_mem=32 * cap * 4 if stage else 0)
 
     def build(self) -> None:
         """From scratch: bin and build the list whatever the displacement."""

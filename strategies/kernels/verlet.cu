@@ -28,60 +28,88 @@ __global__ void verlet_check(const Vec4<Real>* __restrict__ pos, const Vec4<Real
   if (__any_sync(0xffffffffu, moved) && (threadIdx.x & 31) == 0) atomicExch(flag, 1);
 }
 
-template <typename Real, bool PBC, int G>
+// Launch: 32 rows per block, G lanes per row (blockDim = 32 G); dynamic shared memory 32 x cap
+// ints when STAGE: the rows are assembled there and written out a column at a time (32 rows'
+// k-th entries: one coalesced store), instead of one scattered store per entry.
+template <typename Real, bool PBC, int G, bool STAGE>
 __global__ void verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ order,
                              const int* __restrict__ cell_sorted, const int* __restrict__ start, const int n,
                              const Grid g, const Box<Real> box, const Real rlist2, const int cap,
                              int* __restrict__ nbr, int* __restrict__ len, Vec4<Real>* __restrict__ ref,
                              int* __restrict__ overflow, const int* __restrict__ guard) {
   static_assert(G >= 1 && G <= 32 && (G & (G - 1)) == 0, "G: a power of two up to a warp");
-  if (guard != nullptr && *guard == 0) return;
+  if (guard != nullptr && *guard == 0) return;  // the same for every thread of the launch
+  extern __shared__ int s_rows[];  // STAGE: 32 x cap
+  __shared__ int s_len[32];
+  __shared__ int s_longest;
   // G lanes per row (a group of one warp): they take a cell's candidates G at a time and append
   // the hits in candidate order (ballot, then each hit's rank among the lanes before it), so
-  // the row is the same as one thread's, G times shorter in latency.
-  const int s = (blockIdx.x * blockDim.x + threadIdx.x) / G;
-  if (s >= n) return;  // the whole group: s is the group's
+  // the row is the same as one thread's.
+  const int r = threadIdx.x / G;  // the block's row
+  const int s0 = blockIdx.x * 32;
+  const int s = s0 + r;
   const int wl = threadIdx.x & 31;
   const int lane = wl & (G - 1);
   const unsigned gmask = G == 32 ? 0xffffffffu : ((1u << G) - 1u) << (wl & ~(G - 1));
   const unsigned below = (1u << wl) - 1u;
-  const int i = order[s];
-  const Vec4<Real> pi = sorted[s];
-  const int c = cell_sorted[s];
-  const int cz = c % g.nz, cy = (c / g.nz) % g.ny, cx = c / (g.nz * g.ny);
-  int xlo, xhi, ylo, yhi, zlo, zhi;
-  axis_range(cx, g.nx, g.pmask & 1, xlo, xhi);
-  axis_range(cy, g.ny, g.pmask & 2, ylo, yhi);
-  axis_range(cz, g.nz, g.pmask & 4, zlo, zhi);
+  if (threadIdx.x == 0) s_longest = 0;
   int count = 0;
-  for (int ox = xlo; ox <= xhi; ++ox) {
-    const int x = wrap(cx + ox, g.nx);
-    for (int oy = ylo; oy <= yhi; ++oy) {
-      const int y = wrap(cy + oy, g.ny);
-      for (int oz = zlo; oz <= zhi; ++oz) {
-        const int nc = (x * g.ny + y) * g.nz + wrap(cz + oz, g.nz);
-        const int e = start[nc + 1];
-        for (int q0 = start[nc]; q0 < e; q0 += G) {
-          const int q = q0 + lane;
-          bool hit = false;
-          if (q < e && q != s) {
-            Real dx, dy, dz;
-            hit = separation<PBC>(pi, sorted[q], box, dx, dy, dz) < rlist2;
+  if (s < n) {  // the whole group: s is the group's
+    const Vec4<Real> pi = sorted[s];
+    const int c = cell_sorted[s];
+    const int cz = c % g.nz, cy = (c / g.nz) % g.ny, cx = c / (g.nz * g.ny);
+    int xlo, xhi, ylo, yhi, zlo, zhi;
+    axis_range(cx, g.nx, g.pmask & 1, xlo, xhi);
+    axis_range(cy, g.ny, g.pmask & 2, ylo, yhi);
+    axis_range(cz, g.nz, g.pmask & 4, zlo, zhi);
+    for (int ox = xlo; ox <= xhi; ++ox) {
+      const int x = wrap(cx + ox, g.nx);
+      for (int oy = ylo; oy <= yhi; ++oy) {
+        const int y = wrap(cy + oy, g.ny);
+        for (int oz = zlo; oz <= zhi; ++oz) {
+          const int nc = (x * g.ny + y) * g.nz + wrap(cz + oz, g.nz);
+          const int e = start[nc + 1];
+          for (int q0 = start[nc]; q0 < e; q0 += G) {
+            const int q = q0 + lane;
+            bool hit = false;
+            if (q < e && q != s) {
+              Real dx, dy, dz;
+              hit = separation<PBC>(pi, sorted[q], box, dx, dy, dz) < rlist2;
+            }
+            const unsigned m = G == 1 ? static_cast<unsigned>(hit) : __ballot_sync(gmask, hit);
+            if (hit) {
+              const int k = count + (G == 1 ? 0 : __popc(m & below));
+              if (k < cap) {
+                if constexpr (STAGE) {
+                  s_rows[r * cap + k] = order[q];
+                } else {
+                  nbr[static_cast<long long>(k) * n + s] = order[q];
+                }
+              }
+            }
+            count += G == 1 ? static_cast<int>(hit) : __popc(m);
           }
-          const unsigned m = G == 1 ? static_cast<unsigned>(hit) : __ballot_sync(gmask, hit);
-          if (hit) {
-            const int k = count + (G == 1 ? 0 : __popc(m & below));
-            if (k < cap) nbr[static_cast<long long>(k) * n + s] = order[q];
-          }
-          count += G == 1 ? static_cast<int>(hit) : __popc(m);
         }
       }
     }
+    if (lane == 0) {
+      len[s] = min(count, cap);  // the force phase reads what was stored; the overflow is reported
+      ref[order[s]] = pi;
+      if (count > cap) atomicMax(overflow, count);
+    }
   }
-  if (lane == 0) {
-    len[s] = min(count, cap);  // the force phase reads what was stored; the overflow is reported
-    ref[i] = pi;
-    if (count > cap) atomicMax(overflow, count);
+  if constexpr (STAGE) {
+    if (lane == 0) {
+      s_len[r] = s < n ? min(count, cap) : 0;
+    }
+    __syncthreads();
+    if (lane == 0) atomicMax(&s_longest, s_len[r]);
+    __syncthreads();
+    const int longest = s_longest;
+    const int row = threadIdx.x & 31;  // write-out: lanes over rows, warps over entries
+    for (int k = threadIdx.x >> 5; k < longest; k += G) {
+      if (k < s_len[row] && s0 + row < n) nbr[static_cast<long long>(k) * n + s0 + row] = s_rows[row * cap + k];
+    }
   }
 }
 
