@@ -37,7 +37,7 @@ from .registry import register
 
 SKIN = 0.3
 TPP_CHOICES = (1, 2, 4, 8, 16, 32)
-STAGE_BYTES = 48 * 1024  # the build stages its 32 rows in shared memory up to this (capacity <= 384)
+BUILD_FLAGS = (("false", "false"), ("false", "true"), ("true", "false"))  # (MINIMAGE, WINDOW) of the build
 GRID_DTYPE = np.dtype([("nx", np.int32), ("ny", np.int32), ("nz", np.int32), ("pmask", np.int32)])
 
 
@@ -114,9 +114,9 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
     source_file = "verlet.cu"
     description = ("CUDA Verlet list (cutoff + skin), padded rows column-major, tpp threads per row; the "
                    "displacement check and rebuild decided on the device every step")
-    launch_defaults = {**VerletStrategy.launch_defaults, "block": 128, "tpp": 1, "build_lanes": 8}
+    launch_defaults = {**VerletStrategy.launch_defaults, "block": 128, "tpp": 1, "window": 1}
     launch_choices = {**VerletStrategy.launch_choices, "block": (64, 128, 256, 512), "tpp": TPP_CHOICES,
-                      "build_lanes": TPP_CHOICES}
+                      "window": (0, 1)}
 
     def force_expression(self, precision: str, potential: Potential, energy: bool, pbc: bool) -> str:
         real, acc = ctypes(precision)
@@ -137,10 +137,9 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
 
     def data_expressions(self) -> dict[str, list[str]]:
         reals = sorted({m.cxx_compute for m in MODES.values()})
-        return {"verlet.cu": [f"verlet_check<{r}>" for r in reals] + [f"verlet_build<{r}, {b}, {g}, {st}>"
-                                                                       for r in reals for b in ("true", "false")
-                                                                       for g in TPP_CHOICES
-                                                                       for st in ("true", "false")],
+        return {"verlet.cu": [f"verlet_check<{r}>" for r in reals] + [f"verlet_build<{r}, {m}, {w}>"
+                                                                       for r in reals
+                                                                       for m, w in BUILD_FLAGS],
                 "binning.cu": sorted({e for r in reals for e in Binning.expressions(r)})}
 
     def _prepare(self, problem: Problem) -> Plan:
@@ -175,9 +174,11 @@ class VerletPlan(CudaPlan):
         self.len = cp.zeros(m, np.int32)
         real_t = self.real_t
         self.k_check = kernel("verlet.cu", f"verlet_check<{real_t}>")
-        self.lanes = strategy.launch["build_lanes"]
-        self.k_build = {st: kernel("verlet.cu", f"verlet_build<{real_t}, {cbool(self.pbc)}, {self.lanes}, {cbool(st)}>")
-                        for st in (True, False)}
+        # per-pair minimum image in the build only on a periodic axis of fewer than 3 cells; z-windows otherwise
+        minimage = any(p and int(d) < 3 for d, p in zip(self.dims, problem.box.periodic))
+        window = bool(strategy.launch["window"]) and not minimage
+        self.k_build = kernel("verlet.cu", f"verlet_build<{real_t}, {cbool(minimage)}, {cbool(window)}>")
+        self.margin = self.real(8 * np.finfo(np.float32).eps * (0.5 * float(problem.box.array.max()) + self.rl))
         self._force: dict[str, object] = {}
         # first build: the binning method, then the rows' lengths (capacity 0), then the list
         if n:
@@ -214,11 +215,9 @@ class VerletPlan(CudaPlan):
         n = self.problem.n
         g = guard if guard is not None else np.uint64(0)
         b = self.binning
-        stage = 32 * cap * 4 <= STAGE_BYTES  # rows assembled in shared memory, written a column at a time
-        self.k_build[stage]((-(-n // 32),), (32 * self.lanes,), (b.sorted, b.order, b.cell_sorted, b.start, np.int32(n),
-                                                                  self.grid_struct, self.box, self.rlist2, np.int32(cap),
-                                                                  self.nbr, self.len, self.ref, self.overflow, g),
-                            shared_mem=32 * cap * 4 if stage else 0)
+        self.k_build((-(-n // 128),), (128,), (b.sorted, b.order, b.cell_sorted, b.start, np.int32(n), self.grid_struct,
+                                               self.box, self.rlist2, self.margin, np.int32(cap), self.nbr, self.len,
+                                               self.ref, self.overflow, g))
 
     def build(self) -> None:
         """From scratch: bin and build the list whatever the displacement."""

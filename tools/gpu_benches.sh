@@ -27,7 +27,7 @@ case "$name" in
     $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 4000,large --outputs all,forces \
       --sweep tpp=1:2:4:8 --name verlet "${common[@]}"
     $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 4000,large --outputs forces \
-      --sweep build_lanes=1:4:8:16:32 --name verlet-build "${common[@]}"
+      --sweep window=0:1 --name verlet-build "${common[@]}"
     $PY -m harness bench --strategies fullshell_thread_csr --scenario lj_liquid --n 4000,large --outputs all,forces \
       --name fullshell "${common[@]}"
     for n in 4000 large; do

@@ -178,3 +178,96 @@ __device__ __forceinline__ void pair_cells_warp(const Cells<Real, Acc, LAYOUT>& 
     __syncwarp();
   }
 }
+
+// --- z-strips of the CSR storage (the full shell, the Verlet list's build) --------------------
+
+// The neighbour of cell coordinate c at offset o along one axis of n cells, and its image shift;
+// false where there is none (beyond an open axis; with MINIMAGE, an offset that names a cell
+// already named: a periodic axis of 1 or 2 cells).
+template <bool MINIMAGE, typename Real>
+__device__ __forceinline__ bool axis_neighbour(int c, int o, int n, bool periodic, Real len, int& w, Real& s) {
+  const int u = c + o;
+  s = Real(0);
+  if (!periodic) {
+    w = u;
+    return u >= 0 && u < n;
+  }
+  if constexpr (MINIMAGE) {  // reach 1; the pair loop takes the minimum image
+    if (n < 3 && (o < 0 || o >= n)) return false;  // 1 or 2 cells: each once (offsets 0, then 1)
+    w = wrap(u, n);
+    return true;
+  }
+  w = wrap(u, n);
+  s = wrap_shift(u, n, len);
+  return true;
+}
+
+// The particles of the cells at z-offsets -REACH..REACH of column `col` (cell (x, y, 0)) are
+// contiguous in the CSR storage: one run, or two where the range wraps a periodic z axis, each
+// with its own image shift along z. Returns the number of runs (0..2): [b[r], e[r]) with sz[r].
+template <int REACH, bool MINIMAGE, typename Real>
+__device__ __forceinline__ int z_runs(const int* __restrict__ start, int col, int cz, const Grid& g, Real lz,
+                                      int (&b)[2], int (&e)[2], Real (&sz)[2]) {
+  const int lo = cz - REACH, hi = cz + REACH;
+  sz[0] = sz[1] = Real(0);
+  if (!(g.pmask & 4)) {  // open: clip
+    b[0] = start[col + max(lo, 0)];
+    e[0] = start[col + min(hi, g.nz - 1) + 1];
+    return 1;
+  }
+  if (MINIMAGE && g.nz < 3) {  // a periodic z of 1 or 2 cells: all of them, once
+    b[0] = start[col];
+    e[0] = start[col + g.nz];
+    return 1;
+  }
+  if (lo < 0) {  // the cells below 0 are the top of the column, one box length down
+    b[0] = start[col + lo + g.nz];
+    e[0] = start[col + g.nz];
+    sz[0] = -lz;
+    b[1] = start[col];
+    e[1] = start[col + hi + 1];
+    return 2;
+  }
+  if (hi >= g.nz) {  // the cells past the top are the bottom of the column, one box length up
+    b[0] = start[col + lo];
+    e[0] = start[col + g.nz];
+    b[1] = start[col];
+    e[1] = start[col + hi - g.nz + 1];
+    sz[1] = lz;
+    return 2;
+  }
+  b[0] = start[col + lo];
+  e[0] = start[col + hi + 1];
+  return 1;
+}
+
+// How far along z the cutoff reaches into a neighbour column at lateral distance (gx, gy) from
+// the particle: sqrt(rc^2 - gx^2 - gy^2) plus a margin (the strip is sorted by z as a float, so a
+// rounding's worth of disorder must not hide a partner), or negative where the column is out of
+// reach altogether.
+template <typename Real>
+__device__ __forceinline__ Real z_reach(Real gx, Real gy, Real rc2, Real margin) {
+  const Real w2 = rc2 - gx * gx - gy * gy;
+  return w2 < Real(0) ? Real(-1) : sqrt(w2) + margin;
+}
+
+// Lateral distance from a particle to the neighbour column at offset o: lo = its distance to its
+// cell's lower face, hi = to the upper face, side = the cell side.
+template <typename Real>
+__device__ __forceinline__ Real lateral_gap(int o, Real lo, Real hi, Real side) {
+  return o < 0 ? lo + Real(-o - 1) * side : (o > 0 ? hi + Real(o - 1) * side : Real(0));
+}
+
+// First index in [b, e) of a z-sorted run whose z is not below zlo.
+template <typename Real>
+__device__ __forceinline__ int lower_bound_z(const Vec4<Real>* __restrict__ pos, int b, int e, Real zlo) {
+  while (b < e) {
+    const int mid = (b + e) >> 1;
+    if (pos[mid].z < zlo) {
+      b = mid + 1;
+    } else {
+      e = mid;
+    }
+  }
+  return b;
+}

@@ -4,9 +4,9 @@
 //
 //   verlet_check   each step: sets *flag where some particle moved more than skin/2 since the
 //                  list's build (minimum image), so that the guarded binning and verlet_build run
-//   verlet_build   (guarded by *flag) G lanes per sorted slot s: the particles j != i of the 27
-//                  (or fewer, on short periodic axes) neighbour cells within r_list, in cell order
-//                  (deterministic: the binning fixes the order inside a cell), into padded rows
+//   verlet_build   (guarded by *flag) one thread per sorted slot: the particles j != i of the
+//                  neighbour cells' z-strips within r_list, in strip order (deterministic: the
+//                  binning fixes the order inside a cell), into padded rows
 //                  stored column-major (nbr[k * rows + s]); the positions of the build kept for
 //                  the check; a row longer than the capacity raises *overflow to its length and
 //                  is never written past the capacity (the force phase reports it)
@@ -28,89 +28,70 @@ __global__ void verlet_check(const Vec4<Real>* __restrict__ pos, const Vec4<Real
   if (__any_sync(0xffffffffu, moved) && (threadIdx.x & 31) == 0) atomicExch(flag, 1);
 }
 
-// Launch: 32 rows per block, G lanes per row (blockDim = 32 G); dynamic shared memory 32 x cap
-// ints when STAGE: the rows are assembled there and written out a column at a time (32 rows'
-// k-th entries: one coalesced store), instead of one scattered store per entry.
-template <typename Real, bool PBC, int G, bool STAGE>
-__global__ void verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ order,
-                             const int* __restrict__ cell_sorted, const int* __restrict__ start, const int n,
-                             const Grid g, const Box<Real> box, const Real rlist2, const int cap,
-                             int* __restrict__ nbr, int* __restrict__ len, Vec4<Real>* __restrict__ ref,
-                             int* __restrict__ overflow, const int* __restrict__ guard) {
-  static_assert(G >= 1 && G <= 32 && (G & (G - 1)) == 0, "G: a power of two up to a warp");
-  if (guard != nullptr && *guard == 0) return;  // the same for every thread of the launch
-  extern __shared__ int s_rows[];  // STAGE: 32 x cap
-  __shared__ int s_len[32];
-  __shared__ int s_longest;
-  // G lanes per row (a group of one warp): they take a cell's candidates G at a time and append
-  // the hits in candidate order (ballot, then each hit's rank among the lanes before it), so
-  // the row is the same as one thread's.
-  const int r = threadIdx.x / G;  // the block's row
-  const int s0 = blockIdx.x * 32;
-  const int s = s0 + r;
-  const int wl = threadIdx.x & 31;
-  const int lane = wl & (G - 1);
-  const unsigned gmask = G == 32 ? 0xffffffffu : ((1u << G) - 1u) << (wl & ~(G - 1));
-  const unsigned below = (1u << wl) - 1u;
-  if (threadIdx.x == 0) s_longest = 0;
+// One thread per row (sorted slot k), the full shell's walk (cells.cuh): 9 z-strips of the CSR
+// storage with one image shift per run (per-pair minimum image only with MINIMAGE: a periodic
+// axis of fewer than 3 cells), the particle itself split out of its strip. WINDOW: only the
+// z-window a strip's column can reach (the strips are sorted by z). Hits are appended in strip
+// order: the same rows with and without WINDOW.
+template <typename Real, bool MINIMAGE, bool WINDOW>
+__global__ void __launch_bounds__(128)
+verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ order, const int* __restrict__ cell_sorted,
+             const int* __restrict__ start, const int n, const Grid g, const Box<Real> box, const Real rlist2,
+             const Real margin, const int cap, int* __restrict__ nbr, int* __restrict__ len, Vec4<Real>* __restrict__ ref,
+             int* __restrict__ overflow, const int* __restrict__ guard) {
+  static_assert(!(WINDOW && MINIMAGE), "z-windows need one image shift per strip");
+  if (guard != nullptr && *guard == 0) return;
+  const int k = blockIdx.x * blockDim.x + threadIdx.x;
+  if (k >= n) return;
+  const Vec4<Real> pi = sorted[k];
+  const int c = cell_sorted[k];
+  const int cz = c % g.nz, cy = (c / g.nz) % g.ny, cx = c / (g.nz * g.ny);
+  const Real side_x = box.lx / Real(g.nx), side_y = box.ly / Real(g.ny);
+  const Real lo_x = pi.x + Real(0.5) * box.lx - Real(cx) * side_x, hi_x = side_x - lo_x;
+  const Real lo_y = pi.y + Real(0.5) * box.ly - Real(cy) * side_y, hi_y = side_y - lo_y;
   int count = 0;
-  if (s < n) {  // the whole group: s is the group's
-    const Vec4<Real> pi = sorted[s];
-    const int c = cell_sorted[s];
-    const int cz = c % g.nz, cy = (c / g.nz) % g.ny, cx = c / (g.nz * g.ny);
-    int xlo, xhi, ylo, yhi, zlo, zhi;
-    axis_range(cx, g.nx, g.pmask & 1, xlo, xhi);
-    axis_range(cy, g.ny, g.pmask & 2, ylo, yhi);
-    axis_range(cz, g.nz, g.pmask & 4, zlo, zhi);
-    for (int ox = xlo; ox <= xhi; ++ox) {
-      const int x = wrap(cx + ox, g.nx);
-      for (int oy = ylo; oy <= yhi; ++oy) {
-        const int y = wrap(cy + oy, g.ny);
-        for (int oz = zlo; oz <= zhi; ++oz) {
-          const int nc = (x * g.ny + y) * g.nz + wrap(cz + oz, g.nz);
-          const int e = start[nc + 1];
-          for (int q0 = start[nc]; q0 < e; q0 += G) {
-            const int q = q0 + lane;
-            bool hit = false;
-            if (q < e && q != s) {
-              Real dx, dy, dz;
-              hit = separation<PBC>(pi, sorted[q], box, dx, dy, dz) < rlist2;
-            }
-            const unsigned m = G == 1 ? static_cast<unsigned>(hit) : __ballot_sync(gmask, hit);
-            if (hit) {
-              const int k = count + (G == 1 ? 0 : __popc(m & below));
-              if (k < cap) {
-                if constexpr (STAGE) {
-                  s_rows[r * cap + k] = order[q];
-                } else {
-                  nbr[static_cast<long long>(k) * n + s] = order[q];
-                }
-              }
-            }
-            count += G == 1 ? static_cast<int>(hit) : __popc(m);
+#pragma unroll 1
+  for (int col = 0; col < 9; ++col) {
+    const int ox = col / 3 - 1, oy = col % 3 - 1;
+    int x, y;
+    Real sx, sy;
+    if (!axis_neighbour<MINIMAGE>(cx, ox, g.nx, g.pmask & 1, box.lx, x, sx)) continue;
+    if (!axis_neighbour<MINIMAGE>(cy, oy, g.ny, g.pmask & 2, box.ly, y, sy)) continue;
+    Real w = Real(0);
+    if constexpr (WINDOW) {
+      w = z_reach(lateral_gap(ox, lo_x, hi_x, side_x), lateral_gap(oy, lo_y, hi_y, side_y), rlist2, margin);
+      if (w < Real(0)) continue;
+    }
+    int b[2], e[2];
+    Real sz[2];
+    const int runs = z_runs<1, MINIMAGE>(start, (x * g.ny + y) * g.nz, cz, g, box.lz, b, e, sz);
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      if (r >= runs) break;
+      const Vec4<Real> p = shifted(pi, sx, sy, sz[r]);
+      int first = b[r];
+      if constexpr (WINDOW) first = lower_bound_z(sorted, b[r], e[r], p.z - w);
+      const Real zmax = p.z + w;
+#pragma unroll 1
+      for (int part = 0; part < 2; ++part) {  // the run split at k
+        const int lo = part ? max(first, k + 1) : first;
+        const int hi = part ? e[r] : min(e[r], k);
+#pragma unroll 4
+        for (int q = lo; q < hi; ++q) {
+          const Vec4<Real> pj = sorted[q];
+          if (WINDOW && pj.z > zmax) break;
+          Real dx, dy, dz;
+          if (separation<MINIMAGE>(p, pj, box, dx, dy, dz) < rlist2) {
+            if (count < cap) nbr[static_cast<long long>(count) * n + k] = order[q];
+            ++count;
           }
         }
       }
     }
-    if (lane == 0) {
-      len[s] = min(count, cap);  // the force phase reads what was stored; the overflow is reported
-      ref[order[s]] = pi;
-      if (count > cap) atomicMax(overflow, count);
-    }
   }
-  if constexpr (STAGE) {
-    if (lane == 0) {
-      s_len[r] = s < n ? min(count, cap) : 0;
-    }
-    __syncthreads();
-    if (lane == 0) atomicMax(&s_longest, s_len[r]);
-    __syncthreads();
-    const int longest = s_longest;
-    const int row = threadIdx.x & 31;  // write-out: lanes over rows, warps over entries
-    for (int k = threadIdx.x >> 5; k < longest; k += G) {
-      if (k < s_len[row] && s0 + row < n) nbr[static_cast<long long>(k) * n + s0 + row] = s_rows[row * cap + k];
-    }
-  }
+  len[k] = min(count, cap);  // the force phase reads what was stored; the overflow is reported
+  ref[order[k]] = pi;
+  if (count > cap) atomicMax(overflow, count);
 }
 
 template <typename Real, typename Acc, template <typename> class Functor, bool ENERGY, bool PBC, int TPP, int BLOCK>
