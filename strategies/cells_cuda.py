@@ -500,7 +500,9 @@ class FullshellCsrPlan(CellsPlan):
 
     def force(self) -> None:
         n = self.problem.n
-        if n == 0:
+        if n == 0:  # no kernel runs: the totals it would fold are zero
+            self.out.fill(0)
+            self.count.fill(0)
             return
         b = self.binning
         self.k["force"]((self.grid,), (self.block,), (self.lpos, b.start, b.cell_sorted, b.order, np.int32(n),
