@@ -1,7 +1,8 @@
 """`python -m harness sanitize`: compute-sanitizer over every GPU strategy.
 
 One sanitizer process per strategy and tool (memcheck, racecheck, synccheck, initcheck) runs
-this module's inner mode, which evaluates the strategy on a small periodic system (the LJ
+this module's inner mode, which evaluates the strategy (a list strategy also runs 24 MD steps,
+its list rebuilt on the device as it goes stale) on a small periodic system (the LJ
 liquid at size small, fp32 and fp64: a box of 5 cells per axis, which every GPU strategy
 supports; at size tiny, 2 cells, the c08, parity and warp-block strategies do not apply).
 Every report of that process is the strategy's (the sanitizer prints some reports only at
@@ -124,6 +125,10 @@ def inner(names: list[str], scenario: str, size: str, self_test: bool = False) -
                 ok, why = s.supports(p)
                 if ok:
                     s.evaluate(p)
+                    if s.list_reuse and all(p.box.periodic):  # the steps' list upkeep too: the guarded rebuild
+                        from . import md
+
+                        md.run(s, p, steps=24, dt=0.005, sample=12, temperature=2.0)
                     print(f"{MARK}ran {name} {p.precision}", flush=True)
                 else:
                     print(f"{MARK}na {name} {p.precision}: {why}", flush=True)

@@ -65,18 +65,17 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ orde
     int b[2], e[2];
     Real sz[2];
     const int runs = z_runs<1, MINIMAGE>(start, (x * g.ny + y) * g.nz, cz, g, box.lz, b, e, sz);
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      if (r >= runs) break;
-      const Vec4<Real> p = shifted(pi, sx, sy, sz[r]);
-      int first = b[r];
-      if constexpr (WINDOW) first = lower_bound_z(sorted, b[r], e[r], p.z - w);
+    // one run (constant indices: b, e, sz stay in registers)
+    auto walk = [&](int rb, int re, Real rsz) {
+      const Vec4<Real> p = shifted(pi, sx, sy, rsz);
+      int first = rb;
+      if constexpr (WINDOW) first = lower_bound_z(sorted, rb, re, p.z - w);
       const Real zmax = p.z + w;
 #pragma unroll 1
       for (int part = 0; part < 2; ++part) {  // the run split at k
         const int lo = part ? max(first, k + 1) : first;
-        const int hi = part ? e[r] : min(e[r], k);
-#pragma unroll 4
+        const int hi = part ? re : min(re, k);
+#pragma unroll 1
         for (int q = lo; q < hi; ++q) {
           const Vec4<Real> pj = sorted[q];
           if (WINDOW && pj.z > zmax) break;
@@ -87,7 +86,9 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ orde
           }
         }
       }
-    }
+    };
+    walk(b[0], e[0], sz[0]);
+    if (runs > 1) walk(b[1], e[1], sz[1]);
   }
   len[k] = min(count, cap);  // the force phase reads what was stored; the overflow is reported
   ref[order[k]] = pi;
