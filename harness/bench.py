@@ -130,7 +130,10 @@ def plan_point(strategy: strategies.Strategy, problem: Problem, max_checks: dict
 
 
 def bench_point(strategy: strategies.Strategy, problem: Problem, warmup: int, repeat: int, min_time: float,
-                l2: str = "flush", graph: bool = True, max_checks: dict | None = None, outputs: str = "all") -> dict:
+                l2: str = "flush", graph: bool = True, max_checks: dict | None = None, outputs: str = "all",
+                frames=None) -> dict:
+    """One point's row. frames: a recorded trajectory (harness.md.record) for the amortised cost
+    of a step (amortised_ms), or a string saying why there is none."""
     row = plan_point(strategy, problem, max_checks, outputs=outputs)
     if row.pop("status") != "planned":
         return {**row, "status": "n/a"}
@@ -208,6 +211,14 @@ def bench_point(strategy: strategies.Strategy, problem: Problem, warmup: int, re
         row["noisy"] = True  # NVBench's habit: say so rather than print a median that moved
     row["launch"] = getattr(plan, "launch_info", None)
     row["device_bytes"] = getattr(plan, "device_bytes", None)
+    if isinstance(frames, str):
+        row["amortised_note"] = frames
+    elif frames is not None:
+        del plan
+        try:
+            row.update(time_amortised(strategy, problem, frames, outputs))
+        except StrategyError as e:  # e.g. a list that outgrew its capacity on the trajectory
+            row["amortised_note"] = f"error: {e}"
     row["status"] = "ok"
     return row
 
@@ -224,8 +235,9 @@ def run(names: list[str], scenario: str | list[str] | None, sizes: list, precisi
         problem: Problem | None = None, progress: Callable[[str], None] | None = None,
         sweep: dict[str, list] | None = None, l2: str = "flush", graph: bool = True, bar=None,
         max_checks: dict | None = None, done: dict | None = None, sink: Callable[[dict], None] | None = None,
-        dry_run: bool = False, check_device: bool = True, outputs: str = "all") -> list[dict]:
-    """One row per (scenario, size, strategy, launch variant) at this precision. Points whose
+        dry_run: bool = False, check_device: bool = True, outputs: str = "all", amortised: int = 0) -> list[dict]:
+    """One row per (scenario, size, strategy, launch variant) at this precision. amortised: frames
+    of a recorded trajectory replayed for the amortised cost of a step (0: none). Points whose
     key is in `done` (rows of an earlier, interrupted run, a list per key, one row per occurrence,
     consumed in order) are taken from there, not timed;
     `sink` gets each new row as soon as it is measured; `dry_run` plans without timing."""
@@ -234,6 +246,7 @@ def run(names: list[str], scenario: str | list[str] | None, sizes: list, precisi
     problems = (problem.with_precision(precision) for _ in (0,)) if problem is not None else \
         (scenarios.make(spec, n, seed=seed, precision=precision) for spec in specs for n in sizes)
     for p in problems:  # one problem in memory at a time: the large ones are gigabytes
+        frames = None  # recorded when the first point of this problem is timed
         for name in names:
             for lp in launch_variants(strategies.REGISTRY[name], launch or {}, sweep or {}):
                 s = strategies.create(name, **lp)
@@ -244,8 +257,10 @@ def run(names: list[str], scenario: str | list[str] | None, sizes: list, precisi
                     row = plan_point(s, p, max_checks, check_device, outputs)
                 else:
                     try:
+                        if amortised and frames is None:
+                            frames = trajectory(p, amortised)
                         row = bench_point(s, p, warmup, repeat, min_time, l2=l2, graph=graph, max_checks=max_checks,
-                                          outputs=outputs)
+                                          outputs=outputs, frames=frames)
                     except StrategyError as e:  # e.g. a lock timeout or capacity overflow: a result, not a crash
                         row = {"strategy": s.label, "name": name, "backend": s.backend,
                                "scenario": p.label.split(" ")[0], "n": p.n, "precision": p.precision,
@@ -258,6 +273,22 @@ def run(names: list[str], scenario: str | list[str] | None, sizes: list, precisi
                 if progress:
                     progress(format_row(row))
     return rows
+
+
+def trajectory(p: Problem, frames: int):
+    """The recorded frames of p for the amortised column, or why there are none (a string)."""
+    from . import md
+
+    if not all(p.box.periodic) or p.potential.cutoff is None:
+        return "n/a: the MD loop needs a periodic box and a cutoff"
+    need = frames * p.n * 3 * 8 * 2  # the frames on the host, and a copy for the replay
+    free = device.host_memory_available()
+    if free is not None and need > free // 2:
+        return f"n/a: {frames} frames of {p.n:,} particles need {need / 2**30:.1f} GiB of host memory"
+    try:
+        return md.record(p, frames)
+    except InputError as e:
+        return f"n/a: {e}"
 
 
 def count_points(names: list[str], n_problems: int, launch: dict | None, sweep: dict | None) -> int:
@@ -376,7 +407,8 @@ class Partial:
 
 
 COLUMNS = ["strategy", "scenario", "n", "precision", "outputs", "status", "compute_ms", "compute_spread", "repeats", "build_ms",
-           "force_ms", "reduce_ms", "with_list_ms", "graph_ms", "with_list_graph_ms", "evaluate_ms", "setup_ms", "pairs_per_s", "particles_per_s",
+           "force_ms", "reduce_ms", "with_list_ms", "graph_ms", "with_list_graph_ms", "amortised_ms", "rebuilds",
+           "evaluate_ms", "setup_ms", "pairs_per_s", "particles_per_s",
            "checks_per_interaction", "gflops", "pct_of_peak", "eff_bandwidth_gbs", "device_bytes"]
 
 
@@ -390,7 +422,8 @@ def terminal_table(rows: list[dict]) -> str:
     the points whose compute spread stayed above NOISE."""
     df = frame(rows)
     show = df[[c for c in ("strategy", "scenario", "n", "precision", "outputs", "status", "compute_ms", "compute_spread",
-                           "build_ms", "with_list_ms", "graph_ms", "with_list_graph_ms", "pairs_per_s", "pct_of_peak")
+                           "build_ms", "with_list_ms", "graph_ms", "with_list_graph_ms", "amortised_ms", "rebuilds",
+                           "pairs_per_s", "pct_of_peak")
                if c in df.columns]].copy()
     if "pairs_per_s" in show:
         show["pairs_per_s"] = show["pairs_per_s"] / 1e9
@@ -496,7 +529,7 @@ def run_sweep(sw: Sweep, out: Path, name: str | None, resume: bool = False, dry_
     import sys
 
     timing = {"seed": 1, "warmup": 3, "repeat": 20, "min_time": 0.3, "l2": "flush", "graph": True, "outputs": ["all"],
-              **(timing or {})}
+              "amortised": 0, **(timing or {})}
     if resume and not name:
         raise InputError("--resume continues the run named by --name; name it")
     header = device.header()
@@ -522,7 +555,8 @@ def run_sweep(sw: Sweep, out: Path, name: str | None, resume: bool = False, dry_
                                 problem=sw.problem, progress=progress, sweep=part.sweep, l2=timing["l2"],
                                 graph=timing["graph"], bar=bar, max_checks=max_checks,
                                 done=partial.done if partial else None, sink=partial, dry_run=dry_run,
-                                check_device=sw.gpu or not dry_run, outputs=outputs)
+                                check_device=sw.gpu or not dry_run, outputs=outputs,
+                                amortised=timing.get("amortised", 0))
         if dry_run:
             return rows, []
         if peer_names:
@@ -556,3 +590,94 @@ def _peer_rows(sw: Sweep, peer_names: list[str], timing: dict, progress) -> list
                 if progress:
                     progress(format_peer(row))
     return out
+
+
+def time_amortised(strategy: strategies.Strategy, problem: Problem, frames, outputs: str = "forces") -> dict:
+    """The cost of a step on a real trajectory: the frames (harness.md.record) replayed one by one
+    into the plan's positions, each followed by the strategy's step (list upkeep: displacement
+    checks and every rebuild; force; reduce), divided by the frames. The copies of the frames
+    are timed alone and taken off. GPU: each step replayed as a CUDA graph where the strategy
+    allows (as in the MD loop)."""
+    from . import md
+
+    if strategy.launch.get("headroom") == 0.0:  # padded cells: room for particles that move in
+        strategy = type(strategy)(**{**strategy.launch, "headroom": md.HEADROOM})
+    p0 = Problem.make(frames[0], problem.box, problem.potential, problem.precision, label=problem.label)
+    gpu = strategy.backend == "cuda"
+    plan = strategy.prepare(p0, outputs)
+    L = problem.box.array
+    centred = frames - 0.5 * L
+    centred -= L * np.floor(centred / L + 0.5)
+    n, k = problem.n, len(frames)
+    info = {"amortised_frames": k - 1, "skin": strategy.launch.get("skin")}
+    if gpu:
+        import cupy
+
+        dev = cupy.asarray(centred.astype(plan.real))
+        stream = cupy.cuda.Stream(non_blocking=True)
+        cupy.cuda.Device().synchronize()
+        with stream:
+            plan.upload()
+            strategy.compute(plan)  # the list of frame 0
+
+            def copy(i):
+                plan.pos[:n, :3] = dev[i]
+            copy(1)
+            strategy.step(plan)
+            before = plan.rebuild_count() if hasattr(plan, "rebuild_count") else None
+            step, note = _capture_step(strategy, plan, stream)
+            info["amortised_graph"] = note
+            t0, t1 = cupy.cuda.Event(), cupy.cuda.Event()
+            t0.record(stream)
+            for i in range(1, k):
+                copy(i)
+                step()
+            t1.record(stream)
+            t1.synchronize()
+            total = cupy.cuda.get_elapsed_time(t0, t1)
+            t0.record(stream)
+            for i in range(1, k):
+                copy(i)
+            t1.record(stream)
+            t1.synchronize()
+            copies = cupy.cuda.get_elapsed_time(t0, t1)
+    else:
+        host = centred.astype(plan.real)
+        plan.upload()
+        strategy.compute(plan)
+        plan.pos[:] = host[1]
+        strategy.step(plan)
+        before = plan.rebuild_count() if hasattr(plan, "rebuild_count") else None
+        t = time.perf_counter()
+        for i in range(1, k):
+            plan.pos[:] = host[i]
+            strategy.step(plan)
+        total = 1e3 * (time.perf_counter() - t)
+        t = time.perf_counter()
+        for i in range(1, k):
+            plan.pos[:] = host[i]
+        copies = 1e3 * (time.perf_counter() - t)
+    info["amortised_ms"] = max(total - copies, 0.0) / (k - 1)
+    if before is not None:
+        info["rebuilds"] = plan.rebuild_count() - before  # over the replayed frames
+        info["list_bytes"] = (getattr(plan, "launch_info", None) or {}).get("list_bytes")
+    return info
+
+
+def _capture_step(strategy, plan, stream):
+    """(a function that runs one step, "graph" or why it runs eagerly)."""
+    try:
+        stream.begin_capture()
+        try:
+            strategy.step(plan)
+        finally:
+            g = stream.end_capture()
+        return (lambda: g.launch(stream)), "graph"
+    except Exception as e:
+        try:
+            import cupy
+
+            cupy.cuda.Device().synchronize()
+        except Exception:
+            pass
+        return (lambda: strategy.step(plan)), f"eager ({type(e).__name__})"

@@ -229,7 +229,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     bar = _progress_bar(total)
     outputs = [check_outputs(o.strip()) for o in args.outputs.split(",") if o.strip()]
     timing = {"seed": args.seed, "warmup": args.warmup, "repeat": args.repeat, "min_time": args.min_time,
-              "l2": args.l2, "graph": not args.no_graph, "outputs": outputs}
+              "l2": args.l2, "graph": not args.no_graph, "outputs": outputs, "amortised": args.amortised}
     try:
         rows, paths = bench.run_sweep(sw, Path(args.out), args.name, resume=args.resume, dry_run=args.dry_run,
                                       timing=timing, max_checks={"cpu": args.max_checks_cpu,
@@ -503,6 +503,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--max-checks-gpu", type=_POSITIVE, help="skip GPU points with more distance checks (default 2e13)")
     p.add_argument("--peers", help="also time peers on the same problems: openmm, jaxmd (optional packages)")
     p.add_argument("--input", help="time on this configuration (.xyz or .npz)")
+    p.add_argument("--amortised", type=_NONNEG_INT, default=200,
+                   help="frames of a recorded NVE trajectory replayed for the amortised cost of a step "
+                        "(list upkeep and rebuilds included; periodic problems; 0: off; default 200)")
     p.add_argument("--out", default=str(ROOT / "reports" / "bench"), help="folder for CSV and JSON (reports/bench)")
     p.add_argument("--name", help="file name stem (default <suite or bench>-<UTC time>)")
     p.add_argument("--json", help="also write the JSON here")

@@ -175,3 +175,27 @@ def test_gpu_loop_conserves_energy(precision):
     r = md.run(strategies.create("fullshell_thread_csr"), p, steps=400, dt=0.005, sample=50)
     assert r.graph == "on"
     assert r.max_deviation < 2e-3, (precision, r.max_deviation)
+
+
+def test_recorded_frames_are_one_trajectory_and_cached():
+    from harness import md as M
+
+    p = _problem("fp32", n=500)
+    f = M.record(p, frames=5, equilibrate=3)
+    assert f.shape == (5, 500, 3) and np.all((f >= 0) & (f < p.box.array))
+    assert M.record(p, frames=5, equilibrate=3) is f  # once per problem
+    d = f[1] - f[0]
+    d -= p.box.array * np.rint(d / p.box.array)
+    assert 0 < np.abs(d).max() < 0.05  # consecutive steps of dt 0.005
+
+
+def test_amortised_column_counts_rebuilds_for_lists_only():
+    from harness import bench, md as M
+
+    p = _problem("fp32", n=500)
+    frames = M.record(p, frames=40, equilibrate=20)
+    lst = bench.time_amortised(strategies.create("verlet_thread_cpu"), p, frames, "forces")
+    cells = bench.time_amortised(strategies.create("fullshell_thread_cpu"), p, frames, "forces")
+    assert lst["amortised_ms"] > 0 and cells["amortised_ms"] > 0 and lst["amortised_frames"] == 39
+    assert 1 <= lst["rebuilds"] < 39 and "rebuilds" not in cells
+    assert bench.trajectory(scenarios.make("lj_liquid_open", "tiny"), 10).startswith("n/a: the MD loop needs")

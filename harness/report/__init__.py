@@ -6,7 +6,7 @@ report.md, with PNG plots beside them (the page works offline).
   render.py    HTML and markdown
 
 Sections (each present in every report; one without data says which command produces it):
-correctness, wins, thesis, cpu_gpu, parity processors, precision, peers, roofline, method.
+correctness, wins, timings (three columns), thesis, cpu_gpu, parity processors, precision, peers, roofline, method.
 """
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ def build(paths: list[Path], out_dir: Path, title: str) -> tuple[Path, Path]:
     sections = {k: render.Section(k, t) for k, t in S.SECTIONS}
     S.correctness(sections["correctness"], plots, data["verify"])
     S.wins(sections["wins"], bench)
+    S.timings(sections["timings"], bench)
     S.thesis(sections["thesis"], plots, bench)
     S.cpu_gpu(sections["cpu_gpu"], bench)
     S.parity(sections["parity"], plots, bench)
