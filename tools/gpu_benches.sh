@@ -36,6 +36,11 @@ case "$name" in
           --json "$out/bench/md-$s-$n.json"
       done
     done ;;
+  three)  # the three timing columns (from scratch, with a built list, amortised per step) at LJ 4,000 and 1M
+    $PY -m harness bench --strategies verlet_thread_padded,fullshell_thread_csr,c08_warp_csr,parity_warpblock_shared_atomic \
+      --scenario lj_liquid --n 4000,large --outputs forces,all --name three "${common[@]}"
+    $PY -m harness bench --strategies verlet_thread_padded --launch tpp=8 --scenario lj_liquid --n 4000 \
+      --outputs forces,all --name three-tpp8 "${common[@]}" ;;
   fullshell)  # the CSR full shell's launch parameters
     $PY -m harness bench --strategies fullshell_thread_csr --scenario lj_liquid --n large --outputs all,forces \
       --sweep tpp=1:2 --sweep cell_factor=1.0:0.5 --name fs-large "${common[@]}"
