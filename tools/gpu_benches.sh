@@ -41,6 +41,9 @@ case "$name" in
       --scenario lj_liquid --n 4000,large --outputs forces,all --name three "${common[@]}"
     $PY -m harness bench --strategies verlet_thread_padded --launch tpp=8 --scenario lj_liquid --n 4000 \
       --outputs forces,all --name three-tpp8 "${common[@]}" ;;
+  layout)  # the Verlet list's row layout against threads per row, force with a built list and the build
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 4000,large --outputs forces \
+      --sweep layout=col:row --sweep tpp=1:4:8 --amortised 0 --name layout "${common[@]}" ;;
   fullshell)  # the CSR full shell's launch parameters
     $PY -m harness bench --strategies fullshell_thread_csr --scenario lj_liquid --n large --outputs all,forces \
       --sweep tpp=1:2 --sweep cell_factor=1.0:0.5 --name fs-large "${common[@]}"
