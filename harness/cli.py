@@ -311,7 +311,8 @@ def cmd_md(args: argparse.Namespace) -> int:
     if args.json:
         from . import device
 
-        doc = {"kind": "md", "device": device.machine_name(), "potential": problem.potential.spec(), **res.to_json()}
+        doc = {"kind": "md", "device": device.header(), "machine": device.machine_name(),
+               "potential": problem.potential.spec(), **res.to_json()}
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(doc, indent=1, default=str) + "\n")
     return 0
