@@ -168,8 +168,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
         _say(f"building {len(specs)} scenario(s) at size {args.size}")
         cases = verify.build_cases(specs, _size(args.size), args.seed)
     budgets = {k: v for k, v in (("cpu", args.max_checks_cpu), ("cuda", args.max_checks_gpu)) if v is not None}
-    rows = verify.run_matrix([strategies.create(n) for n in names], cases, precisions, budgets,
-                             progress=None if args.quiet else _say)
+    chosen = [strategies.create(n, **_launch(args.launch)) for n in names] if args.launch else \
+        [strategies.create(n) for n in names]
+    rows = verify.run_matrix(chosen, cases, precisions, budgets, progress=None if args.quiet else _say)
+    if args.replay:  # the list strategies along a recorded trajectory: every frame against the reference
+        rows += verify.run_replay(chosen, cases, precisions, args.replay + 1, args.replay_every,
+                                  progress=None if args.quiet else _say)
     meta = verify.meta(sys.argv[1:] if args.argv is None else args.argv)
     from . import device
 
@@ -472,6 +476,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=_NONNEG_INT, default=1)
     p.add_argument("--input", help="verify on this configuration instead of the scenarios (.xyz or .npz)")
     p.add_argument("--json", help="also write the JSON report here")
+    p.add_argument("--launch", help="launch parameters key=value,... for every strategy named (e.g. rebuild=never: "
+                                    "the list strategies' negative control)")
+    p.add_argument("--replay", type=_NONNEG_INT, default=0,
+                   help="list strategies: also replay this many frames of a recorded NVE trajectory of each periodic "
+                        "scenario, the list kept and rebuilt by its own trigger, frames checked against the reference")
+    p.add_argument("--replay-every", type=_COUNT, default=1, help="check every M-th replayed frame (default every one)")
     p.add_argument("--out", default=str(ROOT / "reports" / "verify"), help="report folder (default reports/verify)")
     p.add_argument("--max-checks-cpu", type=_POSITIVE, help="skip CPU cells with more distance checks (default 4e9)")
     p.add_argument("--max-checks-gpu", type=_POSITIVE, help="skip GPU cells with more distance checks (default 4e12)")

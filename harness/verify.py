@@ -169,6 +169,95 @@ def run_cell(strategy: strategies.Strategy, case: Case, precision: str, max_chec
     return row
 
 
+def replay_cell(strategy: strategies.Strategy, case: Case, precision: str, frames, every: int = 1,
+                refs: dict | None = None) -> dict:
+    """A list strategy along a recorded trajectory (harness.md.record): its list built on the
+    first frame, then each later frame copied into its plan and evaluated with `step` (the list
+    rebuilt only where its trigger says so), every `every`-th frame compared with the float64
+    reference of that frame. A stale list (a trigger that fires too late, or rebuild=never)
+    misses pairs: the exact pair count and the forces fail. refs: the references by frame,
+    shared by the strategies of one case."""
+    from . import md
+
+    row = _row(strategy, case, precision)
+    row["scenario"] = f"{case.scenario}@replay"
+    problem = case.problem.with_precision(precision)
+    ok, why = strategy.supports(problem)
+    if not ok:
+        row.update(status="n/a", detail=why)
+        return row
+    if strategy.launch.get("headroom") == 0.0:
+        strategy = type(strategy)(**{**strategy.launch, "headroom": md.HEADROOM})
+    refs = {} if refs is None else refs
+    box, pot = problem.box, problem.potential
+    t0 = time.perf_counter()
+    worst: dict = {}
+    checked, failures = 0, []
+    try:
+        p0 = Problem.make(frames[0], box, pot, precision, label=problem.label)
+        plan = strategy.prepare(p0, "all")
+        plan.upload()
+        strategy.compute(plan)
+        L = box.array
+        for k in range(1, len(frames)):
+            c = frames[k] - 0.5 * L
+            c -= L * np.floor(c / L + 0.5)
+            if strategy.backend == "cuda":
+                plan.pos[: problem.n, :3] = plan.cp.asarray(c.astype(plan.real))
+            else:
+                plan.pos[:] = c.astype(plan.real)
+            out = strategy.step(plan)
+            if k % every and k != len(frames) - 1:
+                continue
+            out = out.to_host()
+            pk = Problem.make(frames[k], box, pot, precision, label=f"{problem.label} frame {k}")
+            if k not in refs:
+                refs[k] = reference.compute(pk)
+            m = compare(out, refs[k], pk)
+            checked += 1
+            for key in ("force_rms", "force_max", "energy", "virial"):
+                if m.get(key) is not None and m[key] > worst.get(key, -1.0):
+                    worst[key] = m[key]
+            if m["failures"]:
+                failures.append(f"frame {k}: " + "; ".join(m["failures"]))
+                break
+    except Exception as e:
+        row.update(status="ERROR", detail=f"{type(e).__name__}: {e}", traceback="".join(traceback.format_exception(e)))
+        return row
+    row.update(worst)
+    row.update(seconds=round(time.perf_counter() - t0, 4), frames_checked=checked,
+               rebuilds=plan.rebuild_count() if hasattr(plan, "rebuild_count") else None)
+    if failures:
+        row.update(status="FAIL", detail=failures[0] + f" [reproduce: {problem.label} {precision} strategy "
+                                                       f"{strategy.label}, replay]")
+    else:
+        row.update(status="pass", detail=f"{checked} frames checked, list rebuilt {row['rebuilds']} times")
+    return row
+
+
+def run_replay(strategy_list: Iterable[strategies.Strategy], cases: Iterable[Case], precisions: Iterable[str],
+               frames: int, every: int = 1, progress: Callable[[str], None] | None = None) -> list[dict]:
+    """The list strategies along a recorded trajectory of each periodic case (replay_cell)."""
+    from . import md
+
+    rows = []
+    for case in cases:
+        p = case.problem
+        if not all(p.box.periodic) or p.potential.cutoff is None:
+            continue
+        recorded = md.record(p, frames)
+        refs: dict = {}
+        for s in strategy_list:
+            if not s.list_reuse:
+                continue
+            for prec in precisions:
+                row = replay_cell(s, case, prec, recorded, every, refs)
+                rows.append(row)
+                if progress:
+                    progress(f"  {row['strategy']:18s} {prec:5s} replay {row['status']}")
+    return rows
+
+
 def run_matrix(strategy_list: Iterable[strategies.Strategy], cases: Iterable[Case], precisions: Iterable[str],
                max_checks: dict | None = None, progress: Callable[[str], None] | None = None) -> list[dict]:
     """Run every strategy x case x precision; references are computed once per case."""

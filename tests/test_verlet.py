@@ -171,3 +171,32 @@ def test_gpu_z_windows_give_the_same_list(n):
     base = strategies.create("verlet_thread_padded", window=0).evaluate(p)
     got = strategies.create("verlet_thread_padded", window=1).evaluate(p)
     assert np.array_equal(got.forces, base.forces) and got.energy == base.energy
+
+
+def test_verify_replays_the_trajectory_and_the_negative_control_fails(tmp_path, capsys):
+    """verify --replay: the list kept and rebuilt by its own trigger along a recorded trajectory
+    passes at every frame; with the trigger off (rebuild=never) verify itself fails, naming the
+    frame."""
+    from harness import cli
+
+    base = ["verify", "--strategies", "verlet_thread_cpu", "--scenarios", "lj_liquid", "--size", "small",
+            "--precision", "fp32", "--replay", "100", "--quiet"]
+    assert cli.main(base + ["--out", str(tmp_path / "a")]) == 0
+    out = capsys.readouterr().out
+    assert "lj_liquid@replay" in out and "FAIL: 0" in out and "FAIL:" not in out.replace("FAIL: 0", "")
+    assert cli.main(base + ["--launch", "rebuild=never", "--out", str(tmp_path / "b")]) == 1
+    out = capsys.readouterr().out
+    assert "verlet_thread_cpu[rebuild=never]" in out and "FAIL: frame" in out and "pair count" in out
+
+
+@pytest.mark.gpu
+def test_gpu_replay_passes_and_the_negative_control_fails():
+    from harness import md as M
+
+    case = verify.Case("lj_liquid", scenarios.make("lj_liquid", "small", seed=1))
+    frames = M.record(case.problem, 101)
+    for precision in ("fp32", "mixed"):
+        good = verify.replay_cell(strategies.create("verlet_thread_padded"), case, precision, frames)
+        assert good["status"] == "pass", good["detail"]
+    bad = verify.replay_cell(strategies.create("verlet_thread_padded", rebuild="never"), case, "fp32", frames)
+    assert bad["status"] == "FAIL" and "pair count" in bad["detail"]
