@@ -44,6 +44,15 @@ case "$name" in
   layout)  # the Verlet list's row layout against threads per row, force with a built list and the build
     $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 4000,large --outputs forces \
       --sweep layout=col:row --sweep tpp=1:4:8 --amortised 0 --name layout "${common[@]}" ;;
+  replay)  # verify of the list strategies along a recorded trajectory at three sizes, and the negative control
+    v=(--scenarios lj_liquid --quiet --replay 200)
+    $PY -m harness verify --strategies verlet_thread_padded,verlet_thread_cpu --size small "${v[@]}" --out "$out/replay-small"
+    $PY -m harness verify --strategies verlet_thread_padded --size medium "${v[@]}" --replay-every 10 --out "$out/replay-medium"
+    $PY -m harness verify --strategies verlet_thread_padded --size large --precision fp32,mixed "${v[@]}" \
+      --replay-every 50 --out "$out/replay-large"
+    $PY -m harness verify --strategies verlet_thread_padded --launch rebuild=never --size small --precision fp32 \
+      "${v[@]}" --out "$out/replay-never"
+    echo "negative control exit status: $? (1 expected: a stale list fails)" ;;
   fullshell)  # the CSR full shell's launch parameters
     $PY -m harness bench --strategies fullshell_thread_csr --scenario lj_liquid --n large --outputs all,forces \
       --sweep tpp=1:2 --sweep cell_factor=1.0:0.5 --name fs-large "${common[@]}"
