@@ -2,8 +2,8 @@
 r_list = cutoff + skin, built from linked cells of side >= r_list and reused for as many steps as
 no particle has moved more than skin / 2 since its build.
 
-  verlet_thread_padded  CUDA: padded rows stored column-major (layout=col) or row-major
-                        (layout=row), TPP threads per row (launch parameter tpp), the displacement check and the guarded rebuild on the
+  verlet_thread_padded  CUDA: padded rows stored column-major, TPP threads per row (launch
+                        parameter tpp), the displacement check and the guarded rebuild on the
                         device every step (no host synchronisation; kernels/verlet.cu)
   verlet_thread_cpu     numba: the same list and trigger on the CPU
 
@@ -114,19 +114,18 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
     source_file = "verlet.cu"
     description = ("CUDA Verlet list (cutoff + skin), padded rows column-major, tpp threads per row; the "
                    "displacement check and rebuild decided on the device every step")
-    launch_defaults = {**VerletStrategy.launch_defaults, "block": 128, "tpp": 1, "window": 1, "layout": "col"}
+    launch_defaults = {**VerletStrategy.launch_defaults, "block": 128, "tpp": 1, "window": 1}
     launch_choices = {**VerletStrategy.launch_choices, "block": (64, 128, 256, 512), "tpp": TPP_CHOICES,
-                      "window": (0, 1), "layout": ("col", "row")}
+                      "window": (0, 1)}
 
     def force_expression(self, precision: str, potential: Potential, energy: bool, pbc: bool) -> str:
         real, acc = ctypes(precision)
         return (f"verlet_force<{real}, {acc}, {potential.functor}, {cbool(energy)}, {cbool(pbc)}, "
-                f"{self.launch['tpp']}, {self.launch['block']}, {cbool(self.launch['layout'] == 'row')}>")
+                f"{self.launch['tpp']}, {self.launch['block']}>")
 
     def expressions(self, potential: Potential) -> list[str]:
         """Every tpp at the default block and every block at tpp 1, each flavour and precision."""
-        variants = [{"tpp": t, "layout": lay} for t in TPP_CHOICES for lay in ("col", "row")] + \
-            [{"block": b} for b in self.launch_choices["block"]]
+        variants = [{"tpp": t} for t in TPP_CHOICES] + [{"block": b} for b in self.launch_choices["block"]]
         out: list[str] = []
         for v in variants:
             s = VerletThreadPadded(**v)
@@ -138,10 +137,9 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
 
     def data_expressions(self) -> dict[str, list[str]]:
         reals = sorted({m.cxx_compute for m in MODES.values()})
-        return {"verlet.cu": [f"verlet_check<{r}>" for r in reals] + [f"verlet_build<{r}, {m}, {w}, {lay}>"
+        return {"verlet.cu": [f"verlet_check<{r}>" for r in reals] + [f"verlet_build<{r}, {m}, {w}>"
                                                                        for r in reals
-                                                                       for m, w in BUILD_FLAGS
-                                                                       for lay in ("false", "true")],
+                                                                       for m, w in BUILD_FLAGS],
                 "binning.cu": sorted({e for r in reals for e in Binning.expressions(r)})}
 
     def _prepare(self, problem: Problem) -> Plan:
@@ -179,9 +177,7 @@ class VerletPlan(CudaPlan):
         # per-pair minimum image in the build only on a periodic axis of fewer than 3 cells; z-windows otherwise
         minimage = any(p and int(d) < 3 for d, p in zip(self.dims, problem.box.periodic))
         window = bool(strategy.launch["window"]) and not minimage
-        self.rowmajor = strategy.launch["layout"] == "row"
-        self.k_build = kernel("verlet.cu", f"verlet_build<{real_t}, {cbool(minimage)}, {cbool(window)}, "
-                                           f"{cbool(self.rowmajor)}>")
+        self.k_build = kernel("verlet.cu", f"verlet_build<{real_t}, {cbool(minimage)}, {cbool(window)}>")
         self.margin = self.real(8 * np.finfo(np.float32).eps * (0.5 * float(problem.box.array.max()) + self.rl))
         self._force: dict[str, object] = {}
         # first build: the binning method, then the rows' lengths (capacity 0), then the list
@@ -267,8 +263,7 @@ class VerletPlan(CudaPlan):
             p = self.problem
             expr = self.strategy.force_expression(p.precision, p.potential, self.energy, self.pbc)
             fn = self._force[self.outputs] = kernel("verlet.cu", expr, p.potential)
-        fn((self.blocks,), (self.block,), (self.pos, self.binning.order, self.nbr, self.len, np.int32(n),
-                                           np.int32(self.cap), self.box,
+        fn((self.blocks,), (self.block,), (self.pos, self.binning.order, self.nbr, self.len, np.int32(n), self.box,
                                            self.fparams, self.forces, self.partial, self.pcount, self.flag,
                                            self.rebuilds))
 

@@ -41,9 +41,6 @@ case "$name" in
       --scenario lj_liquid --n 4000,large --outputs forces,all --name three "${common[@]}"
     $PY -m harness bench --strategies verlet_thread_padded --launch tpp=8 --scenario lj_liquid --n 4000 \
       --outputs forces,all --name three-tpp8 "${common[@]}" ;;
-  layout)  # the Verlet list's row layout against threads per row, force with a built list and the build
-    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 4000,large --outputs forces \
-      --sweep layout=col:row --sweep tpp=1:4:8 --amortised 0 --name layout "${common[@]}" ;;
   replay)  # verify of the list strategies along a recorded trajectory at three sizes, and the negative control
     v=(--scenarios lj_liquid --quiet --replay 200)
     $PY -m harness verify --strategies verlet_thread_padded,verlet_thread_cpu --size small "${v[@]}" --out "$out/replay-small"

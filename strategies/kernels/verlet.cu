@@ -7,7 +7,7 @@
 //   verlet_build   (guarded by *flag) one thread per sorted slot: the particles j != i of the
 //                  neighbour cells' z-strips within r_list, in strip order (deterministic: the
 //                  binning fixes the order inside a cell), into padded rows
-//                  column-major or row-major (layout); the positions of the build kept for
+//                  stored column-major (nbr[k * rows + s]); the positions of the build kept for
 //                  the check; a row longer than the capacity raises *overflow to its length and
 //                  is never written past the capacity (the force phase reports it)
 //   verlet_force   TPP threads per row: force on i = order[s] from its row, minimum image per pair
@@ -15,14 +15,6 @@
 //                  stale); forces written in input order; energy and virial per block (ENERGY).
 //                  Block 0 clears *flag and counts the rebuild.
 #include "cells.cuh"
-
-// Where entry k of row s lives: column-major (ROWMAJOR false: the k-th entries of consecutive
-// rows side by side, coalesced for one thread per row) or row-major (a row contiguous:
-// sequential stores in the build, coalesced reads for several threads per row).
-template <bool ROWMAJOR>
-__device__ __forceinline__ long long slot(int k, int s, int n, int cap) {
-  return ROWMAJOR ? static_cast<long long>(s) * cap + k : static_cast<long long>(k) * n + s;
-}
 
 template <typename Real>
 __global__ void verlet_check(const Vec4<Real>* __restrict__ pos, const Vec4<Real>* __restrict__ ref, const int n,
@@ -41,7 +33,7 @@ __global__ void verlet_check(const Vec4<Real>* __restrict__ pos, const Vec4<Real
 // axis of fewer than 3 cells), the particle itself split out of its strip. WINDOW: only the
 // z-window a strip's column can reach (the strips are sorted by z). Hits are appended in strip
 // order: the same rows with and without WINDOW.
-template <typename Real, bool MINIMAGE, bool WINDOW, bool ROWMAJOR>
+template <typename Real, bool MINIMAGE, bool WINDOW>
 __global__ void __launch_bounds__(128)
 verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ order, const int* __restrict__ cell_sorted,
              const int* __restrict__ start, const int n, const Grid g, const Box<Real> box, const Real rlist2,
@@ -89,7 +81,7 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ orde
           if (WINDOW && pj.z > zmax) break;
           Real dx, dy, dz;
           if (separation<MINIMAGE>(p, pj, box, dx, dy, dz) < rlist2) {
-            if (count < cap) nbr[slot<ROWMAJOR>(count, k, n, cap)] = order[q];
+            if (count < cap) nbr[static_cast<long long>(count) * n + k] = order[q];
             ++count;
           }
         }
@@ -103,11 +95,10 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ orde
   if (count > cap) atomicMax(overflow, count);
 }
 
-template <typename Real, typename Acc, template <typename> class Functor, bool ENERGY, bool PBC, int TPP, int BLOCK,
-          bool ROWMAJOR>
+template <typename Real, typename Acc, template <typename> class Functor, bool ENERGY, bool PBC, int TPP, int BLOCK>
 __global__ void __launch_bounds__(BLOCK)
 verlet_force(const Vec4<Real>* __restrict__ pos, const int* __restrict__ order, const int* __restrict__ nbr,
-             const int* __restrict__ len, const int n, const int cap, const Box<Real> box, const Real* __restrict__ params,
+             const int* __restrict__ len, const int n, const Box<Real> box, const Real* __restrict__ params,
              Acc* __restrict__ forces, Acc* __restrict__ partial, unsigned long long* __restrict__ count,
              int* __restrict__ flag, unsigned int* __restrict__ rebuilds) {
   static_assert(TPP >= 1 && TPP <= 32 && (TPP & (TPP - 1)) == 0, "TPP: a power of two up to a warp");
@@ -126,7 +117,7 @@ verlet_force(const Vec4<Real>* __restrict__ pos, const int* __restrict__ order, 
     const Vec4<Real> pi = pos[i];
     const int m = len[s];
     for (int k = lane; k < m; k += TPP) {
-      const int j = nbr[slot<ROWMAJOR>(k, s, n, cap)];
+      const int j = nbr[static_cast<long long>(k) * n + s];
       Real dx, dy, dz;
       const Real r2 = separation<PBC>(pi, pos[j], box, dx, dy, dz);
       if (f.inside(r2)) acc.add(f, dx, dy, dz, r2);
