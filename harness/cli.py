@@ -275,11 +275,54 @@ def cmd_forces(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_nve_report(args: argparse.Namespace) -> int:
+    from . import device, md
+
+    if args.json:
+        results.check_file(args.json, "--json", (".json",))
+    if args.out:
+        raise InputError("--out (a trajectory) belongs to a single run; the NVE report writes --json")
+    gpu = strategies.create("fullshell_thread_csr").available()[0]
+    names = strategies.resolve(args.strategies or ("fullshell_thread_csr,verlet_thread_padded" if gpu
+                                                   else "fullshell_thread_cpu,verlet_thread_cpu"))
+    _require_devices(names)
+    steps = args.steps or 10000
+    md.check_run(steps, args.dt, args.sample)
+    problem = _input_problem(args) if args.input else scenarios.make(args.scenario, _size(args.n), seed=args.seed)
+    precisions = _precisions(args.precision) if args.precision else list(PRECISIONS)
+    print(f"NVE report: {problem.describe()}, {steps} steps of dt {args.dt:g} from one equilibrated start "
+          f"(T0 {args.temperature:g}), LJ shifted at the cutoff, a sample every {args.sample}")
+    head = f"{'strategy':34s} {'precision':9s} {'drift /particle/tau':>20s} {'max |E-E0| /particle':>21s} {'ms/step':>9s}  T"
+
+    def say(r: dict) -> None:
+        if r["status"] != "ok":
+            print(f"{r['strategy']:34s} {r['precision']:9s} {r['status']}: {r.get('detail', '')}", flush=True)
+            return
+        where = f"  ({r['platform']}, {r['precision_used']})" if "platform" in r else ""
+        print(f"{r['strategy']:34s} {r['precision']:9s} {r['drift']:+20.3e} {r['max_deviation']:21.3e} "
+              f"{r['ms_per_step']:9.4f}  {r['temperature']:.3f}{where}", flush=True)
+
+    print(head)
+    rows = md.nve_report(names, problem, steps, args.sample, args.dt, args.temperature, precisions,
+                         peers=not args.no_peers, seed=args.seed, say=say)
+    if args.json:
+        doc = {"kind": "nve", "device": device.header(), "problem": problem.label, "steps": steps, "dt": args.dt,
+               "sample": args.sample, "temperature0": args.temperature, "rows": rows}
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(doc, indent=1, default=str) + "\n")
+    return 0
+
+
 def cmd_md(args: argparse.Namespace) -> int:
     from dataclasses import replace as _replace
 
     from . import md
 
+    if args.nve_report:
+        return cmd_nve_report(args)
+    if not args.strategy:
+        raise InputError("md needs --strategy (or --nve-report)")
+    args.steps = args.steps or 1000
     if args.out:
         results.check_file(args.out, "--out", (".xyz", ".extxyz"))
     if args.json:
@@ -287,7 +330,7 @@ def cmd_md(args: argparse.Namespace) -> int:
     name = strategies.canonical(args.strategy)
     _require_devices([name])
     strategy = strategies.create(name, **_launch(args.launch))
-    precision = check_precision(args.precision)
+    precision = check_precision(args.precision or "fp32")
     md.check_run(args.steps, args.dt, args.sample)
     if args.input:
         problem = _input_problem(args, precision)
@@ -596,14 +639,19 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_forces)
 
     p = sub.add_parser("md", help="molecular dynamics (velocity Verlet, NVE) with any strategy's forces")
-    p.add_argument("--strategy", required=True)
+    p.add_argument("--strategy", help="the strategy whose forces drive the run")
+    p.add_argument("--nve-report", action="store_true",
+                   help="the NVE drift report: --strategies in each precision and OpenMM's VerletIntegrator from one "
+                        "equilibrated start (default 10,000 steps)")
+    p.add_argument("--strategies", help="for --nve-report (default: the CSR full shell and the Verlet list)")
+    p.add_argument("--no-peers", action="store_true", help="--nve-report without OpenMM")
     p.add_argument("--launch", help="launch parameters key=value,...")
     p.add_argument("--scenario", default="lj_liquid", help="a periodic scenario (default lj_liquid)")
     p.add_argument("--n", default="small", help="size name or particle count")
     p.add_argument("--input", help="start from this configuration (.xyz or .npz) instead of a scenario")
     p.add_argument("--seed", type=_NONNEG_INT, default=1, help="positions (scenario) and velocities")
-    p.add_argument("--precision", default="fp32")
-    p.add_argument("--steps", type=_COUNT, default=1000)
+    p.add_argument("--precision", default=None, help="fp32, mixed or fp64 (--nve-report: a comma list, default all)")
+    p.add_argument("--steps", type=_COUNT, default=None, help="default 1000 (--nve-report: 10000)")
     p.add_argument("--dt", type=_POSITIVE, default=0.005, help="time step in tau (default 0.005)")
     p.add_argument("--temperature", type=_NONNEG, default=0.72, help="Maxwell-Boltzmann start (default 0.72)")
     p.add_argument("--sample", type=_COUNT, default=100, help="energy, temperature and pressure every M steps")

@@ -67,23 +67,30 @@ class MdResult:
     @property
     def drift(self) -> float:
         """Slope of the total energy per particle against time (per tau), least squares."""
-        if len(self.samples) < 2:
-            return math.nan
-        t = np.array([s.time for s in self.samples])
-        e = np.array([s.total for s in self.samples]) / self.n
-        return float(np.polyfit(t, e, 1)[0])
+        return drift_of([s.time for s in self.samples], [s.total for s in self.samples], self.n)
 
     @property
     def max_deviation(self) -> float:
         """Largest |E(t) - E(0)| per particle over the samples."""
-        e = np.array([s.total for s in self.samples]) / self.n
-        return float(np.max(np.abs(e - e[0]))) if len(e) else math.nan
+        return deviation_of([s.total for s in self.samples], self.n)
 
     def to_json(self) -> dict:
         d = asdict(self)
         d["drift_per_particle_per_tau"] = self.drift
         d["max_deviation_per_particle"] = self.max_deviation
         return d
+
+
+def drift_of(times, totals, n: int) -> float:
+    """Least-squares slope of the total energy per particle against time."""
+    if len(times) < 2:
+        return math.nan
+    return float(np.polyfit(np.asarray(times, float), np.asarray(totals, float) / n, 1)[0])
+
+
+def deviation_of(totals, n: int) -> float:
+    e = np.asarray(totals, float) / n
+    return float(np.max(np.abs(e - e[0]))) if len(e) else math.nan
 
 
 def maxwell_boltzmann(n: int, temperature: float, rng: np.random.Generator, mass: float = 1.0) -> np.ndarray:
@@ -335,3 +342,86 @@ def record(problem: Problem, frames: int = FRAMES, equilibrate: int = EQUILIBRAT
         raise BlowUp(f"recording a trajectory of {problem.label}: the run blew up (dt = {dt:g})")
     _RECORDED[key] = got
     return got
+
+
+# --- the NVE report: energy drift per precision, strategy and OpenMM on one start ----------------
+
+def equilibrated(problem: Problem, steps: int = EQUILIBRATE, dt: float = 0.005, temperature: float = 0.72,
+                 seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """(positions in [0, L), velocities), float64, after `steps` steps from the problem's positions
+    and Maxwell-Boltzmann velocities, the velocities rescaled to `temperature` every 10 steps of
+    the first three quarters and the last quarter free NVE (the CSR full shell, mixed on the GPU,
+    else fp64)."""
+    gpu = strategies.create("fullshell_thread_csr").available()[0]
+    s = strategies.create("fullshell_thread_csr" if gpu else "fullshell_thread_cpu")
+    p = problem.with_precision("mixed" if gpu else "fp64")
+    plan = s.prepare(p, "forces")
+    integ = Integrator.create(plan, p.positions, maxwell_boltzmann(p.n, temperature, np.random.default_rng(seed)), dt)
+    out = s.step(plan)
+    dof = max(3 * p.n - 3, 1)
+    for step in range(steps):
+        integ.kick_drift(out.forces)
+        out = s.step(plan)
+        integ.kick(out.forces)
+        if step % 10 == 9 and step < steps * 3 // 4:  # velocity rescaling to the target, then free NVE
+            kin, _ = integ.kinetic()
+            if kin > 0.0 and temperature > 0.0:
+                integ.v *= integ.acc(math.sqrt(temperature * dof / (2.0 * kin)))
+    if integ.blown_up():
+        raise BlowUp(f"equilibrating {problem.label}: the run blew up (dt = {dt:g})")
+    return integ.positions(), integ.velocities()
+
+
+def nve_report(names: list[str], problem: Problem, steps: int = 10000, sample: int = 100, dt: float = 0.005,
+               temperature: float = 0.72, precisions=("fp32", "mixed", "fp64"), peers: bool = True, seed: int = 1,
+               say=None, equilibrate: int = 2000) -> list[dict]:
+    """Rows (strategy or peer:openmm, precision, drift of the total energy per particle per tau,
+    largest deviation, ms per step) of NVE runs from one equilibrated start, the potential shifted
+    at the cutoff so that the energy is a constant of the motion."""
+    from dataclasses import replace as _replace
+
+    from . import peers as P
+
+    check_run(steps, dt, sample)
+    check_periodic(problem)
+    pot = problem.potential
+    if hasattr(pot, "shift") and not pot.shift:
+        problem = _replace(problem, potential=_replace(pot, shift=True))
+    x0, v0 = equilibrated(problem, equilibrate, dt=dt, temperature=temperature, seed=seed)
+    rows = []
+    for prec in precisions:
+        start = Problem.make(x0, problem.box, problem.potential, prec, label=f"{problem.label} equilibrated")
+        for name in names:
+            s = strategies.create(name)
+            row = {"strategy": s.label, "precision": prec, "n": start.n, "steps": steps, "dt": dt}
+            ok, why = s.supports(start)
+            if not ok:
+                rows.append({**row, "status": "n/a", "detail": why})
+                continue
+            r = run(s, start, steps, dt, sample=sample, velocities=v0)
+            rows.append({**row, "status": "ok", "drift": r.drift, "max_deviation": r.max_deviation,
+                         "ms_per_step": r.ms_per_step, "temperature": r.samples[-1].temperature,
+                         "rebuilds": r.rebuilds})
+            if say:
+                say(rows[-1])
+        if peers:
+            row = {"strategy": "peer:openmm", "precision": prec, "n": start.n, "steps": steps, "dt": dt}
+            import importlib.util
+
+            if importlib.util.find_spec("openmm") is None:
+                rows.append({**row, "status": "n/a", "detail": "the openmm package is not installed"})
+            else:
+                out = P.in_child("openmm", P.openmm_nve, (start, v0, steps, sample, dt, prec))
+                if out.get("status") == "ok":
+                    t = [k * dt for k, _, _ in out["samples"]]
+                    e = [kin + pot_ for _, kin, pot_ in out["samples"]]
+                    n_ = start.n
+                    rows.append({**row, "status": "ok", "drift": drift_of(t, e, n_), "max_deviation": deviation_of(e, n_),
+                                 "ms_per_step": out["ms_per_step"], "platform": out["platform"],
+                                 "precision_used": out["precision_used"],
+                                 "temperature": 2.0 * out["samples"][-1][1] / (3 * n_ - 3)})
+                else:
+                    rows.append({**row, "status": out.get("status", "error"), "detail": out.get("detail", "")})
+            if say:
+                say(rows[-1])
+    return rows

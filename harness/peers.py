@@ -203,6 +203,52 @@ def run_jaxmd(problem: Problem, ref, min_time: float = 0.3) -> dict:
 RUNNERS = {"openmm": ("openmm", run_openmm), "jaxmd": ("jax_md", run_jaxmd)}
 
 
+def openmm_nve(problem: Problem, velocities: np.ndarray, steps: int, sample: int, dt: float, precision: str) -> dict:
+    """OpenMM's VerletIntegrator from the same positions and velocities on the same potential
+    (LJ truncated at the cutoff and shifted to zero there, as a CustomNonbondedForce: OpenMM's
+    NonbondedForce would not shift it), in its single/mixed/double precision. Units: sigma in nm,
+    epsilon in kJ/mol, mass 1 amu, so tau = 1 ps and the numbers are the harness's. Returns the
+    samples (step, kinetic, potential) and the platform."""
+    import openmm
+    from openmm import unit
+
+    lj = problem.potential
+    L = problem.box.array
+    system = openmm.System()
+    system.setDefaultPeriodicBoxVectors(openmm.Vec3(L[0], 0, 0), openmm.Vec3(0, L[1], 0), openmm.Vec3(0, 0, L[2]))
+    rc = float(lj.cutoff)
+    sr6 = (lj.sigma / rc) ** 6
+    shift = 4.0 * lj.epsilon * (sr6 * sr6 - sr6)
+    f = openmm.CustomNonbondedForce(f"4*{lj.epsilon!r}*((({lj.sigma!r}/r)^12)-(({lj.sigma!r}/r)^6))-({shift!r})")
+    f.setNonbondedMethod(openmm.CustomNonbondedForce.CutoffPeriodic)
+    f.setCutoffDistance(rc)
+    f.setUseSwitchingFunction(False)
+    f.setUseLongRangeCorrection(False)
+    for _ in range(problem.n):
+        system.addParticle(1.0)
+        f.addParticle([])
+    system.addForce(f)
+    names = [openmm.Platform.getPlatform(i).getName() for i in range(openmm.Platform.getNumPlatforms())]
+    platform = next(p for p in ("CUDA", "OpenCL", "CPU", "Reference") if p in names)
+    props = {"Precision": {"fp32": "single", "mixed": "mixed", "fp64": "double"}[precision]} \
+        if platform in ("CUDA", "OpenCL") else {}
+    integrator = openmm.VerletIntegrator(dt)
+    context = openmm.Context(system, integrator, openmm.Platform.getPlatformByName(platform), props)
+    context.setPositions(problem.positions)
+    context.setVelocities(velocities)
+    samples = []
+    t0 = time.perf_counter()
+    for step in range(0, steps + 1, sample):
+        if step:
+            integrator.step(sample)
+        st = context.getState(getEnergy=True)
+        samples.append((step, st.getKineticEnergy().value_in_unit(unit.kilojoule_per_mole),
+                        st.getPotentialEnergy().value_in_unit(unit.kilojoule_per_mole)))
+    seconds = time.perf_counter() - t0
+    return {"status": "ok", "platform": platform, "precision_used": props.get("Precision", "CPU platform's own"),
+            "samples": samples, "ms_per_step": 1e3 * seconds / steps}
+
+
 def parse(text: str | None) -> list[str]:
     names = [p.strip() for p in (text or "").split(",") if p.strip()]
     bad = [p for p in names if p not in PEERS]
@@ -224,9 +270,9 @@ def run(name: str, problem: Problem, ref, min_time: float = 0.3) -> dict:
     return {**row, **isolated(name, problem, ref, min_time)}
 
 
-def _child(runner: Callable, problem: Problem, ref, min_time: float, conn) -> None:
+def _child(runner: Callable, args: tuple, conn) -> None:
     try:
-        out = runner(problem, ref, min_time)
+        out = runner(*args)
     except Exception as e:  # a peer's own failure is a result, reported with its message
         out = {"status": "error", "detail": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"}
     conn.send(out)
@@ -236,12 +282,17 @@ def _child(runner: Callable, problem: Problem, ref, min_time: float, conn) -> No
 def isolated(name: str, problem: Problem, ref, min_time: float) -> dict:
     """RUNNERS[name] in a fresh (spawned) process; its row, or status error saying how the
     process ended if it died before reporting (a signal, most often the kernel's OOM killer)."""
+    return in_child(name, RUNNERS[name][1], (problem, ref, min_time))
+
+
+def in_child(name: str, runner: Callable, args: tuple) -> dict:
+    """runner(*args) in a fresh (spawned) process with the peers' environment (child_env)."""
     import multiprocessing as mp
     import signal
 
     ctx = mp.get_context("spawn")
     receive, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(RUNNERS[name][1], problem, ref, min_time, send), daemon=True)
+    proc = ctx.Process(target=_child, args=(runner, args, send), daemon=True)
     saved = dict(os.environ)
     os.environ.update(child_env())  # the child inherits the CUDA 13 library path
     try:

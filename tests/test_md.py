@@ -199,3 +199,27 @@ def test_amortised_column_counts_rebuilds_for_lists_only():
     assert lst["amortised_ms"] > 0 and cells["amortised_ms"] > 0 and lst["amortised_frames"] == 39
     assert 1 <= lst["rebuilds"] < 39 and "rebuilds" not in cells
     assert bench.trajectory(scenarios.make("lj_liquid_open", "tiny"), 10).startswith("n/a: the MD loop needs")
+
+
+def test_nve_report_rows_and_json(tmp_path, capsys):
+    """One equilibrated start for every strategy and precision; OpenMM's row says why it is n/a
+    where the package is missing."""
+    js = tmp_path / "nve.json"
+    rc = cli.main(["md", "--nve-report", "--strategies", "fullshell_thread_cpu,verlet_thread_cpu", "--n", "tiny",
+                   "--steps", "60", "--sample", "20", "--precision", "fp32,fp64", "--json", str(js)])
+    assert rc == 0
+    doc = json.loads(js.read_text())
+    rows = doc["rows"]
+    ok = [r for r in rows if r["status"] == "ok" and not r["strategy"].startswith("peer")]
+    assert len(ok) == 4 and all(math.isfinite(r["drift"]) and r["max_deviation"] < 1e-2 for r in ok)
+    same = {r["precision"]: r["drift"] for r in ok if r["strategy"] == "fullshell_thread_cpu"}
+    lst = {r["precision"]: r["drift"] for r in ok if r["strategy"] == "verlet_thread_cpu"}
+    assert lst["fp64"] == pytest.approx(same["fp64"], rel=1e-6)  # one start, one trajectory
+    peer = [r for r in rows if r["strategy"] == "peer:openmm"]
+    assert len(peer) == 2 and all(r["status"] in ("ok", "n/a", "error") for r in peer)
+    assert "drift /particle/tau" in capsys.readouterr().out
+
+
+def test_nve_report_refuses_a_trajectory_file(capsys):
+    assert cli.main(["md", "--nve-report", "--out", "t.xyz", "--n", "tiny"]) == 2
+    assert "the NVE report writes --json" in capsys.readouterr().err

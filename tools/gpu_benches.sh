@@ -41,6 +41,10 @@ case "$name" in
       --scenario lj_liquid --n 4000,large --outputs forces,all --name three "${common[@]}"
     $PY -m harness bench --strategies verlet_thread_padded --launch tpp=8 --scenario lj_liquid --n 4000 \
       --outputs forces,all --name three-tpp8 "${common[@]}" ;;
+  nve)  # the NVE drift report: the CSR full shell and the Verlet list in three precisions, and OpenMM
+    for n in 4000 32000; do
+      $PY -m harness md --nve-report --n $n --steps 10000 --sample 100 --json "$out/bench/nve-$n.json"
+    done ;;
   replay)  # verify of the list strategies along a recorded trajectory at three sizes, and the negative control
     v=(--scenarios lj_liquid --quiet --replay 200)
     $PY -m harness verify --strategies verlet_thread_padded,verlet_thread_cpu --size small "${v[@]}" --out "$out/replay-small"
