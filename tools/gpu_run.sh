@@ -9,6 +9,11 @@
 # so unchanged kernels are not compiled again), and the system python3 runs the harness from the
 # checkout. At the end, CuPy's cache goes to $OUT/cupy_cache.tgz and every result file into
 # $OUT/results.tgz (few files come back from such a call).
+#
+# The result headers name the commit: set HARNESS_COMMIT to the sha taken on your own machine
+# (HARNESS_COMMIT=abc1234 bash tools/gpu_run.sh ...). The device tool copies the working tree,
+# and the GPU machine's own git checkout can be stale, so `git rev-parse` there names an older
+# commit.
 set -u
 OUT=${OUT:-/tmp/gpu_run_out}
 mkdir -p "$OUT/results"
@@ -22,6 +27,7 @@ fi
 export PYTHONPATH=/tmp/site:$ROOT PYTHONUNBUFFERED=1
 if [ -f .cupy_cache/cache.tgz ]; then mkdir -p ~/.cupy && tar -xzf .cupy_cache/cache.tgz -C ~/.cupy; fi
 R=$OUT/results
+[ -n "${HARNESS_COMMIT:-}" ] || echo "warning: HARNESS_COMMIT is not set; result headers take this machine's git HEAD" >&2
 
 stage() {  # name, timeout in s, command...
   local name=$1 limit=$2
