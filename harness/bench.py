@@ -217,6 +217,8 @@ def bench_point(strategy: strategies.Strategy, problem: Problem, warmup: int, re
         del plan
         try:
             row.update(time_amortised(strategy, problem, frames, outputs))
+            if row.get("listed_pairs") and pairs:  # checks per interaction of the list's force phase
+                row["list_checks_per_interaction"] = row["listed_pairs"] / (2 * pairs)
         except StrategyError as e:  # e.g. a list that outgrew its capacity on the trajectory
             row["amortised_note"] = f"error: {e}"
     row["status"] = "ok"
@@ -661,6 +663,8 @@ def time_amortised(strategy: strategies.Strategy, problem: Problem, frames, outp
     if before is not None:
         info["rebuilds"] = plan.rebuild_count() - before  # over the replayed frames
         info["list_bytes"] = (getattr(plan, "launch_info", None) or {}).get("list_bytes")
+    if hasattr(plan, "listed_pairs"):
+        info["listed_pairs"] = plan.listed_pairs()  # the last frame's list: the force phase's checks
     return info
 
 

@@ -254,6 +254,10 @@ class VerletPlan(CudaPlan):
         """Builds the force phase has used since prepare (the first one included)."""
         return int(self.rebuilds.get()[0])
 
+    def listed_pairs(self) -> int:
+        """Entries of the current list (each pair twice): the force phase's distance checks."""
+        return int(self.len[: self.problem.n].sum().get()) if self.problem.n else 0
+
     def force(self) -> None:
         n = self.problem.n
         if not n:
@@ -390,6 +394,7 @@ class _VerletCpuPlan(CpuPlan):
         self.ref = self.pos.copy()
         self.rebuilds += 1
         self.launch_info["cap"] = self.cap
+        self.launch_info["list_bytes"] = int(self.nbr.nbytes + self.length.nbytes + self.ref.nbytes)
 
     def needs_rebuild(self, positions=None) -> bool:
         if self.ref is None:
@@ -405,6 +410,9 @@ class _VerletCpuPlan(CpuPlan):
 
     def rebuild_count(self) -> int:
         return self.rebuilds
+
+    def listed_pairs(self) -> int:
+        return int(self.length.sum())
 
     def force(self) -> None:
         if self.overflow_len:

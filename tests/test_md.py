@@ -198,6 +198,7 @@ def test_amortised_column_counts_rebuilds_for_lists_only():
     cells = bench.time_amortised(strategies.create("fullshell_thread_cpu"), p, frames, "forces")
     assert lst["amortised_ms"] > 0 and cells["amortised_ms"] > 0 and lst["amortised_frames"] == 39
     assert 1 <= lst["rebuilds"] < 39 and "rebuilds" not in cells
+    assert lst["list_bytes"] > 0 and lst["listed_pairs"] > 0  # entries within cutoff + skin, each pair twice
     assert bench.trajectory(scenarios.make("lj_liquid_open", "tiny"), 10).startswith("n/a: the MD loop needs")
 
 

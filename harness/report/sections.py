@@ -183,9 +183,11 @@ def timings(sec: Section, bench: list[dict]) -> None:
                       _fmt(_device_ms(r)), _fmt(r.get("with_list_graph_ms") or r.get("with_list_ms")),
                       _fmt(r.get("amortised_ms")) if r.get("amortised_ms") is not None else r.get("amortised_note", ""),
                       "" if r.get("rebuilds") is None else f"{r['rebuilds']} / {r.get('amortised_frames', '')}",
-                      "" if r.get("skin") is None else _fmt(r["skin"], 3)])
+                      "" if r.get("skin") is None else _fmt(r["skin"], 3),
+                      "" if r.get("list_checks_per_interaction") is None else f"{r['list_checks_per_interaction']:.2f}",
+                      "" if r.get("list_bytes") is None else f"{r['list_bytes'] / 2**20:.1f}"])
     sec.table(["scenario", "N", "precision", "outputs", "strategy", "from scratch", "with list", "amortised",
-               "rebuilds / frames", "skin"], table)
+               "rebuilds / frames", "skin", "list checks per interaction", "list MiB"], table)
 
 
 def repeat_check(rows: list[dict]) -> tuple[int, int, float] | None:
