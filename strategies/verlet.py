@@ -114,9 +114,9 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
     source_file = "verlet.cu"
     description = ("CUDA Verlet list (cutoff + skin), padded rows column-major, tpp threads per row; the "
                    "displacement check and rebuild decided on the device every step")
-    launch_defaults = {**VerletStrategy.launch_defaults, "block": 128, "tpp": 1, "window": 1}
+    launch_defaults = {**VerletStrategy.launch_defaults, "block": 128, "tpp": 1, "build": "strip", "window": 1}
     launch_choices = {**VerletStrategy.launch_choices, "block": (64, 128, 256, 512), "tpp": TPP_CHOICES,
-                      "window": (0, 1)}
+                      "build": ("strip", "cell"), "window": (0, 1)}
 
     def force_expression(self, precision: str, potential: Potential, energy: bool, pbc: bool) -> str:
         real, acc = ctypes(precision)
@@ -139,7 +139,8 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
         reals = sorted({m.cxx_compute for m in MODES.values()})
         return {"verlet.cu": [f"verlet_check<{r}>" for r in reals] + [f"verlet_build<{r}, {m}, {w}>"
                                                                        for r in reals
-                                                                       for m, w in BUILD_FLAGS],
+                                                                       for m, w in BUILD_FLAGS] +
+                              [f"verlet_build_cells<{r}, {m}>" for r in reals for m in ("false", "true")],
                 "binning.cu": sorted({e for r in reals for e in Binning.expressions(r)})}
 
     def _prepare(self, problem: Problem) -> Plan:
@@ -177,7 +178,9 @@ class VerletPlan(CudaPlan):
         # per-pair minimum image in the build only on a periodic axis of fewer than 3 cells; z-windows otherwise
         minimage = any(p and int(d) < 3 for d, p in zip(self.dims, problem.box.periodic))
         window = bool(strategy.launch["window"]) and not minimage
-        self.k_build = kernel("verlet.cu", f"verlet_build<{real_t}, {cbool(minimage)}, {cbool(window)}>")
+        self.per_cell = strategy.launch["build"] == "cell"
+        self.k_build = kernel("verlet.cu", f"verlet_build_cells<{real_t}, {cbool(minimage)}>" if self.per_cell
+                              else f"verlet_build<{real_t}, {cbool(minimage)}, {cbool(window)}>")
         self.margin = self.real(8 * np.finfo(np.float32).eps * (0.5 * float(problem.box.array.max()) + self.rl))
         self._force: dict[str, object] = {}
         # first build: the binning method, then the rows' lengths (capacity 0), then the list
@@ -215,6 +218,11 @@ class VerletPlan(CudaPlan):
         n = self.problem.n
         g = guard if guard is not None else np.uint64(0)
         b = self.binning
+        if self.per_cell:
+            ncells = int(np.prod(self.dims))
+            self.k_build((ncells,), (32,), (b.sorted, b.order, b.start, np.int32(n), self.grid_struct, self.box,
+                                            self.rlist2, np.int32(cap), self.nbr, self.len, self.ref, self.overflow, g))
+            return
         self.k_build((-(-n // 128),), (128,), (b.sorted, b.order, b.cell_sorted, b.start, np.int32(n), self.grid_struct,
                                                self.box, self.rlist2, self.margin, np.int32(cap), self.nbr, self.len,
                                                self.ref, self.overflow, g))

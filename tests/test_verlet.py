@@ -162,14 +162,15 @@ def test_gpu_negative_control():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("n", [500, 4000])
-def test_gpu_z_windows_give_the_same_list(n):
-    """The build's z-windows skip only candidates beyond r_list: the same rows, the same bits
-    (500: 3 cells per axis; the short-axis fallback is the 256-particle case of the matrix)."""
+@pytest.mark.parametrize("n", [256, 500, 4000])
+def test_gpu_builds_give_the_same_list(n):
+    """The strip build with and without z-windows and the per-cell build put the same rows in the
+    same order: the same bits (256: 2 cells per axis, the per-pair minimum image)."""
     p = _problem("fp32", n=n)
     base = strategies.create("verlet_thread_padded", window=0).evaluate(p)
-    got = strategies.create("verlet_thread_padded", window=1).evaluate(p)
-    assert np.array_equal(got.forces, base.forces) and got.energy == base.energy
+    for launch in ({"window": 1}, {"build": "cell"}):
+        got = strategies.create("verlet_thread_padded", **launch).evaluate(p)
+        assert np.array_equal(got.forces, base.forces) and got.energy == base.energy, launch
 
 
 def test_verify_replays_the_trajectory_and_the_negative_control_fails(tmp_path, capsys):

@@ -41,6 +41,11 @@ case "$name" in
       --scenario lj_liquid --n 4000,large --outputs forces,all --name three "${common[@]}"
     $PY -m harness bench --strategies verlet_thread_padded --launch tpp=8 --scenario lj_liquid --n 4000 \
       --outputs forces,all --name three-tpp8 "${common[@]}" ;;
+  build)  # the Verlet build: per strip (with and without z-windows) against per cell, and the amortised step
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 4000,large --outputs forces \
+      --sweep build=strip:cell --name build "${common[@]}"
+    $PY -m harness bench --strategies verlet_thread_padded --scenario gaussian --n large --outputs forces \
+      --sweep build=strip:cell --amortised 0 --name build-gauss "${common[@]}" ;;
   nve)  # the NVE drift report: the CSR full shell and the Verlet list in three precisions, and OpenMM
     for n in 4000 32000; do
       $PY -m harness md --nve-report --n $n --steps 10000 --sample 100 --json "$out/bench/nve-$n.json"

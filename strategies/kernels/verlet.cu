@@ -95,6 +95,90 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ orde
   if (count > cap) atomicMax(overflow, count);
 }
 
+// The same rows, built per cell: one warp per cell loads the candidates of the cell's 9 z-strips
+// (each run's image shift applied as it is loaded) CHUNK at a time into shared memory, and every
+// particle of the cell (a lane each, 32 at a time) scans the chunk: one cooperative load per
+// candidate instead of one per particle and candidate, and a loop that every lane runs alike.
+// Candidate order is the strip kernel's (columns, runs, slots): the lists are the same.
+constexpr int kBuildChunk = 256;
+
+template <typename Real, bool MINIMAGE>
+__global__ void __launch_bounds__(32)
+verlet_build_cells(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ order, const int* __restrict__ start,
+                   const int n, const Grid g, const Box<Real> box, const Real rlist2, const int cap,
+                   int* __restrict__ nbr, int* __restrict__ len, Vec4<Real>* __restrict__ ref,
+                   int* __restrict__ overflow, const int* __restrict__ guard) {
+  if (guard != nullptr && *guard == 0) return;
+  __shared__ Vec4<Real> s_pos[kBuildChunk];
+  __shared__ int s_slot[kBuildChunk];
+  __shared__ int s_b[18], s_off[19];
+  __shared__ Real s_sx[18], s_sy[18], s_sz[18];
+  const int c = blockIdx.x;
+  const int lane = threadIdx.x;
+  const int first = start[c], count_c = start[c + 1] - first;
+  if (count_c == 0) return;  // the whole block
+  const int cz = c % g.nz, cy = (c / g.nz) % g.ny, cx = c / (g.nz * g.ny);
+  if (lane < 9) {  // column `lane`: up to two runs, each with its image shift
+    const int ox = lane / 3 - 1, oy = lane % 3 - 1;
+    int x, y, runs = 0, b[2] = {0, 0}, e[2] = {0, 0};
+    Real sx, sy, sz[2] = {Real(0), Real(0)};
+    if (axis_neighbour<MINIMAGE>(cx, ox, g.nx, g.pmask & 1, box.lx, x, sx) &&
+        axis_neighbour<MINIMAGE>(cy, oy, g.ny, g.pmask & 2, box.ly, y, sy)) {
+      runs = z_runs<1, MINIMAGE>(start, (x * g.ny + y) * g.nz, cz, g, box.lz, b, e, sz);
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const bool on = r < runs;
+      s_b[2 * lane + r] = on ? b[r] : 0;
+      s_off[2 * lane + r + 1] = on ? e[r] - b[r] : 0;  // lengths; the prefix follows
+      s_sx[2 * lane + r] = on ? sx : Real(0);
+      s_sy[2 * lane + r] = on ? sy : Real(0);
+      s_sz[2 * lane + r] = on ? sz[r] : Real(0);
+    }
+  }
+  __syncwarp();
+  if (lane == 0) {
+    s_off[0] = 0;
+    for (int r = 0; r < 18; ++r) s_off[r + 1] += s_off[r];
+  }
+  __syncwarp();
+  const int total = s_off[18];
+  for (int base = 0; base < count_c; base += 32) {
+    const bool mine = base + lane < count_c;
+    const int k = first + base + lane;
+    const Vec4<Real> pi = mine ? sorted[k] : Vec4<Real>{};
+    int count = 0;
+    for (int chunk = 0; chunk < total; chunk += kBuildChunk) {
+      const int m = min(kBuildChunk, total - chunk);
+      for (int t = lane; t < m; t += 32) {  // cooperative load, shifts applied
+        const int gi = chunk + t;
+        int r = 0;
+        while (s_off[r + 1] <= gi) ++r;
+        const int q = s_b[r] + (gi - s_off[r]);
+        const Vec4<Real> p = sorted[q];
+        s_pos[t] = {p.x + s_sx[r], p.y + s_sy[r], p.z + s_sz[r], p.w};
+        s_slot[t] = q;
+      }
+      __syncwarp();
+      if (mine) {
+        for (int t = 0; t < m; ++t) {
+          Real dx, dy, dz;
+          if (separation<MINIMAGE>(pi, s_pos[t], box, dx, dy, dz) < rlist2 && s_slot[t] != k) {
+            if (count < cap) nbr[static_cast<long long>(count) * n + k] = order[s_slot[t]];
+            ++count;
+          }
+        }
+      }
+      __syncwarp();
+    }
+    if (mine) {
+      len[k] = min(count, cap);
+      ref[order[k]] = pi;
+      if (count > cap) atomicMax(overflow, count);
+    }
+  }
+}
+
 template <typename Real, typename Acc, template <typename> class Functor, bool ENERGY, bool PBC, int TPP, int BLOCK>
 __global__ void __launch_bounds__(BLOCK)
 verlet_force(const Vec4<Real>* __restrict__ pos, const int* __restrict__ order, const int* __restrict__ nbr,
