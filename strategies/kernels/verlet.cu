@@ -110,7 +110,7 @@ verlet_build_cells(const Vec4<Real>* __restrict__ sorted, const int* __restrict_
                    int* __restrict__ overflow, const int* __restrict__ guard) {
   if (guard != nullptr && *guard == 0) return;
   __shared__ Vec4<Real> s_pos[kBuildChunk];
-  __shared__ int s_slot[kBuildChunk];
+  __shared__ int s_slot[kBuildChunk], s_index[kBuildChunk];  // sorted slot (self test), particle index (entry)
   __shared__ int s_b[18], s_off[19];
   __shared__ Real s_sx[18], s_sy[18], s_sz[18];
   const int c = blockIdx.x;
@@ -158,13 +158,14 @@ verlet_build_cells(const Vec4<Real>* __restrict__ sorted, const int* __restrict_
         const Vec4<Real> p = sorted[q];
         s_pos[t] = {p.x + s_sx[r], p.y + s_sy[r], p.z + s_sz[r], p.w};
         s_slot[t] = q;
+        s_index[t] = order[q];
       }
       __syncwarp();
       if (mine) {
         for (int t = 0; t < m; ++t) {
           Real dx, dy, dz;
           if (separation<MINIMAGE>(pi, s_pos[t], box, dx, dy, dz) < rlist2 && s_slot[t] != k) {
-            if (count < cap) nbr[static_cast<long long>(count) * n + k] = order[s_slot[t]];
+            if (count < cap) nbr[static_cast<long long>(count) * n + k] = s_index[t];
             ++count;
           }
         }
