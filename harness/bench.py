@@ -259,8 +259,9 @@ def run(names: list[str], scenario: str | list[str] | None, sizes: list, precisi
                     row = plan_point(s, p, max_checks, check_device, outputs)
                 else:
                     try:
-                        if amortised and frames is None:
-                            frames = trajectory(p, amortised)
+                        if amortised and frames is None and \
+                                plan_point(s, p, max_checks, check_device, outputs)["status"] == "planned":
+                            frames = trajectory(p, amortised)  # once per problem, for its first timed point
                         row = bench_point(s, p, warmup, repeat, min_time, l2=l2, graph=graph, max_checks=max_checks,
                                           outputs=outputs, frames=frames)
                     except StrategyError as e:  # e.g. a lock timeout or capacity overflow: a result, not a crash
@@ -277,6 +278,9 @@ def run(names: list[str], scenario: str | list[str] | None, sizes: list, precisi
     return rows
 
 
+CPU_RECORD_LIMIT = 5e7  # particle steps a CPU records a trajectory for (about a minute on two cores)
+
+
 def trajectory(p: Problem, frames: int):
     """The recorded frames of p for the amortised column, or why there are none (a string)."""
     from . import md
@@ -287,6 +291,11 @@ def trajectory(p: Problem, frames: int):
     free = device.host_memory_available()
     if free is not None and need > free // 2:
         return f"n/a: {frames} frames of {p.n:,} particles need {need / 2**30:.1f} GiB of host memory"
+    gpu = strategies.create("fullshell_thread_csr").available()[0]
+    work = p.n * (md.EQUILIBRATE + frames)
+    if not gpu and work > CPU_RECORD_LIMIT:
+        return (f"n/a: recording {md.EQUILIBRATE + frames} steps of {p.n:,} particles on the CPU would take long "
+                f"({work:.2g} particle steps, the limit is {CPU_RECORD_LIMIT:.0g}); --amortised 0 skips the column")
     try:
         return md.record(p, frames)
     except InputError as e:

@@ -224,3 +224,14 @@ def test_nve_report_rows_and_json(tmp_path, capsys):
 def test_nve_report_refuses_a_trajectory_file(capsys):
     assert cli.main(["md", "--nve-report", "--out", "t.xyz", "--n", "tiny"]) == 2
     assert "the NVE report writes --json" in capsys.readouterr().err
+
+
+def test_no_trajectory_is_recorded_where_the_cpu_would_take_long(monkeypatch):
+    from harness import bench
+
+    monkeypatch.setattr(bench, "CPU_RECORD_LIMIT", 1000)
+    got = bench.trajectory(_problem("fp32", n=500), 10)
+    if strategies.create("fullshell_thread_csr").available()[0]:
+        assert not isinstance(got, str)  # a GPU records it
+    else:
+        assert isinstance(got, str) and "on the CPU would take long" in got and "--amortised 0" in got
