@@ -91,6 +91,18 @@ def _input_problem(args: argparse.Namespace, precision: str = "fp32") -> Problem
     return Problem.make(pos, box, lj, precision=precision, label=f"input:{Path(args.input).name} N={len(pos)}")
 
 
+def _with_potential(problem: Problem, spec: str | None) -> Problem:
+    """The problem's positions and box with the potential of `spec` (e.g.
+    'coordination:r0=1,n=6,dmax=2.5'); the problem as it is where spec is None."""
+    if not spec:
+        return problem
+    from mdcore import potentials
+
+    pot = potentials.parse(spec)
+    label = f"{problem.label} {pot.name}"
+    return Problem.make(problem.positions, problem.box, pot, precision=problem.precision, label=label)
+
+
 def _require_devices(names: list[str]) -> None:
     """Strategies named explicitly must be able to run here."""
     for name in names:
@@ -156,6 +168,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if args.strategies:
         _require_devices(names)
     precisions = _precisions(args.precision)
+    if args.potential:  # a bad spec ends here, before any scenario is built
+        from mdcore import potentials
+
+        potentials.parse(args.potential)
     results.check_dir(args.out, "--out")
     if args.json:
         results.check_file(args.json, "--json", (".json",))
@@ -167,6 +183,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
             scenarios.check(spec, args.size)  # bad names, parameters and sizes fail before any work
         _say(f"building {len(specs)} scenario(s) at size {args.size}")
         cases = verify.build_cases(specs, _size(args.size), args.seed)
+    if args.potential:
+        cases = [verify.Case(f"{c.scenario}+{args.potential.partition(':')[0]}", _with_potential(c.problem, args.potential))
+                 for c in cases]
     budgets = {k: v for k, v in (("cpu", args.max_checks_cpu), ("cuda", args.max_checks_gpu)) if v is not None}
     chosen = [strategies.create(n, **_launch(args.launch)) for n in names] if args.launch else \
         [strategies.create(n) for n in names]
@@ -336,7 +355,8 @@ def cmd_md(args: argparse.Namespace) -> int:
         problem = _input_problem(args, precision)
     else:
         problem = scenarios.make(args.scenario, _size(args.n), seed=args.seed, precision=precision)
-    if not args.no_shift and hasattr(problem.potential, "shift") and not problem.potential.shift:
+    problem = _with_potential(problem, args.potential)
+    if not args.no_shift and isinstance(problem.potential, LennardJones) and not problem.potential.shift:
         problem = _replace(problem, potential=_replace(problem.potential, shift=True))
     head = f"{'step':>8s} {'time':>9s} {'kinetic':>14s} {'potential':>15s} {'total':>15s} {'T':>8s} {'P':>9s}"
     print(f"md {strategy.label} {problem.describe()} {problem.potential.spec()}: {args.steps} steps of dt {args.dt:g}, "
@@ -530,6 +550,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--max-checks-gpu", type=_POSITIVE, help="skip GPU cells with more distance checks (default 4e12)")
     p.add_argument("--quiet", action="store_true")
     _potential_args(p)
+    p.add_argument("--potential", help="replace each scenario's potential: e.g. "
+                                       "'coordination:r0=1,n=6,m=12,d0=0,dmax=2.5' (PLUMED's coordination number) or "
+                                       "'lj:cutoff=3'")
     p.set_defaults(fn=cmd_verify)
 
     p = sub.add_parser("bench", help="time strategies: sweeps over strategies, scenarios, sizes, precisions, launch")
@@ -663,6 +686,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-graph", action="store_true", help="launch every step (no CUDA-graph replay)")
     p.add_argument("--quiet", action="store_true", help="only the summary line")
     _potential_args(p)
+    p.add_argument("--potential", help="replace each scenario's potential: e.g. "
+                                       "'coordination:r0=1,n=6,m=12,d0=0,dmax=2.5' (PLUMED's coordination number) or "
+                                       "'lj:cutoff=3'")
     p.set_defaults(fn=cmd_md)
 
     p = sub.add_parser("export", help="write a scenario's configuration to .xyz or .npz")

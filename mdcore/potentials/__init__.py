@@ -165,5 +165,6 @@ def get(name: str) -> type[Potential]:
 
 
 from .lennard_jones import LennardJones  # noqa: E402  (registers itself)
+from .coordination import Coordination  # noqa: E402  (registers itself)
 
-__all__ = ["LennardJones", "Potential", "REGISTRY", "get", "parse", "positive", "register"]
+__all__ = ["Coordination", "LennardJones", "Potential", "REGISTRY", "get", "parse", "positive", "register"]
