@@ -237,7 +237,8 @@ def run(names: list[str], scenario: str | list[str] | None, sizes: list, precisi
         problem: Problem | None = None, progress: Callable[[str], None] | None = None,
         sweep: dict[str, list] | None = None, l2: str = "flush", graph: bool = True, bar=None,
         max_checks: dict | None = None, done: dict | None = None, sink: Callable[[dict], None] | None = None,
-        dry_run: bool = False, check_device: bool = True, outputs: str = "all", amortised: int = 0) -> list[dict]:
+        dry_run: bool = False, check_device: bool = True, outputs: str = "all", amortised: int = 0,
+        potential: str | None = None) -> list[dict]:
     """One row per (scenario, size, strategy, launch variant) at this precision. amortised: frames
     of a recorded trajectory replayed for the amortised cost of a step (0: none). Points whose
     key is in `done` (rows of an earlier, interrupted run, a list per key, one row per occurrence,
@@ -246,7 +247,8 @@ def run(names: list[str], scenario: str | list[str] | None, sizes: list, precisi
     rows = []
     specs = [scenario] if isinstance(scenario, str) or scenario is None else list(scenario)
     problems = (problem.with_precision(precision) for _ in (0,)) if problem is not None else \
-        (scenarios.make(spec, n, seed=seed, precision=precision) for spec in specs for n in sizes)
+        (scenarios.with_potential(scenarios.make(spec, n, seed=seed, precision=precision), potential)
+         for spec in specs for n in sizes)
     for p in problems:  # one problem in memory at a time: the large ones are gigabytes
         frames = None  # recorded when the first point of this problem is timed
         for name in names:
@@ -567,7 +569,7 @@ def run_sweep(sw: Sweep, out: Path, name: str | None, resume: bool = False, dry_
                                 graph=timing["graph"], bar=bar, max_checks=max_checks,
                                 done=partial.done if partial else None, sink=partial, dry_run=dry_run,
                                 check_device=sw.gpu or not dry_run, outputs=outputs,
-                                amortised=timing.get("amortised", 0))
+                                amortised=timing.get("amortised", 0), potential=timing.get("potential"))
         if dry_run:
             return rows, []
         if peer_names:

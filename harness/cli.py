@@ -91,18 +91,6 @@ def _input_problem(args: argparse.Namespace, precision: str = "fp32") -> Problem
     return Problem.make(pos, box, lj, precision=precision, label=f"input:{Path(args.input).name} N={len(pos)}")
 
 
-def _with_potential(problem: Problem, spec: str | None) -> Problem:
-    """The problem's positions and box with the potential of `spec` (e.g.
-    'coordination:r0=1,n=6,dmax=2.5'); the problem as it is where spec is None."""
-    if not spec:
-        return problem
-    from mdcore import potentials
-
-    pot = potentials.parse(spec)
-    label = f"{problem.label} {pot.name}"
-    return Problem.make(problem.positions, problem.box, pot, precision=problem.precision, label=label)
-
-
 def _require_devices(names: list[str]) -> None:
     """Strategies named explicitly must be able to run here."""
     for name in names:
@@ -184,8 +172,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         _say(f"building {len(specs)} scenario(s) at size {args.size}")
         cases = verify.build_cases(specs, _size(args.size), args.seed)
     if args.potential:
-        cases = [verify.Case(f"{c.scenario}+{args.potential.partition(':')[0]}", _with_potential(c.problem, args.potential))
-                 for c in cases]
+        name = args.potential.partition(":")[0]
+        cases = [verify.Case(f"{c.scenario}+{name}", scenarios.with_potential(c.problem, args.potential)) for c in cases]
     budgets = {k: v for k, v in (("cpu", args.max_checks_cpu), ("cuda", args.max_checks_gpu)) if v is not None}
     chosen = [strategies.create(n, **_launch(args.launch)) for n in names] if args.launch else \
         [strategies.create(n) for n in names]
@@ -240,7 +228,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
         results.check_dir(args.out, "--out")
     if args.json:
         results.check_file(args.json, "--json", (".json",))
-    problem = _input_problem(args) if args.input else None
+    if args.potential:  # a bad spec ends here, before any work
+        from mdcore import potentials
+
+        potentials.parse(args.potential)
+    problem = scenarios.with_potential(_input_problem(args), args.potential) if args.input else None
     sw = bench.plan_sweep(suite=args.suite, selection=args.strategies, specs=args.scenario,
                           sizes=[_size(s.strip()) for s in args.n.split(",")] if args.n else None,
                           precisions=_precisions(args.precision), sweep=_sweep(args.sweep),
@@ -252,7 +244,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     bar = _progress_bar(total)
     outputs = [check_outputs(o.strip()) for o in args.outputs.split(",") if o.strip()]
     timing = {"seed": args.seed, "warmup": args.warmup, "repeat": args.repeat, "min_time": args.min_time,
-              "l2": args.l2, "graph": not args.no_graph, "outputs": outputs, "amortised": args.amortised}
+              "l2": args.l2, "graph": not args.no_graph, "outputs": outputs, "amortised": args.amortised,
+              "potential": args.potential}
     try:
         rows, paths = bench.run_sweep(sw, Path(args.out), args.name, resume=args.resume, dry_run=args.dry_run,
                                       timing=timing, max_checks={"cpu": args.max_checks_cpu,
@@ -280,7 +273,7 @@ def cmd_forces(args: argparse.Namespace) -> int:
     results.check_file(args.out, "--out", (".npz",))
     if args.strategy != "reference":
         _require_devices([strategies.canonical(args.strategy)])
-    problem = _input_problem(args, check_precision(args.precision))
+    problem = scenarios.with_potential(_input_problem(args, check_precision(args.precision)), args.potential)
     if args.strategy == "reference":
         import reference
 
@@ -355,7 +348,7 @@ def cmd_md(args: argparse.Namespace) -> int:
         problem = _input_problem(args, precision)
     else:
         problem = scenarios.make(args.scenario, _size(args.n), seed=args.seed, precision=precision)
-    problem = _with_potential(problem, args.potential)
+    problem = scenarios.with_potential(problem, args.potential)
     if not args.no_shift and isinstance(problem.potential, LennardJones) and not problem.potential.shift:
         problem = _replace(problem, potential=_replace(problem.potential, shift=True))
     head = f"{'step':>8s} {'time':>9s} {'kinetic':>14s} {'potential':>15s} {'total':>15s} {'T':>8s} {'P':>9s}"
@@ -593,6 +586,8 @@ def parser() -> argparse.ArgumentParser:
                    help="list the points with their distance checks and n/a reasons; time nothing")
     p.add_argument("--quiet", action="store_true", help="no line per point, only the table at the end")
     _potential_args(p)
+    p.add_argument("--potential", help="replace the potential: e.g. 'coordination:r0=1,n=6,m=12,d0=0,dmax=2.5' "
+                                       "(PLUMED's coordination number) or 'lj:cutoff=3'")
     p.set_defaults(fn=cmd_bench)
 
     p = sub.add_parser("compare", help="regressions between two bench results: median change against the "
@@ -659,6 +654,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--precision", default="fp32")
     p.add_argument("--out", required=True, help="output .npz")
     _potential_args(p)
+    p.add_argument("--potential", help="replace the potential: e.g. 'coordination:r0=1,n=6,m=12,d0=0,dmax=2.5' "
+                                       "(PLUMED's coordination number) or 'lj:cutoff=3'")
     p.set_defaults(fn=cmd_forces)
 
     p = sub.add_parser("md", help="molecular dynamics (velocity Verlet, NVE) with any strategy's forces")

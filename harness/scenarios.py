@@ -370,6 +370,19 @@ def make(spec: str, size: str | int = "small", seed: int = 1, precision: str = "
     return Problem.make(pos, box, pot, precision=precision, label=label)
 
 
+def with_potential(problem: Problem, spec: str | None) -> Problem:
+    """The problem's positions and box with the potential of `spec` (e.g.
+    'coordination:r0=1,n=6,dmax=2.5'; its name joins the label), the problem itself where spec
+    is None. A box too short for the new cutoff is refused as for any problem."""
+    if not spec:
+        return problem
+    from mdcore import potentials
+
+    pot = potentials.parse(spec)
+    return Problem.make(problem.positions, problem.box, pot, precision=problem.precision,
+                        label=f"{problem.label} {pot.name}")
+
+
 def _too_short(box: Box, pot) -> float:
     """The shortest periodic length when it is below twice the cutoff, else 0."""
     if pot.cutoff is None:

@@ -107,3 +107,24 @@ def test_verify_and_md_take_the_potential_on_the_command_line(tmp_path, capsys):
                      "--potential", "coordination:n=6,m=6", "--out", str(tmp_path / "w")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "m must differ from n" in err[0]
+
+
+def test_bench_and_forces_take_the_potential(tmp_path, capsys):
+    import json
+
+    from harness import cli
+
+    assert cli.main(["bench", "--strategies", "fullshell_thread_cpu", "--scenario", "uniform", "--n", "1000",
+                     "--potential", "coordination:r0=1,n=6,dmax=2.5", "--min-time", "0", "--repeat", "1",
+                     "--amortised", "0", "--quiet", "--out", str(tmp_path / "b"), "--name", "c"]) == 0
+    row = json.loads((tmp_path / "b" / "c.json").read_text())["rows"][0]
+    assert row["status"] == "ok" and row["potential"].startswith("coordination:")
+    conf = tmp_path / "conf.xyz"
+    assert cli.main(["export", "--scenario", "uniform", "--n", "500", "--out", str(conf)]) == 0
+    out = tmp_path / "f.npz"
+    assert cli.main(["forces", "--strategy", "reference", "--input", str(conf), "--precision", "fp64",
+                     "--potential", "coordination:r0=1,n=6,dmax=2.5", "--out", str(out)]) == 0
+    import numpy as np
+
+    got = np.load(out)
+    assert 0 < float(got["energy"]) < 500 * 20  # a coordination number: a few neighbours per particle
