@@ -293,9 +293,8 @@ def trajectory(p: Problem, frames: int):
     free = device.host_memory_available()
     if free is not None and need > free // 2:
         return f"n/a: {frames} frames of {p.n:,} particles need {need / 2**30:.1f} GiB of host memory"
-    gpu = strategies.create("fullshell_thread_csr").available()[0]
     work = p.n * (md.EQUILIBRATE + frames)
-    if not gpu and work > CPU_RECORD_LIMIT:
+    if not md.driver_available_on_gpu() and work > CPU_RECORD_LIMIT:
         return (f"n/a: recording {md.EQUILIBRATE + frames} steps of {p.n:,} particles on the CPU would take long "
                 f"({work:.2g} particle steps, the limit is {CPU_RECORD_LIMIT:.0g}); --amortised 0 skips the column")
     try:

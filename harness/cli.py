@@ -294,7 +294,7 @@ def cmd_nve_report(args: argparse.Namespace) -> int:
         results.check_file(args.json, "--json", (".json",))
     if args.out:
         raise InputError("--out (a trajectory) belongs to a single run; the NVE report writes --json")
-    gpu = strategies.create("fullshell_thread_csr").available()[0]
+    gpu = md.driver_available_on_gpu()
     names = strategies.resolve(args.strategies or ("fullshell_thread_csr,verlet_thread_padded" if gpu
                                                    else "fullshell_thread_cpu,verlet_thread_cpu"))
     _require_devices(names)

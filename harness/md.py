@@ -312,6 +312,30 @@ EQUILIBRATE = 500   # steps run before the first frame (the lattice start melts 
 _RECORDED: dict = {}  # the last recording only: at 1M particles it is gigabytes
 
 
+def driver_available_on_gpu() -> bool:
+    """Whether the reference driver (the CSR full shell) runs on a GPU here."""
+    return strategies.create("fullshell_thread_csr").available()[0]
+
+
+def _driven(problem: Problem, dt: float, temperature: float, seed: int, steps: int, each=None) -> Integrator:
+    """`steps` velocity-Verlet steps of `problem` from Maxwell-Boltzmann velocities with the
+    reference driver: the CSR full shell in mixed precision on a GPU, else its numba counterpart
+    in fp64. each(step, integ) runs after every step. Returns the integrator."""
+    gpu = driver_available_on_gpu()
+    s = strategies.create("fullshell_thread_csr" if gpu else "fullshell_thread_cpu")
+    p = problem.with_precision("mixed" if gpu else "fp64")
+    plan = s.prepare(p, "forces")
+    integ = Integrator.create(plan, p.positions, maxwell_boltzmann(p.n, temperature, np.random.default_rng(seed)), dt)
+    out = s.step(plan)
+    for step in range(steps):
+        integ.kick_drift(out.forces)
+        out = s.step(plan)
+        integ.kick(out.forces)
+        if each is not None:
+            each(step, integ)
+    return integ
+
+
 def record(problem: Problem, frames: int = FRAMES, equilibrate: int = EQUILIBRATE, dt: float = 0.005,
            temperature: float = 0.72, seed: int = 1) -> np.ndarray:
     """(frames, N, 3) float64 positions in [0, L) of consecutive steps of an NVE run of
@@ -324,20 +348,13 @@ def record(problem: Problem, frames: int = FRAMES, equilibrate: int = EQUILIBRAT
     if key in _RECORDED:
         return _RECORDED[key]
     _RECORDED.clear()
-    gpu = strategies.create("fullshell_thread_csr").available()[0]
-    s = strategies.create("fullshell_thread_csr" if gpu else "fullshell_thread_cpu")
-    p = problem.with_precision("mixed" if gpu else "fp64")
-    v0 = maxwell_boltzmann(p.n, temperature, np.random.default_rng(seed))
-    plan = s.prepare(p, "forces")
-    integ = Integrator.create(plan, p.positions, v0, dt)
-    out = s.step(plan)
-    got = np.empty((frames, p.n, 3))
-    for step in range(equilibrate + frames):
-        integ.kick_drift(out.forces)
-        out = s.step(plan)
-        integ.kick(out.forces)
+    got = np.empty((frames, problem.n, 3))
+
+    def keep(step: int, integ: Integrator) -> None:
         if step >= equilibrate:
             got[step - equilibrate] = integ.positions()
+
+    integ = _driven(problem, dt, temperature, seed, equilibrate + frames, keep)
     if integ.blown_up() or not np.all(np.isfinite(got[-1])):
         raise BlowUp(f"recording a trajectory of {problem.label}: the run blew up (dt = {dt:g})")
     _RECORDED[key] = got
@@ -352,21 +369,15 @@ def equilibrated(problem: Problem, steps: int = EQUILIBRATE, dt: float = 0.005, 
     and Maxwell-Boltzmann velocities, the velocities rescaled to `temperature` every 10 steps of
     the first three quarters and the last quarter free NVE (the CSR full shell, mixed on the GPU,
     else fp64)."""
-    gpu = strategies.create("fullshell_thread_csr").available()[0]
-    s = strategies.create("fullshell_thread_csr" if gpu else "fullshell_thread_cpu")
-    p = problem.with_precision("mixed" if gpu else "fp64")
-    plan = s.prepare(p, "forces")
-    integ = Integrator.create(plan, p.positions, maxwell_boltzmann(p.n, temperature, np.random.default_rng(seed)), dt)
-    out = s.step(plan)
-    dof = max(3 * p.n - 3, 1)
-    for step in range(steps):
-        integ.kick_drift(out.forces)
-        out = s.step(plan)
-        integ.kick(out.forces)
-        if step % 10 == 9 and step < steps * 3 // 4:  # velocity rescaling to the target, then free NVE
+    dof = max(3 * problem.n - 3, 1)
+
+    def rescale(step: int, integ: Integrator) -> None:  # to the target temperature, then free NVE
+        if step % 10 == 9 and step < steps * 3 // 4:
             kin, _ = integ.kinetic()
             if kin > 0.0 and temperature > 0.0:
                 integ.v *= integ.acc(math.sqrt(temperature * dof / (2.0 * kin)))
+
+    integ = _driven(problem, dt, temperature, seed, steps, rescale)
     if integ.blown_up():
         raise BlowUp(f"equilibrating {problem.label}: the run blew up (dt = {dt:g})")
     return integ.positions(), integ.velocities()

@@ -120,6 +120,18 @@ def _c08_colour_cpu(pair, with_sums, pos, start, bases, pairs, dims, per, box, p
         counts[t] = m
 
 
+def bin_cells(pos: np.ndarray, lengths: np.ndarray, side: np.ndarray, dims: np.ndarray):
+    """Cells from centred positions in the compute dtype, as the GPU bins them: (order, cell of
+    each sorted particle, CSR starts, positions in cell order)."""
+    half = (0.5 * lengths).astype(pos.dtype)
+    idx = np.clip(np.floor((pos + half) / side).astype(np.int64), 0, dims - 1)
+    cell = (idx[:, 0] * dims[1] + idx[:, 1]) * dims[2] + idx[:, 2]
+    order = np.argsort(cell, kind="stable")
+    start = np.zeros(int(np.prod(dims)) + 1, np.int64)
+    np.cumsum(np.bincount(cell, minlength=int(np.prod(dims))), out=start[1:])
+    return order, cell[order], start, np.ascontiguousarray(pos[order])
+
+
 class _CellsCpuPlan(CpuPlan):
     def __init__(self, strategy: CellStrategy, problem: Problem):
         self.dims = grid_of(problem, strategy.launch["cell_factor"])
@@ -134,16 +146,8 @@ class _CellsCpuPlan(CpuPlan):
         self.pairs = S.C08_PAIRS.astype(np.int64)
 
     def build(self) -> None:
-        """Cells from the centred compute-dtype positions, as the GPU bins them."""
-        half = (0.5 * self.problem.box.array).astype(self.real)
-        idx = np.floor((self.pos + half) / self.side).astype(np.int64)
-        idx = np.clip(idx, 0, self.dims - 1)
-        cell = (idx[:, 0] * self.dims[1] + idx[:, 1]) * self.dims[2] + idx[:, 2]
-        self.order = np.argsort(cell, kind="stable")
-        self.cell_sorted = cell[self.order]
-        self.start = np.zeros(int(np.prod(self.dims)) + 1, np.int64)
-        np.cumsum(np.bincount(cell, minlength=int(np.prod(self.dims))), out=self.start[1:])
-        self.sorted_pos = np.ascontiguousarray(self.pos[self.order])
+        self.order, self.cell_sorted, self.start, self.sorted_pos = bin_cells(self.pos, self.problem.box.array,
+                                                                              self.side, self.dims)
 
     def force(self) -> None:
         zero = self.acc(0)

@@ -23,13 +23,13 @@ from typing import ClassVar
 import numpy as np
 from numba import njit, prange
 
-from mdcore import InputError, Problem, StrategyError
+from mdcore import Problem, StrategyError
 
-from .base import Plan, Strategy
+from .base import Plan
 from .cpu import CpuPlan, pair_step, separation, store_sums
+from .lists import SKIN, ListStrategy, moved_beyond
 from .registry import register
 
-SKIN = 0.3
 CLUSTER_CHOICES = (4, 8)
 
 
@@ -232,40 +232,17 @@ def _force_cpu(pair, with_sums, pos, members, istart, jlist, masks, box, prm, rc
 
 
 @register
-class ClusterpairThreadCpu(Strategy):
+class ClusterpairThreadCpu(ListStrategy):
     name = "clusterpair_thread_cpu"
     backend = "cpu"
     traversal = "clusterpair"
     processor = "thread"
     storage = "padded"
-    list_reuse = True
+    list_kind = "a cluster-pair list"
     description = ("numba cluster pairs (GROMACS nbnxm): clusters of 8 from z-sorted x-y columns, a bounding-box "
                    "pair search to cutoff + skin with interaction masks, rebuilt when a particle moved more than skin/2")
     launch_defaults: ClassVar[dict] = {"skin": SKIN, "cluster": 8, "rebuild": "auto"}
     launch_choices: ClassVar[dict] = {"cluster": CLUSTER_CHOICES, "rebuild": ("auto", "never")}
-
-    def __init__(self, **launch):
-        super().__init__(**launch)
-        skin = self.launch["skin"]
-        if isinstance(skin, bool) or not isinstance(skin, (int, float)) or not (0.0 <= skin < math.inf):
-            raise InputError(f"{self.name}: launch parameter skin must be a finite number >= 0, got {skin!r}")
-        self.launch["skin"] = float(skin)
-
-    def rlist(self, problem: Problem) -> float:
-        return float(problem.potential.cutoff) + self.launch["skin"]
-
-    def supports(self, problem: Problem, check_device: bool = True) -> tuple[bool, str]:
-        ok, why = super().supports(problem, check_device)
-        if not ok:
-            return ok, why
-        if problem.potential.cutoff is None:
-            return False, "a cluster-pair list needs a cutoff (this problem has none)"
-        rl = self.rlist(problem)
-        for a, (L, per) in enumerate(zip(problem.box.lengths, problem.box.periodic)):
-            if per and L < 2.0 * rl:
-                return False, (f"periodic length along {'xyz'[a]} ({L:g}) is shorter than twice the list radius "
-                               f"(2 x (cutoff + skin) = {2 * rl:g}); take a smaller skin")
-        return True, ""
 
     def work(self, problem: Problem) -> dict:
         return {"distance_checks": None}
@@ -308,17 +285,13 @@ class _ClusterPlan(CpuPlan):
             return True
         if self.strategy.launch["rebuild"] == "never":
             return False
-        d = (self.pos - self.ref).astype(np.float64)
-        L = self.problem.box.array
-        per = np.array(self.problem.box.periodic)
-        d[:, per] -= L[per] * np.rint(d[:, per] / L[per])
-        return bool(not np.all(np.einsum("ij,ij->i", d, d) <= (0.5 * self.skin) ** 2))
+        return moved_beyond(self.pos, self.ref, self.problem.box.array, self.problem.box.periodic, 0.5 * self.skin)
 
     def rebuild_count(self) -> int:
         return self.rebuilds
 
     def listed_pairs(self) -> int:
-        return int(sum(bin(int(x)).count("1") for x in self.masks))
+        return int(np.unpackbits(self.masks.view(np.uint8)).sum())
 
     def force(self) -> None:
         if self.ref is None:

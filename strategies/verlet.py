@@ -27,15 +27,15 @@ from numba import njit, prange
 from mdcore import MODES, Forces, InputError, Potential, Problem, StrategyError
 
 from . import schedules as S
-from .base import Plan, Strategy
+from .base import Plan
 from .binning import Binning
 from .cells import max_cells, pmask
-from .cells_cpu import _axis_range, _wrapi
+from .cells_cpu import _axis_range, _wrapi, bin_cells
 from .cpu import CpuPlan, pair_step, separation, store_sums
 from .cuda import CudaPlan, CudaStrategy, cbool, ctypes, kernel
+from .lists import SKIN, ListStrategy, moved_beyond
 from .registry import register
 
-SKIN = 0.3
 TPP_CHOICES = (1, 2, 4, 8, 16, 32)
 BUILD_FLAGS = (("false", "false"), ("false", "true"), ("true", "false"))  # (MINIMAGE, WINDOW) of the build
 GRID_DTYPE = np.dtype([("nx", np.int32), ("ny", np.int32), ("nz", np.int32), ("pmask", np.int32)])
@@ -46,25 +46,18 @@ def cap_of(longest: int) -> int:
     return int(math.ceil(1.2 * longest)) + 8
 
 
-class VerletStrategy(Strategy):
+class VerletStrategy(ListStrategy):
     traversal: ClassVar[str] = "verlet"
     processor: ClassVar[str] = "thread"
-    list_reuse: ClassVar[bool] = True
+    list_kind: ClassVar[str] = "a Verlet list"
     launch_defaults: ClassVar[dict] = {"skin": SKIN, "cap": 0, "rebuild": "auto"}
-    launch_choices: ClassVar[dict] = {"rebuild": ("auto", "never")}
 
     def __init__(self, **launch):
         super().__init__(**launch)
-        skin, cap = self.launch["skin"], self.launch["cap"]
-        if isinstance(skin, bool) or not isinstance(skin, (int, float)) or not (0.0 <= skin < math.inf):
-            raise InputError(f"{self.name}: launch parameter skin must be a finite number >= 0, got {skin!r}")
+        cap = self.launch["cap"]
         if isinstance(cap, bool) or not isinstance(cap, int) or cap < 0:
             raise InputError(f"{self.name}: launch parameter cap must be a whole number >= 0 (0: sized at the first "
                              f"build), got {cap!r}")
-        self.launch["skin"] = float(skin)
-
-    def rlist(self, problem: Problem) -> float:
-        return float(problem.potential.cutoff) + self.launch["skin"]
 
     def grid(self, problem: Problem) -> np.ndarray:
         return S.grid_dims(problem.box.array, self.rlist(problem), 1.0)
@@ -73,13 +66,6 @@ class VerletStrategy(Strategy):
         ok, why = super().supports(problem, check_device)
         if not ok:
             return ok, why
-        if problem.potential.cutoff is None:
-            return False, "a Verlet list needs a cutoff (this problem has none)"
-        rl = self.rlist(problem)
-        for a, (L, per) in enumerate(zip(problem.box.lengths, problem.box.periodic)):
-            if per and L < 2.0 * rl:
-                return False, (f"periodic length along {'xyz'[a]} ({L:g}) is shorter than twice the list radius "
-                               f"(2 x (cutoff + skin) = {2 * rl:g}); take a smaller skin")
         dims = self.grid(problem)
         if int(np.prod(dims)) > max_cells(problem.n):
             return False, f"a grid of {int(np.prod(dims)):,} cells for {problem.n:,} particles is too sparse for cells"
@@ -379,14 +365,7 @@ class _VerletCpuPlan(CpuPlan):
         self.launch_info = {"cells": self.dims.tolist(), "rlist": self.rl, "skin": self.skin}
 
     def build(self) -> None:
-        half = (0.5 * self.problem.box.array).astype(self.real)
-        idx = np.clip(np.floor((self.pos + half) / self.side).astype(np.int64), 0, self.dims - 1)
-        cell = (idx[:, 0] * self.dims[1] + idx[:, 1]) * self.dims[2] + idx[:, 2]
-        self.order = np.argsort(cell, kind="stable")
-        cell_sorted = cell[self.order]
-        start = np.zeros(int(np.prod(self.dims)) + 1, np.int64)
-        np.cumsum(np.bincount(cell, minlength=int(np.prod(self.dims))), out=start[1:])
-        sorted_pos = np.ascontiguousarray(self.pos[self.order])
+        self.order, cell_sorted, start, sorted_pos = bin_cells(self.pos, self.problem.box.array, self.side, self.dims)
         n = self.problem.n
         dims = self.dims.astype(np.int64)
         full = np.zeros(n, np.int64)
@@ -409,12 +388,7 @@ class _VerletCpuPlan(CpuPlan):
             return True
         if self.strategy.launch["rebuild"] == "never":
             return False
-        d = (self.pos - self.ref).astype(np.float64)
-        L = self.problem.box.array
-        per = self.per
-        d[:, per] -= L[per] * np.rint(d[:, per] / L[per])
-        d2 = np.einsum("ij,ij->i", d, d)
-        return bool(not np.all(d2 <= (0.5 * self.skin) ** 2))  # NaN moves too
+        return moved_beyond(self.pos, self.ref, self.problem.box.array, self.per, 0.5 * self.skin)
 
     def rebuild_count(self) -> int:
         return self.rebuilds

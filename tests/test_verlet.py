@@ -56,28 +56,33 @@ def test_step_rebuilds_only_when_needed_and_matches_the_reference():
         assert b.total == pytest.approx(a.total, rel=1e-10)
 
 
+def _stale_run(name: str, p: Problem, steps: int = 150):
+    """`steps` MD steps (T 2.0) with the list kept from the start (rebuild=never): the result of
+    the last positions on that list (all outputs) and those positions."""
+    from strategies.integrate import Integrator
+
+    s = strategies.create(name, rebuild="never")
+    plan = s.prepare(p)
+    plan.upload()
+    integ = Integrator.create(plan, p.positions, md.maxwell_boltzmann(p.n, 2.0, np.random.default_rng(1)), 0.005)
+    out = s.compute(plan)
+    for _ in range(steps):
+        integ.kick_drift(out.forces)
+        out = s.step(plan)
+        integ.kick(out.forces)
+    plan.set_outputs("all")
+    return s.compute_built(plan).to_host(), integ.positions()
+
+
 def test_a_stale_list_is_caught_the_negative_control():
     """rebuild=never keeps the first list: after the particles have moved further than skin/2
     its forces miss pairs, and the comparison with the reference fails, as verify must."""
     p = _problem(n=500)
-    s = strategies.create("verlet_thread_cpu", rebuild="never")
-    v0 = md.maxwell_boltzmann(p.n, 2.0, np.random.default_rng(1))
-    plan = s.prepare(p)
-    plan.upload()
-    from strategies.integrate import Integrator
-
-    integ = Integrator.create(plan, p.positions, v0, 0.005)
-    out = s.compute(plan)
-    for _ in range(150):
-        integ.kick_drift(out.forces)
-        out = s.step(plan)
-        integ.kick(out.forces)
-    moved = _moved(p, integ.positions())
-    d = integ.positions() - p.positions
+    got, positions = _stale_run("verlet_thread_cpu", p)
+    moved = _moved(p, positions)
+    d = positions - p.positions
     d -= p.box.array * np.rint(d / p.box.array)
     assert np.sqrt((d * d).sum(axis=1)).max() > 0.15  # further than skin/2
-    plan.set_outputs("all")
-    got = s.compute_built(plan).to_host()
     ref = reference.compute(moved)
     assert got.pairs != ref.pairs
     failures = verify.compare(got, ref, moved)["failures"]
@@ -144,21 +149,8 @@ def test_gpu_overflow_is_reported():
 @pytest.mark.gpu
 def test_gpu_negative_control():
     p = _problem(n=4000)
-    s = strategies.create("verlet_thread_padded", rebuild="never")
-    v0 = md.maxwell_boltzmann(p.n, 2.0, np.random.default_rng(1))
-    plan = s.prepare(p)
-    plan.upload()
-    from strategies.integrate import Integrator
-
-    integ = Integrator.create(plan, p.positions, v0, 0.005)
-    out = s.compute(plan)
-    for _ in range(150):
-        integ.kick_drift(out.forces)
-        out = s.step(plan)
-        integ.kick(out.forces)
-    plan.set_outputs("all")
-    got = s.compute_built(plan).to_host()
-    assert got.pairs != reference.compute(_moved(p, integ.positions())).pairs
+    got, positions = _stale_run("verlet_thread_padded", p)
+    assert got.pairs != reference.compute(_moved(p, positions)).pairs
 
 
 @pytest.mark.gpu
