@@ -58,6 +58,10 @@ for s in "$@"; do
       IFS=: read -r _ size strats scens <<<"$s"
       stage "verify-$size-subset" ${LIMIT:-240} $PY -m harness verify --size "$size" --strategies "$strats" \
         --scenarios "$scens" --quiet --out "$R/verify-$size-subset" ;;
+    verifypot:*)  # verifypot:SIZE:STRATEGIES:POTENTIAL: every default scenario with that potential
+      IFS=: read -r _ size strats pot <<<"$s"
+      stage "verify-$size-potential" ${LIMIT:-240} $PY -m harness verify --size "$size" --strategies "$strats" \
+        --potential "$pot" --quiet --out "$R/verify-$size-potential" ;;
     sanitize)
       stage sanitize ${LIMIT:-540} bash -c "$PY -m harness sanitize --self-test && $PY -m harness sanitize --size small" ;;
     sanitize:*)  # sanitize:a,b: those strategies, LJ liquid small
