@@ -1,4 +1,4 @@
-"""Cluster pairs (GROMACS nbnxm: Páll & Hess 2013; Páll et al. 2020), the CPU counterpart.
+"""Cluster pairs (GROMACS nbnxm: Páll & Hess 2013; Páll et al. 2020), on the GPU and the CPU.
 
 Particles are grouped into clusters of M (launch parameter cluster, default 8): the box is cut
 into x-y columns of side about (M / density)^(1/3), each column's particles sorted by z and cut
@@ -7,6 +7,15 @@ boxes come closer than r_list = cutoff + skin (minimum image), with an interacti
 M x M particle pairs within r_list (padding and a particle with itself left out). The list is
 reused while no particle has moved more than skin / 2 since the search, like a Verlet list.
 
+  clusterpair_warp_padded  CUDA (kernels/clusterpair.cu): clusters of 8 from the shared binning
+                          (x-y columns sorted by z), the search on the device into padded rows of
+                          j-clusters, each with its periodic image and a bit per half j-cluster
+                          (4 particles) that has a pair within r_list; a warp per i-cluster
+                          computes 8 x 4 pairs per step (the lanes), the image applied once per
+                          entry, the positions gathered into cluster order each step at the image
+                          nearest their build position (so the MD loop's wrapping leaves the
+                          entries' images valid). Full list, no atomics: deterministic. The
+                          displacement check and the guarded rebuild run on the device.
   clusterpair_thread_cpu  numba prange over i-clusters, the full list (each cluster pair from
                           both sides, no Newton3), the minimum image per particle pair (the MD
                           loop wraps positions every step, so an image fixed at the search would go
@@ -23,10 +32,13 @@ from typing import ClassVar
 import numpy as np
 from numba import njit, prange
 
-from mdcore import Problem, StrategyError
+from mdcore import MODES, Forces, InputError, Potential, Problem, StrategyError
 
 from .base import Plan
+from .binning import Binning
+from .cells import pmask
 from .cpu import CpuPlan, pair_step, separation, store_sums
+from .cuda import CudaPlan, CudaStrategy, kernel, sm_count
 from .lists import SKIN, ListStrategy, moved_beyond
 from .registry import register
 
@@ -301,3 +313,270 @@ class _ClusterPlan(CpuPlan):
         self.counts[ncl:] = 0
         _force_cpu(self.pair, self.energy, self.pos, self.members, self.istart, self.jlist, self.masks, self.box,
                    self.prm, self.rc2, self.acc(0), self.forces, self.sums, self.counts)
+
+
+# --- CUDA ---------------------------------------------------------------------------------------
+
+GPU_CLUSTER = 8  # kCluster in clusterpair.cu: 8 i-particles x 4 j-particles per warp step
+SEARCH_BLOCK = 128
+COLUMNS_BLOCK = 1024
+PER_LAYER = 4.0  # particles per thin z-layer of a column in the binning (keeps its rank step short)
+J_LIMIT = 1 << 24  # j-cluster indices above 7 bits of image code and half bits in an int entry
+GRID_DTYPE = np.dtype([("nx", np.int32), ("ny", np.int32), ("nz", np.int32), ("pmask", np.int32)])
+
+
+def pair_density(problem: Problem) -> float:
+    """The density a particle sees around it: sum c (c - 1) / (N V) over cells of side about the
+    cutoff (c particles in a cell of volume V; Poisson-unbiased). The box's mean density for a
+    homogeneous system, the blob's for an inhomogeneous one (a Gaussian in a large box), so that
+    clusters come out about as long as wide where the particles are."""
+    n = problem.n
+    if n < 2:
+        return 1.0
+    L = problem.box.array
+    rc = problem.potential.cutoff or float(L.min()) / 4.0
+    dims = np.maximum(1, np.minimum((L // rc).astype(np.int64), 256))
+    idx = np.clip((problem.positions / (L / dims)).astype(np.int64), 0, dims - 1)
+    c = np.bincount((idx[:, 0] * dims[1] + idx[:, 1]) * dims[2] + idx[:, 2]).astype(np.float64)
+    pairs = float(np.sum(c * (c - 1.0)))
+    if pairs <= 0.0:
+        return n / problem.box.volume
+    return pairs / (n * float(np.prod(L / dims)))
+
+
+def column_grid(problem: Problem, m: int = GPU_CLUSTER) -> np.ndarray:
+    """(nx, ny, nz): x-y columns of side about (m / density)^(1/3), with the density a particle
+    sees (pair_density), cut along z into layers of about PER_LAYER particles."""
+    L = problem.box.array
+    side = (m / max(pair_density(problem), 1e-300)) ** (1.0 / 3.0)
+    nx = max(1, int(L[0] // side))
+    ny = max(1, int(L[1] // side))
+    nz = max(1, int(round(problem.n / (nx * ny * PER_LAYER))))
+    return np.array([nx, ny, nz], np.int64)
+
+
+def cap_of(longest: int) -> int:
+    """Row capacity (entries per i-cluster) from the longest row of a build."""
+    return int(math.ceil(1.2 * longest)) + 8
+
+
+@register
+class ClusterpairWarpPadded(ListStrategy, CudaStrategy):
+    name = "clusterpair_warp_padded"
+    traversal = "clusterpair"
+    processor = "warp"
+    storage = "padded"
+    list_kind = "a cluster-pair list"
+    source_file = "clusterpair.cu"
+    description = ("CUDA cluster pairs (GROMACS nbnxm): clusters of 8 from z-sorted x-y columns, a bounding-box "
+                   "search on the device into padded rows of j-clusters (image and half-cluster bits per entry), a "
+                   "warp per i-cluster computing 8 x 4 pairs per step, full list (deterministic); the displacement "
+                   "check and rebuild decided on the device every step")
+    launch_defaults: ClassVar[dict] = {"skin": SKIN, "cap": 0, "block": 64, "rebuild": "auto"}
+    launch_choices: ClassVar[dict] = {"block": (32, 64, 128, 256), "rebuild": ("auto", "never")}
+
+    def __init__(self, **launch):
+        super().__init__(**launch)
+        cap = self.launch["cap"]
+        if isinstance(cap, bool) or not isinstance(cap, int) or cap < 0:
+            raise InputError(f"{self.name}: launch parameter cap must be a whole number >= 0 (0: sized at the first "
+                             f"build), got {cap!r}")
+
+    def supports(self, problem: Problem, check_device: bool = True) -> tuple[bool, str]:
+        ok, why = super().supports(problem, check_device)
+        if not ok:
+            return ok, why
+        dims = column_grid(problem)
+        if -(-problem.n // GPU_CLUSTER) + int(dims[0] * dims[1]) >= J_LIMIT:
+            return False, f"more than {J_LIMIT:,} clusters: the entry word holds a 24-bit cluster index"
+        return True, ""
+
+    def force_expression(self, precision: str, potential: Potential, energy: bool) -> str:
+        m = MODES[precision]
+        e = "true" if energy else "false"
+        return f"cp_force<{m.cxx_compute}, {m.cxx_accumulate}, {potential.functor}, {e}, {self.launch['block']}>"
+
+    def default_expressions(self, potential: Potential) -> list[str]:
+        return [self.force_expression(p, potential, e) for p in MODES for e in (True, False)]
+
+    def expressions(self, potential: Potential) -> list[str]:
+        out: list[str] = []
+        for b in self.launch_choices["block"]:
+            out += ClusterpairWarpPadded(block=b).default_expressions(potential)
+        return out
+
+    def data_expressions(self) -> dict[str, list[str]]:
+        reals = sorted({m.cxx_compute for m in MODES.values()})
+        return {"clusterpair.cu": [f"cp_columns<{COLUMNS_BLOCK}>"] + [e for r in reals for e in (
+                    f"cp_fill<{r}>", f"cp_search<{r}, {SEARCH_BLOCK}>", f"cp_gather<{r}>")],
+                "verlet.cu": [f"verlet_check<{r}>" for r in reals],
+                "binning.cu": sorted({e for r in reals for e in Binning.expressions(r)})}
+
+    def _prepare(self, problem: Problem) -> Plan:
+        return _ClusterCudaPlan(self, problem)
+
+
+class _ClusterCudaPlan(CudaPlan):
+    visits_per_pair = 2  # a full list: every pair from both clusters
+
+    def __init__(self, strategy: ClusterpairWarpPadded, problem: Problem):
+        n = problem.n
+        dims = column_grid(problem)
+        self.ncols = int(dims[0] * dims[1])
+        self.ncap = -(-n // GPU_CLUSTER) + self.ncols  # at most one padded cluster per column
+        self.block = strategy.launch["block"]
+        self.blocks = max(1, -(-self.ncap // (self.block // 32)))
+        super().__init__(strategy, problem, nparts=self.blocks if n else 0)
+        cp = self.cp
+        self.dims = dims
+        self.skin = strategy.launch["skin"]
+        self.rl = strategy.rlist(problem)
+        L = problem.box.array
+        self.reach = [int(math.ceil(self.rl / (L[a] / dims[a]))) for a in range(2)]
+        for a in range(2):  # one wrap per neighbour column (column_axis): holds for every box the base accepts
+            if problem.box.periodic[a] and self.reach[a] > dims[a]:
+                raise StrategyError(f"{strategy.name}: {dims[a]} columns along {'xy'[a]} for a reach of "
+                                    f"{self.reach[a]}: the box is too small for clusters")
+        self.grid_struct = np.array([(*dims, pmask(problem))], dtype=GRID_DTYPE)
+        inv_side = [self.real(dims[a] / L[a]) for a in range(3)]
+        self.rlist2 = self.real(self.rl ** 2)
+        self.half_skin2 = self.real((0.5 * self.skin) ** 2)
+        self.binning = Binning(cp, self.real_t, n, dims, self.pos, self.box, self.grid_struct, inv_side,
+                               write_pos=True)
+        slots = self.ncap * GPU_CLUSTER
+        self.cstart = cp.zeros(self.ncols + 1, np.int32)
+        self.member = cp.full(slots, -1, np.int32)
+        self.xbuild = cp.zeros((slots, 4), self.real)
+        self.xc = cp.zeros((slots, 4), self.real)
+        self.lo = cp.zeros((self.ncap, 4), self.real)
+        self.hi = cp.zeros((self.ncap, 4), self.real)
+        self.ccol = cp.zeros(self.ncap, np.int32)
+        self.len = cp.zeros(self.ncap, np.int32)
+        self.ref = cp.zeros((max(n, 1), 4), self.real)
+        self.flag = cp.ones(1, np.int32)
+        self.rebuilds = cp.zeros(1, np.uint32)
+        self.overflow = cp.zeros(1, np.int32)
+        r = self.real_t
+        self.k_check = kernel("verlet.cu", f"verlet_check<{r}>")
+        self.k_columns = kernel("clusterpair.cu", f"cp_columns<{COLUMNS_BLOCK}>")
+        self.k_fill = kernel("clusterpair.cu", f"cp_fill<{r}>")
+        self.k_search = kernel("clusterpair.cu", f"cp_search<{r}, {SEARCH_BLOCK}>")
+        self.k_gather = kernel("clusterpair.cu", f"cp_gather<{r}>")
+        self._force: dict[str, object] = {}
+        if n:
+            self.upload()
+        self.binning.choose()
+        self.cap = int(strategy.launch["cap"])
+        self.ent = cp.zeros(1, np.int32)
+        if n and self.cap == 0:  # size the rows from a first search (capacity 0: counts only)
+            self._search_rows(None)
+            longest = int(self.overflow.get()[0])
+            self.overflow.fill(0)
+            self.cap = cap_of(longest)
+        need = self.cap * self.ncap * 4
+        free = self._free_bytes()
+        if need > free:
+            raise StrategyError(f"{strategy.name}: the list needs {need / 2**30:.2f} GiB ({self.ncap:,} clusters x "
+                                f"{self.cap} entries within {self.rl:g}) but the GPU has {free / 2**30:.2f} GiB free; "
+                                "take a smaller skin")
+        self.ent = cp.zeros(max(self.cap, 1) * self.ncap, np.int32)
+        self.launch_info = {"columns": dims[:2].tolist(), "layers": int(dims[2]), "rlist": self.rl, "skin": self.skin,
+                            "cap": self.cap, "block": self.block, "cluster": GPU_CLUSTER, "build": self.binning.method,
+                            "list_bytes": int(self.ent.nbytes + self.len.nbytes + self.member.nbytes
+                                              + self.xbuild.nbytes + self.xc.nbytes + self.ref.nbytes)}
+
+    def _free_bytes(self) -> int:
+        free, _ = self.cp.cuda.runtime.memGetInfo()
+        return int(free + self.cp.get_default_memory_pool().free_bytes())
+
+    @property
+    def device_bytes(self) -> int:
+        own = [self.cstart, self.member, self.xbuild, self.xc, self.lo, self.hi, self.ccol, self.len, self.ref,
+               self.flag, self.rebuilds, self.overflow, self.ent]
+        return CudaPlan.device_bytes.fget(self) + self.binning.device_bytes + int(sum(a.nbytes for a in own))
+
+    def _search_rows(self, guard) -> None:
+        """Clusters from the binning's order, then the search (guard: a device flag, or None)."""
+        g = guard if guard is not None else np.uint64(0)
+        b = self.binning
+        nz = np.int32(self.dims[2])
+        self.k_columns((1,), (COLUMNS_BLOCK,), (b.start, np.int32(self.ncols), nz, self.cstart, g))
+        fill_blocks = max(1, min(-(-self.ncols // 4), 8 * sm_count()))
+        self.k_fill((fill_blocks,), (128,), (b.sorted, b.order, b.start, self.cstart, np.int32(self.ncols), nz,
+                                             self.member, self.xbuild, self.ref, self.lo, self.hi, self.ccol, g))
+        cap = np.int32(self.cap)
+        self.k_search((max(1, -(-self.ncap // (SEARCH_BLOCK // 32))),), (SEARCH_BLOCK,),
+                      (self.xbuild, self.member, self.lo, self.hi, self.ccol, self.cstart, self.grid_struct, self.box,
+                       np.int32(self.reach[0]), np.int32(self.reach[1]), self.rlist2, cap, self.ent, self.len,
+                       self.overflow, g))
+
+    def build(self) -> None:
+        """From scratch: bin, cluster and search whatever the displacement."""
+        if not self.problem.n:
+            return
+        self.flag.fill(1)
+        self.binning.run()
+        self._search_rows(None)
+
+    def _check(self) -> None:
+        n = self.problem.n
+        self.k_check((-(-n // 256),), (256,), (self.pos, self.ref, np.int32(n), self.box, self.half_skin2, self.flag))
+
+    def needs_rebuild(self, positions=None) -> bool:
+        """The displacement check read on the host (for tests; update() decides on the device)."""
+        if not self.problem.n or self.strategy.launch["rebuild"] == "never":
+            return False
+        self._check()
+        return bool(int(self.flag.get()[0]))
+
+    def update(self) -> None:
+        if not self.problem.n or self.strategy.launch["rebuild"] == "never":
+            return
+        self._check()
+        if self.binning.guardable:
+            self.binning.run(guard=self.flag)
+        elif int(self.flag.get()[0]):  # the radix binning cannot be skipped on the device: ask the host
+            self.binning.run()
+        self._search_rows(self.flag)
+
+    def rebuild_count(self) -> int:
+        return int(self.rebuilds.get()[0])
+
+    def listed_pairs(self) -> int:
+        """Particle pairs the force phase checks: 32 per half j-cluster step (each pair from both
+        clusters)."""
+        if not self.problem.n:
+            return 0
+        cp = self.cp
+        e = self.ent[: self.ncap * self.cap].reshape(self.ncap, self.cap)
+        valid = cp.arange(self.cap, dtype=np.int32)[None, :] < self.len[:, None]
+        halves = ((e >> 5) & 1) + ((e >> 6) & 1)
+        return int(cp.sum(cp.where(valid, halves, 0), dtype=np.int64).get()) * GPU_CLUSTER * 4
+
+    def force(self) -> None:
+        n = self.problem.n
+        if not n:
+            return
+        slots = self.ncap * GPU_CLUSTER
+        self.k_gather((max(1, min(-(-slots // 256), 8 * sm_count())),), (256,),
+                      (self.pos, self.member, self.xbuild, self.cstart, np.int32(self.ncols), self.box, self.xc))
+        fn = self._force.get(self.outputs)
+        if fn is None:
+            p = self.problem
+            fn = self._force[self.outputs] = kernel("clusterpair.cu", self.strategy.force_expression(
+                p.precision, p.potential, self.energy), p.potential)
+        fn((self.blocks,), (self.block,), (self.xc, self.member, self.ent, self.len, self.cstart, np.int32(self.ncols),
+                                           np.int32(self.cap), self.box, self.fparams, self.forces, self.partial,
+                                           self.pcount, self.flag, self.rebuilds))
+
+    def output(self) -> Forces:
+        out = super().output()
+        out.checks = ((self.overflow, f"{self.strategy.name}: an i-cluster has {{value}} j-clusters within "
+                                      f"{self.rl:g} (cutoff + skin), more than the list's capacity {self.cap}; the "
+                                      f"list was not complete: give the launch parameter cap (>= {{value}}) or prepare "
+                                      "again"),)
+        return out
+
+    def poison(self) -> None:
+        super().poison()
+        self.overflow.fill(0)

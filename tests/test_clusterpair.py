@@ -80,3 +80,123 @@ def test_replay_passes_and_the_negative_control_fails(tmp_path, capsys):
     assert cli.main(base + ["--out", str(tmp_path / "a")]) == 0
     assert cli.main(base + ["--launch", "rebuild=never", "--out", str(tmp_path / "b")]) == 1
     assert "FAIL: frame" in capsys.readouterr().out
+
+
+# --- the CUDA strategy (marked gpu) --------------------------------------------------------------
+
+def test_pair_density_is_the_mean_for_a_liquid_and_the_blob_s_for_a_gaussian():
+    liquid = scenarios.make("uniform", 20000, seed=1)
+    assert C.pair_density(liquid) == pytest.approx(liquid.n / liquid.box.volume, rel=0.05)
+    blob = scenarios.make("gaussian", 20000, seed=1)
+    assert C.pair_density(blob) > 5 * blob.n / blob.box.volume
+    nx, ny, nz = C.column_grid(liquid)
+    side = liquid.box.array[0] / nx
+    assert side == pytest.approx((8 / (liquid.n / liquid.box.volume)) ** (1 / 3), rel=0.1)
+    assert liquid.n / (nx * ny * nz) == pytest.approx(C.PER_LAYER, rel=0.2)
+
+
+def _gpu_list(plan):
+    """The GPU's clusters and entries on the host: members (ncl, 8), build positions, the set of
+    (i-cluster, j-cluster, image code, half bits)."""
+    ncl = int(plan.cstart.get()[-1])
+    members = plan.member.get()[: ncl * 8].reshape(ncl, 8)
+    xb = plan.xbuild.get()[: ncl * 8, :3].astype(np.float64).reshape(ncl, 8, 3)
+    ent = plan.ent.get().reshape(plan.ncap, plan.cap)
+    length = plan.len.get()
+    got = set()
+    for a in range(ncl):
+        for e in ent[a, : length[a]]:
+            got.add((a, int(e) >> 7, int(e) & 31, (int(e) >> 5) & 3))
+    return members, xb, got
+
+
+def _expected_entries(members, xb, L, periodic, rl):
+    """Every (i-cluster, j-cluster, image) whose bounding boxes come closer than rl, kept where a
+    real pair other than a particle with itself is within rl, with its half bits: all pairs of
+    clusters and images tested."""
+    real = members >= 0
+    lo = np.where(real[..., None], xb, np.inf).min(axis=1)
+    hi = np.where(real[..., None], xb, -np.inf).max(axis=1)
+    want = set()
+    for code in range(27):
+        im = np.array([code // 9 - 1, (code // 3) % 3 - 1, code % 3 - 1])
+        if any(im[a] != 0 and not periodic[a] for a in range(3)):
+            continue
+        sh = im * L
+        g = np.maximum(0.0, np.maximum(lo[None, :, :] + sh - hi[:, None, :], lo[:, None, :] - hi[None, :, :] - sh))
+        for a, b in zip(*np.nonzero((g ** 2).sum(-1) < rl * rl)):
+            d = xb[a][:, None, :] - (xb[b][None, :, :] + sh)
+            within = ((d ** 2).sum(-1) < rl * rl) & real[a][:, None] & real[b][None, :]
+            if a == b and code == 13:
+                np.fill_diagonal(within, False)
+            halves = int(within[:, :4].any()) | (int(within[:, 4:].any()) << 1)
+            if halves:
+                want.add((int(a), int(b), code, halves))
+    return want
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("spec, n", [("lj_liquid", 2000), ("uniform_slab", 1500), ("lj_liquid_open", 1000),
+                                     ("gaussian", 1500)])
+def test_gpu_search_finds_exactly_the_bounding_box_pairs(spec, n):
+    p = scenarios.make(spec, n, seed=4, precision="fp64")
+    s = strategies.create("clusterpair_warp_padded")
+    plan = s.prepare(p)
+    plan.upload()
+    s.compute(plan)
+    members, xb, got = _gpu_list(plan)
+    real = members[members >= 0]
+    assert sorted(real.tolist()) == list(range(p.n))  # every particle in one cluster
+    want = _expected_entries(members, xb, p.box.array, p.box.periodic, s.rlist(p))
+    assert got == want
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("block", [32, 64, 128, 256])
+@pytest.mark.parametrize("precision", ["fp32", "mixed", "fp64"])
+def test_gpu_cluster_pairs_match_the_reference(block, precision):
+    import reference
+
+    p = scenarios.make("lj_liquid", 4000, seed=2, precision=precision)
+    got = strategies.create("clusterpair_warp_padded", block=block).evaluate(p)
+    ref = reference.compute(p)
+    assert got.pairs == ref.pairs
+    tol = 1e-12 if precision == "fp64" else 2e-5
+    assert np.abs(got.forces - ref.forces).max() <= tol * np.abs(ref.forces).max()
+    assert got.energy == pytest.approx(ref.energy, rel=1e-12 if precision == "fp64" else 1e-5)
+
+
+@pytest.mark.gpu
+def test_gpu_trigger_and_rebuilds_follow_the_cpu():
+    from dataclasses import replace
+
+    p = scenarios.make("lj_liquid", 4000, seed=2, precision="fp64")
+    p = replace(p, potential=replace(p.potential, shift=True))
+    cpu = md.run(strategies.create("clusterpair_thread_cpu"), p, steps=300, dt=0.005, sample=100, seed=3)
+    gpu = md.run(strategies.create("clusterpair_warp_padded"), p, steps=300, dt=0.005, sample=100, seed=3)
+    assert gpu.graph == "on"
+    assert abs(gpu.rebuilds - cpu.rebuilds) <= 1 and gpu.rebuilds > 3
+    for a, b in zip(cpu.samples, gpu.samples, strict=True):
+        assert b.total == pytest.approx(a.total, rel=1e-10)
+
+
+@pytest.mark.gpu
+def test_gpu_overflow_is_reported():
+    from mdcore import StrategyError
+
+    p = scenarios.make("lj_liquid", 4000, seed=2)
+    with pytest.raises(StrategyError, match="more than the list's capacity 5"):
+        strategies.create("clusterpair_warp_padded", cap=5).evaluate(p)
+
+
+@pytest.mark.gpu
+def test_gpu_replay_passes_and_the_negative_control_fails():
+    from harness import verify
+
+    case = verify.Case("lj_liquid", scenarios.make("lj_liquid", "small", seed=1))
+    frames = md.record(case.problem, 101)
+    for precision in ("fp32", "mixed", "fp64"):
+        good = verify.replay_cell(strategies.create("clusterpair_warp_padded"), case, precision, frames)
+        assert good["status"] == "pass", good["detail"]
+    bad = verify.replay_cell(strategies.create("clusterpair_warp_padded", rebuild="never"), case, "fp32", frames)
+    assert bad["status"] == "FAIL" and "pair count" in bad["detail"]

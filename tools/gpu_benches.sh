@@ -41,6 +41,17 @@ case "$name" in
       --scenario lj_liquid --n 4000,large --outputs forces,all --name three "${common[@]}"
     $PY -m harness bench --strategies verlet_thread_padded --launch tpp=8 --scenario lj_liquid --n 4000 \
       --outputs forces,all --name three-tpp8 "${common[@]}" ;;
+  cluster)  # the cluster pairs beside the Verlet list and the CSR full shell: three columns, block sweep, Gaussian
+    $PY -m harness bench --strategies clusterpair_warp_padded,verlet_thread_padded,fullshell_thread_csr \
+      --scenario lj_liquid --n 4000,large --outputs forces,all --name cluster "${common[@]}"
+    $PY -m harness bench --strategies clusterpair_warp_padded --scenario lj_liquid --n 4000,large --outputs forces \
+      --sweep block=32:64:128:256 --amortised 0 --name cluster-block "${common[@]}"
+    $PY -m harness bench --strategies clusterpair_warp_padded,verlet_thread_padded,fullshell_thread_csr \
+      --scenario gaussian --n large --outputs forces --name cluster-gauss "${common[@]}"
+    for n in 4000 large; do
+      $PY -m harness md --strategy clusterpair_warp_padded --n $n --precision fp32 --steps 2000 --sample 500 --quiet \
+        --json "$out/bench/md-clusterpair-$n.json"
+    done ;;
   build)  # the Verlet build: per strip (with and without z-windows) against per cell, and the amortised step
     $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 4000,large --outputs forces \
       --sweep build=strip:cell --name build "${common[@]}"

@@ -1,0 +1,318 @@
+// Cluster pairs on the GPU (strategies/clusterpair.py, clusterpair_warp_padded): the GROMACS
+// nbnxm design (Pall & Hess 2013) with a full list and no atomics, so that results are bitwise
+// repeatable.
+//
+// Clusters. The shared binning (binning.cu) sorts the particles into a grid of (nx, ny, nz)
+// cells whose x-y columns have side about (8 / density)^(1/3) and whose nz thin layers only keep
+// the rank step short; inside a cell the order is by z, so each column's particles come out
+// sorted by z. Each column is cut into runs of kCluster = 8 (the last run padded with copies of
+// the column's last particle, member -1).
+//
+//   cp_columns  (one block) clusters per column and their exclusive scan: cstart[c], and the
+//               total in cstart[ncols]
+//   cp_fill     (a warp per column) members, the positions of the build (xbuild, in cluster
+//               order; ref in input order for the displacement check), each cluster's bounding
+//               box and column
+//   cp_search   (a warp per i-cluster) every j-cluster of the columns within reach, under each
+//               periodic image whose bounding boxes come closer than r_list = cutoff + skin; a
+//               cluster pair is kept where some real particle pair (not a particle with itself)
+//               is within r_list, with one bit per half j-cluster (4 particles) that has such a
+//               pair. Entries are written in candidate order (deterministic) into padded rows;
+//               a row longer than the capacity raises *overflow and is never written past it.
+//               Entry word: j-cluster << 7 | half bits << 5 | image code (27 images)
+//   cp_gather   (every step) the positions in cluster order, each taken to the image nearest its
+//               position at the build (x - L rint((x - xbuild) / L)), so that the image of an
+//               entry, fixed at the search, stays valid as the MD loop wraps positions; padding
+//               gets a far-away point
+//   cp_force    a warp per i-cluster: lane = 4 a + b holds i-particle a; each half j-cluster
+//               with its bit set is one step of 8 x 4 pairs (lane: i-particle a against
+//               j-particle b), the entry's image applied once to the i-positions; a pair counts
+//               where 0 < r^2 < cutoff^2 (0 leaves out a particle with itself and padding
+//               against padding). The i-forces are summed over the 4 lanes of a and written in
+//               input order; every pair is seen from both clusters (full list), so energy and
+//               virial are halved by the reduction. Block 0 clears *flag and counts the rebuild.
+// The displacement check is verlet_check (verlet.cu) on ref; every build kernel is guarded by
+// its flag.
+#include "cells.cuh"
+
+constexpr int kCluster = 8;
+constexpr int kHalf = 4;
+constexpr int kCodeBits = 5;
+constexpr int kHalfShift = 5;
+constexpr int kJShift = 7;
+
+__device__ __forceinline__ bool cp_skipped(const int* guard) { return guard != nullptr && *guard == 0; }
+
+// cstart[c] = clusters in the columns before c; cstart[ncols] = all of them. One block of BLOCK
+// threads walks the columns BLOCK at a time with a running carry.
+template <int BLOCK>
+__global__ void __launch_bounds__(BLOCK)
+cp_columns(const int* __restrict__ start, const int ncols, const int nz, int* __restrict__ cstart,
+           const int* __restrict__ guard) {
+  if (cp_skipped(guard)) return;
+  __shared__ int s_warp[BLOCK / 32];
+  __shared__ int s_carry;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (threadIdx.x == 0) s_carry = 0;
+  __syncthreads();
+  for (int base = 0; base < ncols; base += BLOCK) {
+    const int c = base + threadIdx.x;
+    const int v = c < ncols ? (start[(c + 1) * nz] - start[c * nz] + kCluster - 1) / kCluster : 0;
+    int x = v;
+#pragma unroll
+    for (int off = 1; off < 32; off <<= 1) {
+      const int y = __shfl_up_sync(0xffffffffu, x, off);
+      if (lane >= off) x += y;
+    }
+    if (lane == 31) s_warp[warp] = x;
+    __syncthreads();
+    if (warp == 0) {
+      int w = lane < BLOCK / 32 ? s_warp[lane] : 0;
+#pragma unroll
+      for (int off = 1; off < 32; off <<= 1) {
+        const int y = __shfl_up_sync(0xffffffffu, w, off);
+        if (lane >= off) w += y;
+      }
+      if (lane < BLOCK / 32) s_warp[lane] = w;
+    }
+    __syncthreads();
+    const int before = s_carry + (warp ? s_warp[warp - 1] : 0) + x - v;
+    if (c < ncols) cstart[c] = before;
+    const int total = s_warp[BLOCK / 32 - 1];
+    __syncthreads();
+    if (threadIdx.x == 0) s_carry += total;
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) cstart[ncols] = s_carry;
+}
+
+template <typename Real>
+__global__ void cp_fill(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ order,
+                        const int* __restrict__ start, const int* __restrict__ cstart, const int ncols, const int nz,
+                        int* __restrict__ member, Vec4<Real>* __restrict__ xbuild, Vec4<Real>* __restrict__ ref,
+                        Vec4<Real>* __restrict__ lo, Vec4<Real>* __restrict__ hi, int* __restrict__ ccol,
+                        const int* __restrict__ guard) {
+  if (cp_skipped(guard)) return;
+  const int lane = threadIdx.x & 31;
+  const int warps = gridDim.x * (blockDim.x >> 5);
+  for (int c = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); c < ncols; c += warps) {
+    const int b = start[c * nz], count = start[(c + 1) * nz] - b;
+    const int first = cstart[c], slots = (cstart[c + 1] - first) * kCluster;
+    for (int k0 = 0; k0 < slots; k0 += 32) {  // slots is a multiple of 8: groups of 8 lanes stay whole
+      const int k = k0 + lane;
+      const bool on = k < slots;
+      const bool real = k < count;
+      const int q = b + min(k, count - 1);  // padding copies the column's last particle
+      Vec4<Real> p = on ? sorted[q] : Vec4<Real>{};
+      const int s = first * kCluster + k;
+      if (on) {
+        member[s] = real ? order[q] : -1;
+        xbuild[s] = p;
+        if (real) ref[order[q]] = p;
+      }
+      Real l[3] = {p.x, p.y, p.z}, h[3] = {p.x, p.y, p.z};
+#pragma unroll
+      for (int off = 1; off < kCluster; off <<= 1) {
+#pragma unroll
+        for (int a = 0; a < 3; ++a) {
+          l[a] = min(l[a], __shfl_xor_sync(0xffffffffu, l[a], off));
+          h[a] = max(h[a], __shfl_xor_sync(0xffffffffu, h[a], off));
+        }
+      }
+      if (on && (k & (kCluster - 1)) == 0) {
+        lo[s / kCluster] = {l[0], l[1], l[2], Real(0)};
+        hi[s / kCluster] = {h[0], h[1], h[2], Real(0)};
+        ccol[s / kCluster] = c;
+      }
+    }
+  }
+}
+
+// Column x of a neighbour offset: the wrapped index and the image (-1, 0, +1) of its particles as
+// seen from the i-cluster, or false beyond an open axis.
+__device__ __forceinline__ bool column_axis(int c, int o, int n, bool periodic, int& x, int& image) {
+  const int raw = c + o;
+  image = raw < 0 ? -1 : (raw >= n ? 1 : 0);
+  if (image != 0 && !periodic) return false;
+  x = raw - image * n;
+  return true;
+}
+
+template <typename Real>
+__device__ __forceinline__ Real gap(Real lo_i, Real hi_i, Real lo_j, Real hi_j) {
+  return max(Real(0), max(lo_j - hi_i, lo_i - hi_j));
+}
+
+template <typename Real, int BLOCK>
+__global__ void __launch_bounds__(BLOCK, 1)
+cp_search(const Vec4<Real>* __restrict__ xbuild, const int* __restrict__ member, const Vec4<Real>* __restrict__ lo,
+          const Vec4<Real>* __restrict__ hi, const int* __restrict__ ccol, const int* __restrict__ cstart,
+          const Grid g, const Box<Real> box, const int reach_x, const int reach_y, const Real rlist2, const int cap,
+          int* __restrict__ ent, int* __restrict__ len, int* __restrict__ overflow, const int* __restrict__ guard) {
+  if (cp_skipped(guard)) return;
+  __shared__ Vec4<Real> s_i[BLOCK / 32][kCluster];
+  __shared__ int s_im[BLOCK / 32][kCluster];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int ncl = cstart[g.nx * g.ny];
+  const int ic = blockIdx.x * (BLOCK / 32) + warp;
+  if (ic >= ncl) return;  // whole warps: no block-wide barrier below
+  if (lane < kCluster) {
+    s_i[warp][lane] = xbuild[ic * kCluster + lane];
+    s_im[warp][lane] = member[ic * kCluster + lane];
+  }
+  __syncwarp();
+  const Vec4<Real> li = lo[ic], hi_ = hi[ic];
+  const int c = ccol[ic];
+  const int cx = c / g.ny, cy = c % g.ny;
+  const Real sx = box.lx / Real(g.nx), sy = box.ly / Real(g.ny);
+  const bool pz = (g.pmask & 4) != 0;
+  int count = 0;
+  for (int ox = -reach_x; ox <= reach_x; ++ox) {
+    int x, imx;
+    if (!column_axis(cx, ox, g.nx, g.pmask & 1, x, imx)) continue;
+    const Real shx = Real(imx) * box.lx;
+    // the column's x-range seen from i (every particle of column x lies in it)
+    const Real gx = gap(li.x, hi_.x, -Real(0.5) * box.lx + Real(x) * sx + shx,
+                        -Real(0.5) * box.lx + Real(x + 1) * sx + shx);
+    for (int oy = -reach_y; oy <= reach_y; ++oy) {
+      int y, imy;
+      if (!column_axis(cy, oy, g.ny, g.pmask & 2, y, imy)) continue;
+      const Real shy = Real(imy) * box.ly;
+      const Real gy = gap(li.y, hi_.y, -Real(0.5) * box.ly + Real(y) * sy + shy,
+                          -Real(0.5) * box.ly + Real(y + 1) * sy + shy);
+      if (gx * gx + gy * gy >= rlist2 * Real(1.0001)) continue;  // margin: rounding of the column edges
+      const int col = x * g.ny + y;
+      const int jb = cstart[col], je = cstart[col + 1];
+      for (int j0 = jb; j0 < je; j0 += 32) {
+        const int jc = j0 + lane;
+        const bool on = jc < je;
+        Vec4<Real> lj{}, hj{};
+        if (on) {
+          lj = lo[jc];
+          hj = hi[jc];
+        }
+        const Real bx = gap(li.x, hi_.x, lj.x + shx, hj.x + shx);
+        const Real by = gap(li.y, hi_.y, lj.y + shy, hj.y + shy);
+        const Real bxy = bx * bx + by * by;
+#pragma unroll 1
+        for (int imz = -1; imz <= 1; ++imz) {
+          if (imz != 0 && !pz) continue;
+          const Real shz = Real(imz) * box.lz;
+          const Real bz = gap(li.z, hi_.z, lj.z + shz, hj.z + shz);
+          unsigned int halves = 0u;
+          if (on && bxy + bz * bz < rlist2) {
+            const bool self = jc == ic && imx == 0 && imy == 0 && imz == 0;
+#pragma unroll 1
+            for (int q = 0; q < kCluster; ++q) {
+              if (member[jc * kCluster + q] < 0) continue;
+              const Vec4<Real> pj = xbuild[jc * kCluster + q];
+              const Real jx = pj.x + shx, jy = pj.y + shy, jz = pj.z + shz;
+              bool hit = false;
+              for (int a = 0; a < kCluster; ++a) {
+                if (s_im[warp][a] < 0 || (self && a == q)) continue;
+                const Real dx = s_i[warp][a].x - jx, dy = s_i[warp][a].y - jy, dz = s_i[warp][a].z - jz;
+                hit = hit || dx * dx + dy * dy + dz * dz < rlist2;
+              }
+              if (hit) halves |= 1u << (q / kHalf);
+            }
+          }
+          const unsigned int keep = __ballot_sync(0xffffffffu, halves != 0u);
+          if (halves != 0u) {
+            const int k = count + __popc(keep & ((1u << lane) - 1u));
+            const int code = (imx + 1) * 9 + (imy + 1) * 3 + (imz + 1);
+            if (k < cap) ent[static_cast<long long>(ic) * cap + k] = (jc << kJShift) | (halves << kHalfShift) | code;
+          }
+          count += __popc(keep);
+        }
+      }
+    }
+  }
+  if (lane == 0) {
+    len[ic] = min(count, cap);
+    if (count > cap) atomicMax(overflow, count);
+  }
+}
+
+template <typename Real>
+__global__ void cp_gather(const Vec4<Real>* __restrict__ pos, const int* __restrict__ member,
+                          const Vec4<Real>* __restrict__ xbuild, const int* __restrict__ cstart, const int ncols,
+                          const Box<Real> box, Vec4<Real>* __restrict__ xc) {
+  const int slots = cstart[ncols] * kCluster;
+  for (int s = blockIdx.x * blockDim.x + threadIdx.x; s < slots; s += gridDim.x * blockDim.x) {
+    const int i = member[s];
+    Vec4<Real> p;
+    if (i >= 0) {
+      p = pos[i];
+      const Vec4<Real> b = xbuild[s];
+      p.x -= box.lx * Math<Real>::rint((p.x - b.x) * box.ilx);
+      p.y -= box.ly * Math<Real>::rint((p.y - b.y) * box.ily);
+      p.z -= box.lz * Math<Real>::rint((p.z - b.z) * box.ilz);
+    } else {  // padding: far from everything, and from other padding only at distance 0
+      const Real far = Real(1e15f);
+      p = {far, far, far, Real(0)};
+    }
+    xc[s] = p;
+  }
+}
+
+template <typename Real, typename Acc, template <typename> class Functor, bool ENERGY, int BLOCK>
+__global__ void __launch_bounds__(BLOCK)
+cp_force(const Vec4<Real>* __restrict__ xc, const int* __restrict__ member, const int* __restrict__ ent,
+         const int* __restrict__ len, const int* __restrict__ cstart, const int ncols, const int cap,
+         const Box<Real> box, const Real* __restrict__ params, Acc* __restrict__ forces, Acc* __restrict__ partial,
+         unsigned long long* __restrict__ count, int* __restrict__ flag, unsigned int* __restrict__ rebuilds) {
+  static_assert(BLOCK % 32 == 0, "whole warps");
+  __shared__ Vec4<Real> s_shift[27];
+  if (threadIdx.x < 27) {
+    const int c = threadIdx.x;
+    s_shift[c] = {Real(c / 9 - 1) * box.lx, Real((c / 3) % 3 - 1) * box.ly, Real(c % 3 - 1) * box.lz, Real(0)};
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0 && *flag) {  // the build of this step (if any) is complete
+    *flag = 0;
+    ++*rebuilds;
+  }
+  __syncthreads();
+  const Functor<Real> f(params);
+  Accumulator<Real, Acc, ENERGY> acc;
+  const int lane = threadIdx.x & 31;
+  const int a = lane >> 2, b = lane & (kHalf - 1);
+  const int ic = blockIdx.x * (BLOCK / 32) + (threadIdx.x >> 5);
+  const int ncl = cstart[ncols];
+  int i = -1;
+  if (ic < ncl) {  // warp-uniform
+    i = member[ic * kCluster + a];
+    const Vec4<Real> pi = xc[ic * kCluster + a];
+    const int m = len[ic];
+    const int* row = ent + static_cast<long long>(ic) * cap;
+    for (int k0 = 0; k0 < m; k0 += 32) {
+      const int mine = k0 + lane < m ? row[k0 + lane] : 0;
+      const int steps = min(32, m - k0);
+      for (int t = 0; t < steps; ++t) {
+        const int e = __shfl_sync(0xffffffffu, mine, t);
+        const Vec4<Real> sh = s_shift[e & ((1 << kCodeBits) - 1)];
+        const Real xs = pi.x - sh.x, ys = pi.y - sh.y, zs = pi.z - sh.z;
+        const Vec4<Real>* pj = xc + (e >> kJShift) * kCluster + b;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          if (!((e >> (kHalfShift + h)) & 1)) continue;  // warp-uniform
+          const Vec4<Real> q = pj[h * kHalf];
+          const Real dx = xs - q.x, dy = ys - q.y, dz = zs - q.z;
+          const Real r2 = dx * dx + dy * dy + dz * dz;
+          if (f.inside(r2) && r2 > Real(0)) acc.add(f, dx, dy, dz, r2);
+        }
+      }
+    }
+  }
+  acc.fx += __shfl_xor_sync(0xffffffffu, acc.fx, 1);
+  acc.fy += __shfl_xor_sync(0xffffffffu, acc.fy, 1);
+  acc.fz += __shfl_xor_sync(0xffffffffu, acc.fz, 1);
+  acc.fx += __shfl_xor_sync(0xffffffffu, acc.fx, 2);
+  acc.fy += __shfl_xor_sync(0xffffffffu, acc.fy, 2);
+  acc.fz += __shfl_xor_sync(0xffffffffu, acc.fz, 2);
+  if (i >= 0 && b == 0) {
+    forces[3 * i] = acc.fx;
+    forces[3 * i + 1] = acc.fy;
+    forces[3 * i + 2] = acc.fz;
+  }
+  accumulator_sums<BLOCK, ENERGY>(acc, partial, count, blockIdx.x);
+}
