@@ -372,8 +372,9 @@ class ClusterpairWarpPadded(ListStrategy, CudaStrategy):
                    "search on the device into padded rows of j-clusters (image and half-cluster bits per entry), a "
                    "warp per i-cluster computing 8 x 4 pairs per step, full list (deterministic); the displacement "
                    "check and rebuild decided on the device every step")
-    launch_defaults: ClassVar[dict] = {"skin": SKIN, "cap": 0, "block": 64, "rebuild": "auto"}
-    launch_choices: ClassVar[dict] = {"block": (32, 64, 128, 256), "rebuild": ("auto", "never")}
+    launch_defaults: ClassVar[dict] = {"skin": SKIN, "cap": 0, "block": 64, "split": 0, "rebuild": "auto"}
+    launch_choices: ClassVar[dict] = {"block": (32, 64, 128, 256), "split": (0, 1, 2, 4, 8),
+                                      "rebuild": ("auto", "never")}
 
     def __init__(self, **launch):
         super().__init__(**launch)
@@ -391,18 +392,35 @@ class ClusterpairWarpPadded(ListStrategy, CudaStrategy):
             return False, f"more than {J_LIMIT:,} clusters: the entry word holds a 24-bit cluster index"
         return True, ""
 
-    def force_expression(self, precision: str, potential: Potential, energy: bool) -> str:
+    def split_for(self, clusters: int) -> int:
+        """Warps per i-cluster: the launch parameter, or (0) as many as keep about two waves of
+        warps on the GPU when there are few clusters (one for large systems)."""
+        split = self.launch["split"]
+        if split == 0:
+            from .cuda import sm_count
+
+            split = 1
+            while split < 8 and clusters * split < 64 * sm_count():
+                split *= 2
+        return min(split, self.launch["block"] // 32)
+
+    def force_expression(self, precision: str, potential: Potential, energy: bool, split: int = 1) -> str:
         m = MODES[precision]
         e = "true" if energy else "false"
-        return f"cp_force<{m.cxx_compute}, {m.cxx_accumulate}, {potential.functor}, {e}, {self.launch['block']}>"
+        return (f"cp_force<{m.cxx_compute}, {m.cxx_accumulate}, {potential.functor}, {e}, {self.launch['block']}, "
+                f"{split}>")
 
     def default_expressions(self, potential: Potential) -> list[str]:
-        return [self.force_expression(p, potential, e) for p in MODES for e in (True, False)]
+        return [self.force_expression(p, potential, e, s) for p in MODES for e in (True, False)
+                for s in (1, 2) if s <= self.launch["block"] // 32]
 
     def expressions(self, potential: Potential) -> list[str]:
         out: list[str] = []
         for b in self.launch_choices["block"]:
-            out += ClusterpairWarpPadded(block=b).default_expressions(potential)
+            for split in (1, 2, 4, 8):
+                if split <= b // 32:
+                    out += [ClusterpairWarpPadded(block=b).force_expression(p, potential, e, split)
+                            for p in MODES for e in (True, False)]
         return out
 
     def data_expressions(self) -> dict[str, list[str]]:
@@ -425,7 +443,8 @@ class _ClusterCudaPlan(CudaPlan):
         self.ncols = int(dims[0] * dims[1])
         self.ncap = -(-n // GPU_CLUSTER) + self.ncols  # at most one padded cluster per column
         self.block = strategy.launch["block"]
-        self.blocks = max(1, -(-self.ncap // (self.block // 32)))
+        self.split = strategy.split_for(-(-n // GPU_CLUSTER))
+        self.blocks = max(1, -(-self.ncap // (self.block // 32 // self.split)))
         super().__init__(strategy, problem, nparts=self.blocks if n else 0)
         cp = self.cp
         self.dims = dims
@@ -439,7 +458,7 @@ class _ClusterCudaPlan(CudaPlan):
                                     f"{self.reach[a]}: the box is too small for clusters")
         self.grid_struct = np.array([(*dims, pmask(problem))], dtype=GRID_DTYPE)
         inv_side = [self.real(dims[a] / L[a]) for a in range(3)]
-        self.rlist2 = self.real(self.rl ** 2)
+        self.margin = self.real(8 * np.finfo(np.float32).eps * (0.5 * float(L.max()) + self.rl))
         self.half_skin2 = self.real((0.5 * self.skin) ** 2)
         self.binning = Binning(cp, self.real_t, n, dims, self.pos, self.box, self.grid_struct, inv_side,
                                write_pos=True)
@@ -481,7 +500,7 @@ class _ClusterCudaPlan(CudaPlan):
                                 "take a smaller skin")
         self.ent = cp.zeros(max(self.cap, 1) * self.ncap, np.int32)
         self.launch_info = {"columns": dims[:2].tolist(), "layers": int(dims[2]), "rlist": self.rl, "skin": self.skin,
-                            "cap": self.cap, "block": self.block, "cluster": GPU_CLUSTER, "build": self.binning.method,
+                            "cap": self.cap, "block": self.block, "split": self.split, "cluster": GPU_CLUSTER, "build": self.binning.method,
                             "list_bytes": int(self.ent.nbytes + self.len.nbytes + self.member.nbytes
                                               + self.xbuild.nbytes + self.xc.nbytes + self.ref.nbytes)}
 
@@ -507,7 +526,7 @@ class _ClusterCudaPlan(CudaPlan):
         cap = np.int32(self.cap)
         self.k_search((max(1, -(-self.ncap // (SEARCH_BLOCK // 32))),), (SEARCH_BLOCK,),
                       (self.xbuild, self.member, self.lo, self.hi, self.ccol, self.cstart, self.grid_struct, self.box,
-                       np.int32(self.reach[0]), np.int32(self.reach[1]), self.rlist2, cap, self.ent, self.len,
+                       np.int32(self.reach[0]), np.int32(self.reach[1]), self.real(self.rl), self.margin, cap, self.ent, self.len,
                        self.overflow, g))
 
     def build(self) -> None:
@@ -564,7 +583,7 @@ class _ClusterCudaPlan(CudaPlan):
         if fn is None:
             p = self.problem
             fn = self._force[self.outputs] = kernel("clusterpair.cu", self.strategy.force_expression(
-                p.precision, p.potential, self.energy), p.potential)
+                p.precision, p.potential, self.energy, self.split), p.potential)
         fn((self.blocks,), (self.block,), (self.xc, self.member, self.ent, self.len, self.cstart, np.int32(self.ncols),
                                            np.int32(self.cap), self.box, self.fparams, self.forces, self.partial,
                                            self.pcount, self.flag, self.rebuilds))

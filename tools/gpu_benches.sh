@@ -44,8 +44,10 @@ case "$name" in
   cluster)  # the cluster pairs beside the Verlet list and the CSR full shell: three columns, block sweep, Gaussian
     $PY -m harness bench --strategies clusterpair_warp_padded,verlet_thread_padded,fullshell_thread_csr \
       --scenario lj_liquid --n 4000,large --outputs forces,all --name cluster "${common[@]}"
-    $PY -m harness bench --strategies clusterpair_warp_padded --scenario lj_liquid --n 4000,large --outputs forces \
+    $PY -m harness bench --strategies clusterpair_warp_padded --scenario lj_liquid --n large --outputs forces \
       --sweep block=32:64:128:256 --amortised 0 --name cluster-block "${common[@]}"
+    $PY -m harness bench --strategies clusterpair_warp_padded --scenario lj_liquid --n 4000 --outputs forces \
+      --sweep split=1:2:4:8 --launch block=256 --amortised 0 --name cluster-split "${common[@]}"
     $PY -m harness bench --strategies clusterpair_warp_padded,verlet_thread_padded,fullshell_thread_csr \
       --scenario gaussian --n large --outputs forces --name cluster-gauss "${common[@]}"
     for n in 4000 large; do

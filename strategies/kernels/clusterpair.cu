@@ -143,29 +143,43 @@ __device__ __forceinline__ Real gap(Real lo_i, Real hi_i, Real lo_j, Real hi_j) 
   return max(Real(0), max(lo_j - hi_i, lo_i - hi_j));
 }
 
+// The first index k in [b, e) with key(k) >= target (keys non-decreasing), e if none; every lane
+// of the warp does the same (uniform).
+template <typename Real, int AXIS_HI>
+__device__ __forceinline__ int first_at_least(const Vec4<Real>* __restrict__ lo, const Vec4<Real>* __restrict__ hi,
+                                              int b, int e, Real target) {
+  while (b < e) {
+    const int mid = (b + e) >> 1;
+    const Real key = AXIS_HI ? hi[mid].z : lo[mid].z;
+    if (key < target) b = mid + 1; else e = mid;
+  }
+  return b;
+}
+
 template <typename Real, int BLOCK>
 __global__ void __launch_bounds__(BLOCK, 1)
 cp_search(const Vec4<Real>* __restrict__ xbuild, const int* __restrict__ member, const Vec4<Real>* __restrict__ lo,
           const Vec4<Real>* __restrict__ hi, const int* __restrict__ ccol, const int* __restrict__ cstart,
-          const Grid g, const Box<Real> box, const int reach_x, const int reach_y, const Real rlist2, const int cap,
-          int* __restrict__ ent, int* __restrict__ len, int* __restrict__ overflow, const int* __restrict__ guard) {
+          const Grid g, const Box<Real> box, const int reach_x, const int reach_y, const Real rlist,
+          const Real margin, const int cap, int* __restrict__ ent, int* __restrict__ len, int* __restrict__ overflow,
+          const int* __restrict__ guard) {
   if (cp_skipped(guard)) return;
-  __shared__ Vec4<Real> s_i[BLOCK / 32][kCluster];
-  __shared__ int s_im[BLOCK / 32][kCluster];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int a = lane >> 2, b = lane & (kHalf - 1);
   const int ncl = cstart[g.nx * g.ny];
   const int ic = blockIdx.x * (BLOCK / 32) + warp;
   if (ic >= ncl) return;  // whole warps: no block-wide barrier below
-  if (lane < kCluster) {
-    s_i[warp][lane] = xbuild[ic * kCluster + lane];
-    s_im[warp][lane] = member[ic * kCluster + lane];
-  }
-  __syncwarp();
+  const Real rlist2 = rlist * rlist;
+  const Vec4<Real> pi = xbuild[ic * kCluster + a];
+  const bool real_i = member[ic * kCluster + a] >= 0;
   const Vec4<Real> li = lo[ic], hi_ = hi[ic];
   const int c = ccol[ic];
   const int cx = c / g.ny, cy = c % g.ny;
   const Real sx = box.lx / Real(g.nx), sy = box.ly / Real(g.ny);
   const bool pz = (g.pmask & 4) != 0;
+  // the z-range a j-cluster must reach (the margin covers the float z key of the sort in fp64)
+  const Real zmin = li.z - rlist - margin, zmax = hi_.z + rlist + margin;
+  const Real half_lz = Real(0.5) * box.lz;
   int count = 0;
   for (int ox = -reach_x; ox <= reach_x; ++ox) {
     int x, imx;
@@ -183,46 +197,49 @@ cp_search(const Vec4<Real>* __restrict__ xbuild, const int* __restrict__ member,
       if (gx * gx + gy * gy >= rlist2 * Real(1.0001)) continue;  // margin: rounding of the column edges
       const int col = x * g.ny + y;
       const int jb = cstart[col], je = cstart[col + 1];
-      for (int j0 = jb; j0 < je; j0 += 32) {
-        const int jc = j0 + lane;
-        const bool on = jc < je;
-        Vec4<Real> lj{}, hj{};
-        if (on) {
-          lj = lo[jc];
-          hj = hi[jc];
-        }
-        const Real bx = gap(li.x, hi_.x, lj.x + shx, hj.x + shx);
-        const Real by = gap(li.y, hi_.y, lj.y + shy, hj.y + shy);
-        const Real bxy = bx * bx + by * by;
 #pragma unroll 1
-        for (int imz = -1; imz <= 1; ++imz) {
-          if (imz != 0 && !pz) continue;
-          const Real shz = Real(imz) * box.lz;
-          const Real bz = gap(li.z, hi_.z, lj.z + shz, hj.z + shz);
-          unsigned int halves = 0u;
-          if (on && bxy + bz * bz < rlist2) {
-            const bool self = jc == ic && imx == 0 && imy == 0 && imz == 0;
-#pragma unroll 1
-            for (int q = 0; q < kCluster; ++q) {
-              if (member[jc * kCluster + q] < 0) continue;
-              const Vec4<Real> pj = xbuild[jc * kCluster + q];
-              const Real jx = pj.x + shx, jy = pj.y + shy, jz = pj.z + shz;
-              bool hit = false;
-              for (int a = 0; a < kCluster; ++a) {
-                if (s_im[warp][a] < 0 || (self && a == q)) continue;
-                const Real dx = s_i[warp][a].x - jx, dy = s_i[warp][a].y - jy, dz = s_i[warp][a].z - jz;
-                hit = hit || dx * dx + dy * dy + dz * dz < rlist2;
+      for (int imz = -1; imz <= 1; ++imz) {
+        // an image along z only where i's reach crosses that face of the box
+        if (imz != 0 && !(pz && (imz < 0 ? zmin < -half_lz : zmax > half_lz))) continue;
+        const Real shz = Real(imz) * box.lz;
+        // the column's clusters are sorted by z: those whose z-range meets [zmin, zmax]
+        const int first = first_at_least<Real, 1>(lo, hi, jb, je, zmin - shz);
+        const int last = first_at_least<Real, 0>(lo, hi, first, je, zmax - shz);
+        const Vec4<Real> sh = {shx, shy, shz, Real(0)};
+        for (int j0 = first; j0 < last; j0 += 32) {
+          const int jc = j0 + lane;
+          bool pass = false;
+          if (jc < last) {
+            const Vec4<Real> lj = lo[jc], hj = hi[jc];
+            const Real bx = gap(li.x, hi_.x, lj.x + sh.x, hj.x + sh.x);
+            const Real by = gap(li.y, hi_.y, lj.y + sh.y, hj.y + sh.y);
+            const Real bz = gap(li.z, hi_.z, lj.z + sh.z, hj.z + sh.z);
+            pass = bx * bx + by * by + bz * bz < rlist2;
+          }
+          unsigned int todo = __ballot_sync(0xffffffffu, pass);
+          while (todo) {  // each candidate by the whole warp: lane (a, b) tests i-particle a, j-particle b
+            const int t = __ffs(todo) - 1;
+            todo &= todo - 1u;
+            const int jt = j0 + t;
+            const bool self = jt == ic && imx == 0 && imy == 0 && imz == 0;
+            unsigned int halves = 0u;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const int q = h * kHalf + b;
+              const Vec4<Real> pj = xbuild[jt * kCluster + q];
+              const Real dx = pi.x - (pj.x + sh.x), dy = pi.y - (pj.y + sh.y), dz = pi.z - (pj.z + sh.z);
+              const bool within = real_i && member[jt * kCluster + q] >= 0 && !(self && a == q) &&
+                                  dx * dx + dy * dy + dz * dz < rlist2;
+              if (__ballot_sync(0xffffffffu, within)) halves |= 1u << h;
+            }
+            if (halves) {
+              if (lane == 0 && count < cap) {
+                const int code = (imx + 1) * 9 + (imy + 1) * 3 + (imz + 1);
+                ent[static_cast<long long>(ic) * cap + count] = (jt << kJShift) | (halves << kHalfShift) | code;
               }
-              if (hit) halves |= 1u << (q / kHalf);
+              ++count;
             }
           }
-          const unsigned int keep = __ballot_sync(0xffffffffu, halves != 0u);
-          if (halves != 0u) {
-            const int k = count + __popc(keep & ((1u << lane) - 1u));
-            const int code = (imx + 1) * 9 + (imy + 1) * 3 + (imz + 1);
-            if (k < cap) ent[static_cast<long long>(ic) * cap + k] = (jc << kJShift) | (halves << kHalfShift) | code;
-          }
-          count += __popc(keep);
         }
       }
     }
@@ -255,14 +272,55 @@ __global__ void cp_gather(const Vec4<Real>* __restrict__ pos, const int* __restr
   }
 }
 
-template <typename Real, typename Acc, template <typename> class Functor, bool ENERGY, int BLOCK>
+// One warp's share of an i-cluster's row: entries [k_begin, k_end). The next entry's two half
+// j-clusters are loaded while the current one is computed (software pipelining: the loads are
+// the latency a warp would otherwise wait on).
+template <typename Real, typename Acc, bool ENERGY, class F>
+__device__ __forceinline__ void cp_row(Accumulator<Real, Acc, ENERGY>& acc, const F& f,
+                                       const Vec4<Real>* __restrict__ xc, const int* __restrict__ row, int k_begin,
+                                       int k_end, const Vec4<Real>& pi, const Vec4<Real>* s_shift, int lane, int b) {
+  for (int k0 = k_begin; k0 < k_end; k0 += 32) {
+    const int mine = k0 + lane < k_end ? row[k0 + lane] : 0;
+    const int steps = min(32, k_end - k0);
+    int e = __shfl_sync(0xffffffffu, mine, 0);
+    const Vec4<Real>* pj = xc + (e >> kJShift) * kCluster + b;
+    Vec4<Real> q0 = pj[0], q1 = pj[kHalf];
+    for (int t = 0; t < steps; ++t) {
+      const int en = __shfl_sync(0xffffffffu, mine, min(t + 1, steps - 1));
+      const Vec4<Real>* pn = xc + (en >> kJShift) * kCluster + b;
+      const Vec4<Real> n0 = pn[0], n1 = pn[kHalf];  // in flight while this entry is computed
+      const Vec4<Real> sh = s_shift[e & ((1 << kCodeBits) - 1)];
+      const Real xs = pi.x - sh.x, ys = pi.y - sh.y, zs = pi.z - sh.z;
+      if ((e >> kHalfShift) & 1) {  // warp-uniform
+        const Real dx = xs - q0.x, dy = ys - q0.y, dz = zs - q0.z;
+        const Real r2 = dx * dx + dy * dy + dz * dz;
+        if (f.inside(r2) && r2 > Real(0)) acc.add(f, dx, dy, dz, r2);
+      }
+      if ((e >> (kHalfShift + 1)) & 1) {
+        const Real dx = xs - q1.x, dy = ys - q1.y, dz = zs - q1.z;
+        const Real r2 = dx * dx + dy * dy + dz * dz;
+        if (f.inside(r2) && r2 > Real(0)) acc.add(f, dx, dy, dz, r2);
+      }
+      e = en;
+      q0 = n0;
+      q1 = n1;
+    }
+  }
+}
+
+// SPLIT warps per i-cluster (launch parameter split): each takes a contiguous share of the row;
+// their i-forces are summed in warp order through shared memory (deterministic). For small
+// systems, where one warp per cluster leaves the GPU mostly idle.
+template <typename Real, typename Acc, template <typename> class Functor, bool ENERGY, int BLOCK, int SPLIT>
 __global__ void __launch_bounds__(BLOCK)
 cp_force(const Vec4<Real>* __restrict__ xc, const int* __restrict__ member, const int* __restrict__ ent,
          const int* __restrict__ len, const int* __restrict__ cstart, const int ncols, const int cap,
          const Box<Real> box, const Real* __restrict__ params, Acc* __restrict__ forces, Acc* __restrict__ partial,
          unsigned long long* __restrict__ count, int* __restrict__ flag, unsigned int* __restrict__ rebuilds) {
-  static_assert(BLOCK % 32 == 0, "whole warps");
+  static_assert(BLOCK % 32 == 0 && (BLOCK / 32) % SPLIT == 0, "whole warps, whole clusters per block");
+  constexpr int kWarps = BLOCK / 32;
   __shared__ Vec4<Real> s_shift[27];
+  __shared__ Acc s_f[SPLIT > 1 ? kWarps : 1][kCluster][3];
   if (threadIdx.x < 27) {
     const int c = threadIdx.x;
     s_shift[c] = {Real(c / 9 - 1) * box.lx, Real((c / 3) % 3 - 1) * box.ly, Real(c % 3 - 1) * box.lz, Real(0)};
@@ -274,34 +332,18 @@ cp_force(const Vec4<Real>* __restrict__ xc, const int* __restrict__ member, cons
   __syncthreads();
   const Functor<Real> f(params);
   Accumulator<Real, Acc, ENERGY> acc;
-  const int lane = threadIdx.x & 31;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int a = lane >> 2, b = lane & (kHalf - 1);
-  const int ic = blockIdx.x * (BLOCK / 32) + (threadIdx.x >> 5);
+  const int ic = blockIdx.x * (kWarps / SPLIT) + warp / SPLIT;
+  const int part = warp % SPLIT;
   const int ncl = cstart[ncols];
   int i = -1;
   if (ic < ncl) {  // warp-uniform
     i = member[ic * kCluster + a];
     const Vec4<Real> pi = xc[ic * kCluster + a];
     const int m = len[ic];
-    const int* row = ent + static_cast<long long>(ic) * cap;
-    for (int k0 = 0; k0 < m; k0 += 32) {
-      const int mine = k0 + lane < m ? row[k0 + lane] : 0;
-      const int steps = min(32, m - k0);
-      for (int t = 0; t < steps; ++t) {
-        const int e = __shfl_sync(0xffffffffu, mine, t);
-        const Vec4<Real> sh = s_shift[e & ((1 << kCodeBits) - 1)];
-        const Real xs = pi.x - sh.x, ys = pi.y - sh.y, zs = pi.z - sh.z;
-        const Vec4<Real>* pj = xc + (e >> kJShift) * kCluster + b;
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          if (!((e >> (kHalfShift + h)) & 1)) continue;  // warp-uniform
-          const Vec4<Real> q = pj[h * kHalf];
-          const Real dx = xs - q.x, dy = ys - q.y, dz = zs - q.z;
-          const Real r2 = dx * dx + dy * dy + dz * dz;
-          if (f.inside(r2) && r2 > Real(0)) acc.add(f, dx, dy, dz, r2);
-        }
-      }
-    }
+    cp_row(acc, f, xc, ent + static_cast<long long>(ic) * cap, part * m / SPLIT, (part + 1) * m / SPLIT, pi, s_shift,
+           lane, b);
   }
   acc.fx += __shfl_xor_sync(0xffffffffu, acc.fx, 1);
   acc.fy += __shfl_xor_sync(0xffffffffu, acc.fy, 1);
@@ -309,7 +351,22 @@ cp_force(const Vec4<Real>* __restrict__ xc, const int* __restrict__ member, cons
   acc.fx += __shfl_xor_sync(0xffffffffu, acc.fx, 2);
   acc.fy += __shfl_xor_sync(0xffffffffu, acc.fy, 2);
   acc.fz += __shfl_xor_sync(0xffffffffu, acc.fz, 2);
-  if (i >= 0 && b == 0) {
+  if constexpr (SPLIT > 1) {
+    if (b == 0) {
+      s_f[warp][a][0] = acc.fx;
+      s_f[warp][a][1] = acc.fy;
+      s_f[warp][a][2] = acc.fz;
+    }
+    __syncthreads();
+    if (part == 0 && b == 0) {
+      for (int w = 1; w < SPLIT; ++w) {
+        acc.fx += s_f[warp + w][a][0];
+        acc.fy += s_f[warp + w][a][1];
+        acc.fz += s_f[warp + w][a][2];
+      }
+    }
+  }
+  if (i >= 0 && b == 0 && part == 0) {
     forces[3 * i] = acc.fx;
     forces[3 * i + 1] = acc.fy;
     forces[3 * i + 2] = acc.fz;
