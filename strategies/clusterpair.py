@@ -8,9 +8,9 @@ M x M particle pairs within r_list (padding and a particle with itself left out)
 reused while no particle has moved more than skin / 2 since the search, like a Verlet list.
 
   clusterpair_warp_padded  CUDA (kernels/clusterpair.cu): clusters of 8 from the shared binning
-                          (x-y columns sorted by z), the search on the device into padded rows of
-                          j-clusters, each with its periodic image and a bit per half j-cluster
-                          (4 particles) that has a pair within r_list; a warp per i-cluster
+                          (x-y columns sorted by z), the search on the device (bounding boxes
+                          within r_list, z-windows of each column by binary search) into padded
+                          rows of j-clusters, each with its periodic image; a warp per i-cluster
                           computes 8 x 4 pairs per step (the lanes), the image applied once per
                           entry, the positions gathered into cluster order each step at the image
                           nearest their build position (so the MD loop's wrapping leaves the
@@ -321,7 +321,7 @@ GPU_CLUSTER = 8  # kCluster in clusterpair.cu: 8 i-particles x 4 j-particles per
 SEARCH_BLOCK = 128
 COLUMNS_BLOCK = 1024
 PER_LAYER = 4.0  # particles per thin z-layer of a column in the binning (keeps its rank step short)
-J_LIMIT = 1 << 24  # j-cluster indices above 7 bits of image code and half bits in an int entry
+J_LIMIT = 1 << 26  # j-cluster indices above the 5 bits of image code in an int entry
 GRID_DTYPE = np.dtype([("nx", np.int32), ("ny", np.int32), ("nz", np.int32), ("pmask", np.int32)])
 
 
@@ -369,9 +369,9 @@ class ClusterpairWarpPadded(ListStrategy, CudaStrategy):
     list_kind = "a cluster-pair list"
     source_file = "clusterpair.cu"
     description = ("CUDA cluster pairs (GROMACS nbnxm): clusters of 8 from z-sorted x-y columns, a bounding-box "
-                   "search on the device into padded rows of j-clusters (image and half-cluster bits per entry), a "
-                   "warp per i-cluster computing 8 x 4 pairs per step, full list (deterministic); the displacement "
-                   "check and rebuild decided on the device every step")
+                   "search on the device into padded rows of j-clusters with their image, a warp per i-cluster "
+                   "computing 8 x 4 pairs per step, full list (deterministic); split warps per i-cluster for small "
+                   "systems; the displacement check and rebuild decided on the device every step")
     launch_defaults: ClassVar[dict] = {"skin": SKIN, "cap": 0, "block": 64, "split": 0, "rebuild": "auto"}
     launch_choices: ClassVar[dict] = {"block": (32, 64, 128, 256), "split": (0, 1, 2, 4, 8),
                                       "rebuild": ("auto", "never")}
@@ -389,7 +389,7 @@ class ClusterpairWarpPadded(ListStrategy, CudaStrategy):
             return ok, why
         dims = column_grid(problem)
         if -(-problem.n // GPU_CLUSTER) + int(dims[0] * dims[1]) >= J_LIMIT:
-            return False, f"more than {J_LIMIT:,} clusters: the entry word holds a 24-bit cluster index"
+            return False, f"more than {J_LIMIT:,} clusters: the entry word holds a 26-bit cluster index"
         return True, ""
 
     def split_for(self, clusters: int) -> int:
@@ -562,15 +562,12 @@ class _ClusterCudaPlan(CudaPlan):
         return int(self.rebuilds.get()[0])
 
     def listed_pairs(self) -> int:
-        """Particle pairs the force phase checks: 32 per half j-cluster step (each pair from both
-        clusters)."""
+        """Particle pairs the force phase checks: 64 per entry and per cluster (its step with
+        itself), each pair from both clusters."""
         if not self.problem.n:
             return 0
-        cp = self.cp
-        e = self.ent[: self.ncap * self.cap].reshape(self.ncap, self.cap)
-        valid = cp.arange(self.cap, dtype=np.int32)[None, :] < self.len[:, None]
-        halves = ((e >> 5) & 1) + ((e >> 6) & 1)
-        return int(cp.sum(cp.where(valid, halves, 0), dtype=np.int64).get()) * GPU_CLUSTER * 4
+        ncl = int(self.cstart[-1].get())
+        return (int(self.cp.sum(self.len[:ncl], dtype=np.int64).get()) + ncl) * GPU_CLUSTER * GPU_CLUSTER
 
     def force(self) -> None:
         n = self.problem.n

@@ -97,23 +97,20 @@ def test_pair_density_is_the_mean_for_a_liquid_and_the_blob_s_for_a_gaussian():
 
 def _gpu_list(plan):
     """The GPU's clusters and entries on the host: members (ncl, 8), build positions, the set of
-    (i-cluster, j-cluster, image code, half bits)."""
+    (i-cluster, j-cluster, image code)."""
     ncl = int(plan.cstart.get()[-1])
     members = plan.member.get()[: ncl * 8].reshape(ncl, 8)
     xb = plan.xbuild.get()[: ncl * 8, :3].astype(np.float64).reshape(ncl, 8, 3)
     ent = plan.ent.get().reshape(plan.ncap, plan.cap)
     length = plan.len.get()
-    got = set()
-    for a in range(ncl):
-        for e in ent[a, : length[a]]:
-            got.add((a, int(e) >> 7, int(e) & 31, (int(e) >> 5) & 3))
-    return members, xb, got
+    got = [(a, int(e) >> 5, int(e) & 31) for a in range(ncl) for e in ent[a, : length[a]]]
+    assert len(got) == len(set(got))  # no entry twice
+    return members, xb, set(got)
 
 
 def _expected_entries(members, xb, L, periodic, rl):
-    """Every (i-cluster, j-cluster, image) whose bounding boxes come closer than rl, kept where a
-    real pair other than a particle with itself is within rl, with its half bits: all pairs of
-    clusters and images tested."""
+    """Every (i-cluster, j-cluster, image) whose bounding boxes come closer than rl, less each
+    cluster with itself without an image: all pairs of clusters and images tested."""
     real = members >= 0
     lo = np.where(real[..., None], xb, np.inf).min(axis=1)
     hi = np.where(real[..., None], xb, -np.inf).max(axis=1)
@@ -125,13 +122,8 @@ def _expected_entries(members, xb, L, periodic, rl):
         sh = im * L
         g = np.maximum(0.0, np.maximum(lo[None, :, :] + sh - hi[:, None, :], lo[:, None, :] - hi[None, :, :] - sh))
         for a, b in zip(*np.nonzero((g ** 2).sum(-1) < rl * rl)):
-            d = xb[a][:, None, :] - (xb[b][None, :, :] + sh)
-            within = ((d ** 2).sum(-1) < rl * rl) & real[a][:, None] & real[b][None, :]
-            if a == b and code == 13:
-                np.fill_diagonal(within, False)
-            halves = int(within[:, :4].any()) | (int(within[:, 4:].any()) << 1)
-            if halves:
-                want.add((int(a), int(b), code, halves))
+            if not (a == b and code == 13):
+                want.add((int(a), int(b), code))
     return want
 
 

@@ -1,6 +1,7 @@
 // Cluster pairs on the GPU (strategies/clusterpair.py, clusterpair_warp_padded): the GROMACS
 // nbnxm design (Pall & Hess 2013) with a full list and no atomics, so that results are bitwise
-// repeatable.
+// repeatable. Like GROMACS's pair search, the list holds cluster pairs by bounding-box distance
+// only; the cutoff is tested per particle pair in the force kernel.
 //
 // Clusters. The shared binning (binning.cu) sorts the particles into a grid of (nx, ny, nz)
 // cells whose x-y columns have side about (8 / density)^(1/3) and whose nz thin layers only keep
@@ -14,23 +15,24 @@
 //               order; ref in input order for the displacement check), each cluster's bounding
 //               box and column
 //   cp_search   (a warp per i-cluster) every j-cluster of the columns within reach, under each
-//               periodic image whose bounding boxes come closer than r_list = cutoff + skin; a
-//               cluster pair is kept where some real particle pair (not a particle with itself)
-//               is within r_list, with one bit per half j-cluster (4 particles) that has such a
-//               pair. Entries are written in candidate order (deterministic) into padded rows;
-//               a row longer than the capacity raises *overflow and is never written past it.
-//               Entry word: j-cluster << 7 | half bits << 5 | image code (27 images)
+//               periodic image, whose bounding box comes closer than r_list = cutoff + skin to
+//               the i-cluster's: a binary search finds the z-window of each column's sorted
+//               clusters, the lanes test the window's boxes. The cluster with itself (no image)
+//               is left out (the force kernel's own step). Entries are written in candidate order
+//               (deterministic) into padded rows; a row longer than the capacity raises
+//               *overflow and is never written past it. Entry word: j-cluster << 5 | image code
 //   cp_gather   (every step) the positions in cluster order, each taken to the image nearest its
 //               position at the build (x - L rint((x - xbuild) / L)), so that the image of an
 //               entry, fixed at the search, stays valid as the MD loop wraps positions; padding
-//               gets a far-away point
-//   cp_force    a warp per i-cluster: lane = 4 a + b holds i-particle a; each half j-cluster
-//               with its bit set is one step of 8 x 4 pairs (lane: i-particle a against
-//               j-particle b), the entry's image applied once to the i-positions; a pair counts
-//               where 0 < r^2 < cutoff^2 (0 leaves out a particle with itself and padding
-//               against padding). The i-forces are summed over the 4 lanes of a and written in
-//               input order; every pair is seen from both clusters (full list), so energy and
-//               virial are halved by the reduction. Block 0 clears *flag and counts the rebuild.
+//               gets NaN (every distance to it fails the cutoff test)
+//   cp_force    a warp per i-cluster: lane = 4 a + b holds i-particle a; an entry is two steps of
+//               8 x 4 pairs (lane: i-particle a against j-particle b of one half of the
+//               j-cluster), the entry's image applied once to the i-positions and the next
+//               entry's positions loaded while this one is computed; first the cluster with
+//               itself (a != b). The i-forces are summed over the 4 lanes of a (and over the
+//               SPLIT warps sharing a row, in order) and written in input order; every pair is
+//               seen from both clusters (full list), so energy and virial are halved by the
+//               reduction. Block 0 clears *flag and counts the rebuild.
 // The displacement check is verlet_check (verlet.cu) on ref; every build kernel is guarded by
 // its flag.
 #include "cells.cuh"
@@ -38,8 +40,7 @@
 constexpr int kCluster = 8;
 constexpr int kHalf = 4;
 constexpr int kCodeBits = 5;
-constexpr int kHalfShift = 5;
-constexpr int kJShift = 7;
+constexpr int kJShift = 5;
 
 __device__ __forceinline__ bool cp_skipped(const int* guard) { return guard != nullptr && *guard == 0; }
 
@@ -165,13 +166,10 @@ cp_search(const Vec4<Real>* __restrict__ xbuild, const int* __restrict__ member,
           const int* __restrict__ guard) {
   if (cp_skipped(guard)) return;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int a = lane >> 2, b = lane & (kHalf - 1);
   const int ncl = cstart[g.nx * g.ny];
   const int ic = blockIdx.x * (BLOCK / 32) + warp;
   if (ic >= ncl) return;  // whole warps: no block-wide barrier below
   const Real rlist2 = rlist * rlist;
-  const Vec4<Real> pi = xbuild[ic * kCluster + a];
-  const bool real_i = member[ic * kCluster + a] >= 0;
   const Vec4<Real> li = lo[ic], hi_ = hi[ic];
   const int c = ccol[ic];
   const int cx = c / g.ny, cy = c % g.ny;
@@ -216,30 +214,15 @@ cp_search(const Vec4<Real>* __restrict__ xbuild, const int* __restrict__ member,
             const Real bz = gap(li.z, hi_.z, lj.z + sh.z, hj.z + sh.z);
             pass = bx * bx + by * by + bz * bz < rlist2;
           }
-          unsigned int todo = __ballot_sync(0xffffffffu, pass);
-          while (todo) {  // each candidate by the whole warp: lane (a, b) tests i-particle a, j-particle b
-            const int t = __ffs(todo) - 1;
-            todo &= todo - 1u;
-            const int jt = j0 + t;
-            const bool self = jt == ic && imx == 0 && imy == 0 && imz == 0;
-            unsigned int halves = 0u;
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-              const int q = h * kHalf + b;
-              const Vec4<Real> pj = xbuild[jt * kCluster + q];
-              const Real dx = pi.x - (pj.x + sh.x), dy = pi.y - (pj.y + sh.y), dz = pi.z - (pj.z + sh.z);
-              const bool within = real_i && member[jt * kCluster + q] >= 0 && !(self && a == q) &&
-                                  dx * dx + dy * dy + dz * dz < rlist2;
-              if (__ballot_sync(0xffffffffu, within)) halves |= 1u << h;
-            }
-            if (halves) {
-              if (lane == 0 && count < cap) {
-                const int code = (imx + 1) * 9 + (imy + 1) * 3 + (imz + 1);
-                ent[static_cast<long long>(ic) * cap + count] = (jt << kJShift) | (halves << kHalfShift) | code;
-              }
-              ++count;
-            }
+          // the cluster with itself (no image) is the force kernel's own step, not an entry
+          pass = pass && !(jc == ic && imx == 0 && imy == 0 && imz == 0);
+          const unsigned int keep = __ballot_sync(0xffffffffu, pass);
+          if (pass) {
+            const int k = count + __popc(keep & ((1u << lane) - 1u));
+            const int code = (imx + 1) * 9 + (imy + 1) * 3 + (imz + 1);
+            if (k < cap) ent[static_cast<long long>(ic) * cap + k] = (jc << kJShift) | code;
           }
+          count += __popc(keep);
         }
       }
     }
@@ -247,6 +230,15 @@ cp_search(const Vec4<Real>* __restrict__ xbuild, const int* __restrict__ member,
   if (lane == 0) {
     len[ic] = min(count, cap);
     if (count > cap) atomicMax(overflow, count);
+  }
+}
+
+template <typename Real>
+__device__ __forceinline__ Real not_a_number() {
+  if constexpr (sizeof(Real) == 4) {
+    return __int_as_float(0x7fc00000);
+  } else {
+    return __longlong_as_double(0x7ff8000000000000ll);
   }
 }
 
@@ -264,12 +256,19 @@ __global__ void cp_gather(const Vec4<Real>* __restrict__ pos, const int* __restr
       p.x -= box.lx * Math<Real>::rint((p.x - b.x) * box.ilx);
       p.y -= box.ly * Math<Real>::rint((p.y - b.y) * box.ily);
       p.z -= box.lz * Math<Real>::rint((p.z - b.z) * box.ilz);
-    } else {  // padding: far from everything, and from other padding only at distance 0
-      const Real far = Real(1e15f);
-      p = {far, far, far, Real(0)};
+    } else {  // padding: NaN, so that every distance to it fails the cutoff test
+      const Real nan = not_a_number<Real>();
+      p = {nan, nan, nan, Real(0)};
     }
     xc[s] = p;
   }
+}
+
+// One pair (padding is NaN: outside the cutoff).
+template <typename Real, typename Acc, bool ENERGY, class F>
+__device__ __forceinline__ void cp_pair(Accumulator<Real, Acc, ENERGY>& acc, const F& f, Real dx, Real dy, Real dz) {
+  const Real r2 = dx * dx + dy * dy + dz * dz;
+  if (f.inside(r2)) acc.add(f, dx, dy, dz, r2);
 }
 
 // One warp's share of an i-cluster's row: entries [k_begin, k_end). The next entry's two half
@@ -291,16 +290,8 @@ __device__ __forceinline__ void cp_row(Accumulator<Real, Acc, ENERGY>& acc, cons
       const Vec4<Real> n0 = pn[0], n1 = pn[kHalf];  // in flight while this entry is computed
       const Vec4<Real> sh = s_shift[e & ((1 << kCodeBits) - 1)];
       const Real xs = pi.x - sh.x, ys = pi.y - sh.y, zs = pi.z - sh.z;
-      if ((e >> kHalfShift) & 1) {  // warp-uniform
-        const Real dx = xs - q0.x, dy = ys - q0.y, dz = zs - q0.z;
-        const Real r2 = dx * dx + dy * dy + dz * dz;
-        if (f.inside(r2) && r2 > Real(0)) acc.add(f, dx, dy, dz, r2);
-      }
-      if ((e >> (kHalfShift + 1)) & 1) {
-        const Real dx = xs - q1.x, dy = ys - q1.y, dz = zs - q1.z;
-        const Real r2 = dx * dx + dy * dy + dz * dz;
-        if (f.inside(r2) && r2 > Real(0)) acc.add(f, dx, dy, dz, r2);
-      }
+      cp_pair(acc, f, xs - q0.x, ys - q0.y, zs - q0.z);
+      cp_pair(acc, f, xs - q1.x, ys - q1.y, zs - q1.z);
       e = en;
       q0 = n0;
       q1 = n1;
@@ -342,6 +333,14 @@ cp_force(const Vec4<Real>* __restrict__ xc, const int* __restrict__ member, cons
     i = member[ic * kCluster + a];
     const Vec4<Real> pi = xc[ic * kCluster + a];
     const int m = len[ic];
+    if (part == 0) {  // the cluster with itself: 8 x 8 pairs less each particle with itself
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int q = h * kHalf + b;
+        const Vec4<Real> pj = xc[ic * kCluster + q];
+        if (q != a) cp_pair(acc, f, pi.x - pj.x, pi.y - pj.y, pi.z - pj.z);
+      }
+    }
     cp_row(acc, f, xc, ent + static_cast<long long>(ic) * cap, part * m / SPLIT, (part + 1) * m / SPLIT, pi, s_shift,
            lane, b);
   }
