@@ -101,6 +101,7 @@ def _gpu_list(plan):
     ncl = int(plan.cstart.get()[-1])
     members = plan.member.get()[: ncl * 8].reshape(ncl, 8)
     xb = plan.xbuild.get()[: ncl * 8, :3].astype(np.float64).reshape(ncl, 8, 3)
+    assert np.isnan(xb[members < 0]).all() and np.isfinite(xb[members >= 0]).all()  # padding is NaN
     ent = plan.ent.get().reshape(plan.ncap, plan.cap)
     length = plan.len.get()
     got = [(a, int(e) >> 5, int(e) & 31) for a in range(ncl) for e in ent[a, : length[a]]]
@@ -109,8 +110,9 @@ def _gpu_list(plan):
 
 
 def _expected_entries(members, xb, L, periodic, rl):
-    """Every (i-cluster, j-cluster, image) whose bounding boxes come closer than rl, less each
-    cluster with itself without an image: all pairs of clusters and images tested."""
+    """Every (i-cluster, j-cluster, image) whose bounding boxes come closer than rl and that has a
+    particle pair within rl, less each cluster with itself without an image: all pairs of clusters
+    and images tested."""
     real = members >= 0
     lo = np.where(real[..., None], xb, np.inf).min(axis=1)
     hi = np.where(real[..., None], xb, -np.inf).max(axis=1)
@@ -122,7 +124,9 @@ def _expected_entries(members, xb, L, periodic, rl):
         sh = im * L
         g = np.maximum(0.0, np.maximum(lo[None, :, :] + sh - hi[:, None, :], lo[:, None, :] - hi[None, :, :] - sh))
         for a, b in zip(*np.nonzero((g ** 2).sum(-1) < rl * rl)):
-            if not (a == b and code == 13):
+            d = xb[a][:, None, :] - (xb[b][None, :, :] + sh)
+            within = ((d ** 2).sum(-1) < rl * rl) & real[a][:, None] & real[b][None, :]
+            if within.any() and not (a == b and code == 13):
                 want.add((int(a), int(b), code))
     return want
 

@@ -41,11 +41,9 @@ case "$name" in
       --scenario lj_liquid --n 4000,large --outputs forces,all --name three "${common[@]}"
     $PY -m harness bench --strategies verlet_thread_padded --launch tpp=8 --scenario lj_liquid --n 4000 \
       --outputs forces,all --name three-tpp8 "${common[@]}" ;;
-  cluster)  # the cluster pairs beside the Verlet list and the CSR full shell: three columns, block sweep, Gaussian
+  cluster)  # the cluster pairs beside the Verlet list and the CSR full shell: three columns, split sweep, Gaussian
     $PY -m harness bench --strategies clusterpair_warp_padded,verlet_thread_padded,fullshell_thread_csr \
       --scenario lj_liquid --n 4000,large --outputs forces,all --name cluster "${common[@]}"
-    $PY -m harness bench --strategies clusterpair_warp_padded --scenario lj_liquid --n large --outputs forces \
-      --sweep block=32:64:128:256 --amortised 0 --name cluster-block "${common[@]}"
     $PY -m harness bench --strategies clusterpair_warp_padded --scenario lj_liquid --n 4000 --outputs forces \
       --sweep split=1:2:4:8 --launch block=256 --amortised 0 --name cluster-split "${common[@]}"
     $PY -m harness bench --strategies clusterpair_warp_padded,verlet_thread_padded,fullshell_thread_csr \

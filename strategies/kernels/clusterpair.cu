@@ -1,26 +1,29 @@
 // Cluster pairs on the GPU (strategies/clusterpair.py, clusterpair_warp_padded): the GROMACS
 // nbnxm design (Pall & Hess 2013) with a full list and no atomics, so that results are bitwise
-// repeatable. Like GROMACS's pair search, the list holds cluster pairs by bounding-box distance
-// only; the cutoff is tested per particle pair in the force kernel.
+// repeatable. The list holds the cluster pairs whose bounding boxes come within r_list
+// and a particle pair within it at the search; the cutoff is tested per particle pair in the
+// force kernel.
 //
 // Clusters. The shared binning (binning.cu) sorts the particles into a grid of (nx, ny, nz)
 // cells whose x-y columns have side about (8 / density)^(1/3) and whose nz thin layers only keep
 // the rank step short; inside a cell the order is by z, so each column's particles come out
-// sorted by z. Each column is cut into runs of kCluster = 8 (the last run padded with copies of
-// the column's last particle, member -1).
+// sorted by z. Each column is cut into runs of kCluster = 8 (the last run padded: member -1,
+// position NaN).
 //
 //   cp_columns  (one block) clusters per column and their exclusive scan: cstart[c], and the
 //               total in cstart[ncols]
 //   cp_fill     (a warp per column) members, the positions of the build (xbuild, in cluster
-//               order; ref in input order for the displacement check), each cluster's bounding
-//               box and column
+//               order, padding NaN; ref in input order for the displacement check), each
+//               cluster's bounding box and column
 //   cp_search   (a warp per i-cluster) every j-cluster of the columns within reach, under each
 //               periodic image, whose bounding box comes closer than r_list = cutoff + skin to
-//               the i-cluster's: a binary search finds the z-window of each column's sorted
-//               clusters, the lanes test the window's boxes. The cluster with itself (no image)
-//               is left out (the force kernel's own step). Entries are written in candidate order
-//               (deterministic) into padded rows; a row longer than the capacity raises
-//               *overflow and is never written past it. Entry word: j-cluster << 5 | image code
+//               the i-cluster's (the lanes test 32 boxes at a time; a long column is first
+//               narrowed to its z-window by binary search) and that has a particle pair within
+//               r_list (the whole warp tests the 64 pairs of such a box pair). The cluster with
+//               itself (no image) is left out (the force kernel's own step). Entries are written
+//               in candidate order (deterministic) into padded rows; a row longer than the
+//               capacity raises *overflow and is never written past it. Entry word:
+//               j-cluster << 5 | image code
 //   cp_gather   (every step) the positions in cluster order, each taken to the image nearest its
 //               position at the build (x - L rint((x - xbuild) / L)), so that the image of an
 //               entry, fixed at the search, stays valid as the MD loop wraps positions; padding
@@ -41,6 +44,7 @@ constexpr int kCluster = 8;
 constexpr int kHalf = 4;
 constexpr int kCodeBits = 5;
 constexpr int kJShift = 5;
+constexpr int kScanWhole = 64;  // columns of at most this many clusters are scanned whole in the search
 
 __device__ __forceinline__ bool cp_skipped(const int* guard) { return guard != nullptr && *guard == 0; }
 
@@ -88,6 +92,15 @@ cp_columns(const int* __restrict__ start, const int ncols, const int nz, int* __
 }
 
 template <typename Real>
+__device__ __forceinline__ Real not_a_number() {
+  if constexpr (sizeof(Real) == 4) {
+    return __int_as_float(0x7fc00000);
+  } else {
+    return __longlong_as_double(0x7ff8000000000000ll);
+  }
+}
+
+template <typename Real>
 __global__ void cp_fill(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ order,
                         const int* __restrict__ start, const int* __restrict__ cstart, const int ncols, const int nz,
                         int* __restrict__ member, Vec4<Real>* __restrict__ xbuild, Vec4<Real>* __restrict__ ref,
@@ -103,21 +116,21 @@ __global__ void cp_fill(const Vec4<Real>* __restrict__ sorted, const int* __rest
       const int k = k0 + lane;
       const bool on = k < slots;
       const bool real = k < count;
-      const int q = b + min(k, count - 1);  // padding copies the column's last particle
-      Vec4<Real> p = on ? sorted[q] : Vec4<Real>{};
+      const Real nan = not_a_number<Real>();
+      Vec4<Real> p = real ? sorted[b + k] : Vec4<Real>{nan, nan, nan, Real(0)};  // padding: NaN
       const int s = first * kCluster + k;
       if (on) {
-        member[s] = real ? order[q] : -1;
+        member[s] = real ? order[b + k] : -1;
         xbuild[s] = p;
-        if (real) ref[order[q]] = p;
+        if (real) ref[order[b + k]] = p;
       }
       Real l[3] = {p.x, p.y, p.z}, h[3] = {p.x, p.y, p.z};
 #pragma unroll
       for (int off = 1; off < kCluster; off <<= 1) {
 #pragma unroll
         for (int a = 0; a < 3; ++a) {
-          l[a] = min(l[a], __shfl_xor_sync(0xffffffffu, l[a], off));
-          h[a] = max(h[a], __shfl_xor_sync(0xffffffffu, h[a], off));
+          l[a] = fmin(l[a], __shfl_xor_sync(0xffffffffu, l[a], off));  // fmin, fmax: NaN (padding) ignored
+          h[a] = fmax(h[a], __shfl_xor_sync(0xffffffffu, h[a], off));
         }
       }
       if (on && (k & (kCluster - 1)) == 0) {
@@ -166,10 +179,12 @@ cp_search(const Vec4<Real>* __restrict__ xbuild, const int* __restrict__ member,
           const int* __restrict__ guard) {
   if (cp_skipped(guard)) return;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int a = lane >> 2, b = lane & (kHalf - 1);
   const int ncl = cstart[g.nx * g.ny];
   const int ic = blockIdx.x * (BLOCK / 32) + warp;
   if (ic >= ncl) return;  // whole warps: no block-wide barrier below
   const Real rlist2 = rlist * rlist;
+  const Vec4<Real> pi = xbuild[ic * kCluster + a];
   const Vec4<Real> li = lo[ic], hi_ = hi[ic];
   const int c = ccol[ic];
   const int cx = c / g.ny, cy = c % g.ny;
@@ -200,29 +215,41 @@ cp_search(const Vec4<Real>* __restrict__ xbuild, const int* __restrict__ member,
         // an image along z only where i's reach crosses that face of the box
         if (imz != 0 && !(pz && (imz < 0 ? zmin < -half_lz : zmax > half_lz))) continue;
         const Real shz = Real(imz) * box.lz;
-        // the column's clusters are sorted by z: those whose z-range meets [zmin, zmax]
-        const int first = first_at_least<Real, 1>(lo, hi, jb, je, zmin - shz);
-        const int last = first_at_least<Real, 0>(lo, hi, first, je, zmax - shz);
+        // the column's clusters are sorted by z: a long column is narrowed to those whose z-range
+        // meets [zmin, zmax] by binary search; a short one is scanned whole
+        int first = jb, last = je;
+        if (je - jb > kScanWhole) {
+          first = first_at_least<Real, 1>(lo, hi, jb, je, zmin - shz);
+          last = first_at_least<Real, 0>(lo, hi, first, je, zmax - shz);
+        }
         const Vec4<Real> sh = {shx, shy, shz, Real(0)};
         for (int j0 = first; j0 < last; j0 += 32) {
           const int jc = j0 + lane;
           bool pass = false;
-          if (jc < last) {
+          if (jc < last && !(jc == ic && imx == 0 && imy == 0 && imz == 0)) {  // itself: the force kernel's step
             const Vec4<Real> lj = lo[jc], hj = hi[jc];
             const Real bx = gap(li.x, hi_.x, lj.x + sh.x, hj.x + sh.x);
             const Real by = gap(li.y, hi_.y, lj.y + sh.y, hj.y + sh.y);
             const Real bz = gap(li.z, hi_.z, lj.z + sh.z, hj.z + sh.z);
             pass = bx * bx + by * by + bz * bz < rlist2;
           }
-          // the cluster with itself (no image) is the force kernel's own step, not an entry
-          pass = pass && !(jc == ic && imx == 0 && imy == 0 && imz == 0);
-          const unsigned int keep = __ballot_sync(0xffffffffu, pass);
-          if (pass) {
-            const int k = count + __popc(keep & ((1u << lane) - 1u));
-            const int code = (imx + 1) * 9 + (imy + 1) * 3 + (imz + 1);
-            if (k < cap) ent[static_cast<long long>(ic) * cap + k] = (jc << kJShift) | code;
+          unsigned int todo = __ballot_sync(0xffffffffu, pass);
+          while (todo) {  // each box pair by the whole warp: is some particle pair within r_list?
+            const int t = __ffs(todo) - 1;
+            todo &= todo - 1u;
+            const int jt = j0 + t;
+            const Vec4<Real> p0 = xbuild[jt * kCluster + b], p1 = xbuild[jt * kCluster + kHalf + b];
+            const Real x0 = pi.x - (p0.x + sh.x), y0 = pi.y - (p0.y + sh.y), z0 = pi.z - (p0.z + sh.z);
+            const Real x1 = pi.x - (p1.x + sh.x), y1 = pi.y - (p1.y + sh.y), z1 = pi.z - (p1.z + sh.z);
+            const bool within = x0 * x0 + y0 * y0 + z0 * z0 < rlist2 || x1 * x1 + y1 * y1 + z1 * z1 < rlist2;
+            if (__any_sync(0xffffffffu, within)) {  // padding is NaN: never within
+              if (lane == 0 && count < cap) {
+                const int code = (imx + 1) * 9 + (imy + 1) * 3 + (imz + 1);
+                ent[static_cast<long long>(ic) * cap + count] = (jt << kJShift) | code;
+              }
+              ++count;
+            }
           }
-          count += __popc(keep);
         }
       }
     }
@@ -230,15 +257,6 @@ cp_search(const Vec4<Real>* __restrict__ xbuild, const int* __restrict__ member,
   if (lane == 0) {
     len[ic] = min(count, cap);
     if (count > cap) atomicMax(overflow, count);
-  }
-}
-
-template <typename Real>
-__device__ __forceinline__ Real not_a_number() {
-  if constexpr (sizeof(Real) == 4) {
-    return __int_as_float(0x7fc00000);
-  } else {
-    return __longlong_as_double(0x7ff8000000000000ll);
   }
 }
 
