@@ -372,7 +372,7 @@ class ClusterpairWarpPadded(ListStrategy, CudaStrategy):
                    "search on the device into padded rows of j-clusters with their image, a warp per i-cluster "
                    "computing 8 x 4 pairs per step, full list (deterministic); split warps per i-cluster for small "
                    "systems; the displacement check and rebuild decided on the device every step")
-    launch_defaults: ClassVar[dict] = {"skin": SKIN, "cap": 0, "block": 64, "split": 0, "rebuild": "auto"}
+    launch_defaults: ClassVar[dict] = {"skin": SKIN, "cap": 0, "block": 256, "split": 0, "rebuild": "auto"}
     launch_choices: ClassVar[dict] = {"block": (32, 64, 128, 256), "split": (0, 1, 2, 4, 8),
                                       "rebuild": ("auto", "never")}
 

@@ -52,6 +52,15 @@ case "$name" in
       $PY -m harness md --strategy clusterpair_warp_padded --n $n --precision fp32 --steps 2000 --sample 500 --quiet \
         --json "$out/bench/md-clusterpair-$n.json"
     done ;;
+  cluster-defaults)  # the cluster pairs at their defaults, LJ 4,000 and 1M, forces only, three columns
+    $PY -m harness bench --strategies clusterpair_warp_padded --scenario lj_liquid --n 4000,large --outputs forces \
+      --name cluster-defaults "${common[@]}" ;;
+  coord)  # rankings with a cheap pair body: PLUMED's coordination against LJ, the main strategies at 1M, forces only
+    for pot in "" coordination:r0=1,n=6,dmax=2.5; do
+      $PY -m harness bench --strategies fullshell_thread_csr,c08_warp_csr,parity_block_csr,parity_warpblock_shared_atomic,verlet_thread_padded,clusterpair_warp_padded \
+        --scenario lj_liquid --n large --outputs forces --amortised 0 ${pot:+--potential $pot} \
+        --name "coord-$(p=${pot:-lj}; echo ${p%%:*})" "${common[@]}"
+    done ;;
   build)  # the Verlet build: per strip (with and without z-windows) against per cell, and the amortised step
     $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 4000,large --outputs forces \
       --sweep build=strip:cell --name build "${common[@]}"
