@@ -72,9 +72,11 @@ case "$name" in
     done ;;
   replay)  # verify of the list strategies along a recorded trajectory at three sizes, and the negative control
     v=(--scenarios lj_liquid --quiet --replay 200)
-    $PY -m harness verify --strategies verlet_thread_padded,verlet_thread_cpu --size small "${v[@]}" --out "$out/replay-small"
-    $PY -m harness verify --strategies verlet_thread_padded --size medium "${v[@]}" --replay-every 10 --out "$out/replay-medium"
-    $PY -m harness verify --strategies verlet_thread_padded --size large --precision fp32,mixed "${v[@]}" \
+    $PY -m harness verify --strategies verlet_thread_padded,verlet_thread_cpu,clusterpair_warp_padded --size small "${v[@]}" \
+      --out "$out/replay-small"
+    $PY -m harness verify --strategies verlet_thread_padded,clusterpair_warp_padded --size medium "${v[@]}" --replay-every 10 \
+      --out "$out/replay-medium"
+    $PY -m harness verify --strategies verlet_thread_padded,clusterpair_warp_padded --size large --precision fp32,mixed "${v[@]}" \
       --replay-every 50 --out "$out/replay-large"
     $PY -m harness verify --strategies verlet_thread_padded --launch rebuild=never --size small --precision fp32 \
       "${v[@]}" --out "$out/replay-never"
