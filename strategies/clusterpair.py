@@ -39,7 +39,7 @@ from .binning import Binning
 from .cells import pmask
 from .cpu import CpuPlan, pair_step, separation, store_sums
 from .cuda import CudaPlan, CudaStrategy, kernel, sm_count
-from .lists import SKIN, ListStrategy, moved_beyond
+from .lists import SKIN, DeviceListPlan, ListStrategy, moved_beyond
 from .registry import register
 
 CLUSTER_CHOICES = (4, 8)
@@ -434,7 +434,7 @@ class ClusterpairWarpPadded(ListStrategy, CudaStrategy):
         return _ClusterCudaPlan(self, problem)
 
 
-class _ClusterCudaPlan(CudaPlan):
+class _ClusterCudaPlan(DeviceListPlan):
     visits_per_pair = 2  # a full list: every pair from both clusters
 
     def __init__(self, strategy: ClusterpairWarpPadded, problem: Problem):
@@ -488,7 +488,7 @@ class _ClusterCudaPlan(CudaPlan):
         self.cap = int(strategy.launch["cap"])
         self.ent = cp.zeros(1, np.int32)
         if n and self.cap == 0:  # size the rows from a first search (capacity 0: counts only)
-            self._search_rows(None)
+            self._rows(None)
             longest = int(self.overflow.get()[0])
             self.overflow.fill(0)
             self.cap = cap_of(longest)
@@ -504,17 +504,13 @@ class _ClusterCudaPlan(CudaPlan):
                             "list_bytes": int(self.ent.nbytes + self.len.nbytes + self.member.nbytes
                                               + self.xbuild.nbytes + self.xc.nbytes + self.ref.nbytes)}
 
-    def _free_bytes(self) -> int:
-        free, _ = self.cp.cuda.runtime.memGetInfo()
-        return int(free + self.cp.get_default_memory_pool().free_bytes())
-
     @property
     def device_bytes(self) -> int:
         own = [self.cstart, self.member, self.xbuild, self.xc, self.lo, self.hi, self.ccol, self.len, self.ref,
                self.flag, self.rebuilds, self.overflow, self.ent]
         return CudaPlan.device_bytes.fget(self) + self.binning.device_bytes + int(sum(a.nbytes for a in own))
 
-    def _search_rows(self, guard) -> None:
+    def _rows(self, guard) -> None:
         """Clusters from the binning's order, then the search (guard: a device flag, or None)."""
         g = guard if guard is not None else np.uint64(0)
         b = self.binning
@@ -528,38 +524,6 @@ class _ClusterCudaPlan(CudaPlan):
                       (self.xbuild, self.member, self.lo, self.hi, self.ccol, self.cstart, self.grid_struct, self.box,
                        np.int32(self.reach[0]), np.int32(self.reach[1]), self.real(self.rl), self.margin, cap, self.ent, self.len,
                        self.overflow, g))
-
-    def build(self) -> None:
-        """From scratch: bin, cluster and search whatever the displacement."""
-        if not self.problem.n:
-            return
-        self.flag.fill(1)
-        self.binning.run()
-        self._search_rows(None)
-
-    def _check(self) -> None:
-        n = self.problem.n
-        self.k_check((-(-n // 256),), (256,), (self.pos, self.ref, np.int32(n), self.box, self.half_skin2, self.flag))
-
-    def needs_rebuild(self, positions=None) -> bool:
-        """The displacement check read on the host (for tests; update() decides on the device)."""
-        if not self.problem.n or self.strategy.launch["rebuild"] == "never":
-            return False
-        self._check()
-        return bool(int(self.flag.get()[0]))
-
-    def update(self) -> None:
-        if not self.problem.n or self.strategy.launch["rebuild"] == "never":
-            return
-        self._check()
-        if self.binning.guardable:
-            self.binning.run(guard=self.flag)
-        elif int(self.flag.get()[0]):  # the radix binning cannot be skipped on the device: ask the host
-            self.binning.run()
-        self._search_rows(self.flag)
-
-    def rebuild_count(self) -> int:
-        return int(self.rebuilds.get()[0])
 
     def listed_pairs(self) -> int:
         """Particle pairs the force phase checks: 64 per entry and per cluster (its step with
@@ -592,7 +556,3 @@ class _ClusterCudaPlan(CudaPlan):
                                       f"list was not complete: give the launch parameter cap (>= {{value}}) or prepare "
                                       "again"),)
         return out
-
-    def poison(self) -> None:
-        super().poison()
-        self.overflow.fill(0)

@@ -12,6 +12,7 @@ import numpy as np
 from mdcore import InputError, Problem
 
 from .base import Strategy
+from .cuda import CudaPlan
 
 SKIN = 0.3  # sigma: LAMMPS's bench/in.lj
 
@@ -55,3 +56,55 @@ def moved_beyond(pos: np.ndarray, ref: np.ndarray, lengths: np.ndarray, periodic
     per = np.asarray(periodic, dtype=bool)
     d[:, per] -= lengths[per] * np.rint(d[:, per] / lengths[per])
     return bool(not np.all(np.einsum("ij,ij->i", d, d) <= distance * distance))
+
+
+class DeviceListPlan(CudaPlan):
+    """What the GPU list plans share: the displacement check on the device (verlet_check on ref,
+    setting flag), the guarded binning and rows, the rebuild count and the free-memory probe.
+    Subclasses set binning, ref, flag, rebuilds, overflow, k_check and half_skin2, and implement
+    _rows(guard): the list from the binning's order (guard: the device flag, or None: always)."""
+
+    def _rows(self, guard) -> None:
+        raise NotImplementedError
+
+    def _free_bytes(self) -> int:
+        free, _ = self.cp.cuda.runtime.memGetInfo()
+        return int(free + self.cp.get_default_memory_pool().free_bytes())
+
+    def build(self) -> None:
+        """From scratch: bin and build the list whatever the displacement."""
+        if not self.problem.n:
+            return
+        self.flag.fill(1)
+        self.binning.run()
+        self._rows(None)
+
+    def _check(self) -> None:
+        n = self.problem.n
+        self.k_check((-(-n // 256),), (256,), (self.pos, self.ref, np.int32(n), self.box, self.half_skin2, self.flag))
+
+    def needs_rebuild(self, positions=None) -> bool:
+        """The displacement check, read on the host (a synchronisation: for tests; update() leaves
+        the decision on the device)."""
+        if not self.problem.n or self.strategy.launch["rebuild"] == "never":
+            return False
+        self._check()
+        return bool(int(self.flag.get()[0]))
+
+    def update(self) -> None:
+        if not self.problem.n or self.strategy.launch["rebuild"] == "never":
+            return
+        self._check()
+        if self.binning.guardable:
+            self.binning.run(guard=self.flag)
+        elif int(self.flag.get()[0]):  # the radix binning cannot be skipped on the device: ask the host
+            self.binning.run()
+        self._rows(self.flag)
+
+    def rebuild_count(self) -> int:
+        """Builds the force phase has used since prepare (the first one included)."""
+        return int(self.rebuilds.get()[0])
+
+    def poison(self) -> None:
+        super().poison()
+        self.overflow.fill(0)

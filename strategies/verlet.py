@@ -33,7 +33,7 @@ from .cells import max_cells, pmask
 from .cells_cpu import _axis_range, _wrapi, bin_cells
 from .cpu import CpuPlan, pair_step, separation, store_sums
 from .cuda import CudaPlan, CudaStrategy, cbool, ctypes, kernel
-from .lists import SKIN, ListStrategy, moved_beyond
+from .lists import SKIN, DeviceListPlan, ListStrategy, moved_beyond
 from .registry import register
 
 TPP_CHOICES = (1, 2, 4, 8, 16, 32)
@@ -133,7 +133,7 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
         return VerletPlan(self, problem)
 
 
-class VerletPlan(CudaPlan):
+class VerletPlan(DeviceListPlan):
     visits_per_pair = 2  # a full list: every pair from both sides
 
     def __init__(self, strategy: VerletThreadPadded, problem: Problem):
@@ -191,10 +191,6 @@ class VerletPlan(CudaPlan):
                             "tpp": self.tpp, "block": self.block, "build": self.binning.method,
                             "list_bytes": int(self.nbr.nbytes + self.len.nbytes + self.ref.nbytes)}
 
-    def _free_bytes(self) -> int:
-        free, _ = self.cp.cuda.runtime.memGetInfo()
-        return int(free + self.cp.get_default_memory_pool().free_bytes())
-
     @property
     def device_bytes(self) -> int:
         own = [self.flag, self.rebuilds, self.overflow, self.ref, self.len, self.nbr]
@@ -213,40 +209,8 @@ class VerletPlan(CudaPlan):
                                                self.box, self.rlist2, self.margin, np.int32(cap), self.nbr, self.len,
                                                self.ref, self.overflow, g))
 
-    def build(self) -> None:
-        """From scratch: bin and build the list whatever the displacement."""
-        if not self.problem.n:
-            return
-        self.flag.fill(1)
-        self.binning.run()
-        self._build_rows(self.cap)
-
-    def _check(self) -> None:
-        n = self.problem.n
-        self.k_check((-(-n // 256),), (256,), (self.pos, self.ref, np.int32(n), self.box, self.half_skin2, self.flag))
-
-    def needs_rebuild(self, positions=None) -> bool:
-        """The displacement check, read on the host (a synchronisation: for tests; update() leaves
-        the decision on the device)."""
-        if not self.problem.n or self.strategy.launch["rebuild"] == "never":
-            return False
-        self._check()
-        return bool(int(self.flag.get()[0]))
-
-    def update(self) -> None:
-        n = self.problem.n
-        if not n or self.strategy.launch["rebuild"] == "never":
-            return
-        self._check()
-        if self.binning.guardable:
-            self.binning.run(guard=self.flag)
-        elif int(self.flag.get()[0]):  # the radix binning cannot be skipped on the device: ask the host
-            self.binning.run()
-        self._build_rows(self.cap, guard=self.flag)
-
-    def rebuild_count(self) -> int:
-        """Builds the force phase has used since prepare (the first one included)."""
-        return int(self.rebuilds.get()[0])
+    def _rows(self, guard) -> None:
+        self._build_rows(self.cap, guard)
 
     def listed_pairs(self) -> int:
         """Entries of the current list (each pair twice): the force phase's distance checks."""
@@ -272,10 +236,6 @@ class VerletPlan(CudaPlan):
                                       f"list was not complete: give the launch parameter cap (>= {{value}}) or prepare "
                                       "again"),)
         return out
-
-    def poison(self) -> None:
-        super().poison()
-        self.overflow.fill(0)
 
 
 # --- CPU ------------------------------------------------------------------------------------
