@@ -218,7 +218,7 @@ def bench_point(strategy: strategies.Strategy, problem: Problem, warmup: int, re
         try:
             row.update(time_amortised(strategy, problem, frames, outputs))
             if row.get("listed_pairs") and pairs:  # checks per interaction of the list's force phase
-                row["list_checks_per_interaction"] = row["listed_pairs"] / (2 * pairs)
+                row["list_checks_per_interaction"] = row["listed_pairs"] / (row.get("list_visits", 2) * pairs)
         except StrategyError as e:  # e.g. a list that outgrew its capacity on the trajectory
             row["amortised_note"] = f"error: {e}"
     row["status"] = "ok"
@@ -675,6 +675,7 @@ def time_amortised(strategy: strategies.Strategy, problem: Problem, frames, outp
         info["list_bytes"] = (getattr(plan, "launch_info", None) or {}).get("list_bytes")
     if hasattr(plan, "listed_pairs"):
         info["listed_pairs"] = plan.listed_pairs()  # the last frame's list: the force phase's checks
+        info["list_visits"] = plan.visits_per_pair  # 2: every pair in both rows (full list), 1: once
     return info
 
 

@@ -375,6 +375,8 @@ class ClusterpairWarpPadded(ListStrategy, CudaStrategy):
     launch_defaults: ClassVar[dict] = {"skin": SKIN, "cap": 0, "block": 256, "split": 0, "rebuild": "auto"}
     launch_choices: ClassVar[dict] = {"block": (32, 64, 128, 256), "split": (0, 1, 2, 4, 8),
                                       "rebuild": ("auto", "never")}
+    half: ClassVar[str] = "false"  # cp_search's HALF: each cluster pair once (the Newton3 form)
+    force_kernel: ClassVar[str] = "cp_force"
 
     def __init__(self, **launch):
         super().__init__(**launch)
@@ -407,7 +409,7 @@ class ClusterpairWarpPadded(ListStrategy, CudaStrategy):
     def force_expression(self, precision: str, potential: Potential, energy: bool, split: int = 1) -> str:
         m = MODES[precision]
         e = "true" if energy else "false"
-        return (f"cp_force<{m.cxx_compute}, {m.cxx_accumulate}, {potential.functor}, {e}, {self.launch['block']}, "
+        return (f"{self.force_kernel}<{m.cxx_compute}, {m.cxx_accumulate}, {potential.functor}, {e}, {self.launch['block']}, "
                 f"{split}>")
 
     def default_expressions(self, potential: Potential) -> list[str]:
@@ -419,19 +421,42 @@ class ClusterpairWarpPadded(ListStrategy, CudaStrategy):
         for b in self.launch_choices["block"]:
             for split in (1, 2, 4, 8):
                 if split <= b // 32:
-                    out += [ClusterpairWarpPadded(block=b).force_expression(p, potential, e, split)
+                    out += [type(self)(block=b).force_expression(p, potential, e, split)
                             for p in MODES for e in (True, False)]
         return out
 
     def data_expressions(self) -> dict[str, list[str]]:
         reals = sorted({m.cxx_compute for m in MODES.values()})
         return {"clusterpair.cu": [f"cp_columns<{COLUMNS_BLOCK}>"] + [e for r in reals for e in (
-                    f"cp_fill<{r}>", f"cp_search<{r}, {SEARCH_BLOCK}>", f"cp_gather<{r}>")],
+                    f"cp_fill<{r}>", f"cp_search<{r}, {SEARCH_BLOCK}, {self.half}>", f"cp_gather<{r}>")],
                 "verlet.cu": [f"verlet_check<{r}>" for r in reals],
                 "binning.cu": sorted({e for r in reals for e in Binning.expressions(r)})}
 
     def _prepare(self, problem: Problem) -> Plan:
         return _ClusterCudaPlan(self, problem)
+
+
+@register
+class ClusterpairWarpNewton3(ClusterpairWarpPadded):
+    name = "clusterpair_warp_newton3"
+    newton3 = True
+    deterministic = False  # float atomics add the j-forces in scheduling order
+    description = ("CUDA cluster pairs with Newton3 (GROMACS nbnxm's GPU form): the clusters and search of "
+                   "clusterpair_warp_padded into a half list (each cluster pair once), a warp per i-cluster "
+                   "computing 8 x 4 pairs per step, each pair's force added to i in registers and subtracted from "
+                   "j through a shuffle reduce-scatter and one atomic instruction per entry; float atomics: not "
+                   "bitwise repeatable")
+    half = "true"
+    force_kernel = "cp_force_n3"
+
+    def data_expressions(self) -> dict[str, list[str]]:
+        out = super().data_expressions()
+        out["clusterpair.cu"] = out["clusterpair.cu"] + [f"cp_scatter<{a}>" for a in
+                                                         sorted({m.cxx_accumulate for m in MODES.values()})]
+        return out
+
+    def _prepare(self, problem: Problem) -> Plan:
+        return _ClusterN3Plan(self, problem)
 
 
 class _ClusterCudaPlan(DeviceListPlan):
@@ -479,7 +504,7 @@ class _ClusterCudaPlan(DeviceListPlan):
         self.k_check = kernel("verlet.cu", f"verlet_check<{r}>")
         self.k_columns = kernel("clusterpair.cu", f"cp_columns<{COLUMNS_BLOCK}>")
         self.k_fill = kernel("clusterpair.cu", f"cp_fill<{r}>")
-        self.k_search = kernel("clusterpair.cu", f"cp_search<{r}, {SEARCH_BLOCK}>")
+        self.k_search = kernel("clusterpair.cu", f"cp_search<{r}, {SEARCH_BLOCK}, {strategy.half}>")
         self.k_gather = kernel("clusterpair.cu", f"cp_gather<{r}>")
         self._force: dict[str, object] = {}
         if n:
@@ -527,7 +552,7 @@ class _ClusterCudaPlan(DeviceListPlan):
 
     def listed_pairs(self) -> int:
         """Particle pairs the force phase checks: 64 per entry and per cluster (its step with
-        itself), each pair from both clusters."""
+        itself); each pair from both clusters (full list) or once (half list)."""
         if not self.problem.n:
             return 0
         ncl = int(self.cstart[-1].get())
@@ -556,3 +581,39 @@ class _ClusterCudaPlan(DeviceListPlan):
                                       f"list was not complete: give the launch parameter cap (>= {{value}}) or prepare "
                                       "again"),)
         return out
+
+
+class _ClusterN3Plan(_ClusterCudaPlan):
+    """The Newton3 form: a half list, forces summed in cluster order (fc) and written in input
+    order by cp_scatter."""
+
+    visits_per_pair = 1  # each pair once
+
+    def __init__(self, strategy: ClusterpairWarpNewton3, problem: Problem):
+        super().__init__(strategy, problem)
+        self.fc = self.cp.zeros((self.ncap * GPU_CLUSTER, 3), self.acc)
+        self.k_scatter = kernel("clusterpair.cu", f"cp_scatter<{self.acc_t}>")
+        self.launch_info["list_bytes"] += int(self.fc.nbytes)
+
+    @property
+    def device_bytes(self) -> int:
+        return super().device_bytes + int(self.fc.nbytes)
+
+    def force(self) -> None:
+        n = self.problem.n
+        if not n:
+            return
+        slots = self.ncap * GPU_CLUSTER
+        grid = (max(1, min(-(-slots // 256), 8 * sm_count())),)
+        self.k_gather(grid, (256,), (self.pos, self.member, self.xbuild, self.cstart, np.int32(self.ncols), self.box,
+                                     self.xc))
+        self.fc.fill(0)
+        fn = self._force.get(self.outputs)
+        if fn is None:
+            p = self.problem
+            fn = self._force[self.outputs] = kernel("clusterpair.cu", self.strategy.force_expression(
+                p.precision, p.potential, self.energy, self.split), p.potential)
+        fn((self.blocks,), (self.block,), (self.xc, self.ent, self.len, self.cstart, np.int32(self.ncols),
+                                           np.int32(self.cap), self.box, self.fparams, self.fc, self.partial,
+                                           self.pcount, self.flag, self.rebuilds))
+        self.k_scatter(grid, (256,), (self.fc, self.member, self.cstart, np.int32(self.ncols), self.forces))

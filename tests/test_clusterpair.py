@@ -131,12 +131,16 @@ def _expected_entries(members, xb, L, periodic, rl):
     return want
 
 
+GPU_CLUSTER_PAIRS = ("clusterpair_warp_padded", "clusterpair_warp_newton3")
+
+
 @pytest.mark.gpu
+@pytest.mark.parametrize("name", GPU_CLUSTER_PAIRS)
 @pytest.mark.parametrize("spec, n", [("lj_liquid", 2000), ("uniform_slab", 1500), ("lj_liquid_open", 1000),
                                      ("gaussian", 1500)])
-def test_gpu_search_finds_exactly_the_bounding_box_pairs(spec, n):
+def test_gpu_search_finds_exactly_the_bounding_box_pairs(spec, n, name):
     p = scenarios.make(spec, n, seed=4, precision="fp64")
-    s = strategies.create("clusterpair_warp_padded")
+    s = strategies.create(name)
     plan = s.prepare(p)
     plan.upload()
     s.compute(plan)
@@ -144,18 +148,23 @@ def test_gpu_search_finds_exactly_the_bounding_box_pairs(spec, n):
     real = members[members >= 0]
     assert sorted(real.tolist()) == list(range(p.n))  # every particle in one cluster
     want = _expected_entries(members, xb, p.box.array, p.box.periodic, s.rlist(p))
+    if s.newton3:  # the half list: each cluster pair once, j above i or the upper code of i with itself
+        half = {(a, b, c) for a, b, c in want if b > a or (a == b and c > 13)}
+        assert len(want) == 2 * len(half) and {(b, a, 26 - c) for a, b, c in half} | half == want
+        want = half
     assert got == want
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("name", GPU_CLUSTER_PAIRS)
 @pytest.mark.parametrize("launch", [{"block": 32}, {"block": 64, "split": 1}, {"block": 128, "split": 4},
                                     {"block": 256, "split": 8}, {}])
 @pytest.mark.parametrize("precision", ["fp32", "mixed", "fp64"])
-def test_gpu_cluster_pairs_match_the_reference(launch, precision):
+def test_gpu_cluster_pairs_match_the_reference(launch, precision, name):
     import reference
 
     p = scenarios.make("lj_liquid", 4000, seed=2, precision=precision)
-    got = strategies.create("clusterpair_warp_padded", **launch).evaluate(p)
+    got = strategies.create(name, **launch).evaluate(p)
     ref = reference.compute(p)
     assert got.pairs == ref.pairs
     tol = 1e-12 if precision == "fp64" else 2e-5
@@ -164,13 +173,14 @@ def test_gpu_cluster_pairs_match_the_reference(launch, precision):
 
 
 @pytest.mark.gpu
-def test_gpu_trigger_and_rebuilds_follow_the_cpu():
+@pytest.mark.parametrize("name", GPU_CLUSTER_PAIRS)
+def test_gpu_trigger_and_rebuilds_follow_the_cpu(name):
     from dataclasses import replace
 
     p = scenarios.make("lj_liquid", 4000, seed=2, precision="fp64")
     p = replace(p, potential=replace(p.potential, shift=True))
     cpu = md.run(strategies.create("clusterpair_thread_cpu"), p, steps=300, dt=0.005, sample=100, seed=3)
-    gpu = md.run(strategies.create("clusterpair_warp_padded"), p, steps=300, dt=0.005, sample=100, seed=3)
+    gpu = md.run(strategies.create(name), p, steps=300, dt=0.005, sample=100, seed=3)
     assert gpu.graph == "on"
     assert abs(gpu.rebuilds - cpu.rebuilds) <= 1 and gpu.rebuilds > 3
     for a, b in zip(cpu.samples, gpu.samples, strict=True):
@@ -186,22 +196,35 @@ def test_gpu_split_rows_give_the_same_bits_run_to_run():
 
 
 @pytest.mark.gpu
-def test_gpu_overflow_is_reported():
-    from mdcore import StrategyError
-
-    p = scenarios.make("lj_liquid", 4000, seed=2)
-    with pytest.raises(StrategyError, match="more than the list's capacity 5"):
-        strategies.create("clusterpair_warp_padded", cap=5).evaluate(p)
+def test_gpu_newton3_sums_agree_run_to_run_within_rounding():
+    """Float atomics add the j-forces in scheduling order: runs may differ in the last bits, never
+    by more (fp64: an order change moves a sum by a few ulp of its terms)."""
+    p = scenarios.make("lj_liquid", 4000, seed=2, precision="fp64")
+    s = strategies.create("clusterpair_warp_newton3", block=128, split=4)
+    a, b = s.evaluate(p), s.evaluate(p)
+    assert a.pairs == b.pairs
+    assert np.abs(a.forces - b.forces).max() <= 1e-12 * np.abs(a.forces).max()
 
 
 @pytest.mark.gpu
-def test_gpu_replay_passes_and_the_negative_control_fails():
+@pytest.mark.parametrize("name", GPU_CLUSTER_PAIRS)
+def test_gpu_overflow_is_reported(name):
+    from mdcore import StrategyError
+
+    p = scenarios.make("lj_liquid", 4000, seed=2)
+    with pytest.raises(StrategyError, match="more than the list's capacity 3"):
+        strategies.create(name, cap=3).evaluate(p)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", GPU_CLUSTER_PAIRS)
+def test_gpu_replay_passes_and_the_negative_control_fails(name):
     from harness import verify
 
     case = verify.Case("lj_liquid", scenarios.make("lj_liquid", "small", seed=1))
     frames = md.record(case.problem, 101)
     for precision in ("fp32", "mixed", "fp64"):
-        good = verify.replay_cell(strategies.create("clusterpair_warp_padded"), case, precision, frames)
+        good = verify.replay_cell(strategies.create(name), case, precision, frames)
         assert good["status"] == "pass", good["detail"]
-    bad = verify.replay_cell(strategies.create("clusterpair_warp_padded", rebuild="never"), case, "fp32", frames)
+    bad = verify.replay_cell(strategies.create(name, rebuild="never"), case, "fp32", frames)
     assert bad["status"] == "FAIL" and "frame" in bad["detail"]  # pairs missed: the count or the forces

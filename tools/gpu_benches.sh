@@ -52,6 +52,17 @@ case "$name" in
       $PY -m harness md --strategy clusterpair_warp_padded --n $n --precision fp32 --steps 2000 --sample 500 --quiet \
         --json "$out/bench/md-clusterpair-$n.json"
     done ;;
+  n3)  # the cluster pairs with Newton3 (half list, atomics) beside the full list: three columns, split, Gaussian, MD
+    $PY -m harness bench --strategies clusterpair_warp_newton3,clusterpair_warp_padded --scenario lj_liquid \
+      --n 4000,large --outputs forces,all --name n3 "${common[@]}"
+    $PY -m harness bench --strategies clusterpair_warp_newton3 --scenario lj_liquid --n 4000 --outputs forces \
+      --sweep split=1:2:4:8 --launch block=256 --amortised 0 --name n3-split "${common[@]}"
+    $PY -m harness bench --strategies clusterpair_warp_newton3,clusterpair_warp_padded --scenario gaussian --n large \
+      --outputs forces --name n3-gauss "${common[@]}"
+    for n in 4000 large; do
+      $PY -m harness md --strategy clusterpair_warp_newton3 --n $n --precision fp32 --steps 2000 --sample 500 --quiet \
+        --json "$out/bench/md-clusterpair-n3-$n.json"
+    done ;;
   cluster-defaults)  # the cluster pairs at their defaults, LJ 4,000 and 1M, forces only, three columns
     $PY -m harness bench --strategies clusterpair_warp_padded --scenario lj_liquid --n 4000,large --outputs forces \
       --name cluster-defaults "${common[@]}" ;;
@@ -72,11 +83,11 @@ case "$name" in
     done ;;
   replay)  # verify of the list strategies along a recorded trajectory at three sizes, and the negative control
     v=(--scenarios lj_liquid --quiet --replay 200)
-    $PY -m harness verify --strategies verlet_thread_padded,verlet_thread_cpu,clusterpair_warp_padded --size small "${v[@]}" \
+    $PY -m harness verify --strategies verlet_thread_padded,verlet_thread_cpu,clusterpair_warp_padded,clusterpair_warp_newton3 --size small "${v[@]}" \
       --out "$out/replay-small"
-    $PY -m harness verify --strategies verlet_thread_padded,clusterpair_warp_padded --size medium "${v[@]}" --replay-every 10 \
+    $PY -m harness verify --strategies verlet_thread_padded,clusterpair_warp_padded,clusterpair_warp_newton3 --size medium "${v[@]}" --replay-every 10 \
       --out "$out/replay-medium"
-    $PY -m harness verify --strategies verlet_thread_padded,clusterpair_warp_padded --size large --precision fp32,mixed "${v[@]}" \
+    $PY -m harness verify --strategies verlet_thread_padded,clusterpair_warp_padded,clusterpair_warp_newton3 --size large --precision fp32,mixed "${v[@]}" \
       --replay-every 50 --out "$out/replay-large"
     $PY -m harness verify --strategies verlet_thread_padded --launch rebuild=never --size small --precision fp32 \
       "${v[@]}" --out "$out/replay-never"

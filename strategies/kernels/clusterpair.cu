@@ -36,6 +36,16 @@
 //               SPLIT warps sharing a row, in order) and written in input order; every pair is
 //               seen from both clusters (full list), so energy and virial are halved by the
 //               reduction. Block 0 clears *flag and counts the rebuild.
+//   cp_force_n3 the Newton3 form (clusterpair_warp_newton3) on a half list (cp_search with HALF:
+//               each cluster pair under one image only, the j-cluster above the i-cluster, or
+//               the cluster with its own image under the upper of the two codes): each pair once,
+//               its force added to i in registers and subtracted from j. Per entry, the warp's 8
+//               lanes that share a j-particle sum its force by a reduce-scatter over three
+//               shuffle levels (6 components in, one per lane out), and 24 lanes add the j-cluster's
+//               8 x 3 components to fc (cluster order, 96 contiguous bytes) with one atomic
+//               instruction; the i-forces go to fc the same way once per row. Float atomics
+//               sum in scheduling order: not bitwise repeatable. cp_scatter writes fc to the
+//               forces in input order.
 // The displacement check is verlet_check (verlet.cu) on ref; every build kernel is guarded by
 // its flag.
 #include "cells.cuh"
@@ -170,7 +180,7 @@ __device__ __forceinline__ int first_at_least(const Vec4<Real>* __restrict__ lo,
   return b;
 }
 
-template <typename Real, int BLOCK>
+template <typename Real, int BLOCK, bool HALF>
 __global__ void __launch_bounds__(BLOCK, 1)
 cp_search(const Vec4<Real>* __restrict__ xbuild, const int* __restrict__ member, const Vec4<Real>* __restrict__ lo,
           const Vec4<Real>* __restrict__ hi, const int* __restrict__ ccol, const int* __restrict__ cstart,
@@ -226,7 +236,11 @@ cp_search(const Vec4<Real>* __restrict__ xbuild, const int* __restrict__ member,
         for (int j0 = first; j0 < last; j0 += 32) {
           const int jc = j0 + lane;
           bool pass = false;
-          if (jc < last && !(jc == ic && imx == 0 && imy == 0 && imz == 0)) {  // itself: the force kernel's step
+          const int code = (imx + 1) * 9 + (imy + 1) * 3 + (imz + 1);
+          // the cluster with itself without an image is the force kernel's own step; a half list
+          // keeps each cluster pair once: j above i, or the upper of the two codes of i with itself
+          const bool wanted = HALF ? (jc > ic || (jc == ic && code > 13)) : !(jc == ic && code == 13);
+          if (jc < last && wanted) {
             const Vec4<Real> lj = lo[jc], hj = hi[jc];
             const Real bx = gap(li.x, hi_.x, lj.x + sh.x, hj.x + sh.x);
             const Real by = gap(li.y, hi_.y, lj.y + sh.y, hj.y + sh.y);
@@ -244,7 +258,6 @@ cp_search(const Vec4<Real>* __restrict__ xbuild, const int* __restrict__ member,
             const bool within = x0 * x0 + y0 * y0 + z0 * z0 < rlist2 || x1 * x1 + y1 * y1 + z1 * z1 < rlist2;
             if (__any_sync(0xffffffffu, within)) {  // padding is NaN: never within
               if (lane == 0 && count < cap) {
-                const int code = (imx + 1) * 9 + (imy + 1) * 3 + (imz + 1);
                 ent[static_cast<long long>(ic) * cap + count] = (jt << kJShift) | code;
               }
               ++count;
@@ -389,4 +402,139 @@ cp_force(const Vec4<Real>* __restrict__ xc, const int* __restrict__ member, cons
     forces[3 * i + 2] = acc.fz;
   }
   accumulator_sums<BLOCK, ENERGY>(acc, partial, count, blockIdx.x);
+}
+
+// One Newton3 pair (padding is NaN: outside the cutoff; on = false: not this lane's pair): adds
+// the force on i to acc and returns the force on j in (gx, gy, gz), zero where no pair.
+template <typename Real, typename Acc, bool ENERGY, class F>
+__device__ __forceinline__ void n3_pair(Accumulator<Real, Acc, ENERGY>& acc, const F& f, Real dx, Real dy, Real dz,
+                                        bool on, Acc& gx, Acc& gy, Acc& gz) {
+  const Real r2 = dx * dx + dy * dy + dz * dz;
+  gx = Acc(0);
+  gy = Acc(0);
+  gz = Acc(0);
+  if (on && f.inside(r2)) {
+    Real ax, ay, az;
+    acc.pair(f, dx, dy, dz, r2, ax, ay, az);
+    acc.fx += Acc(ax);
+    acc.fy += Acc(ay);
+    acc.fz += Acc(az);
+    gx = -Acc(ax);
+    gy = -Acc(ay);
+    gz = -Acc(az);
+  }
+}
+
+// keep + the partner's send across lane bit `bit`: the lanes with the bit set keep the upper
+// half of v, the others the lower half; after the three levels (bits 16, 8, 4 of the lane: the
+// i-particle a) lane 4 a + b holds v[a] summed over the 8 lanes of its j-particle b.
+template <int HALF_LEN, typename Acc>
+__device__ __forceinline__ void scatter_level(Acc (&v)[8], int lane, int bit) {
+  const bool up = (lane & bit) != 0;
+#pragma unroll
+  for (int k = 0; k < HALF_LEN; ++k) {
+    const Acc send = up ? v[k] : v[k + HALF_LEN];
+    const Acc keep = up ? v[k + HALF_LEN] : v[k];
+    v[k] = keep + __shfl_xor_sync(0xffffffffu, send, bit);
+  }
+}
+
+// The j-forces of one entry, g0 (j-particle b) and g1 (j-particle 4 + b), summed over the 8
+// i-lanes and added to fj (the j-cluster's 8 x 3 components in fc) by the lanes a < 6: lane
+// 4 a + b adds component a % 3 of j-particle b + 4 (a / 3), at joff.
+template <typename Acc>
+__device__ __forceinline__ void n3_flush_j(Acc* __restrict__ fj, int lane, int a, int joff, Acc g0x, Acc g0y, Acc g0z,
+                                           Acc g1x, Acc g1y, Acc g1z) {
+  Acc v[8] = {g0x, g0y, g0z, g1x, g1y, g1z, Acc(0), Acc(0)};
+  scatter_level<4>(v, lane, 16);
+  scatter_level<2>(v, lane, 8);
+  scatter_level<1>(v, lane, 4);
+  if (a < 6) atomicAdd(fj + joff, v[0]);
+}
+
+// Newton3 cluster pairs on a half list (see the head of this file). fc: the forces in cluster
+// order (zero before the launch); cp_scatter writes them in input order.
+template <typename Real, typename Acc, template <typename> class Functor, bool ENERGY, int BLOCK, int SPLIT>
+__global__ void __launch_bounds__(BLOCK)
+cp_force_n3(const Vec4<Real>* __restrict__ xc, const int* __restrict__ ent, const int* __restrict__ len,
+            const int* __restrict__ cstart, const int ncols, const int cap, const Box<Real> box,
+            const Real* __restrict__ params, Acc* __restrict__ fc, Acc* __restrict__ partial,
+            unsigned long long* __restrict__ count, int* __restrict__ flag, unsigned int* __restrict__ rebuilds) {
+  static_assert(BLOCK % 32 == 0 && (BLOCK / 32) % SPLIT == 0, "whole warps, whole clusters per block");
+  constexpr int kWarps = BLOCK / 32;
+  __shared__ Vec4<Real> s_shift[27];
+  if (threadIdx.x < 27) {
+    const int c = threadIdx.x;
+    s_shift[c] = {Real(c / 9 - 1) * box.lx, Real((c / 3) % 3 - 1) * box.ly, Real(c % 3 - 1) * box.lz, Real(0)};
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0 && *flag) {  // the build of this step (if any) is complete
+    *flag = 0;
+    ++*rebuilds;
+  }
+  __syncthreads();
+  const Functor<Real> f(params);
+  Accumulator<Real, Acc, ENERGY> acc;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int a = lane >> 2, b = lane & (kHalf - 1);
+  const int joff = (b + (a >= 3 ? kHalf : 0)) * 3 + (a >= 3 ? a - 3 : a);
+  const int ic = blockIdx.x * (kWarps / SPLIT) + warp / SPLIT;
+  const int part = warp % SPLIT;
+  const int ncl = cstart[ncols];
+  if (ic < ncl) {  // warp-uniform
+    const Vec4<Real> pi = xc[ic * kCluster + a];
+    Acc g0x, g0y, g0z, g1x, g1y, g1z;
+    if (part == 0) {  // the cluster with itself: the pairs a < q
+      const Vec4<Real> q0 = xc[ic * kCluster + b], q1 = xc[ic * kCluster + kHalf + b];
+      n3_pair(acc, f, pi.x - q0.x, pi.y - q0.y, pi.z - q0.z, b > a, g0x, g0y, g0z);
+      n3_pair(acc, f, pi.x - q1.x, pi.y - q1.y, pi.z - q1.z, kHalf + b > a, g1x, g1y, g1z);
+      n3_flush_j(fc + ic * kCluster * 3, lane, a, joff, g0x, g0y, g0z, g1x, g1y, g1z);
+    }
+    const int* __restrict__ row = ent + static_cast<long long>(ic) * cap;
+    const int m = len[ic];
+    const int k_begin = part * m / SPLIT, k_end = (part + 1) * m / SPLIT;
+    for (int k0 = k_begin; k0 < k_end; k0 += 32) {
+      const int mine = k0 + lane < k_end ? row[k0 + lane] : 0;
+      const int steps = min(32, k_end - k0);
+      int e = __shfl_sync(0xffffffffu, mine, 0);
+      const Vec4<Real>* pj = xc + (e >> kJShift) * kCluster + b;
+      Vec4<Real> q0 = pj[0], q1 = pj[kHalf];
+      for (int t = 0; t < steps; ++t) {
+        const int en = __shfl_sync(0xffffffffu, mine, min(t + 1, steps - 1));
+        const Vec4<Real>* pn = xc + (en >> kJShift) * kCluster + b;
+        const Vec4<Real> n0 = pn[0], n1 = pn[kHalf];  // in flight while this entry is computed
+        const Vec4<Real> sh = s_shift[e & ((1 << kCodeBits) - 1)];
+        const Real xs = pi.x - sh.x, ys = pi.y - sh.y, zs = pi.z - sh.z;
+        n3_pair(acc, f, xs - q0.x, ys - q0.y, zs - q0.z, true, g0x, g0y, g0z);
+        n3_pair(acc, f, xs - q1.x, ys - q1.y, zs - q1.z, true, g1x, g1y, g1z);
+        n3_flush_j(fc + (e >> kJShift) * kCluster * 3, lane, a, joff, g0x, g0y, g0z, g1x, g1y, g1z);
+        e = en;
+        q0 = n0;
+        q1 = n1;
+      }
+    }
+    // the i-forces: summed over the 4 lanes of a, component b added by lanes b < 3
+    Acc v[3] = {acc.fx, acc.fy, acc.fz};
+#pragma unroll
+    for (int c = 0; c < 3; ++c) {
+      v[c] += __shfl_xor_sync(0xffffffffu, v[c], 1);
+      v[c] += __shfl_xor_sync(0xffffffffu, v[c], 2);
+    }
+    if (b < 3) atomicAdd(fc + (ic * kCluster + a) * 3 + b, b == 0 ? v[0] : (b == 1 ? v[1] : v[2]));
+  }
+  accumulator_sums<BLOCK, ENERGY>(acc, partial, count, blockIdx.x);
+}
+
+// forces (input order) from fc (cluster order); padding slots are skipped.
+template <typename Acc>
+__global__ void cp_scatter(const Acc* __restrict__ fc, const int* __restrict__ member, const int* __restrict__ cstart,
+                           const int ncols, Acc* __restrict__ forces) {
+  const int slots = cstart[ncols] * kCluster;
+  for (int s = blockIdx.x * blockDim.x + threadIdx.x; s < slots; s += gridDim.x * blockDim.x) {
+    const int i = member[s];
+    if (i >= 0) {
+      forces[3 * i] = fc[3 * s];
+      forces[3 * i + 1] = fc[3 * s + 1];
+      forces[3 * i + 2] = fc[3 * s + 2];
+    }
+  }
 }
