@@ -39,13 +39,14 @@
 //   cp_force_n3 the Newton3 form (clusterpair_warp_newton3) on a half list (cp_search with HALF:
 //               each cluster pair under one image only, the j-cluster above the i-cluster, or
 //               the cluster with its own image under the upper of the two codes): each pair once,
-//               its force added to i in registers and subtracted from j. Per entry, the warp's 8
-//               lanes that share a j-particle sum its force by a reduce-scatter over three
-//               shuffle levels (6 components in, one per lane out), and 24 lanes add the j-cluster's
-//               8 x 3 components to fc (cluster order, 96 contiguous bytes) with one atomic
-//               instruction; the i-forces go to fc the same way once per row. Float atomics
-//               sum in scheduling order: not bitwise repeatable. cp_scatter writes fc to the
-//               forces in input order.
+//               its force added to i in registers and subtracted from j. Lane 8 c + j holds
+//               j-particle j of the entry and i-particles c and c + 4; the pair body runs without a
+//               branch (the lanes of a warp rarely agree about the cutoff). Per entry, the 4 lanes
+//               of a j-particle sum its force by a two-level reduce-scatter (3 components in, one
+//               per lane out) and 24 lanes add the j-cluster's 8 x 3 components to fc (cluster
+//               order, 96 contiguous bytes) with one atomic instruction; the i-forces go to fc the
+//               same way once per row. Float atomics sum in scheduling order: not bitwise
+//               repeatable. cp_scatter writes fc to the forces in input order.
 // The displacement check is verlet_check (verlet.cu) on ref; every build kernel is guarded by
 // its flag.
 #include "cells.cuh"
@@ -295,11 +296,16 @@ __global__ void cp_gather(const Vec4<Real>* __restrict__ pos, const int* __restr
   }
 }
 
-// One pair (padding is NaN: outside the cutoff).
+// One pair (padding is NaN: outside the cutoff), without a branch: the lanes of a warp rarely
+// agree about the cutoff, so a branch would run both sides anyway.
 template <typename Real, typename Acc, bool ENERGY, class F>
 __device__ __forceinline__ void cp_pair(Accumulator<Real, Acc, ENERGY>& acc, const F& f, Real dx, Real dy, Real dz) {
   const Real r2 = dx * dx + dy * dy + dz * dz;
-  if (f.inside(r2)) acc.add(f, dx, dy, dz, r2);
+  Real ax, ay, az;
+  pair_selected(acc, f, dx, dy, dz, r2, f.inside(r2), ax, ay, az);
+  acc.fx += Acc(ax);
+  acc.fy += Acc(ay);
+  acc.fz += Acc(az);
 }
 
 // One warp's share of an i-cluster's row: entries [k_begin, k_end). The next entry's two half
@@ -404,52 +410,61 @@ cp_force(const Vec4<Real>* __restrict__ xc, const int* __restrict__ member, cons
   accumulator_sums<BLOCK, ENERGY>(acc, partial, count, blockIdx.x);
 }
 
-// One Newton3 pair (padding is NaN: outside the cutoff; on = false: not this lane's pair): adds
-// the force on i to acc and returns the force on j in (gx, gy, gz), zero where no pair.
+// The Newton3 kernel's lanes: lane = 8 c + j holds j-particle j of the entry's j-cluster and the
+// i-particles c and c + 4 (c = 0..3), so that a j-force is summed over 4 lanes only.
+constexpr int kIGroups = 4;
+
+// Two pairs of one lane, i-particles i0 and i1 against one j-particle at q (shifted to the
+// entry's image): their forces added to i0's (f0) and i1's (f1) sums; returns the force on j.
 template <typename Real, typename Acc, bool ENERGY, class F>
-__device__ __forceinline__ void n3_pair(Accumulator<Real, Acc, ENERGY>& acc, const F& f, Real dx, Real dy, Real dz,
-                                        bool on, Acc& gx, Acc& gy, Acc& gz) {
-  const Real r2 = dx * dx + dy * dy + dz * dz;
-  gx = Acc(0);
-  gy = Acc(0);
-  gz = Acc(0);
-  if (on && f.inside(r2)) {
-    Real ax, ay, az;
-    acc.pair(f, dx, dy, dz, r2, ax, ay, az);
-    acc.fx += Acc(ax);
-    acc.fy += Acc(ay);
-    acc.fz += Acc(az);
-    gx = -Acc(ax);
-    gy = -Acc(ay);
-    gz = -Acc(az);
+__device__ __forceinline__ void n3_pairs(Accumulator<Real, Acc, ENERGY>& acc, const F& f, const Vec4<Real>& i0,
+                                         const Vec4<Real>& i1, Real qx, Real qy, Real qz, bool on0, bool on1,
+                                         Acc (&f0)[3], Acc (&f1)[3], Real& gx, Real& gy, Real& gz) {
+  Real ax, ay, az, bx, by, bz;
+  {
+    const Real dx = i0.x - qx, dy = i0.y - qy, dz = i0.z - qz;
+    const Real r2 = dx * dx + dy * dy + dz * dz;
+    pair_selected(acc, f, dx, dy, dz, r2, on0 && f.inside(r2), ax, ay, az);
   }
+  {
+    const Real dx = i1.x - qx, dy = i1.y - qy, dz = i1.z - qz;
+    const Real r2 = dx * dx + dy * dy + dz * dz;
+    pair_selected(acc, f, dx, dy, dz, r2, on1 && f.inside(r2), bx, by, bz);
+  }
+  f0[0] += Acc(ax);
+  f0[1] += Acc(ay);
+  f0[2] += Acc(az);
+  f1[0] += Acc(bx);
+  f1[1] += Acc(by);
+  f1[2] += Acc(bz);
+  gx = -(ax + bx);
+  gy = -(ay + by);
+  gz = -(az + bz);
 }
 
 // keep + the partner's send across lane bit `bit`: the lanes with the bit set keep the upper
-// half of v, the others the lower half; after the three levels (bits 16, 8, 4 of the lane: the
-// i-particle a) lane 4 a + b holds v[a] summed over the 8 lanes of its j-particle b.
-template <int HALF_LEN, typename Acc>
-__device__ __forceinline__ void scatter_level(Acc (&v)[8], int lane, int bit) {
+// half of v, the others the lower half (a reduce-scatter level).
+template <int HALF_LEN, int N, typename T>
+__device__ __forceinline__ void scatter_level(T (&v)[N], int lane, int bit) {
   const bool up = (lane & bit) != 0;
 #pragma unroll
   for (int k = 0; k < HALF_LEN; ++k) {
-    const Acc send = up ? v[k] : v[k + HALF_LEN];
-    const Acc keep = up ? v[k + HALF_LEN] : v[k];
+    const T send = up ? v[k] : v[k + HALF_LEN];
+    const T keep = up ? v[k + HALF_LEN] : v[k];
     v[k] = keep + __shfl_xor_sync(0xffffffffu, send, bit);
   }
 }
 
-// The j-forces of one entry, g0 (j-particle b) and g1 (j-particle 4 + b), summed over the 8
-// i-lanes and added to fj (the j-cluster's 8 x 3 components in fc) by the lanes a < 6: lane
-// 4 a + b adds component a % 3 of j-particle b + 4 (a / 3), at joff.
-template <typename Acc>
-__device__ __forceinline__ void n3_flush_j(Acc* __restrict__ fj, int lane, int a, int joff, Acc g0x, Acc g0y, Acc g0z,
-                                           Acc g1x, Acc g1y, Acc g1z) {
-  Acc v[8] = {g0x, g0y, g0z, g1x, g1y, g1z, Acc(0), Acc(0)};
-  scatter_level<4>(v, lane, 16);
-  scatter_level<2>(v, lane, 8);
-  scatter_level<1>(v, lane, 4);
-  if (a < 6) atomicAdd(fj + joff, v[0]);
+// The force on j-particle j (lane 8 c + j), summed over its 4 lanes by a reduce-scatter over
+// lane bits 16 and 8, after which lane 8 c + j holds component c: the lanes c < 3 add it at
+// fc[at] = fc[24 jc + 3 j + c] (24 lanes, the j-cluster's 96 contiguous bytes, one atomic
+// instruction).
+template <typename Real, typename Acc>
+__device__ __forceinline__ void n3_flush_j(Acc* __restrict__ fc, int at, int lane, int c, Real gx, Real gy, Real gz) {
+  Real v[4] = {gx, gy, gz, Real(0)};
+  scatter_level<2>(v, lane, 16);
+  scatter_level<1>(v, lane, 8);
+  if (c < 3) atomicAdd(fc + at, Acc(v[0]));
 }
 
 // Newton3 cluster pairs on a half list (see the head of this file). fc: the forces in cluster
@@ -461,6 +476,7 @@ cp_force_n3(const Vec4<Real>* __restrict__ xc, const int* __restrict__ ent, cons
             const Real* __restrict__ params, Acc* __restrict__ fc, Acc* __restrict__ partial,
             unsigned long long* __restrict__ count, int* __restrict__ flag, unsigned int* __restrict__ rebuilds) {
   static_assert(BLOCK % 32 == 0 && (BLOCK / 32) % SPLIT == 0, "whole warps, whole clusters per block");
+  static_assert(kIGroups * 2 == kCluster, "two i-particles per lane");
   constexpr int kWarps = BLOCK / 32;
   __shared__ Vec4<Real> s_shift[27];
   if (threadIdx.x < 27) {
@@ -475,19 +491,19 @@ cp_force_n3(const Vec4<Real>* __restrict__ xc, const int* __restrict__ ent, cons
   const Functor<Real> f(params);
   Accumulator<Real, Acc, ENERGY> acc;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int a = lane >> 2, b = lane & (kHalf - 1);
-  const int joff = (b + (a >= 3 ? kHalf : 0)) * 3 + (a >= 3 ? a - 3 : a);
+  const int c = lane >> 3, j = lane & (kCluster - 1);
+  const int joff = 3 * j + c;  // this lane's j-force component in a j-cluster's 24 (c < 3)
   const int ic = blockIdx.x * (kWarps / SPLIT) + warp / SPLIT;
   const int part = warp % SPLIT;
   const int ncl = cstart[ncols];
   if (ic < ncl) {  // warp-uniform
-    const Vec4<Real> pi = xc[ic * kCluster + a];
-    Acc g0x, g0y, g0z, g1x, g1y, g1z;
-    if (part == 0) {  // the cluster with itself: the pairs a < q
-      const Vec4<Real> q0 = xc[ic * kCluster + b], q1 = xc[ic * kCluster + kHalf + b];
-      n3_pair(acc, f, pi.x - q0.x, pi.y - q0.y, pi.z - q0.z, b > a, g0x, g0y, g0z);
-      n3_pair(acc, f, pi.x - q1.x, pi.y - q1.y, pi.z - q1.z, kHalf + b > a, g1x, g1y, g1z);
-      n3_flush_j(fc + ic * kCluster * 3, lane, a, joff, g0x, g0y, g0z, g1x, g1y, g1z);
+    const Vec4<Real> i0 = xc[ic * kCluster + c], i1 = xc[ic * kCluster + kIGroups + c];
+    Acc f0[3] = {Acc(0), Acc(0), Acc(0)}, f1[3] = {Acc(0), Acc(0), Acc(0)};
+    Real gx, gy, gz;
+    if (part == 0) {  // the cluster with itself: the pairs i < j
+      const Vec4<Real> q = xc[ic * kCluster + j];
+      n3_pairs(acc, f, i0, i1, q.x, q.y, q.z, j > c, j > kIGroups + c, f0, f1, gx, gy, gz);
+      n3_flush_j<Real>(fc, ic * (kCluster * 3) + joff, lane, c, gx, gy, gz);
     }
     const int* __restrict__ row = ent + static_cast<long long>(ic) * cap;
     const int m = len[ic];
@@ -496,30 +512,26 @@ cp_force_n3(const Vec4<Real>* __restrict__ xc, const int* __restrict__ ent, cons
       const int mine = k0 + lane < k_end ? row[k0 + lane] : 0;
       const int steps = min(32, k_end - k0);
       int e = __shfl_sync(0xffffffffu, mine, 0);
-      const Vec4<Real>* pj = xc + (e >> kJShift) * kCluster + b;
-      Vec4<Real> q0 = pj[0], q1 = pj[kHalf];
+      Vec4<Real> q = xc[(e >> kJShift) * kCluster + j];
       for (int t = 0; t < steps; ++t) {
         const int en = __shfl_sync(0xffffffffu, mine, min(t + 1, steps - 1));
-        const Vec4<Real>* pn = xc + (en >> kJShift) * kCluster + b;
-        const Vec4<Real> n0 = pn[0], n1 = pn[kHalf];  // in flight while this entry is computed
+        const Vec4<Real> qn = xc[(en >> kJShift) * kCluster + j];  // in flight while this entry is computed
         const Vec4<Real> sh = s_shift[e & ((1 << kCodeBits) - 1)];
-        const Real xs = pi.x - sh.x, ys = pi.y - sh.y, zs = pi.z - sh.z;
-        n3_pair(acc, f, xs - q0.x, ys - q0.y, zs - q0.z, true, g0x, g0y, g0z);
-        n3_pair(acc, f, xs - q1.x, ys - q1.y, zs - q1.z, true, g1x, g1y, g1z);
-        n3_flush_j(fc + (e >> kJShift) * kCluster * 3, lane, a, joff, g0x, g0y, g0z, g1x, g1y, g1z);
+        // the j-particle at the entry's image (seen from i: q + shift, i.e. i - shift - q)
+        n3_pairs(acc, f, i0, i1, q.x + sh.x, q.y + sh.y, q.z + sh.z, true, true, f0, f1, gx, gy, gz);
+        n3_flush_j<Real>(fc, (e >> kJShift) * (kCluster * 3) + joff, lane, c, gx, gy, gz);
         e = en;
-        q0 = n0;
-        q1 = n1;
+        q = qn;
       }
     }
-    // the i-forces: summed over the 4 lanes of a, component b added by lanes b < 3
-    Acc v[3] = {acc.fx, acc.fy, acc.fz};
-#pragma unroll
-    for (int c = 0; c < 3; ++c) {
-      v[c] += __shfl_xor_sync(0xffffffffu, v[c], 1);
-      v[c] += __shfl_xor_sync(0xffffffffu, v[c], 2);
-    }
-    if (b < 3) atomicAdd(fc + (ic * kCluster + a) * 3 + b, b == 0 ? v[0] : (b == 1 ? v[1] : v[2]));
+    // the i-forces: lane 8 c + j holds (f0, f1) of i-particles c and 4 + c; summed over the 8
+    // lanes j by a reduce-scatter over lane bits 4, 2, 1, after which lane 8 c + j holds value j
+    // of (f0 x, y, z, f1 x, y, z, -, -), added by the lanes j < 6
+    Acc v[8] = {f0[0], f0[1], f0[2], f1[0], f1[1], f1[2], Acc(0), Acc(0)};
+    scatter_level<4>(v, lane, 4);
+    scatter_level<2>(v, lane, 2);
+    scatter_level<1>(v, lane, 1);
+    if (j < 6) atomicAdd(fc + (ic * kCluster + (j < 3 ? c : kIGroups + c)) * 3 + (j < 3 ? j : j - 3), v[0]);
   }
   accumulator_sums<BLOCK, ENERGY>(acc, partial, count, blockIdx.x);
 }

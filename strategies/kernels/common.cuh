@@ -106,6 +106,33 @@ struct Accumulator {
   }
 };
 
+// The same, without a branch: every lane computes the pair body and keeps it where `in` (inside
+// the cutoff and this lane's pair), zero force otherwise. For warps whose lanes mostly disagree
+// about `in` (cluster pairs), where a branch would run both sides anyway. The force is selected,
+// not multiplied by zero, so that a NaN distance (padding) or r2 = 0 (a particle with itself)
+// leaves no trace.
+template <typename Real, typename Acc, bool ENERGY, class Functor>
+__device__ __forceinline__ void pair_selected(Accumulator<Real, Acc, ENERGY>& acc, const Functor& f, Real dx, Real dy,
+                                              Real dz, Real r2, bool in, Real& ax, Real& ay, Real& az) {
+  Real u;
+  const Real fr = f.force_over_r(r2, u);
+  ax = in ? fr * dx : Real(0);
+  ay = in ? fr * dy : Real(0);
+  az = in ? fr * dz : Real(0);
+  if constexpr (ENERGY) {
+    if (in) {
+      acc.s[0] += Acc(u);
+      acc.s[1] += Acc(ax * dx);
+      acc.s[2] += Acc(ax * dy);
+      acc.s[3] += Acc(ax * dz);
+      acc.s[4] += Acc(ay * dy);
+      acc.s[5] += Acc(ay * dz);
+      acc.s[6] += Acc(az * dz);
+      ++acc.pairs;
+    }
+  }
+}
+
 // r_i - s: the position of i as seen from a neighbour cell whose particles sit one box length
 // s away across a periodic boundary (s = 0 inside the box). Applied once per cell pair, so that
 // the pair loop needs no minimum image.
