@@ -9,13 +9,18 @@ reused while no particle has moved more than skin / 2 since the search, like a V
 
   clusterpair_warp_padded  CUDA (kernels/clusterpair.cu): clusters of 8 from the shared binning
                           (x-y columns sorted by z), the search on the device (bounding boxes
-                          within r_list, z-windows of each column by binary search) into padded
-                          rows of j-clusters, each with its periodic image; a warp per i-cluster
-                          computes 8 x 4 pairs per step (the lanes), the image applied once per
-                          entry, the positions gathered into cluster order each step at the image
-                          nearest their build position (so the MD loop's wrapping leaves the
-                          entries' images valid). Full list, no atomics: deterministic. The
-                          displacement check and the guarded rebuild run on the device.
+                          within r_list, in each column the clusters of the z-layers within
+                          reach) into padded rows of j-clusters, each with its periodic image; a
+                          warp per i-cluster computes 8 x 4 pairs per step (the lanes), the image
+                          applied once per entry, the positions gathered into cluster order each
+                          step at the image nearest their build position (so the MD loop's
+                          wrapping leaves the entries' images valid). Full list, no atomics:
+                          deterministic. The displacement check and the guarded rebuild run on
+                          the device.
+  clusterpair_warp_newton3 the same clusters and search into a half list (each cluster pair once),
+                          Newton3: each pair's force added to i in registers and subtracted from j
+                          by a shuffle reduce-scatter and one atomic instruction per entry (GROMACS's
+                          GPU form); float atomics: not bitwise repeatable.
   clusterpair_thread_cpu  numba prange over i-clusters, the full list (each cluster pair from
                           both sides, no Newton3), the minimum image per particle pair (the MD
                           loop wraps positions every step, so an image fixed at the search would go
@@ -409,8 +414,8 @@ class ClusterpairWarpPadded(ListStrategy, CudaStrategy):
     def force_expression(self, precision: str, potential: Potential, energy: bool, split: int = 1) -> str:
         m = MODES[precision]
         e = "true" if energy else "false"
-        return (f"{self.force_kernel}<{m.cxx_compute}, {m.cxx_accumulate}, {potential.functor}, {e}, {self.launch['block']}, "
-                f"{split}>")
+        return (f"{self.force_kernel}<{m.cxx_compute}, {m.cxx_accumulate}, {potential.functor}, {e}, "
+                f"{self.launch['block']}, {split}>")
 
     def default_expressions(self, potential: Potential) -> list[str]:
         return [self.force_expression(p, potential, e, s) for p in MODES for e in (True, False)
@@ -546,7 +551,8 @@ class _ClusterCudaPlan(DeviceListPlan):
                                              self.member, self.xbuild, self.ref, self.lo, self.hi, self.ccol, g))
         cap = np.int32(self.cap)
         self.k_search((max(1, -(-self.ncap // (SEARCH_BLOCK // 32))),), (SEARCH_BLOCK,),
-                      (self.xbuild, self.member, self.lo, self.hi, self.ccol, self.cstart, self.grid_struct, self.box,
+                      (self.xbuild, self.member, self.lo, self.hi, self.ccol, self.cstart, b.start, self.grid_struct,
+                       self.box,
                        np.int32(self.reach[0]), np.int32(self.reach[1]), self.real(self.rl), self.margin, cap, self.ent, self.len,
                        self.overflow, g))
 

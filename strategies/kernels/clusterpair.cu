@@ -17,8 +17,8 @@
 //               cluster's bounding box and column
 //   cp_search   (a warp per i-cluster) every j-cluster of the columns within reach, under each
 //               periodic image, whose bounding box comes closer than r_list = cutoff + skin to
-//               the i-cluster's (the lanes test 32 boxes at a time; a long column is first
-//               narrowed to its z-window by binary search) and that has a particle pair within
+//               the i-cluster's (the lanes test 32 boxes at a time, only the clusters holding
+//               particles of the binning's z-layers within reach) and that has a particle pair within
 //               r_list (the whole warp tests the 64 pairs of such a box pair). The cluster with
 //               itself (no image) is left out (the force kernel's own step). Entries are written
 //               in candidate order (deterministic) into padded rows; a row longer than the
@@ -55,7 +55,6 @@ constexpr int kCluster = 8;
 constexpr int kHalf = 4;
 constexpr int kCodeBits = 5;
 constexpr int kJShift = 5;
-constexpr int kScanWhole = 64;  // columns of at most this many clusters are scanned whole in the search
 
 __device__ __forceinline__ bool cp_skipped(const int* guard) { return guard != nullptr && *guard == 0; }
 
@@ -168,25 +167,12 @@ __device__ __forceinline__ Real gap(Real lo_i, Real hi_i, Real lo_j, Real hi_j) 
   return max(Real(0), max(lo_j - hi_i, lo_i - hi_j));
 }
 
-// The first index k in [b, e) with key(k) >= target (keys non-decreasing), e if none; every lane
-// of the warp does the same (uniform).
-template <typename Real, int AXIS_HI>
-__device__ __forceinline__ int first_at_least(const Vec4<Real>* __restrict__ lo, const Vec4<Real>* __restrict__ hi,
-                                              int b, int e, Real target) {
-  while (b < e) {
-    const int mid = (b + e) >> 1;
-    const Real key = AXIS_HI ? hi[mid].z : lo[mid].z;
-    if (key < target) b = mid + 1; else e = mid;
-  }
-  return b;
-}
-
 template <typename Real, int BLOCK, bool HALF>
 __global__ void __launch_bounds__(BLOCK, 1)
 cp_search(const Vec4<Real>* __restrict__ xbuild, const int* __restrict__ member, const Vec4<Real>* __restrict__ lo,
           const Vec4<Real>* __restrict__ hi, const int* __restrict__ ccol, const int* __restrict__ cstart,
-          const Grid g, const Box<Real> box, const int reach_x, const int reach_y, const Real rlist,
-          const Real margin, const int cap, int* __restrict__ ent, int* __restrict__ len, int* __restrict__ overflow,
+          const int* __restrict__ start, const Grid g, const Box<Real> box, const int reach_x, const int reach_y,
+          const Real rlist, const Real margin, const int cap, int* __restrict__ ent, int* __restrict__ len, int* __restrict__ overflow,
           const int* __restrict__ guard) {
   if (cp_skipped(guard)) return;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -201,9 +187,11 @@ cp_search(const Vec4<Real>* __restrict__ xbuild, const int* __restrict__ member,
   const int cx = c / g.ny, cy = c % g.ny;
   const Real sx = box.lx / Real(g.nx), sy = box.ly / Real(g.ny);
   const bool pz = (g.pmask & 4) != 0;
-  // the z-range a j-cluster must reach (the margin covers the float z key of the sort in fp64)
+  // the z-range a j-particle must lie in to come within r_list of an i-particle (with a margin
+  // for rounding)
   const Real zmin = li.z - rlist - margin, zmax = hi_.z + rlist + margin;
   const Real half_lz = Real(0.5) * box.lz;
+  const Real isz = Real(g.nz) / box.lz;
   int count = 0;
   for (int ox = -reach_x; ox <= reach_x; ++ox) {
     int x, imx;
@@ -220,19 +208,21 @@ cp_search(const Vec4<Real>* __restrict__ xbuild, const int* __restrict__ member,
                           -Real(0.5) * box.ly + Real(y + 1) * sy + shy);
       if (gx * gx + gy * gy >= rlist2 * Real(1.0001)) continue;  // margin: rounding of the column edges
       const int col = x * g.ny + y;
-      const int jb = cstart[col], je = cstart[col + 1];
+      const int jb = cstart[col], pb = start[col * g.nz];
 #pragma unroll 1
       for (int imz = -1; imz <= 1; ++imz) {
         // an image along z only where i's reach crosses that face of the box
         if (imz != 0 && !(pz && (imz < 0 ? zmin < -half_lz : zmax > half_lz))) continue;
         const Real shz = Real(imz) * box.lz;
-        // the column's clusters are sorted by z: a long column is narrowed to those whose z-range
-        // meets [zmin, zmax] by binary search; a short one is scanned whole
-        int first = jb, last = je;
-        if (je - jb > kScanWhole) {
-          first = first_at_least<Real, 1>(lo, hi, jb, je, zmin - shz);
-          last = first_at_least<Real, 0>(lo, hi, first, je, zmax - shz);
-        }
+        // only a particle with z in [zmin, zmax] (seen from i) can come within r_list of one of
+        // i's: the column's z-layers of the binning that hold such particles (one layer more on
+        // each side: the layer of a z is computed again here), and the clusters that hold their
+        // particles (a column's particles are in layer order, cluster k holding its 8 k-th)
+        const int l0 = min(max(static_cast<int>(Math<Real>::floor((zmin - shz + half_lz) * isz)) - 1, 0), g.nz - 1);
+        const int l1 = min(max(static_cast<int>(Math<Real>::floor((zmax - shz + half_lz) * isz)) + 1, 0), g.nz - 1);
+        int first = jb + (start[col * g.nz + l0] - pb) / kCluster;
+        const int last = jb + (start[col * g.nz + l1 + 1] - pb + kCluster - 1) / kCluster;
+        if (HALF) first = max(first, ic);  // the half list keeps no j-cluster below i
         const Vec4<Real> sh = {shx, shy, shz, Real(0)};
         for (int j0 = first; j0 < last; j0 += 32) {
           const int jc = j0 + lane;
@@ -296,16 +286,11 @@ __global__ void cp_gather(const Vec4<Real>* __restrict__ pos, const int* __restr
   }
 }
 
-// One pair (padding is NaN: outside the cutoff), without a branch: the lanes of a warp rarely
-// agree about the cutoff, so a branch would run both sides anyway.
+// One pair (padding is NaN: outside the cutoff).
 template <typename Real, typename Acc, bool ENERGY, class F>
 __device__ __forceinline__ void cp_pair(Accumulator<Real, Acc, ENERGY>& acc, const F& f, Real dx, Real dy, Real dz) {
   const Real r2 = dx * dx + dy * dy + dz * dz;
-  Real ax, ay, az;
-  pair_selected(acc, f, dx, dy, dz, r2, f.inside(r2), ax, ay, az);
-  acc.fx += Acc(ax);
-  acc.fy += Acc(ay);
-  acc.fz += Acc(az);
+  if (f.inside(r2)) acc.add(f, dx, dy, dz, r2);
 }
 
 // One warp's share of an i-cluster's row: entries [k_begin, k_end). The next entry's two half
