@@ -63,6 +63,9 @@ case "$name" in
       $PY -m harness md --strategy clusterpair_warp_newton3 --n $n --precision fp32 --steps 2000 --sample 500 --quiet \
         --json "$out/bench/md-clusterpair-n3-$n.json"
     done ;;
+  amort)  # the three columns of the list strategies and the CSR full shell, LJ 4,000 and 1M, forces only
+    $PY -m harness bench --strategies clusterpair_warp_newton3,clusterpair_warp_padded,verlet_thread_padded,fullshell_thread_csr \
+      --scenario lj_liquid --n 4000,large --outputs forces --name amort "${common[@]}" ;;
   cluster-defaults)  # the cluster pairs at their defaults, LJ 4,000 and 1M, forces only, three columns
     $PY -m harness bench --strategies clusterpair_warp_padded --scenario lj_liquid --n 4000,large --outputs forces \
       --name cluster-defaults "${common[@]}" ;;
