@@ -13,7 +13,8 @@ from mdcore import PRECISIONS, Potential, Problem
 
 from .base import Plan, Strategy
 from .cpu import CpuPlan, pair_step, separation, store_sums
-from .cuda import CudaPlan, CudaStrategy, cbool, ctypes, fold_expression, kernel, resident_blocks, sm_count
+from .cuda import (LAYOUTS, CudaPlan, CudaStrategy, Layout, cbool, ctypes, fold_expression, kernel,
+                   layout_expressions, resident_blocks, sm_count)
 from .registry import register
 
 
@@ -26,14 +27,17 @@ class _AllPairsCuda(CudaStrategy):
     source_file = "allpairs.cu"
     traversal = "allpairs"
     processor = "thread"
-    launch_defaults = {"block": 256}
-    launch_choices = {"block": (64, 128, 256, 512, 1024)}
+    # layout: how the positions lie (aos4: the plan's Vec4 array; aos3, soa: a copy made at the
+    # start of the force phase; kernels/layout.cuh)
+    launch_defaults = {"block": 256, "layout": "aos4"}
+    launch_choices = {"block": (64, 128, 256, 512, 1024), "layout": tuple(LAYOUTS)}
 
     def expression(self, precision: str, pbc: bool, potential: Potential, energy: bool = True,
-                   block: int | None = None) -> str:
+                   block: int | None = None, layout: str | None = None) -> str:
         real, acc = ctypes(precision)
         block = block or self.launch["block"]
-        return f"{self.name}<{real}, {acc}, {potential.functor}, {block}, {cbool(pbc)}, {cbool(energy)}>"
+        code = LAYOUTS[layout or self.launch["layout"]]
+        return f"{self.name}<{real}, {acc}, {potential.functor}, {block}, {cbool(pbc)}, {cbool(energy)}, {code}>"
 
     def default_expressions(self, potential: Potential) -> list[str]:
         return sorted({self.expression(p, pbc, potential, en) for p in PRECISIONS for pbc in (False, True)
@@ -42,10 +46,13 @@ class _AllPairsCuda(CudaStrategy):
     def expressions(self, potential: Potential) -> list[str]:
         out = self.default_expressions(potential) + [self.expression("fp32", True, potential, True, b)
                                                      for b in self.launch_choices["block"]]
+        out += [self.expression(p, True, potential, en, layout=lay) for p in PRECISIONS for en in (True, False)
+                for lay in LAYOUTS]
         return sorted(set(out))
 
     def data_expressions(self) -> dict[str, list[str]]:
-        return {"reduce.cu": sorted({fold_expression(a) for a in ("float", "double")})}
+        return {"reduce.cu": sorted({fold_expression(a) for a in ("float", "double")}),
+                "layout.cu": layout_expressions()}
 
     def work(self, problem: Problem) -> dict:
         return _all_pairs_work(problem)
@@ -57,6 +64,17 @@ class _AllPairsPlan(CudaPlan):
         self.grid = -(-problem.n // self.block)
         super().__init__(strategy, problem, nparts=self.grid * slices)
         self._kernels: dict = {}
+        self.layout = Layout(self.cp, strategy.launch["layout"], self.real_t, self.real, problem.n)
+
+    @property
+    def device_bytes(self) -> int:
+        return super().device_bytes + self.layout.nbytes
+
+    def positions(self) -> tuple:
+        """The kernel's positions and stride: for aos3 and soa, the copy is made first (in the
+        force phase, so that positions the MD loop moved on the device reach the kernel)."""
+        self.layout.fill(self.pos, self.problem.n)
+        return self.layout.args(self.pos)
 
     @property
     def _kernel(self):
@@ -71,7 +89,8 @@ class _AllPairsPlan(CudaPlan):
 @register
 class AllPairsThreadNaive(_AllPairsCuda):
     name = "allpairs_thread_naive"
-    description = "CUDA, one thread per particle, every j read from global memory (PLUMED tutorial's kernel)"
+    description = ("CUDA, one thread per particle, every j read from global memory (PLUMED tutorial's kernel); "
+                   "layout aos4 (default), aos3 or soa")
 
     def _prepare(self, problem: Problem) -> Plan:
         return _NaivePlan(self, problem)
@@ -82,19 +101,20 @@ class _NaivePlan(_AllPairsPlan):
         n = self.problem.n
         if n == 0:
             return
-        self._kernel((self.grid,), (self.block,), (self.pos, np.int32(n), self.box, self.fparams, self.forces,
-                                                    self.partial, self.pcount))
+        self._kernel((self.grid,), (self.block,), (*self.positions(), np.int32(n), self.box, self.fparams,
+                                                    self.forces, self.partial, self.pcount))
 
 
 @register
 class AllPairsThreadTiled(_AllPairsCuda):
     name = "allpairs_thread_tiled"
     description = ("CUDA, one thread per particle, j staged through shared-memory tiles; the j range is split "
-                   "over blockIdx.y until the GPU is full (slices=0: automatic)")
+                   "over blockIdx.y until the GPU is full (slices=0: automatic); layout aos4 (default), aos3 or soa")
     # block 128: fastest of 64..1024 at 32,768 and 216,000 particles on an H200 (1.43 / 60.0 ms
     # against 1.50 / 63.0 ms at 256, fp32, automatic slices)
-    launch_defaults = {"block": 128, "slices": 0}
-    launch_choices = {"block": (64, 128, 256, 512, 1024), "slices": (0, 1, 2, 4, 8, 16, 32, 64)}
+    launch_defaults = {"block": 128, "slices": 0, "layout": "aos4"}
+    launch_choices = {"block": (64, 128, 256, 512, 1024), "slices": (0, 1, 2, 4, 8, 16, 32, 64),
+                      "layout": tuple(LAYOUTS)}
     WAVES = 4  # automatic slices aim at this many waves of resident blocks (keeps the tail small)
 
     def _prepare(self, problem: Problem) -> Plan:
@@ -130,8 +150,9 @@ class _TiledPlan(_AllPairsPlan):
         if n == 0:
             return
         target = self.parts if self.slices > 1 else self.forces
-        self._kernel((self.grid, self.slices), (self.block,), (self.pos, np.int32(n), np.int32(self.jchunk), self.box,
-                                                                self.fparams, target, self.partial, self.pcount))
+        self._kernel((self.grid, self.slices), (self.block,), (*self.positions(), np.int32(n), np.int32(self.jchunk),
+                                                                self.box, self.fparams, target, self.partial,
+                                                                self.pcount))
         if self.slices > 1:
             blocks = min(-(-3 * n // 256), 4 * sm_count())
             self._fold((blocks,), (256,), (self.parts, np.int32(3 * n), np.int32(self.slices), self.forces))

@@ -32,7 +32,7 @@ from . import schedules as S
 from .base import Plan
 from .binning import Binning
 from .cells import CellStrategy, grid_of, host_counts, pmask
-from .cuda import CudaPlan, CudaStrategy, cbool, ctypes, kernel, sm_count
+from .cuda import LAYOUTS, CudaPlan, CudaStrategy, Layout, cbool, ctypes, kernel, layout_expressions, sm_count
 from .registry import register
 
 STORAGES = {"csr": 0, "2d": 1, "nested": 2}
@@ -371,7 +371,8 @@ class FullshellThreadCsr(CellsCuda):
     description = ("CUDA, one thread (tpp threads) per particle over its neighbour cells as contiguous z-strips of the "
                    "CSR storage, one image shift per strip, no Newton3; forces written in input order, energy and "
                    "virial folded in the kernel's last block; cell_factor < 1 for smaller cells (0.5: 125 cells); "
-                   "window=1 walks only the z-window of each strip the cutoff reaches")
+                   "window=1 walks only the z-window of each strip the cutoff reaches; layout aos4 (default), "
+                   "aos3 or soa for the sorted positions")
     # regs: a register cap (__launch_bounds__ minimum blocks); 0: AUTO_REGS. tpp: threads per
     # particle, 0 = enough to give the GPU about half its resident threads (small systems)
     # window: walk only the z-window of each strip that the cutoff can reach (1), or whole strips (0).
@@ -379,8 +380,11 @@ class FullshellThreadCsr(CellsCuda):
     # instead of 6.5, but their lengths differ from lane to lane, and 15-18 of 32 lanes stay active
     # instead of 27: 0.634 against 0.588 ms (all outputs), 0.427 against 0.421 (forces only); on the
     # sigma-12 Gaussian 8.06 against 7.29 ms. Whole strips are the default.
-    launch_defaults = {"block": 128, "cell_factor": 1.0, "tpp": 0, "regs": 0, "window": 0}
-    launch_choices = {"block": (64, 128, 256, 512), "tpp": TPP_CHOICES, "regs": REG_CHOICES, "window": (0, 1)}
+    # layout: how the sorted positions lie (aos4: the binning's Vec4 array; aos3, soa: a copy made
+    # after the binning; kernels/layout.cuh)
+    launch_defaults = {"block": 128, "cell_factor": 1.0, "tpp": 0, "regs": 0, "window": 0, "layout": "aos4"}
+    launch_choices = {"block": (64, 128, 256, 512), "tpp": TPP_CHOICES, "regs": REG_CHOICES, "window": (0, 1),
+                      "layout": tuple(LAYOUTS)}
     min_cell_factor = 0.25
 
     def grid_applicable(self, dims, periodic) -> tuple[bool, str]:
@@ -417,15 +421,16 @@ class FullshellThreadCsr(CellsCuda):
 
     def kernel_expression(self, precision: str, potential: Potential, energy: bool, minimage: bool, tpp: int,
                           reach: int, block: int | None = None, regs: int | None = None,
-                          window: int | None = None) -> str:
+                          window: int | None = None, layout: str | None = None) -> str:
         real, acc = ctypes(precision)
         block = block or self.launch["block"]
         regs = self.launch["regs"] if regs is None else regs
         regs = regs or AUTO_REGS[precision, energy]
         minb = max(1, 65536 // (block * regs))
         window = (self.launch["window"] if window is None else window) and not minimage
+        code = LAYOUTS[layout or self.launch["layout"]]
         return (f"fullshell_thread_csr<{real}, {acc}, {potential.functor}, {block}, {tpp}, {reach}, {cbool(minimage)}, "
-                f"{cbool(energy)}, {minb}, {cbool(window)}>")
+                f"{cbool(energy)}, {minb}, {cbool(window)}, {code}>")
 
     def traversal_specs(self, precision: str, potential: Potential, energy: bool,
                         minimage: bool = False) -> dict[str, tuple[str, str]]:
@@ -442,7 +447,13 @@ class FullshellThreadCsr(CellsCuda):
                 for b in self.launch_choices["block"] for g in REG_CHOICES}
         out |= {self.kernel_expression(p, potential, en, False, 1, r, window=w) for p in PRECISIONS
                 for en in (True, False) for w in (0, 1) for r in (1, 2)}
+        out |= {self.kernel_expression(p, potential, en, False, 1, 1, layout=lay) for p in PRECISIONS
+                for en in (True, False) for lay in LAYOUTS}
         return sorted(out)
+
+    def data_expressions(self) -> dict[str, list[str]]:
+        out = super().data_expressions()
+        return {**out, "layout.cu": layout_expressions()}
 
     def default_expressions(self, potential: Potential) -> list[str]:
         return sorted({self.kernel_expression(p, potential, en, mi, 1, 1) for p in PRECISIONS
@@ -469,7 +480,8 @@ class FullshellCsrPlan(CellsPlan):
         self.tpp = tpp
         self.grid = max(1, -(-problem.n * tpp // self.block))
         self.schedule_info = {"tpp": tpp, "reach": self.reach_cells, "minimage": self.minimage,
-                              "regs": strategy.launch["regs"], "window": bool(strategy.launch["window"]) and not self.minimage}
+                              "regs": strategy.launch["regs"], "window": bool(strategy.launch["window"]) and not self.minimage,
+                              "layout": strategy.launch["layout"]}
         return self.grid
 
     def _upload_schedule(self) -> list:
@@ -493,10 +505,16 @@ class FullshellCsrPlan(CellsPlan):
         self.capacity = None
         self.cell_buffers = []
         self.lpos = self.binning.sorted
+        self.layout = Layout(self.cp, self.strategy.launch["layout"], self.real_t, self.real, self.problem.n)
 
     @property
     def device_bytes(self) -> int:
-        return CudaPlan.device_bytes.fget(self) + self.binning.device_bytes + int(self.ticket.nbytes)
+        return (CudaPlan.device_bytes.fget(self) + self.binning.device_bytes + int(self.ticket.nbytes)
+                + self.layout.nbytes)
+
+    def build(self) -> None:
+        super().build()
+        self.layout.fill(self.lpos, self.problem.n)  # aos3, soa: the sorted positions copied into the layout
 
     def force(self) -> None:
         n = self.problem.n
@@ -505,10 +523,10 @@ class FullshellCsrPlan(CellsPlan):
             self.count.fill(0)
             return
         b = self.binning
-        self.k["force"]((self.grid,), (self.block,), (self.lpos, b.start, b.cell_sorted, b.order, np.int32(n),
-                                                      self.grid_struct, self.box, self.fparams, self.rc2, self.margin,
-                                                      self.forces, self.partial, self.pcount, self.ticket, self.out,
-                                                      self.count))
+        self.k["force"]((self.grid,), (self.block,), (*self.layout.args(self.lpos), b.start, b.cell_sorted, b.order,
+                                                      np.int32(n), self.grid_struct, self.box, self.fparams, self.rc2,
+                                                      self.margin, self.forces, self.partial, self.pcount, self.ticket,
+                                                      self.out, self.count))
 
     def reduce(self) -> None:
         """Folded into the force kernel's last block."""

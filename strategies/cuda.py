@@ -153,6 +153,41 @@ def cbool(v: bool) -> str:
     return "true" if v else "false"
 
 
+# Position layouts of the launch parameter `layout` (kernels/layout.cuh): name -> LAYOUT code.
+LAYOUTS = {"aos4": 0, "aos3": 1, "soa": 2}
+
+
+def layout_expressions(reals=("float", "double")) -> list[str]:
+    """The relayout kernels (layout.cu) of the non-default layouts."""
+    return [f"relayout<{r}, {c}>" for r in reals for c in (1, 2)]
+
+
+class Layout:
+    """The positions a kernel reads, in the layout a launch parameter names: aos4 reads the Vec4
+    array it is given as it is; aos3 and soa read a copy (3 m Reals) that fill() makes from a
+    Vec4 array on the device."""
+
+    def __init__(self, cp, name: str, real_t: str, real: type, m: int):
+        self.name, self.code = name, LAYOUTS[name]
+        self.stride = max(int(m), 1)
+        self.data = None if self.code == 0 else cp.empty(3 * self.stride, real)
+        self._k = None if self.code == 0 else kernel("layout.cu", f"relayout<{real_t}, {self.code}>")
+
+    @property
+    def nbytes(self) -> int:
+        return 0 if self.data is None else int(self.data.nbytes)
+
+    def fill(self, src, n: int) -> None:
+        """The copy of src's first n positions (nothing to do for aos4)."""
+        if self._k is not None and n:
+            self._k((max(1, min(-(-n // 256), 8 * sm_count())),), (256,), (src, np.int32(n), self.data,
+                                                                          np.int32(self.stride)))
+
+    def args(self, src) -> tuple:
+        """(positions, stride) as the kernels take them: src itself for aos4, else the copy."""
+        return (src if self.data is None else self.data), np.int32(self.stride)
+
+
 class CudaStrategy(Strategy):
     """Base of the GPU strategies: availability from the device, types from the precision."""
 

@@ -66,6 +66,13 @@ case "$name" in
   amort)  # the three columns of the list strategies and the CSR full shell, LJ 4,000 and 1M, forces only
     $PY -m harness bench --strategies clusterpair_warp_newton3,clusterpair_warp_padded,verlet_thread_padded,fullshell_thread_csr \
       --scenario lj_liquid --n 4000,large --outputs forces --name amort "${common[@]}" ;;
+  layout)  # position layouts (issue 15 item 3; seed 003's float3 vs float4, seeds 002/003's AoS vs SoA), fp32 and fp64
+    for prec in fp32 fp64; do
+      $PY -m harness bench --strategies fullshell_thread_csr --scenario lj_liquid --n 32000,large --precision $prec \
+        --outputs forces --sweep layout=aos4:aos3:soa --amortised 0 --name layout-fs-$prec "${common[@]}"
+      $PY -m harness bench --strategies allpairs_thread_tiled,allpairs_thread_naive --scenario lj_liquid --n 32000 \
+        --precision $prec --outputs forces --sweep layout=aos4:aos3:soa --amortised 0 --name layout-ap-$prec "${common[@]}"
+    done ;;
   cluster-defaults)  # the cluster pairs at their defaults, LJ 4,000 and 1M, forces only, three columns
     $PY -m harness bench --strategies clusterpair_warp_padded --scenario lj_liquid --n 4000,large --outputs forces \
       --name cluster-defaults "${common[@]}" ;;

@@ -2,16 +2,19 @@
 // pair is visited from both sides and each thread writes only its own particle's force).
 //
 // Launch: one thread per particle i, BLOCK threads per block, grid = ceil(n / BLOCK);
-// partial sums: one slot per block (ENERGY; none in the forces-only flavour). Positions are Vec4 (x, y, z, unused), centred on the box.
-#include "common.cuh"
+// partial sums: one slot per block (ENERGY; none in the forces-only flavour). Positions are
+// centred on the box, in the layout LAYOUT (layout.cuh: kAoS4, the plan's Vec4 array; kAoS3, kSoA:
+// a copy made at the start of the force phase, `stride` elements per array in kSoA).
+#include "layout.cuh"
 
 // allpairs_thread_naive: the PLUMED tutorial's getSelfCoord pattern. Particle i in registers, j read
 // straight from global memory (all lanes read the same j: one broadcast load per warp).
-template <typename Real, typename Acc, template <typename> class Functor, int BLOCK, bool PBC, bool ENERGY>
+template <typename Real, typename Acc, template <typename> class Functor, int BLOCK, bool PBC, bool ENERGY, int LAYOUT>
 __global__ void __launch_bounds__(BLOCK)
-allpairs_thread_naive(const Vec4<Real>* __restrict__ pos, const int n, const Box<Real> box,
+allpairs_thread_naive(const Real* __restrict__ pos_data, const int stride, const int n, const Box<Real> box,
                const Real* __restrict__ fparams, Acc* __restrict__ force, Acc* __restrict__ partial,
                unsigned long long* __restrict__ count) {
+  const Positions<Real, LAYOUT> pos{pos_data, stride};
   const Functor<Real> f(fparams);
   const int i = blockIdx.x * BLOCK + threadIdx.x;
   Accumulator<Real, Acc, ENERGY> acc;
@@ -35,11 +38,12 @@ allpairs_thread_naive(const Vec4<Real>* __restrict__ pos, const int n, const Box
 // that small systems still fill the GPU; slice y writes its partial forces to
 // force + y * 3n (fold_slices sums them in a fixed order) and its sums to slot
 // y * gridDim.x + x.
-template <typename Real, typename Acc, template <typename> class Functor, int BLOCK, bool PBC, bool ENERGY>
+template <typename Real, typename Acc, template <typename> class Functor, int BLOCK, bool PBC, bool ENERGY, int LAYOUT>
 __global__ void __launch_bounds__(BLOCK)
-allpairs_thread_tiled(const Vec4<Real>* __restrict__ pos, const int n, const int jchunk, const Box<Real> box,
-               const Real* __restrict__ fparams, Acc* __restrict__ force, Acc* __restrict__ partial,
-               unsigned long long* __restrict__ count) {
+allpairs_thread_tiled(const Real* __restrict__ pos_data, const int stride, const int n, const int jchunk,
+               const Box<Real> box, const Real* __restrict__ fparams, Acc* __restrict__ force,
+               Acc* __restrict__ partial, unsigned long long* __restrict__ count) {
+  const Positions<Real, LAYOUT> pos{pos_data, stride};
   __shared__ Vec4<Real> tile[BLOCK];
   const Functor<Real> f(fparams);
   const int i = blockIdx.x * BLOCK + threadIdx.x;

@@ -25,16 +25,20 @@
 // [z - w, z + w] can hold partners, w = z_reach of the column: a binary search finds the window's
 // first particle and the loop stops past its last. About 2.5 candidates per interaction instead
 // of 6.5 (cells of the cutoff's side); the pair test r2 < rc2 decides as before.
+//
+// LAYOUT (layout.cuh): how the sorted positions lie (kAoS4: the binning's Vec4 array; kAoS3,
+// kSoA: a copy made after the binning, `stride` elements per array in kSoA).
 template <typename Real, typename Acc, template <typename> class Functor, int BLOCK, int TPP, int REACH, bool MINIMAGE,
-          bool ENERGY, int MINB, bool WINDOW>
+          bool ENERGY, int MINB, bool WINDOW, int LAYOUT>
 __global__ void __launch_bounds__(BLOCK, MINB)
-fullshell_thread_csr(const Vec4<Real>* __restrict__ pos, const int* __restrict__ start,
+fullshell_thread_csr(const Real* __restrict__ pos_data, const int stride, const int* __restrict__ start,
                      const int* __restrict__ cell_sorted, const int* __restrict__ order, const int n, const Grid g,
                      const Box<Real> box, const Real* __restrict__ fparams, const Real rc2, const Real margin,
                      Acc* __restrict__ force, Acc* __restrict__ partial, unsigned long long* __restrict__ pcount,
                      unsigned int* __restrict__ ticket, Acc* __restrict__ out, unsigned long long* __restrict__ out_count) {
   static_assert(TPP >= 1 && TPP <= 32 && (TPP & (TPP - 1)) == 0, "threads per particle: a power of 2 up to 32");
   static_assert(!(WINDOW && MINIMAGE), "z-windows need one image shift per strip");
+  const Positions<Real, LAYOUT> pos{pos_data, stride};
   const Functor<Real> f(fparams);
   const int t = blockIdx.x * BLOCK + threadIdx.x;
   const int k = t / TPP;

@@ -7,6 +7,7 @@
 // and differs only in where slot (c, q) stores its position and force.
 #pragma once
 #include "common.cuh"
+#include "layout.cuh"
 
 constexpr int kCsr = 0;     // one flat array sorted by cell (MarDyn's cellStartIndices)
 constexpr int kPadded = 1;  // (cells, capacity) arrays: thesis section 7.2, "2D views"
@@ -258,12 +259,13 @@ __device__ __forceinline__ Real lateral_gap(int o, Real lo, Real hi, Real side) 
   return o < 0 ? lo + Real(-o - 1) * side : (o > 0 ? hi + Real(o - 1) * side : Real(0));
 }
 
-// First index in [b, e) of a z-sorted run whose z is not below zlo.
-template <typename Real>
-__device__ __forceinline__ int lower_bound_z(const Vec4<Real>* __restrict__ pos, int b, int e, Real zlo) {
+// First index in [b, e) of a z-sorted run whose z is not below zlo (pos: a Vec4 array or a
+// Positions view, layout.cuh).
+template <class P, typename Real>
+__device__ __forceinline__ int lower_bound_z(const P& pos, int b, int e, Real zlo) {
   while (b < e) {
     const int mid = (b + e) >> 1;
-    if (pos[mid].z < zlo) {
+    if (z_at(pos, mid) < zlo) {
       b = mid + 1;
     } else {
       e = mid;

@@ -1,0 +1,59 @@
+// Position layouts (issue 15; seeds 002 and 003): how the positions a kernel reads lie in memory.
+//   kAoS4  one Vec4 per particle (x, y, z, and a pad): a single 16-byte load in fp32, the
+//          harness's default
+//   kAoS3  x, y, z packed per particle: three loads of one Real
+//   kSoA   three arrays x[], y[], z[] of `stride` elements each: three loads, each coalesced
+//          across a warp reading consecutive particles
+// Positions<Real, LAYOUT> reads particle i as a Vec4 (pad 0 where the layout has none) in every
+// layout through the read-only path (__ldg), so that comparing layouts times the layout and
+// nothing else. The arithmetic after the load is the same in every layout: results are the same
+// bits.
+#pragma once
+#include "common.cuh"
+
+constexpr int kAoS4 = 0, kAoS3 = 1, kSoA = 2;
+
+template <typename Real, int LAYOUT>
+struct Positions {
+  static_assert(LAYOUT == kAoS4 || LAYOUT == kAoS3 || LAYOUT == kSoA, "layout: kAoS4, kAoS3 or kSoA");
+  const Real* __restrict__ p;
+  int stride;  // kSoA: elements per array
+
+  __device__ __forceinline__ Vec4<Real> operator[](int i) const {
+    if constexpr (LAYOUT == kAoS4) {
+      if constexpr (sizeof(Real) == 4) {
+        const float4 v = __ldg(reinterpret_cast<const float4*>(p) + i);
+        return {v.x, v.y, v.z, v.w};
+      } else {
+        const double2 a = __ldg(reinterpret_cast<const double2*>(p) + 2 * i);
+        const double2 b = __ldg(reinterpret_cast<const double2*>(p) + 2 * i + 1);
+        return {a.x, a.y, b.x, b.y};
+      }
+    } else if constexpr (LAYOUT == kAoS3) {
+      return {__ldg(p + 3 * i), __ldg(p + 3 * i + 1), __ldg(p + 3 * i + 2), Real(0)};
+    } else {
+      return {__ldg(p + i), __ldg(p + stride + i), __ldg(p + 2 * stride + i), Real(0)};
+    }
+  }
+
+  __device__ __forceinline__ Real z(int i) const {
+    if constexpr (LAYOUT == kAoS4) {
+      return __ldg(p + 4 * i + 2);
+    } else if constexpr (LAYOUT == kAoS3) {
+      return __ldg(p + 3 * i + 2);
+    } else {
+      return __ldg(p + 2 * stride + i);
+    }
+  }
+};
+
+// z of particle i, for the helpers that take either positions or a plain Vec4 array.
+template <typename Real>
+__device__ __forceinline__ Real z_at(const Vec4<Real>* __restrict__ pos, int i) {
+  return pos[i].z;
+}
+
+template <typename Real, int LAYOUT>
+__device__ __forceinline__ Real z_at(const Positions<Real, LAYOUT>& pos, int i) {
+  return pos.z(i);
+}
