@@ -91,6 +91,9 @@ case "$name" in
     for n in 4000 32000; do
       $PY -m harness md --nve-report --n $n --steps 10000 --sample 100 --json "$out/bench/nve-$n.json"
     done ;;
+  nve-long)  # 200,000 steps (1000 tau) of NVE at 4,000 particles, each precision, three strategies and OpenMM
+    $PY -m harness md --nve-report --n 4000 --steps 200000 --sample 2000 \
+      --strategies fullshell_thread_csr,verlet_thread_padded,clusterpair_warp_newton3 --json "$out/bench/nve-long-4000.json" ;;
   replay)  # verify of the list strategies along a recorded trajectory at three sizes, and the negative control
     v=(--scenarios lj_liquid --quiet --replay 200)
     $PY -m harness verify --strategies verlet_thread_padded,verlet_thread_cpu,clusterpair_warp_padded,clusterpair_warp_newton3 --size small "${v[@]}" \
