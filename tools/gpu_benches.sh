@@ -73,9 +73,12 @@ case "$name" in
       $PY -m harness bench --strategies allpairs_thread_tiled,allpairs_thread_naive --scenario lj_liquid --n 32000 \
         --precision $prec --outputs forces --sweep layout=aos4:aos3:soa --amortised 0 --name layout-ap-$prec "${common[@]}"
     done ;;
-  claims)  # the seed claims' measurements on today's kernels (issue 15 item 4; python -m harness claims reads them)
+  claims-cells)  # the cell strategies' claims: views, c08 on inhomogeneous input, the MarDyn Newton3 modes and mutex
     $PY -m harness bench --strategies fullshell_thread_2d,fullshell_thread_nested,c08_thread_2d,c08_thread_nested,c08_warp_2d,c08_warp_nested,c08_thread_csr,c08_warp_csr,fullshell_thread_csr,parity_warpblock_shared_atomic,parity_warpblock_shared_mutex,parity_warpblock_twopass_atomic,parity_warpblock_twopass_mutex \
-      --scenario lj_liquid,gaussian,gaussian:sigma=40 --n large --outputs forces --amortised 0 --name claims-cells "${common[@]}"
+      --scenario lj_liquid --scenario gaussian --scenario gaussian:sigma=40 --n large --outputs forces --amortised 0 \
+      --name claims-cells "${common[@]}" ;;
+  claims)  # the seed claims' measurements on today's kernels (issue 15 item 4; python -m harness claims reads them)
+    bash "$0" claims-cells "$out"
     $PY -m harness bench --strategies allpairs_thread_naive,allpairs_thread_tiled,fullshell_thread_csr,verlet_thread_padded \
       --scenario lj_liquid --n 4000,32000 --outputs all --amortised 0 --potential coordination:r0=1,n=6,dmax=2.5 \
       --name claims-coordination "${common[@]}"
