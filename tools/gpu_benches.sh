@@ -77,6 +77,13 @@ case "$name" in
     $PY -m harness bench --strategies fullshell_thread_2d,fullshell_thread_nested,c08_thread_2d,c08_thread_nested,c08_warp_2d,c08_warp_nested,c08_thread_csr,c08_warp_csr,fullshell_thread_csr,parity_warpblock_shared_atomic,parity_warpblock_shared_mutex,parity_warpblock_twopass_atomic,parity_warpblock_twopass_mutex \
       --scenario lj_liquid --scenario gaussian --scenario gaussian:sigma=40 --n large --outputs forces --amortised 0 \
       --name claims-cells "${common[@]}" ;;
+  claims-rest)  # claims-cells' inhomogeneous points that one call cannot fit at 10 repeats (c08_thread takes seconds there)
+    $PY -m harness bench --strategies c08_thread_csr,c08_warp_csr,fullshell_thread_csr,parity_warpblock_shared_atomic,parity_warpblock_shared_mutex,parity_warpblock_twopass_atomic,parity_warpblock_twopass_mutex \
+      --scenario gaussian --n large --outputs forces --amortised 0 --warmup 1 --repeat 3 --min-time 0 --quiet \
+      --out "$out/bench" --name claims-rest-gauss
+    $PY -m harness bench --strategies fullshell_thread_2d,fullshell_thread_nested,c08_thread_2d,c08_thread_nested,c08_warp_2d,c08_warp_nested,c08_thread_csr,c08_warp_csr,fullshell_thread_csr,parity_warpblock_shared_atomic,parity_warpblock_shared_mutex,parity_warpblock_twopass_atomic,parity_warpblock_twopass_mutex \
+      --scenario gaussian:sigma=40 --n large --outputs forces --amortised 0 --warmup 1 --repeat 3 --min-time 0 --quiet \
+      --out "$out/bench" --name claims-rest-gauss40 ;;
   claims)  # the seed claims' measurements on today's kernels (issue 15 item 4; python -m harness claims reads them)
     bash "$0" claims-cells "$out"
     $PY -m harness bench --strategies allpairs_thread_naive,allpairs_thread_tiled,fullshell_thread_csr,verlet_thread_padded \
