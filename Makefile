@@ -21,7 +21,7 @@ PRECISION  ?= fp32
 STRATEGY   ?= fullshell_thread_csr
 PROFILE_N  ?= large
 
-.PHONY: help setup test verify bench profile timeline report asv asv-preview sanitize wheelhouse list clean
+.PHONY: help setup test verify bench profile timeline report claims asv asv-preview sanitize wheelhouse list clean
 
 help:
 	@echo "make verify     correctness matrix (SIZE=small|medium|large, ARGS='...' for harness verify)"
@@ -30,6 +30,7 @@ help:
 	@echo "make profile    Nsight Compute on one point's force phase: STRATEGY= SCENARIO= PROFILE_N= PRECISION="
 	@echo "make timeline   Nsight Systems timeline of one evaluation, where nsys exists"
 	@echo "make report     HTML + markdown report from bench/verify/profile results (REPORT=name, INPUTS=files)"
+	@echo "make claims     the seeds' claims answered from the results under CLAIMS_FROM (default reports/), verdicts computed"
 	@echo "make asv        record an asv run for the current commit and build the HTML history"
 	@echo "make sanitize   compute-sanitizer memcheck/racecheck/synccheck/initcheck per GPU strategy (ARGS=)"
 	@echo "make list       registered strategies, scenarios and precision modes"
@@ -69,6 +70,14 @@ INPUTS ?=
 report:
 	$(call boot,bench)
 	$(PYTHON) -m harness report $(INPUTS) --name $(REPORT) $(ARGS)
+
+# claims: the seed documents' claims, each with its measurement and a computed verdict, from the
+# bench, NVE and verify results under CLAIMS_FROM (CLAIMS_OUT: write the markdown table there)
+CLAIMS_FROM ?= reports
+CLAIMS_OUT ?=
+claims:
+	$(call boot,bench)
+	$(PYTHON) -m harness claims $(CLAIMS_FROM) $(if $(CLAIMS_OUT),--out $(CLAIMS_OUT)) $(ARGS)
 
 # asv: the existing environment (no network on GPU nodes), results for the checked-out commit,
 # filed under a machine named by the GPU's model (ASV_MACHINE= to override), not the host name,

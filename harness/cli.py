@@ -508,6 +508,34 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 1 if any(c.verdict == "regression" for c in changes) else 0
 
 
+def cmd_claims(args: argparse.Namespace) -> int:
+    from . import claims
+
+    folders = [Path(f) for f in (args.folders or ["reports"])]
+    if args.json:
+        results.check_file(args.json, "--json", (".json",))
+    if args.out:
+        results.check_file(args.out, "--out", (".md",))
+    data = claims.load(folders)
+    if data.files == 0:
+        raise InputError(f"no result files (bench, NVE or verify JSON) under {', '.join(map(str, folders))}")
+    rows = claims.evaluate(data)
+    text = claims.markdown(rows, root=Path.cwd())
+    if args.out:
+        Path(args.out).write_text(text)
+    else:
+        print(text, end="")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"kind": "claims", "schema_version": 1, "folders": [str(f) for f in folders],
+                                               "files_read": data.files, "claims": rows}, indent=1))
+    counts = {}
+    for r in rows:
+        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    print(f"{len(rows)} claims from {data.files} result files: "
+          + ", ".join(f"{k} {v}" for k, v in counts.items()), file=sys.stderr)
+    return 0
+
+
 def _suite_names() -> list[str]:
     from .suites import SUITES
 
@@ -600,6 +628,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--any-device", action="store_true", help="compare results of two different devices anyway")
     p.add_argument("--json", help="also write the comparison here")
     p.set_defaults(fn=cmd_compare)
+
+    p = sub.add_parser("claims", help="the seed documents' claims, answered from results on disk (verdicts computed)")
+    p.add_argument("folders", nargs="*", help="folders (or files) of bench, NVE and verify JSON results (default reports/)")
+    p.add_argument("--out", help="write the markdown table here (.md) instead of printing it")
+    p.add_argument("--json", help="also write the verdicts as JSON")
+    p.set_defaults(fn=cmd_claims)
 
     p = sub.add_parser("sanitize", help="compute-sanitizer (memcheck, racecheck, synccheck, initcheck) per GPU strategy")
     p.add_argument("--strategies", help="comma list or family prefixes (default: every GPU strategy)")

@@ -1,0 +1,120 @@
+"""`python -m harness claims`: verdicts computed from result files (synthetic ones here, so that
+each rule is seen to give each verdict), and bad input refused in one line."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import claims
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _bench(path: Path, rows: list[dict], date="2026-11-24T10:00:00+00:00"):
+    full = []
+    for r in rows:
+        t = r.pop("t")
+        full.append({"status": "ok", "scenario": "lj_liquid", "n": 1000, "precision": "fp32", "outputs": "forces",
+                     "potential": "lj", "with_list_graph_ms": t, "with_list_graph_q1_ms": 0.99 * t,
+                     "with_list_graph_q3_ms": 1.01 * t, **r})
+    path.write_text(json.dumps({"schema_version": 2, "kind": "bench", "meta": {"date": date}, "rows": full}))
+
+
+def _layout_rows(name, times, **extra):
+    return [{"strategy": f"{name}[layout={k}]" if k != "aos4" else name, "name": name,
+             "launch_params": {"block": 128, "layout": k}, "t": t, **extra} for k, t in times.items()]
+
+
+def _verdicts(folder):
+    return {r["claim"]: r for r in claims.evaluate(claims.load([folder]))}
+
+
+def test_layout_claims_follow_the_timings(tmp_path):
+    # float3 30% faster everywhere, SoA a tie: float3 claim holds, SoA unnecessary holds, SoA better fails
+    _bench(tmp_path / "a.json", _layout_rows("fullshell_thread_csr", {"aos4": 1.3, "aos3": 1.0, "soa": 1.31})
+           + _layout_rows("allpairs_thread_naive", {"aos4": 2.6, "aos3": 2.0, "soa": 2.6}))
+    v = _verdicts(tmp_path)
+    assert v["float3-vs-float4"]["verdict"] == "holds"
+    assert v["aos-soa-unnecessary"]["verdict"] == "holds"
+    assert v["soa-cache-efficiency"]["verdict"] == "does not hold"
+    assert "1.30x" in v["float3-vs-float4"]["measured"]
+
+
+def test_layout_claims_depend_when_kernels_disagree(tmp_path):
+    _bench(tmp_path / "a.json", _layout_rows("fullshell_thread_csr", {"aos4": 1.0, "aos3": 1.2, "soa": 1.2})
+           + _layout_rows("allpairs_thread_naive", {"aos4": 1.5, "aos3": 1.0, "soa": 1.0}))
+    v = _verdicts(tmp_path)
+    assert v["float3-vs-float4"]["verdict"] == "depends"
+    assert "allpairs_thread_naive" in v["float3-vs-float4"]["why"]
+
+
+def test_rows_of_different_runs_or_launches_are_not_compared(tmp_path):
+    # aos4 in one file, aos3 in another: no pair (different runs); different blocks: no pair
+    _bench(tmp_path / "a.json", _layout_rows("fullshell_thread_csr", {"aos4": 1.3}))
+    _bench(tmp_path / "b.json", _layout_rows("fullshell_thread_csr", {"aos3": 1.0}))
+    rows = _layout_rows("allpairs_thread_tiled", {"aos4": 1.3, "aos3": 1.0})
+    rows[1]["launch_params"]["block"] = 256
+    _bench(tmp_path / "c.json", rows)
+    assert _verdicts(tmp_path)["float3-vs-float4"]["verdict"] == "not measured"
+
+
+def test_quantization_is_not_measured_without_fixed_results(tmp_path):
+    _bench(tmp_path / "a.json", _layout_rows("fullshell_thread_csr", {"aos4": 1.0}))
+    v = _verdicts(tmp_path)["quantization-speed"]
+    assert v["verdict"] == "not measured" and "fixed" in v["why"]
+
+
+def _nve(path: Path, drifts: dict, steps=200000):
+    rows = [{"strategy": s, "precision": p, "n": 4000, "steps": steps, "dt": 0.005, "status": "ok", "drift": d,
+             "max_deviation": abs(d) * 10} for (s, p), d in drifts.items()]
+    path.write_text(json.dumps({"kind": "nve", "rows": rows}))
+
+
+def test_single_precision_md_verdict_from_the_drifts(tmp_path):
+    _nve(tmp_path / "a.json", {("fs", "fp32"): 2e-7, ("fs", "fp64"): -3e-7, ("vl", "fp32"): 1e-7, ("vl", "fp64"): 1e-7})
+    assert _verdicts(tmp_path)["single-precision-md"]["verdict"] == "does not hold"
+    _nve(tmp_path / "b.json", {("fs", "fp32"): 5e-4, ("fs", "fp64"): 1e-7}, steps=400000)  # a longer run wins
+    v = _verdicts(tmp_path)["single-precision-md"]
+    assert v["verdict"] == "holds" and "400,000 steps" in v["measured"]
+
+
+def test_views_mutex_and_newton3_pairs(tmp_path):
+    rows = [{"strategy": n, "name": n, "launch_params": {}, "t": t} for n, t in (
+        ("c08_thread_2d", 1.0), ("c08_thread_nested", 1.3),
+        ("parity_warpblock_shared_atomic", 1.0), ("parity_warpblock_twopass_atomic", 1.2),
+        ("parity_warpblock_shared_mutex", 50.0), ("parity_warpblock_twopass_mutex", 80.0))]
+    _bench(tmp_path / "a.json", rows)
+    v = _verdicts(tmp_path)
+    assert v["nested-vs-2d-views"]["verdict"] == "holds"
+    assert v["shared-vs-twopass"]["verdict"] == "holds"
+    assert v["global-mutex-cost"]["verdict"] == "holds" and "50.00x" in v["global-mutex-cost"]["measured"]
+
+
+def test_cli_writes_markdown_and_json(tmp_path):
+    _bench(tmp_path / "a.json", _layout_rows("fullshell_thread_csr", {"aos4": 1.3, "aos3": 1.0, "soa": 1.3}))
+    out, js = tmp_path / "claims.md", tmp_path / "claims.json"
+    r = subprocess.run([sys.executable, "-m", "harness", "claims", str(tmp_path), "--out", str(out), "--json", str(js)],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert "| claim | seed |" in out.read_text() and "**holds**" in out.read_text()
+    doc = json.loads(js.read_text())
+    assert doc["kind"] == "claims" and len(doc["claims"]) == len(claims.CLAIMS)
+    assert "11 claims from 1 result files" in r.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["/nonexistent/folder"], "results folder /nonexistent/folder does not exist"),
+    (["--out", "/tmp/claims-out.txt"], "--out: /tmp/claims-out.txt must end in .md"),
+])
+def test_cli_bad_input_one_line(args, message):
+    r = subprocess.run([sys.executable, "-m", "harness", "claims", *args], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_cli_empty_folder_is_refused(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "harness", "claims", str(tmp_path)], capture_output=True, text=True,
+                       cwd=ROOT)
+    assert r.returncode == 2 and "no result files" in r.stderr
