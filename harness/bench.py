@@ -253,7 +253,9 @@ def run(names: list[str], scenario: str | list[str] | None, sizes: list, precisi
         frames = None  # recorded when the first point of this problem is timed
         for name in names:
             for lp in launch_variants(strategies.REGISTRY[name], launch or {}, sweep or {}):
-                s = strategies.create(name, **lp)
+                cls = strategies.REGISTRY[strategies.canonical(name)]
+                s = strategies.create(name, **{k: v for k, v in lp.items() if k in cls.launch_defaults})
+                s.refused = strategies.lacking(name, lp)  # a --launch parameter it lacks: n/a with the reason
                 key = (s.label, p.label.split(" ")[0], p.n, p.precision, outputs)
                 if done and done.get(key):
                     row = done[key].pop(0)
@@ -518,6 +520,7 @@ def plan_sweep(suite: str | None = None, selection: str | None = None, specs: li
                           sizes or ["medium"], precisions or ["fp32"], sweep or {})]
         explicit = bool(selection)
     for part in plan:
+        strategies.check_launch_keys(part.names, launch or {})  # a parameter none of them has: a typo
         if explicit and not dry_run:
             for n in part.names:
                 ok, why = strategies.create(n).available()

@@ -175,7 +175,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         name = args.potential.partition(":")[0]
         cases = [verify.Case(f"{c.scenario}+{name}", scenarios.with_potential(c.problem, args.potential)) for c in cases]
     budgets = {k: v for k, v in (("cpu", args.max_checks_cpu), ("cuda", args.max_checks_gpu)) if v is not None}
-    chosen = [strategies.create(n, **_launch(args.launch)) for n in names] if args.launch else \
+    # a launch parameter some of the strategies lack leaves those n/a (the reason in each cell)
+    chosen = strategies.create_each(names, _launch(args.launch)) if args.launch else \
         [strategies.create(n) for n in names]
     rows = verify.run_matrix(chosen, cases, precisions, budgets, progress=None if args.quiet else _say)
     if args.replay:  # the list strategies along a recorded trajectory: every frame against the reference

@@ -16,8 +16,8 @@ import pkgutil
 from mdcore import StrategyError
 
 from .base import Plan, Strategy
-from .registry import (ALIASES, ATTRIBUTES, REGISTRY, attributes, canonical, create, names, ordered, register,
-                       resolve, select)
+from .registry import (ALIASES, ATTRIBUTES, REGISTRY, attributes, canonical, check_launch_keys, create, create_each,
+                       lacking, names, ordered, register, resolve, select)
 
 _TOOLS = {"nvcc"}  # command-line helpers, not strategy modules
 for _m in sorted(m.name for m in pkgutil.iter_modules(__path__)):
@@ -25,4 +25,4 @@ for _m in sorted(m.name for m in pkgutil.iter_modules(__path__)):
         importlib.import_module(f"{__name__}.{_m}")
 
 __all__ = ["ALIASES", "ATTRIBUTES", "REGISTRY", "Plan", "Strategy", "StrategyError", "attributes", "canonical",
-           "create", "names", "ordered", "register", "resolve", "select"]
+           "check_launch_keys", "create", "create_each", "lacking", "names", "ordered", "register", "resolve", "select"]

@@ -117,6 +117,8 @@ class Strategy:
     precisions: ClassVar[tuple[str, ...]] = PRECISIONS
     launch_defaults: ClassVar[dict[str, Any]] = {}
     launch_choices: ClassVar[dict[str, tuple]] = {}
+    # set by registry.create_each: why this instance does not run (a launch parameter it lacks)
+    refused: str = ""
 
     def __init__(self, **launch: Any):
         unknown = set(launch) - set(self.launch_defaults)
@@ -143,6 +145,8 @@ class Strategy:
         """(True, "") if the strategy applies to the problem, else (False, reason). With
         check_device=False only the problem is judged, not this machine (planning a sweep for a
         GPU on a machine without one)."""
+        if self.refused:
+            return False, self.refused
         ok, why = self.available() if check_device else (True, "")
         if not ok:
             return False, why

@@ -140,3 +140,35 @@ def create(name: str, **launch):
     if key not in REGISTRY:
         raise InputError(f"unknown strategy {name!r}; known: {', '.join(ordered())}")
     return REGISTRY[key](**launch)
+
+
+def lacking(name: str, launch: dict) -> str:
+    """Why strategy `name` cannot take these launch parameters ("" if it has them all)."""
+    cls = REGISTRY[canonical(name)]
+    missing = [k for k in launch if k not in cls.launch_defaults]
+    if not missing:
+        return ""
+    return (f"launch parameter {', '.join(missing)} not implemented by {cls.name} (its parameters: "
+            f"{', '.join(cls.launch_defaults) or 'none'})")
+
+
+def check_launch_keys(names: list[str], launch: dict) -> None:
+    """A launch parameter that none of the strategies has is a typo: refused by name."""
+    unknown = [k for k in launch if not any(k in REGISTRY[canonical(n)].launch_defaults for n in names)]
+    if unknown:
+        raise InputError(f"unknown launch parameter(s) {', '.join(unknown)}: none of {', '.join(names)} has "
+                         f"{'it' if len(unknown) == 1 else 'them'}")
+
+
+def create_each(names: list[str], launch: dict) -> list:
+    """Instances for a run over several strategies with one set of launch parameters: a strategy
+    that lacks one of them is created with those it has and marked refused (n/a with the reason
+    in every cell); a parameter that none of them has is refused (check_launch_keys)."""
+    check_launch_keys(names, launch)
+    out = []
+    for n in names:
+        cls = REGISTRY[canonical(n)]
+        s = cls(**{k: v for k, v in launch.items() if k in cls.launch_defaults})
+        s.refused = lacking(n, launch)
+        out.append(s)
+    return out

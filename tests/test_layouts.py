@@ -51,3 +51,34 @@ def test_gpu_md_positions_reach_every_layout(name):
     a = md.run(strategies.create(name), p, steps=60, dt=0.005, sample=20, seed=2)
     b = md.run(strategies.create(name, layout="soa"), p, steps=60, dt=0.005, sample=20, seed=2)
     assert [s.total for s in a.samples] == [s.total for s in b.samples]
+
+
+def test_a_launch_parameter_some_strategies_lack_leaves_them_n_a_with_the_reason():
+    made = strategies.create_each(["fullshell_thread_csr", "c08_thread_cpu"], {"layout": "soa"})
+    assert made[0].launch["layout"] == "soa" and made[0].refused == ""
+    assert "launch parameter layout not implemented by c08_thread_cpu" in made[1].refused
+    p = scenarios.make("lj_liquid", 500, seed=1)
+    ok, why = made[1].supports(p, check_device=False)
+    assert not ok and "layout not implemented" in why
+    with pytest.raises(InputError, match="unknown launch parameter.*layuot: none of"):
+        strategies.create_each(["fullshell_thread_csr", "c08_thread_cpu"], {"layuot": "soa"})
+
+
+def test_verify_cli_reports_n_a_for_a_strategy_without_the_layout(tmp_path):
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    r = subprocess.run([sys.executable, "-m", "harness", "verify", "--strategies", "allpairs_thread_cpu,c08_thread_cpu",
+                        "--scenarios", "lj_liquid", "--size", "tiny", "--precision", "fp64", "--launch", "layout=soa",
+                        "--quiet", "--out", str(tmp_path), "--json", str(tmp_path / "v.json")],
+                       capture_output=True, text=True, cwd=root)
+    # neither CPU strategy has the parameter: refused as a typo would be
+    assert r.returncode == 2 and "none of allpairs_thread_cpu, c08_thread_cpu has it" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "harness", "bench", "--strategies", "allpairs_thread_tiled,c08_thread_cpu",
+                        "--scenario", "lj_liquid", "--n", "500", "--launch", "layout=soa", "--dry-run",
+                        "--out", str(tmp_path)], capture_output=True, text=True, cwd=root)
+    assert r.returncode == 0, r.stderr
+    assert "layout not implemented by c08_thread_cpu" in r.stdout + r.stderr
