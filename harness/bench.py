@@ -111,7 +111,8 @@ def time_graph(fn: Callable[[], object], warmup: int, repeat: int, min_time: flo
 
 def point_key(row: dict) -> tuple:
     """What identifies a point in a sweep (and in a partial file that --resume continues)."""
-    return row["strategy"], row["scenario"], int(row["n"]), row["precision"], row.get("outputs", "all")
+    return (row["strategy"], row["scenario"], int(row["n"]), row["precision"], row.get("outputs", "all"),
+            row.get("potential"))
 
 
 def plan_point(strategy: strategies.Strategy, problem: Problem, max_checks: dict | None = None,
@@ -238,7 +239,7 @@ def run(names: list[str], scenario: str | list[str] | None, sizes: list, precisi
         sweep: dict[str, list] | None = None, l2: str = "flush", graph: bool = True, bar=None,
         max_checks: dict | None = None, done: dict | None = None, sink: Callable[[dict], None] | None = None,
         dry_run: bool = False, check_device: bool = True, outputs: str = "all", amortised: int = 0,
-        potential: str | None = None) -> list[dict]:
+        potential: str | list | None = None) -> list[dict]:
     """One row per (scenario, size, strategy, launch variant) at this precision. amortised: frames
     of a recorded trajectory replayed for the amortised cost of a step (0: none). Points whose
     key is in `done` (rows of an earlier, interrupted run, a list per key, one row per occurrence,
@@ -246,9 +247,10 @@ def run(names: list[str], scenario: str | list[str] | None, sizes: list, precisi
     `sink` gets each new row as soon as it is measured; `dry_run` plans without timing."""
     rows = []
     specs = [scenario] if isinstance(scenario, str) or scenario is None else list(scenario)
+    pots = [potential] if potential is None or isinstance(potential, str) else list(potential)
     problems = (problem.with_precision(precision) for _ in (0,)) if problem is not None else \
-        (scenarios.with_potential(scenarios.make(spec, n, seed=seed, precision=precision), potential)
-         for spec in specs for n in sizes)
+        (scenarios.with_potential(base, pot) for base in (scenarios.make(spec, n, seed=seed, precision=precision)
+                                                          for spec in specs for n in sizes) for pot in pots)
     for p in problems:  # one problem in memory at a time: the large ones are gigabytes
         frames = None  # recorded when the first point of this problem is timed
         for name in names:
@@ -256,7 +258,7 @@ def run(names: list[str], scenario: str | list[str] | None, sizes: list, precisi
                 cls = strategies.REGISTRY[strategies.canonical(name)]
                 s = strategies.create(name, **{k: v for k, v in lp.items() if k in cls.launch_defaults})
                 s.refused = strategies.lacking(name, lp)  # a --launch parameter it lacks: n/a with the reason
-                key = (s.label, p.label.split(" ")[0], p.n, p.precision, outputs)
+                key = (s.label, p.label.split(" ")[0], p.n, p.precision, outputs, p.potential.spec())
                 if done and done.get(key):
                     row = done[key].pop(0)
                 elif dry_run:
@@ -271,7 +273,8 @@ def run(names: list[str], scenario: str | list[str] | None, sizes: list, precisi
                     except StrategyError as e:  # e.g. a lock timeout or capacity overflow: a result, not a crash
                         row = {"strategy": s.label, "name": name, "backend": s.backend,
                                "scenario": p.label.split(" ")[0], "n": p.n, "precision": p.precision,
-                               "status": "error", "detail": str(e)}
+                               "potential": p.potential.spec(), "outputs": outputs, "status": "error",
+                               "detail": str(e)}
                     if sink is not None:
                         sink(row)
                 rows.append(row)
@@ -439,6 +442,8 @@ def terminal_table(rows: list[dict]) -> str:
                            "build_ms", "with_list_ms", "graph_ms", "with_list_graph_ms", "amortised_ms", "rebuilds",
                            "pairs_per_s", "pct_of_peak")
                if c in df.columns]].copy()
+    if "potential" in df.columns and df["potential"].nunique(dropna=True) > 1:  # the potential axis: which is which
+        show.insert(2, "potential", df["potential"].astype(str).str.partition(":")[0])
     if "pairs_per_s" in show:
         show["pairs_per_s"] = show["pairs_per_s"] / 1e9
         show = show.rename(columns={"pairs_per_s": "Gpairs_per_s"})
@@ -488,9 +493,11 @@ class Sweep:
     problem: Problem | None = None
     suite: str | None = None
     gpu: bool = True
+    potentials: list = field(default_factory=lambda: [None])  # potential specs (None: the scenario's own)
 
     def points(self, flavours: int = 1) -> int:
-        per = lambda p: (1 if self.problem is not None else len(p.specs) * len(p.sizes)) * len(p.precisions)  # noqa: E731
+        per = lambda p: (1 if self.problem is not None else len(p.specs) * len(p.sizes) * len(self.potentials)) \
+            * len(p.precisions)  # noqa: E731
         return flavours * sum(count_points(p.names, per(p), self.launch, p.sweep) for p in self.parts)
 
 
@@ -571,7 +578,8 @@ def run_sweep(sw: Sweep, out: Path, name: str | None, resume: bool = False, dry_
                                 graph=timing["graph"], bar=bar, max_checks=max_checks,
                                 done=partial.done if partial else None, sink=partial, dry_run=dry_run,
                                 check_device=sw.gpu or not dry_run, outputs=outputs,
-                                amortised=timing.get("amortised", 0), potential=timing.get("potential"))
+                                amortised=timing.get("amortised", 0),
+                                potential=timing.get("potentials", timing.get("potential")))
         if dry_run:
             return rows, []
         if peer_names:

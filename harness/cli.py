@@ -156,10 +156,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if args.strategies:
         _require_devices(names)
     precisions = _precisions(args.precision)
-    if args.potential:  # a bad spec ends here, before any scenario is built
+    pots = args.potential or []
+    if pots:  # a bad spec ends here, before any scenario is built
         from mdcore import potentials
 
-        potentials.parse(args.potential)
+        for spec in pots:
+            potentials.parse(spec)
     results.check_dir(args.out, "--out")
     if args.json:
         results.check_file(args.json, "--json", (".json",))
@@ -171,9 +173,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
             scenarios.check(spec, args.size)  # bad names, parameters and sizes fail before any work
         _say(f"building {len(specs)} scenario(s) at size {args.size}")
         cases = verify.build_cases(specs, _size(args.size), args.seed)
-    if args.potential:
-        name = args.potential.partition(":")[0]
-        cases = [verify.Case(f"{c.scenario}+{name}", scenarios.with_potential(c.problem, args.potential)) for c in cases]
+    if pots:  # the potential axis of the matrix: every case with each potential named
+        cases = [verify.Case(f"{c.scenario}+{spec.partition(':')[0]}", scenarios.with_potential(c.problem, spec))
+                 for c in cases for spec in pots]
     budgets = {k: v for k, v in (("cpu", args.max_checks_cpu), ("cuda", args.max_checks_gpu)) if v is not None}
     # a launch parameter some of the strategies lack leaves those n/a (the reason in each cell)
     chosen = strategies.create_each(names, _launch(args.launch)) if args.launch else \
@@ -229,24 +231,29 @@ def cmd_bench(args: argparse.Namespace) -> int:
         results.check_dir(args.out, "--out")
     if args.json:
         results.check_file(args.json, "--json", (".json",))
+    pots = args.potential or [None]
     if args.potential:  # a bad spec ends here, before any work
         from mdcore import potentials
 
-        potentials.parse(args.potential)
-    problem = scenarios.with_potential(_input_problem(args), args.potential) if args.input else None
+        for spec in args.potential:
+            potentials.parse(spec)
+        if args.input and len(args.potential) > 1:
+            raise InputError("--input takes one --potential (the configuration is timed with it)")
+    problem = scenarios.with_potential(_input_problem(args), pots[0]) if args.input else None
     sw = bench.plan_sweep(suite=args.suite, selection=args.strategies, specs=args.scenario,
                           sizes=[_size(s.strip()) for s in args.n.split(",")] if args.n else None,
                           precisions=_precisions(args.precision), sweep=_sweep(args.sweep),
                           launch=_launch(args.launch), problem=problem, dry_run=args.dry_run)
     for line in device.header_lines(device.header()):
         print(line)
+    sw.potentials = list(pots) if not args.input else [None]
     total = sw.points(len([o for o in args.outputs.split(",") if o.strip()]))
     print(f"{total} points" + (" (dry run: planned, not timed)" if args.dry_run else ""))
     bar = _progress_bar(total)
     outputs = [check_outputs(o.strip()) for o in args.outputs.split(",") if o.strip()]
     timing = {"seed": args.seed, "warmup": args.warmup, "repeat": args.repeat, "min_time": args.min_time,
               "l2": args.l2, "graph": not args.no_graph, "outputs": outputs, "amortised": args.amortised,
-              "potential": args.potential}
+              "potentials": sw.potentials}
     try:
         rows, paths = bench.run_sweep(sw, Path(args.out), args.name, resume=args.resume, dry_run=args.dry_run,
                                       timing=timing, max_checks={"cpu": args.max_checks_cpu,
@@ -572,9 +579,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--max-checks-gpu", type=_POSITIVE, help="skip GPU cells with more distance checks (default 4e12)")
     p.add_argument("--quiet", action="store_true")
     _potential_args(p)
-    p.add_argument("--potential", help="replace each scenario's potential: e.g. "
-                                       "'coordination:r0=1,n=6,m=12,d0=0,dmax=2.5' (PLUMED's coordination number) or "
-                                       "'lj:cutoff=3'")
+    p.add_argument("--potential", action="append",
+                   help="replace each scenario's potential: e.g. 'coordination:r0=1,n=6,m=12,d0=0,dmax=2.5' "
+                        "(PLUMED's coordination number) or 'lj:cutoff=3'; repeatable: the matrix gains a potential "
+                        "axis (every case with each)")
     p.set_defaults(fn=cmd_verify)
 
     p = sub.add_parser("bench", help="time strategies: sweeps over strategies, scenarios, sizes, precisions, launch")
@@ -615,8 +623,9 @@ def parser() -> argparse.ArgumentParser:
                    help="list the points with their distance checks and n/a reasons; time nothing")
     p.add_argument("--quiet", action="store_true", help="no line per point, only the table at the end")
     _potential_args(p)
-    p.add_argument("--potential", help="replace the potential: e.g. 'coordination:r0=1,n=6,m=12,d0=0,dmax=2.5' "
-                                       "(PLUMED's coordination number) or 'lj:cutoff=3'")
+    p.add_argument("--potential", action="append",
+                   help="replace the potential: e.g. 'coordination:r0=1,n=6,m=12,d0=0,dmax=2.5' (PLUMED's "
+                        "coordination number) or 'lj:cutoff=3'; repeatable: every point with each")
     p.set_defaults(fn=cmd_bench)
 
     p = sub.add_parser("compare", help="regressions between two bench results: median change against the "

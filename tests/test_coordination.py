@@ -128,3 +128,32 @@ def test_bench_and_forces_take_the_potential(tmp_path, capsys):
 
     got = np.load(out)
     assert 0 < float(got["energy"]) < 500 * 20  # a coordination number: a few neighbours per particle
+
+
+def test_the_matrix_and_bench_take_a_potential_axis(tmp_path, capsys):
+    """--potential repeated: every case (every point) with each potential, and the rows say which."""
+    import json
+
+    from harness import cli
+
+    assert cli.main(["verify", "--strategies", "allpairs_thread_cpu", "--scenarios", "uniform,lj_liquid", "--size",
+                     "tiny", "--precision", "fp64", "--potential", "lj", "--potential", "coordination:r0=1,n=6,dmax=2.5",
+                     "--quiet", "--out", str(tmp_path / "v"), "--json", str(tmp_path / "v.json")]) == 0
+    rows = json.loads((tmp_path / "v.json").read_text())["rows"]
+    assert sorted(r["scenario"] for r in rows) == ["lj_liquid+coordination", "lj_liquid+lj", "uniform+coordination",
+                                                  "uniform+lj"]
+    assert all(r["status"] == "pass" for r in rows)
+    assert cli.main(["bench", "--strategies", "allpairs_thread_cpu", "--scenario", "uniform", "--n", "300",
+                     "--potential", "lj", "--potential", "coordination:r0=1,n=6,dmax=2.5", "--min-time", "0",
+                     "--repeat", "1", "--amortised", "0", "--out", str(tmp_path / "b"), "--name", "p"]) == 0
+    out = capsys.readouterr().out
+    assert "2 points" in out and "coordination" in out
+    rows = json.loads((tmp_path / "b" / "p.json").read_text())["rows"]
+    assert sorted(r["potential"].partition(":")[0] for r in rows) == ["coordination", "lj"]
+    conf = tmp_path / "conf.xyz"
+    assert cli.main(["export", "--scenario", "uniform", "--n", "300", "--out", str(conf)]) == 0
+    capsys.readouterr()
+    assert cli.main(["bench", "--strategies", "allpairs_thread_cpu", "--input", str(conf), "--potential", "lj",
+                     "--potential", "coordination", "--out", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--input takes one --potential" in err[0]
