@@ -32,7 +32,7 @@ from .binning import Binning
 from .cells import max_cells, pmask
 from .cells_cpu import _axis_range, _wrapi, bin_cells
 from .cpu import CpuPlan, pair_step, separation, store_sums
-from .cuda import CudaPlan, CudaStrategy, cbool, ctypes, kernel
+from .cuda import LAYOUTS, CudaPlan, CudaStrategy, Layout, cbool, ctypes, kernel, layout_expressions
 from .lists import SKIN, DeviceListPlan, ListStrategy, moved_beyond
 from .registry import register
 
@@ -99,19 +99,25 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
     storage = "padded"
     source_file = "verlet.cu"
     description = ("CUDA Verlet list (cutoff + skin), padded rows column-major, tpp threads per row; the "
-                   "displacement check and rebuild decided on the device every step")
-    launch_defaults = {**VerletStrategy.launch_defaults, "block": 128, "tpp": 1, "build": "strip", "window": 1}
+                   "displacement check and rebuild decided on the device every step; layout aos4 (default), aos3 "
+                   "or soa for the positions the force kernel gathers")
+    # layout: how the force kernel's positions lie (aos4: the plan's Vec4 array; aos3, soa: a copy
+    # made at the start of the force phase; kernels/layout.cuh)
+    launch_defaults = {**VerletStrategy.launch_defaults, "block": 128, "tpp": 1, "build": "strip", "window": 1,
+                       "layout": "aos4"}
     launch_choices = {**VerletStrategy.launch_choices, "block": (64, 128, 256, 512), "tpp": TPP_CHOICES,
-                      "build": ("strip", "cell"), "window": (0, 1)}
+                      "build": ("strip", "cell"), "window": (0, 1), "layout": tuple(LAYOUTS)}
 
     def force_expression(self, precision: str, potential: Potential, energy: bool, pbc: bool) -> str:
         real, acc = ctypes(precision)
         return (f"verlet_force<{real}, {acc}, {potential.functor}, {cbool(energy)}, {cbool(pbc)}, "
-                f"{self.launch['tpp']}, {self.launch['block']}>")
+                f"{self.launch['tpp']}, {self.launch['block']}, {LAYOUTS[self.launch['layout']]}>")
 
     def expressions(self, potential: Potential) -> list[str]:
-        """Every tpp at the default block and every block at tpp 1, each flavour and precision."""
-        variants = [{"tpp": t} for t in TPP_CHOICES] + [{"block": b} for b in self.launch_choices["block"]]
+        """Every tpp at the default block, every block at tpp 1 and every layout, each flavour and
+        precision."""
+        variants = [{"tpp": t} for t in TPP_CHOICES] + [{"block": b} for b in self.launch_choices["block"]] + \
+            [{"layout": lay} for lay in LAYOUTS]
         out: list[str] = []
         for v in variants:
             s = VerletThreadPadded(**v)
@@ -127,7 +133,8 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
                                                                        for r in reals
                                                                        for m, w in BUILD_FLAGS] +
                               [f"verlet_build_cells<{r}, {m}>" for r in reals for m in ("false", "true")],
-                "binning.cu": sorted({e for r in reals for e in Binning.expressions(r)})}
+                "binning.cu": sorted({e for r in reals for e in Binning.expressions(r)}),
+                "layout.cu": layout_expressions()}
 
     def _prepare(self, problem: Problem) -> Plan:
         return VerletPlan(self, problem)
@@ -187,14 +194,17 @@ class VerletPlan(DeviceListPlan):
                                 f"neighbours within {self.rl:g}) but the GPU has {free / 2**30:.2f} GiB free; take a "
                                 "smaller skin")
         self.nbr = cp.empty(max(self.cap, 1) * m, np.int32)
+        self.layout = Layout(cp, strategy.launch["layout"], self.real_t, self.real, n)
         self.launch_info = {"cells": self.dims.tolist(), "rlist": self.rl, "skin": self.skin, "cap": self.cap,
                             "tpp": self.tpp, "block": self.block, "build": self.binning.method,
+                            "layout": self.layout.name,
                             "list_bytes": int(self.nbr.nbytes + self.len.nbytes + self.ref.nbytes)}
 
     @property
     def device_bytes(self) -> int:
         own = [self.flag, self.rebuilds, self.overflow, self.ref, self.len, self.nbr]
-        return CudaPlan.device_bytes.fget(self) + self.binning.device_bytes + int(sum(a.nbytes for a in own))
+        return (CudaPlan.device_bytes.fget(self) + self.binning.device_bytes + int(sum(a.nbytes for a in own))
+                + self.layout.nbytes)
 
     def _build_rows(self, cap: int, guard=None) -> None:
         n = self.problem.n
@@ -225,9 +235,10 @@ class VerletPlan(DeviceListPlan):
             p = self.problem
             expr = self.strategy.force_expression(p.precision, p.potential, self.energy, self.pbc)
             fn = self._force[self.outputs] = kernel("verlet.cu", expr, p.potential)
-        fn((self.blocks,), (self.block,), (self.pos, self.binning.order, self.nbr, self.len, np.int32(n), self.box,
-                                           self.fparams, self.forces, self.partial, self.pcount, self.flag,
-                                           self.rebuilds))
+        self.layout.fill(self.pos, n)  # aos3, soa: the positions the MD loop moved, copied into the layout
+        fn((self.blocks,), (self.block,), (*self.layout.args(self.pos), self.binning.order, self.nbr, self.len,
+                                           np.int32(n), self.box, self.fparams, self.forces, self.partial,
+                                           self.pcount, self.flag, self.rebuilds))
 
     def output(self) -> Forces:
         out = super().output()

@@ -1,5 +1,5 @@
 """Position layouts (issue 15, item 3): the launch parameter `layout` (aos4, aos3, soa) of the
-full shell and the all-pairs kernels changes how positions are read and nothing else, so every
+full shell, the all-pairs kernels and the Verlet list changes how positions are read and nothing else, so every
 layout gives the same bits; the MD loop's positions reach every layout."""
 import numpy as np
 import pytest
@@ -8,7 +8,7 @@ import strategies
 from harness import md, scenarios
 from mdcore import InputError
 
-LAYOUT_STRATEGIES = ["fullshell_thread_csr", "allpairs_thread_tiled", "allpairs_thread_naive"]
+LAYOUT_STRATEGIES = ["fullshell_thread_csr", "allpairs_thread_tiled", "allpairs_thread_naive", "verlet_thread_padded"]
 
 
 @pytest.mark.parametrize("name", LAYOUT_STRATEGIES)
@@ -40,7 +40,7 @@ def test_gpu_every_layout_gives_the_same_bits(name, precision, spec):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("name", ["fullshell_thread_csr", "allpairs_thread_tiled"])
+@pytest.mark.parametrize("name", ["fullshell_thread_csr", "allpairs_thread_tiled", "verlet_thread_padded"])
 def test_gpu_md_positions_reach_every_layout(name):
     """The layout's copy is made in the evaluation from the positions the integrator moved on the
     device: a run in soa follows the aos4 run to the bit."""

@@ -66,10 +66,15 @@ case "$name" in
   amort)  # the three columns of the list strategies and the CSR full shell, LJ 4,000 and 1M, forces only
     $PY -m harness bench --strategies clusterpair_warp_newton3,clusterpair_warp_padded,verlet_thread_padded,fullshell_thread_csr \
       --scenario lj_liquid --n 4000,large --outputs forces --name amort "${common[@]}" ;;
+  layout-verlet)  # the Verlet list's layouts (its force kernel gathers neighbours in input order)
+    for prec in fp32 fp64; do
+      $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 32000,large --precision $prec \
+        --outputs forces --sweep layout=aos4:aos3:soa --amortised 0 --name layout-verlet-$prec "${common[@]}"
+    done ;;
   layout)  # position layouts (issue 15 item 3; seed 003's float3 vs float4, seeds 002/003's AoS vs SoA), fp32 and fp64
     for prec in fp32 fp64; do
-      $PY -m harness bench --strategies fullshell_thread_csr --scenario lj_liquid --n 32000,large --precision $prec \
-        --outputs forces --sweep layout=aos4:aos3:soa --amortised 0 --name layout-fs-$prec "${common[@]}"
+      $PY -m harness bench --strategies fullshell_thread_csr,verlet_thread_padded --scenario lj_liquid --n 32000,large \
+        --precision $prec --outputs forces --sweep layout=aos4:aos3:soa --amortised 0 --name layout-fs-$prec "${common[@]}"
       $PY -m harness bench --strategies allpairs_thread_tiled,allpairs_thread_naive --scenario lj_liquid --n 32000 \
         --precision $prec --outputs forces --sweep layout=aos4:aos3:soa --amortised 0 --name layout-ap-$prec "${common[@]}"
     done ;;

@@ -180,9 +180,13 @@ verlet_build_cells(const Vec4<Real>* __restrict__ sorted, const int* __restrict_
   }
 }
 
-template <typename Real, typename Acc, template <typename> class Functor, bool ENERGY, bool PBC, int TPP, int BLOCK>
+// LAYOUT (layout.cuh): how the positions (input order) lie: kAoS4 the plan's Vec4 array; kAoS3,
+// kSoA a copy made at the start of the force phase, `stride` elements per array in kSoA.
+template <typename Real, typename Acc, template <typename> class Functor, bool ENERGY, bool PBC, int TPP, int BLOCK,
+          int LAYOUT>
 __global__ void __launch_bounds__(BLOCK)
-verlet_force(const Vec4<Real>* __restrict__ pos, const int* __restrict__ order, const int* __restrict__ nbr,
+verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __restrict__ order,
+             const int* __restrict__ nbr,
              const int* __restrict__ len, const int n, const Box<Real> box, const Real* __restrict__ params,
              Acc* __restrict__ forces, Acc* __restrict__ partial, unsigned long long* __restrict__ count,
              int* __restrict__ flag, unsigned int* __restrict__ rebuilds) {
@@ -191,6 +195,7 @@ verlet_force(const Vec4<Real>* __restrict__ pos, const int* __restrict__ order, 
     *flag = 0;
     ++*rebuilds;
   }
+  const Positions<Real, LAYOUT> pos{pos_data, stride};
   const Functor<Real> f(params);
   Accumulator<Real, Acc, ENERGY> acc;
   const int t = blockIdx.x * BLOCK + threadIdx.x;
