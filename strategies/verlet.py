@@ -2,11 +2,9 @@
 r_list = cutoff + skin, built from linked cells of side >= r_list and reused for as many steps as
 no particle has moved more than skin / 2 since its build.
 
-  verlet_thread_padded  CUDA: padded rows of sorted slots stored column-major, TPP threads per row
-                        (launch parameter tpp), the positions gathered into slot order every step
-                        (neighbours in nearby slots are read from nearby addresses), the
-                        displacement check and the guarded rebuild on the device every step (no
-                        host synchronisation; kernels/verlet.cu)
+  verlet_thread_padded  CUDA: padded rows stored column-major, TPP threads per row (launch
+                        parameter tpp), the displacement check and the guarded rebuild on the
+                        device every step (no host synchronisation; kernels/verlet.cu)
   verlet_thread_cpu     numba: the same list and trigger on the CPU
 
 Both are full lists (every pair in both rows, no Newton3), deterministic (rows in cell order, the
@@ -34,7 +32,7 @@ from .binning import Binning
 from .cells import max_cells, pmask
 from .cells_cpu import _axis_range, _wrapi, bin_cells
 from .cpu import CpuPlan, pair_step, separation, store_sums
-from .cuda import LAYOUTS, CudaPlan, CudaStrategy, Layout, cbool, ctypes, kernel, layout_expressions, sm_count
+from .cuda import LAYOUTS, CudaPlan, CudaStrategy, Layout, cbool, ctypes, kernel, layout_expressions
 from .lists import SKIN, DeviceListPlan, ListStrategy, moved_beyond
 from .registry import register
 
@@ -131,9 +129,10 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
 
     def data_expressions(self) -> dict[str, list[str]]:
         reals = sorted({m.cxx_compute for m in MODES.values()})
-        return {"verlet.cu": [f"verlet_check<{r}>" for r in reals] + [f"verlet_gather<{r}>" for r in reals] +
-                             [f"verlet_build<{r}, {m}, {w}>" for r in reals for m, w in BUILD_FLAGS] +
-                             [f"verlet_build_cells<{r}, {m}>" for r in reals for m in ("false", "true")],
+        return {"verlet.cu": [f"verlet_check<{r}>" for r in reals] + [f"verlet_build<{r}, {m}, {w}>"
+                                                                       for r in reals
+                                                                       for m, w in BUILD_FLAGS] +
+                              [f"verlet_build_cells<{r}, {m}>" for r in reals for m in ("false", "true")],
                 "binning.cu": sorted({e for r in reals for e in Binning.expressions(r)}),
                 "layout.cu": layout_expressions()}
 
@@ -195,8 +194,6 @@ class VerletPlan(DeviceListPlan):
                                 f"neighbours within {self.rl:g}) but the GPU has {free / 2**30:.2f} GiB free; take a "
                                 "smaller skin")
         self.nbr = cp.empty(max(self.cap, 1) * m, np.int32)
-        self.xs = cp.empty((m, 4), self.real)  # the positions in sorted-slot order, gathered every step
-        self.k_gather = kernel("verlet.cu", f"verlet_gather<{self.real_t}>")
         self.layout = Layout(cp, strategy.launch["layout"], self.real_t, self.real, n)
         self.launch_info = {"cells": self.dims.tolist(), "rlist": self.rl, "skin": self.skin, "cap": self.cap,
                             "tpp": self.tpp, "block": self.block, "build": self.binning.method,
@@ -205,7 +202,7 @@ class VerletPlan(DeviceListPlan):
 
     @property
     def device_bytes(self) -> int:
-        own = [self.flag, self.rebuilds, self.overflow, self.ref, self.len, self.nbr, self.xs]
+        own = [self.flag, self.rebuilds, self.overflow, self.ref, self.len, self.nbr]
         return (CudaPlan.device_bytes.fget(self) + self.binning.device_bytes + int(sum(a.nbytes for a in own))
                 + self.layout.nbytes)
 
@@ -238,11 +235,8 @@ class VerletPlan(DeviceListPlan):
             p = self.problem
             expr = self.strategy.force_expression(p.precision, p.potential, self.energy, self.pbc)
             fn = self._force[self.outputs] = kernel("verlet.cu", expr, p.potential)
-        # this step's positions in sorted-slot order (the list's entries are slots), then the layout's copy
-        self.k_gather((max(1, min(-(-n // 256), 8 * sm_count())),), (256,), (self.pos, self.binning.order,
-                                                                            np.int32(n), self.xs))
-        self.layout.fill(self.xs, n)
-        fn((self.blocks,), (self.block,), (*self.layout.args(self.xs), self.binning.order, self.nbr, self.len,
+        self.layout.fill(self.pos, n)  # aos3, soa: the positions the MD loop moved, copied into the layout
+        fn((self.blocks,), (self.block,), (*self.layout.args(self.pos), self.binning.order, self.nbr, self.len,
                                            np.int32(n), self.box, self.fparams, self.forces, self.partial,
                                            self.pcount, self.flag, self.rebuilds))
 

@@ -63,11 +63,6 @@ case "$name" in
       $PY -m harness md --strategy clusterpair_warp_newton3 --n $n --precision fp32 --steps 2000 --sample 500 --quiet \
         --json "$out/bench/md-clusterpair-n3-$n.json"
     done ;;
-  verlet-slots)  # the Verlet list reading its neighbours in sorted-slot order: three columns at 4,000 and 1M
-    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 4000,large --outputs forces,all \
-      --name verlet-slots "${common[@]}"
-    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large --outputs forces \
-      --sweep tpp=1:2:4 --amortised 0 --name verlet-slots-tpp "${common[@]}" ;;
   amort)  # the three columns of the list strategies and the CSR full shell, LJ 4,000 and 1M, forces only
     $PY -m harness bench --strategies clusterpair_warp_newton3,clusterpair_warp_padded,verlet_thread_padded,fullshell_thread_csr \
       --scenario lj_liquid --n 4000,large --outputs forces --name amort "${common[@]}" ;;

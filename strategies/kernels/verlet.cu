@@ -6,13 +6,10 @@
 //                  list's build (minimum image), so that the guarded binning and verlet_build run
 //   verlet_build   (guarded by *flag) one thread per sorted slot: the particles j != i of the
 //                  neighbour cells' z-strips within r_list, in strip order (deterministic: the
-//                  binning fixes the order inside a cell), into padded rows of sorted slots
+//                  binning fixes the order inside a cell), into padded rows
 //                  stored column-major (nbr[k * rows + s]); the positions of the build kept for
 //                  the check; a row longer than the capacity raises *overflow to its length and
 //                  is never written past the capacity (the force phase reports it)
-//   verlet_gather  each step: the positions in sorted-slot order (xs[s] = pos[order[s]]), so that
-//                  the force kernel's neighbours, which sit in nearby slots (cell order), are read
-//                  from nearby addresses instead of scattered input-order ones
 //   verlet_force   TPP threads per row: force on i = order[s] from its row, minimum image per pair
 //                  (positions are wrapped every MD step, so an image fixed at the build would go
 //                  stale); forces written in input order; energy and virial per block (ENERGY).
@@ -84,7 +81,7 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ orde
           if (WINDOW && pj.z > zmax) break;
           Real dx, dy, dz;
           if (separation<MINIMAGE>(p, pj, box, dx, dy, dz) < rlist2) {
-            if (count < cap) nbr[static_cast<long long>(count) * n + k] = q;
+            if (count < cap) nbr[static_cast<long long>(count) * n + k] = order[q];
             ++count;
           }
         }
@@ -113,7 +110,7 @@ verlet_build_cells(const Vec4<Real>* __restrict__ sorted, const int* __restrict_
                    int* __restrict__ overflow, const int* __restrict__ guard) {
   if (guard != nullptr && *guard == 0) return;
   __shared__ Vec4<Real> s_pos[kBuildChunk];
-  __shared__ int s_slot[kBuildChunk];  // sorted slot: the self test and the entry
+  __shared__ int s_slot[kBuildChunk], s_index[kBuildChunk];  // sorted slot (self test), particle index (entry)
   __shared__ int s_b[18], s_off[19];
   __shared__ Real s_sx[18], s_sy[18], s_sz[18];
   const int c = blockIdx.x;
@@ -161,13 +158,14 @@ verlet_build_cells(const Vec4<Real>* __restrict__ sorted, const int* __restrict_
         const Vec4<Real> p = sorted[q];
         s_pos[t] = {p.x + s_sx[r], p.y + s_sy[r], p.z + s_sz[r], p.w};
         s_slot[t] = q;
+        s_index[t] = order[q];
       }
       __syncwarp();
       if (mine) {
         for (int t = 0; t < m; ++t) {
           Real dx, dy, dz;
           if (separation<MINIMAGE>(pi, s_pos[t], box, dx, dy, dz) < rlist2 && s_slot[t] != k) {
-            if (count < cap) nbr[static_cast<long long>(count) * n + k] = s_slot[t];
+            if (count < cap) nbr[static_cast<long long>(count) * n + k] = s_index[t];
             ++count;
           }
         }
@@ -182,15 +180,8 @@ verlet_build_cells(const Vec4<Real>* __restrict__ sorted, const int* __restrict_
   }
 }
 
-template <typename Real>
-__global__ void verlet_gather(const Vec4<Real>* __restrict__ pos, const int* __restrict__ order, const int n,
-                              Vec4<Real>* __restrict__ xs) {
-  for (int s = blockIdx.x * blockDim.x + threadIdx.x; s < n; s += gridDim.x * blockDim.x) xs[s] = pos[order[s]];
-}
-
-// pos: the positions in sorted-slot order (verlet_gather), rows and entries are slots. LAYOUT
-// (layout.cuh): how they lie: kAoS4 the gathered Vec4 array; kAoS3, kSoA a copy of it made at
-// the start of the force phase, `stride` elements per array in kSoA.
+// LAYOUT (layout.cuh): how the positions (input order) lie: kAoS4 the plan's Vec4 array; kAoS3,
+// kSoA a copy made at the start of the force phase, `stride` elements per array in kSoA.
 template <typename Real, typename Acc, template <typename> class Functor, bool ENERGY, bool PBC, int TPP, int BLOCK,
           int LAYOUT>
 __global__ void __launch_bounds__(BLOCK)
@@ -213,7 +204,7 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
   int i = 0;
   if (row) {
     i = order[s];
-    const Vec4<Real> pi = pos[s];
+    const Vec4<Real> pi = pos[i];
     const int m = len[s];
     for (int k = lane; k < m; k += TPP) {
       const int j = nbr[static_cast<long long>(k) * n + s];
