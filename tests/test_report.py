@@ -104,3 +104,12 @@ def test_page_loads_in_headless_chromium(built, tmp_path):
     n = dom.count("<img")
     assert n >= 4 and f'data-images-checked="{n}"' in dom, r.stderr[-1000:]
     assert dom.count('data-loaded="1"') == n and 'data-loaded="0"' not in dom
+
+
+def test_the_claims_section_is_computed_from_the_inputs(built):
+    text = (built / "report.md").read_text()
+    claims_part = text.split("## The seed documents' claims")[1].split("\n## ")[0]
+    # the CPU run has verify in fp32 and fp64 but nothing timed in two layouts: verdicts say so
+    assert "float3 is now about 25% faster" in claims_part and "not measured" in claims_part
+    # c08_thread_cpu against the full shell was not timed on the liquid: the c08 claim is unmeasured too
+    assert "measured here" in claims_part

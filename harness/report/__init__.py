@@ -6,7 +6,8 @@ report.md, with PNG plots beside them (the page works offline).
   render.py    HTML and markdown
 
 Sections (each present in every report; one without data says which command produces it):
-correctness, wins, timings (three columns), thesis, cpu_gpu, parity processors, precision, peers, roofline, method.
+correctness, wins, timings (three columns), thesis, cpu_gpu, parity processors, precision, the seeds'
+claims, peers, roofline, method.
 """
 from __future__ import annotations
 
@@ -23,8 +24,8 @@ __all__ = ["SECTIONS", "build", "default_inputs", "load"]
 
 def build(paths: list[Path], out_dir: Path, title: str) -> tuple[Path, Path]:
     data = load(paths)  # refuses bad input before anything is written
-    if not data["bench"] and not data["verify"] and not data["profile"]:
-        raise InputError("report: no results given (bench, verify or profile JSON)")
+    if not data["bench"] and not data["verify"] and not data["profile"] and not data["nve"]:
+        raise InputError("report: no results given (bench, verify, profile or NVE JSON)")
     out_dir.mkdir(parents=True, exist_ok=True)
     plots = render.Plots(out_dir)
     bench = []
@@ -40,6 +41,7 @@ def build(paths: list[Path], out_dir: Path, title: str) -> tuple[Path, Path]:
     S.cpu_gpu(sections["cpu_gpu"], bench)
     S.parity(sections["parity"], plots, bench)
     S.precision(sections["precision"], plots, bench, data["verify"])
+    S.claims(sections["claims"], data["files"])
     S.peers(sections["peers"], bench)
     S.roofline(sections["roofline"], plots, bench, devices, data["profile"])
     S.method(sections["method"], data, bench)

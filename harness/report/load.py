@@ -59,7 +59,7 @@ def normalise_row(r: dict, renamed: dict) -> dict:
 def load(paths: list[Path]) -> dict:
     """Classify result JSON files: bench, verify, profile; rows normalised to the current
     schema. 'renamed' lists the old names mapped."""
-    out: dict = {"bench": [], "verify": [], "profile": [], "files": [], "renamed": {}, "schemas": set()}
+    out: dict = {"bench": [], "verify": [], "profile": [], "nve": [], "files": [], "renamed": {}, "schemas": set()}
     for p in paths:
         try:
             doc = json.loads(Path(p).read_text())
@@ -79,6 +79,8 @@ def load(paths: list[Path]) -> dict:
             device = doc.get("device") or doc.get("meta", {}).get("device", {})
             out["verify"].append(dict(doc, device=device,
                                       rows=[normalise_row(r, out["renamed"]) for r in doc["rows"]]))
+        elif doc.get("kind") == "nve":  # NVE drift runs: read by the claims section
+            out["nve"].append(doc)
         elif doc.get("kind") == "bench" or ("rows" in doc and "device" in doc):
             _check_rows(p, doc)
             out["bench"].append(dict(doc, rows=[normalise_row(r, out["renamed"]) for r in doc["rows"]]))

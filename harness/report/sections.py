@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
+from pathlib import Path
 
 from mdcore import PRECISIONS
 
@@ -19,6 +20,7 @@ SECTIONS = [
     ("cpu_gpu", "CPU (numba) against GPU"),
     ("parity", "Parity-plane traverser: the MarDyn cell processors"),
     ("precision", "Precision modes"),
+    ("claims", "The seed documents' claims"),
     ("peers", "Peers"),
     ("roofline", "Roofline"),
     ("method", "Device, commands and method"),
@@ -515,6 +517,22 @@ def roofline(sec: Section, plots: Plots, bench: list[dict], devices: list[dict],
                    "regs", "top stalls", "ncu/events"], table)
     if not rows and not profiles:
         sec.empty("Run `make bench` on a GPU, and `make profile` for ncu summaries.")
+
+
+def claims(sec: Section, paths: list) -> None:
+    """The seeds' claims answered from this report's inputs (harness.claims: rows of one run
+    compared, verdicts computed)."""
+    from .. import claims as C
+
+    rows = C.evaluate(C.load([Path(p) for p in paths]))
+    measured = [r for r in rows if r["verdict"] != C.UNMEASURED]
+    sec.text(f"Each claim the seed documents make that this harness can test, with the measurement that tests it and "
+             f"a verdict computed from this report's inputs ({len(measured)} of {len(rows)} measured here; rows are "
+             f"compared only within one run, a tie is within 5% or the rows' interquartile range). "
+             f"`python -m harness claims FOLDER` answers them from every result in a folder.")
+    sec.table(["claim", "seed", "measurement", "verdict", "why", "reproduce"],
+              [[r["text"], r["seed"], f"{r['measure']}: {r['measured']}" if r["measured"] else r["measure"],
+                r["verdict"], r["why"], r["command"]] for r in rows])
 
 
 def method(sec: Section, data: dict, bench: list[dict]) -> None:
