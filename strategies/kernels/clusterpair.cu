@@ -321,6 +321,23 @@ __device__ __forceinline__ void cp_row(Accumulator<Real, Acc, ENERGY>& acc, cons
   }
 }
 
+// What both force kernels do first: the 27 image shifts of the entry codes into shared memory,
+// and (block 0) the rebuild of this step, if any, counted and its flag cleared (the build is
+// complete by now). Every thread of the block calls it (a barrier).
+template <typename Real>
+__device__ __forceinline__ void cp_prologue(Vec4<Real> (&s_shift)[27], const Box<Real>& box, int* __restrict__ flag,
+                                            unsigned int* __restrict__ rebuilds) {
+  if (threadIdx.x < 27) {
+    const int c = threadIdx.x;
+    s_shift[c] = {Real(c / 9 - 1) * box.lx, Real((c / 3) % 3 - 1) * box.ly, Real(c % 3 - 1) * box.lz, Real(0)};
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0 && *flag) {
+    *flag = 0;
+    ++*rebuilds;
+  }
+  __syncthreads();
+}
+
 // SPLIT warps per i-cluster (launch parameter split): each takes a contiguous share of the row;
 // their i-forces are summed in warp order through shared memory (deterministic). For small
 // systems, where one warp per cluster leaves the GPU mostly idle.
@@ -334,15 +351,7 @@ cp_force(const Vec4<Real>* __restrict__ xc, const int* __restrict__ member, cons
   constexpr int kWarps = BLOCK / 32;
   __shared__ Vec4<Real> s_shift[27];
   __shared__ Acc s_f[SPLIT > 1 ? kWarps : 1][kCluster][3];
-  if (threadIdx.x < 27) {
-    const int c = threadIdx.x;
-    s_shift[c] = {Real(c / 9 - 1) * box.lx, Real((c / 3) % 3 - 1) * box.ly, Real(c % 3 - 1) * box.lz, Real(0)};
-  }
-  if (blockIdx.x == 0 && threadIdx.x == 0 && *flag) {  // the build of this step (if any) is complete
-    *flag = 0;
-    ++*rebuilds;
-  }
-  __syncthreads();
+  cp_prologue(s_shift, box, flag, rebuilds);
   const Functor<Real> f(params);
   Accumulator<Real, Acc, ENERGY> acc;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -464,15 +473,7 @@ cp_force_n3(const Vec4<Real>* __restrict__ xc, const int* __restrict__ ent, cons
   static_assert(kIGroups * 2 == kCluster, "two i-particles per lane");
   constexpr int kWarps = BLOCK / 32;
   __shared__ Vec4<Real> s_shift[27];
-  if (threadIdx.x < 27) {
-    const int c = threadIdx.x;
-    s_shift[c] = {Real(c / 9 - 1) * box.lx, Real((c / 3) % 3 - 1) * box.ly, Real(c % 3 - 1) * box.lz, Real(0)};
-  }
-  if (blockIdx.x == 0 && threadIdx.x == 0 && *flag) {  // the build of this step (if any) is complete
-    *flag = 0;
-    ++*rebuilds;
-  }
-  __syncthreads();
+  cp_prologue(s_shift, box, flag, rebuilds);
   const Functor<Real> f(params);
   Accumulator<Real, Acc, ENERGY> acc;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
