@@ -229,11 +229,14 @@ def test_bench_partial_file_grows_as_points_end(tmp_path):
     from harness import bench
 
     part = bench.Partial(tmp_path / "p.partial.jsonl", {"gpu": None}, {"command": "x"}, resume=False)
-    part({"strategy": "a", "scenario": "s", "n": 1, "precision": "fp32", "status": "ok"})
+    part({"strategy": "a", "scenario": "s", "n": 1, "precision": "fp32", "status": "ok", "potential": "lj:cutoff=3"})
+    part({"strategy": "a", "scenario": "s", "n": 1, "precision": "fp32", "status": "ok", "potential": "coordination"})
     lines = (tmp_path / "p.partial.jsonl").read_text().splitlines()  # readable before the run ends
-    assert len(lines) == 2 and json.loads(lines[1])["strategy"] == "a"
+    assert len(lines) == 3 and json.loads(lines[1])["strategy"] == "a"
     again = bench.Partial(tmp_path / "p.partial.jsonl", {"gpu": None}, {}, resume=True)
-    assert {k: len(v) for k, v in again.done.items()} == {("a", "s", 1, "fp32", "all"): 1}  # outputs: all by default
+    # outputs: all by default; the potential tells two points of the potential axis apart
+    assert {k: len(v) for k, v in again.done.items()} == {("a", "s", 1, "fp32", "all", "lj:cutoff=3"): 1,
+                                                          ("a", "s", 1, "fp32", "all", "coordination"): 1}
     again.finish()
     assert not (tmp_path / "p.partial.jsonl").exists()
 
