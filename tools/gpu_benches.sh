@@ -63,6 +63,9 @@ case "$name" in
       $PY -m harness md --strategy clusterpair_warp_newton3 --n $n --precision fp32 --steps 2000 --sample 500 --quiet \
         --json "$out/bench/md-clusterpair-n3-$n.json"
     done ;;
+  lists-peers)  # the list strategies' three columns with OpenMM's whole step in the same run (LJ 4,000 and 1M, fp32)
+    $PY -m harness bench --strategies clusterpair_warp_newton3,clusterpair_warp_padded,verlet_thread_padded \
+      --scenario lj_liquid --n 4000,large --outputs forces --peers openmm --name lists-peers "${common[@]}" ;;
   amort)  # the three columns of the list strategies and the CSR full shell, LJ 4,000 and 1M, forces only
     $PY -m harness bench --strategies clusterpair_warp_newton3,clusterpair_warp_padded,verlet_thread_padded,fullshell_thread_csr \
       --scenario lj_liquid --n 4000,large --outputs forces --name amort "${common[@]}" ;;
