@@ -159,9 +159,13 @@ def _pairs(data: Data, a: Callable[[dict], bool], b: Callable[[dict], bool], lab
     return sorted((p for _, p in best.values()), key=lambda p: p.label)
 
 
-def _where(r: dict) -> str:
+def _n(r: dict) -> str:
     n = r.get("n")
-    return f"{r.get('scenario')} N={n:,} {r.get('precision')}" if isinstance(n, int) else str(r.get("scenario"))
+    return f"N={n:,}" if isinstance(n, int) else "N=?"
+
+
+def _where(r: dict) -> str:
+    return f"{r.get('scenario')} {_n(r)} {r.get('precision')}"
 
 
 def _layout(r: dict) -> str:
@@ -248,7 +252,7 @@ def _no_precision(r: dict) -> tuple:
 
 def _by_precision(data: Data, fast: str, slow: str) -> list[Pair]:
     return _pairs(data, lambda r: r.get("precision") == fast, lambda r: r.get("precision") == slow,
-                  lambda ra, rb: f"{_name(ra)} {ra.get('scenario')} N={ra.get('n'):,}", point=_no_precision)
+                  lambda ra, rb: f"{_name(ra)} {ra.get('scenario')} {_n(ra)}", point=_no_precision)
 
 
 def _quantization(data: Data):
@@ -286,7 +290,7 @@ def _single_precision_md(data: Data):
     worse = [a for a, _ in rows if abs(a["drift"]) > 10.0 * floor]
     tau = steps * rows[0][0].get("dt", 0.0)
     text = "; ".join(f"{a['strategy']} fp32 {a['drift']:+.1e} vs fp64 {b['drift']:+.1e}" for a, b in rows)
-    text = f"{steps:,} steps ({tau:g} tau), N={rows[0][0].get('n'):,}, drift per particle per tau: " + text
+    text = f"{steps:,} steps ({tau:g} tau), {_n(rows[0][0])}, drift per particle per tau: " + text
     files = sorted({x["_file"] for a, b in rows for x in (a, b)})
     if not worse:
         return FAILS, (f"every fp32 drift is within 10x of the largest fp64 drift ({floor:.1e}): no accumulated "
@@ -346,7 +350,7 @@ def _c08_inhomogeneous(data: Data):
     def ratio_at(scen_pick):
         pairs = _pairs(data, lambda r: _name(r) == "fullshell_thread_csr" and scen_pick(r),
                        lambda r: _name(r) in ("c08_thread_csr", "c08_warp_csr") and scen_pick(r),
-                       lambda ra, rb: f"{ra.get('scenario')} N={ra.get('n'):,} {_name(rb)}", match=lambda r: 0)
+                       lambda ra, rb: f"{ra.get('scenario')} {_n(ra)} {_name(rb)}", match=lambda r: 0)
         return pairs
     homo = ratio_at(lambda r: r.get("scenario") == "lj_liquid")
     inhomo = ratio_at(lambda r: str(r.get("scenario", "")).startswith("gaussian"))
