@@ -167,18 +167,6 @@ __device__ __forceinline__ Real gap(Real lo_i, Real hi_i, Real lo_j, Real hi_j) 
   return max(Real(0), max(lo_j - hi_i, lo_i - hi_j));
 }
 
-// A neighbour column along one axis as seen from the i-cluster: its index x and image
-// (column_axis), the image's shift, and the gap g between the i-cluster's range [lo, hi] and the
-// column's range (every particle of the column lies in it); false beyond an open axis.
-template <typename Real>
-__device__ __forceinline__ bool column_gap(int c, int o, int n, bool periodic, Real len, Real side, Real lo, Real hi,
-                                           int& x, int& image, Real& shift, Real& g) {
-  if (!column_axis(c, o, n, periodic, x, image)) return false;
-  shift = Real(image) * len;
-  g = gap(lo, hi, -Real(0.5) * len + Real(x) * side + shift, -Real(0.5) * len + Real(x + 1) * side + shift);
-  return true;
-}
-
 template <typename Real, int BLOCK, bool HALF>
 __global__ void __launch_bounds__(BLOCK, 1)
 cp_search(const Vec4<Real>* __restrict__ xbuild, const int* __restrict__ member, const Vec4<Real>* __restrict__ lo,
@@ -207,12 +195,17 @@ cp_search(const Vec4<Real>* __restrict__ xbuild, const int* __restrict__ member,
   int count = 0;
   for (int ox = -reach_x; ox <= reach_x; ++ox) {
     int x, imx;
-    Real shx, gx;
-    if (!column_gap(cx, ox, g.nx, (g.pmask & 1) != 0, box.lx, sx, li.x, hi_.x, x, imx, shx, gx)) continue;
+    if (!column_axis(cx, ox, g.nx, g.pmask & 1, x, imx)) continue;
+    const Real shx = Real(imx) * box.lx;
+    // the column's x-range seen from i (every particle of column x lies in it)
+    const Real gx = gap(li.x, hi_.x, -Real(0.5) * box.lx + Real(x) * sx + shx,
+                        -Real(0.5) * box.lx + Real(x + 1) * sx + shx);
     for (int oy = -reach_y; oy <= reach_y; ++oy) {
       int y, imy;
-      Real shy, gy;
-      if (!column_gap(cy, oy, g.ny, (g.pmask & 2) != 0, box.ly, sy, li.y, hi_.y, y, imy, shy, gy)) continue;
+      if (!column_axis(cy, oy, g.ny, g.pmask & 2, y, imy)) continue;
+      const Real shy = Real(imy) * box.ly;
+      const Real gy = gap(li.y, hi_.y, -Real(0.5) * box.ly + Real(y) * sy + shy,
+                          -Real(0.5) * box.ly + Real(y + 1) * sy + shy);
       if (gx * gx + gy * gy >= rlist2 * Real(1.0001)) continue;  // margin: rounding of the column edges
       const int col = x * g.ny + y;
       const int jb = cstart[col], pb = start[col * g.nz];
