@@ -38,6 +38,7 @@ import numpy as np
 
 import strategies
 from mdcore import MODES, InputError, Problem, StrategyError
+from mdcore.fixed import snap_positions
 
 from . import device, results, scenarios
 from .gate import budgets, gate
@@ -248,18 +249,23 @@ def run(names: list[str], scenario: str | list[str] | None, sizes: list, precisi
     rows = []
     specs = [scenario] if isinstance(scenario, str) or scenario is None else list(scenario)
     pots = [potential] if potential is None or isinstance(potential, str) else list(potential)
-    problems = (problem.with_precision(precision) for _ in (0,)) if problem is not None else \
-        (scenarios.with_potential(base, pot) for base in (scenarios.make(spec, n, seed=seed, precision=precision)
-                                                          for spec in specs for n in sizes) for pot in pots)
-    for p in problems:  # one problem in memory at a time: the large ones are gigabytes
+    problems = (in_precision(problem, precision) for _ in (0,)) if problem is not None else \
+        (in_precision(scenarios.with_potential(base, pot), precision)
+         for base in (scenarios.make(spec, n, seed=seed, precision="fp64") for spec in specs for n in sizes)
+         for pot in pots)
+    for p, outside in problems:  # one problem in memory at a time: the large ones are gigabytes
         frames = None  # recorded when the first point of this problem is timed
         for name in names:
             for lp in launch_variants(strategies.REGISTRY[name], launch or {}, sweep or {}):
                 cls = strategies.REGISTRY[strategies.canonical(name)]
                 s = strategies.create(name, **{k: v for k, v in lp.items() if k in cls.launch_defaults})
                 s.refused = strategies.lacking(name, lp)  # a --launch parameter it lacks: n/a with the reason
-                key = (s.label, p.label.split(" ")[0], p.n, p.precision, outputs, p.potential.spec())
-                if done and done.get(key):
+                key = (s.label, p.label.split(" ")[0], p.n, precision, outputs, p.potential.spec())
+                if outside:  # the input lies outside this precision (fixed point's range)
+                    row = {**plan_point(s, p, max_checks, False, outputs), "precision": precision, "status": "n/a",
+                           "detail": outside}
+                    row.pop("distance_checks", None)
+                elif done and done.get(key):
                     row = done[key].pop(0)
                 elif dry_run:
                     row = plan_point(s, p, max_checks, check_device, outputs)
@@ -283,6 +289,15 @@ def run(names: list[str], scenario: str | list[str] | None, sizes: list, precisi
                 if progress:
                     progress(format_row(row))
     return rows
+
+
+def in_precision(problem: Problem, precision: str) -> tuple[Problem, str]:
+    """(the problem in `precision`, ""), or (the problem as it was, why not) where the input lies
+    outside what the precision holds (fixed point's range: mdcore.fixed)."""
+    try:
+        return problem.with_precision(precision), ""
+    except InputError as e:
+        return problem, f"the input is outside precision {precision}: {e}"
 
 
 CPU_RECORD_LIMIT = 5e7  # particle steps a CPU records a trajectory for (about a minute on two cores)
@@ -602,10 +617,12 @@ def _peer_rows(sw: Sweep, peer_names: list[str], timing: dict, progress) -> list
 
     out = []
     for part in sw.parts:
-        problems = [sw.problem.with_precision(pr) for pr in part.precisions] if sw.problem is not None else \
-            [scenarios.make(sp, n, seed=timing["seed"], precision=pr) for pr in part.precisions for sp in part.specs
-             for n in part.sizes]
-        for p in problems:
+        problems = [in_precision(sw.problem, pr) for pr in part.precisions] if sw.problem is not None else \
+            [in_precision(scenarios.make(sp, n, seed=timing["seed"], precision="fp64"), pr) for pr in part.precisions
+             for sp in part.specs for n in part.sizes]
+        for p, outside in problems:
+            if outside:
+                continue
             ref = reference.compute(p)
             for peer in peer_names:
                 row = peers.run(peer, p, ref, min_time=timing["min_time"])
@@ -630,7 +647,9 @@ def time_amortised(strategy: strategies.Strategy, problem: Problem, frames, outp
     p0 = Problem.make(frames[0], problem.box, problem.potential, problem.precision, label=problem.label)
     gpu = strategy.backend == "cuda"
     plan = strategy.prepare(p0, outputs)
-    L = problem.box.array
+    L = plan.problem.box.array  # fixed: the snapped box, and the frames snapped to its grid (mdcore.fixed)
+    if MODES[problem.precision].fixed:
+        frames = snap_positions(frames, L, plan.problem.box.periodic)
     centred = frames - 0.5 * L
     centred -= L * np.floor(centred / L + 0.5)
     n, k = problem.n, len(frames)

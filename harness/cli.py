@@ -20,7 +20,7 @@ import strategies
 from strategies import StrategyError
 
 from . import results, scenarios
-from mdcore import MODES, PRECISIONS, InputError, LennardJones, Problem, check_precision, parse_value
+from mdcore import FLOAT_PRECISIONS, MODES, PRECISIONS, InputError, LennardJones, Problem, check_precision, parse_value
 from strategies.base import check_outputs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,6 +28,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
+
+
+def _md_precision(name: str) -> str:
+    """A precision the MD loop integrates in (the float modes)."""
+    p = check_precision(name)
+    if MODES[p].fixed:
+        raise InputError(f"md: precision {p} is for force evaluations (verify, bench, forces); the MD loop integrates "
+                         f"in {', '.join(FLOAT_PRECISIONS)}")
+    return p
 
 
 def _precisions(text: str) -> list[str]:
@@ -193,6 +202,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     print("\n" + "  ".join(f"{k}: {v}" for k, v in s["counts"].items()) + f"   reports: {', '.join(map(str, paths))}")
     for p, w in s["worst_by_precision"].items():
         print(f"worst {p:5s} " + "  ".join(f"{k} {v:.2e}" for k, v in w.items()))
+    for backend, a in s["fixed_same_bits"].items():
+        print(f"fixed point, {backend}: {len(a['strategies'])} strategies gave the same bits in {a['cases']} case(s)")
     if not s["ok"]:
         return 1
     if s["counts"]["pass"] == 0:  # a matrix that checked nothing is no pass
@@ -309,7 +320,7 @@ def cmd_nve_report(args: argparse.Namespace) -> int:
     steps = args.steps or 10000
     md.check_run(steps, args.dt, args.sample)
     problem = _input_problem(args) if args.input else scenarios.make(args.scenario, _size(args.n), seed=args.seed)
-    precisions = _precisions(args.precision) if args.precision else list(PRECISIONS)
+    precisions = [_md_precision(p) for p in _precisions(args.precision)] if args.precision else list(FLOAT_PRECISIONS)
     print(f"NVE report: {problem.describe()}, {steps} steps of dt {args.dt:g} from one equilibrated start "
           f"(T0 {args.temperature:g}), LJ shifted at the cutoff, a sample every {args.sample}")
     head = f"{'strategy':34s} {'precision':9s} {'drift /particle/tau':>20s} {'max |E-E0| /particle':>21s} {'ms/step':>9s}  T"
@@ -350,7 +361,7 @@ def cmd_md(args: argparse.Namespace) -> int:
     name = strategies.canonical(args.strategy)
     _require_devices([name])
     strategy = strategies.create(name, **_launch(args.launch))
-    precision = check_precision(args.precision or "fp32")
+    precision = _md_precision(args.precision or "fp32")
     md.check_run(args.steps, args.dt, args.sample)
     if args.input:
         problem = _input_problem(args, precision)
@@ -563,7 +574,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--strategies", help="comma list of names, family prefixes (fullshell_) or attribute filters "
                                             "(traversal=c08, newton3=true+backend=cuda) (default: all)")
     p.add_argument("--scenarios", help=f"comma list, 'name:key=value' for parameters (default: {','.join(scenarios.DEFAULT_MATRIX)})")
-    p.add_argument("--precision", default="all", help="comma list of fp32, mixed, fp64, or all")
+    p.add_argument("--precision", default="all", help="comma list of fp32, mixed, fp64, fixed, or all")
     p.add_argument("--size", default="small", help="tiny, small, medium, large, or a particle count")
     p.add_argument("--seed", type=_NONNEG_INT, default=1)
     p.add_argument("--input", help="verify on this configuration instead of the scenarios (.xyz or .npz)")

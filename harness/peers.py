@@ -40,6 +40,9 @@ PEERS = ("openmm", "jaxmd")
 
 
 def _applicable(problem: Problem) -> str:
+    if problem.precision not in ("fp32", "mixed", "fp64"):
+        return (f"has no precision {problem.precision} (OpenMM's CUDA platform sums forces in 64-bit fixed point in "
+                "its single and mixed modes already)")
     if problem.potential.name != "lj":
         return f"set up for the Lennard-Jones potential only (this problem has {problem.potential.name})"
     if problem.potential.cutoff is None:

@@ -61,6 +61,10 @@ class Tolerance:
         return asdict(self)
 
 
+# fixed (float compute, int64 sums in 2^-32 units): its epsilons (mdcore.precision) carry the
+# snapping of positions and lengths to the fixed-point grid (8 float epsilons) and the unit of its
+# sums (2^-32, relative to terms of order one); the coefficients and floors are fp32's.
+#
 # The model's coefficients, one set for every precision mode: a mode's limits differ only
 # through its epsilons in kappa (the compute type's) and accum (the accumulation type's).
 # mixed computes coordinates and pair terms in float exactly as fp32 does, so its

@@ -5,9 +5,15 @@ energy, virial and pair count with the reference (harness.tolerances says how); 
 forces-only flavour of the same plan (poisoned again) and compares its forces, and that it
 returns no energy, virial or pair count. A cell is pass, FAIL (with the reasons and the worst
 particle), ERROR (the strategy raised), or n/a with the strategy's reason.
+
+In the fixed-point mode every strategy of a backend must also return the same bits for a case
+(mdcore.fixed): each cell records a digest of its outputs (and its forces-only forces must be
+the all-outputs forces' bits), and `same_bits` fails the cells that differ from the rest. The CPU
+and GPU strategies form two groups: the GPU's reciprocal (MUFU.RCP) is not the CPU's division.
 """
 from __future__ import annotations
 
+import hashlib
 import math
 import sys
 import time
@@ -20,14 +26,15 @@ import numpy as np
 
 import reference
 import strategies
-from mdcore import PRECISIONS, Forces, Problem
+from mdcore import MODES, PRECISIONS, Forces, InputError, Problem
+from mdcore.fixed import snap_positions
 
 from . import device, results, scenarios
 from .gate import budgets, gate
 from .tolerances import TOLERANCES, accumulation, kappa
 
 COLUMNS = ["strategy", "backend", "scenario", "n", "precision", "force_rms", "force_max", "energy", "virial",
-           "pairs_diff", "pairs_allowed", "forces_only_rms", "kappa", "accum", "status", "detail"]
+           "pairs_diff", "pairs_allowed", "forces_only_rms", "kappa", "accum", "digest", "status", "detail"]
 
 
 def _rel(num: float, den: float) -> float:
@@ -132,9 +139,21 @@ def _row(strategy: strategies.Strategy, case: Case, precision: str) -> dict:
             "cutoff": case.problem.potential.cutoff, "label": case.problem.label}
 
 
+def _in_precision(case: Case, precision: str, row: dict) -> Problem | None:
+    """The case's problem in `precision`, or None with the row n/a where the input lies outside
+    what the precision holds (fixed point's range: mdcore.fixed)."""
+    try:
+        return case.problem.with_precision(precision)
+    except InputError as e:
+        row.update(status="n/a", detail=f"the input is outside precision {precision}: {e}")
+        return None
+
+
 def run_cell(strategy: strategies.Strategy, case: Case, precision: str, max_checks: dict) -> dict:
-    problem = case.problem.with_precision(precision)
     row = _row(strategy, case, precision)
+    problem = _in_precision(case, precision, row)
+    if problem is None:
+        return row
     ok, why, _ = gate(strategy, problem, max_checks, "verify")
     if not ok:
         row.update(status="n/a", detail=why)
@@ -161,12 +180,55 @@ def run_cell(strategy: strategies.Strategy, case: Case, precision: str, max_chec
     mf = compare(forces_only, case.ref, problem)
     failures += [f"forces only: {f}" for f in mf.pop("failures")]
     row.update({"forces_only_rms": mf.get("force_rms"), "forces_only_max": mf.get("force_max")})
+    if MODES[precision].fixed:
+        row["digest"] = digest(out)
+        if digest(forces_only) != digest(out, forces_only=True):
+            failures.append("fixed point: the forces-only flavour's forces are not the same bits")
     if failures:
         row.update(status="FAIL", detail="; ".join(failures) + f" [reproduce: {problem.label} {precision} "
                                                               f"strategy {strategy.label}]")
     else:
         row.update(status="pass")
     return row
+
+
+def digest(out: Forces, forces_only: bool = False) -> str:
+    """The bits of an evaluation's forces, energy, virial and pair count (forces only: its forces)."""
+    h = hashlib.sha1(np.ascontiguousarray(out.forces, dtype=np.float64).tobytes())
+    if out.energy is not None and not forces_only:
+        h.update(np.float64(out.energy).tobytes())
+        h.update(np.ascontiguousarray(out.virial, dtype=np.float64).tobytes())
+        h.update(str(out.pairs).encode())
+    return h.hexdigest()[:16]
+
+
+def same_bits(rows: list[dict]) -> list[dict]:
+    """The fixed-point rows that passed, grouped by case and backend: where their digests differ,
+    the rows outside the largest group of equal digests FAIL (all of them on a tie). Returns the
+    rows it failed."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        if r.get("digest") and r["status"] == "pass":
+            groups.setdefault((r["scenario"], r["n"], r["potential"], r["backend"]), []).append(r)
+    failed = []
+    for members in groups.values():
+        by: dict[str, list[dict]] = {}
+        for r in members:
+            by.setdefault(r["digest"], []).append(r)
+        if len(by) < 2:
+            continue
+        sizes = sorted((len(v) for v in by.values()), reverse=True)
+        keep = max(by, key=lambda d: len(by[d])) if sizes[0] > sizes[1] else None
+        for d, rs in by.items():
+            if d == keep:
+                continue
+            others = [r["strategy"] for r in members if r["digest"] != d]
+            for r in rs:
+                r.update(status="FAIL", detail=f"fixed point: not the same bits as {', '.join(others[:4])}"
+                                              + (f" and {len(others) - 4} more" if len(others) > 4 else "")
+                                              + f" [reproduce: {r['label']} fixed strategy {r['strategy']}]")
+                failed.append(r)
+    return failed
 
 
 def replay_cell(strategy: strategies.Strategy, case: Case, precision: str, frames, every: int = 1,
@@ -181,7 +243,9 @@ def replay_cell(strategy: strategies.Strategy, case: Case, precision: str, frame
 
     row = _row(strategy, case, precision)
     row["scenario"] = f"{case.scenario}@replay"
-    problem = case.problem.with_precision(precision)
+    problem = _in_precision(case, precision, row)
+    if problem is None:
+        return row
     ok, why = strategy.supports(problem)
     if not ok:
         row.update(status="n/a", detail=why)
@@ -198,9 +262,11 @@ def replay_cell(strategy: strategies.Strategy, case: Case, precision: str, frame
         plan = strategy.prepare(p0, "all")
         plan.upload()
         strategy.compute(plan)
-        L = box.array
+        L = plan.problem.box.array  # fixed: the snapped box (mdcore.fixed), as the plan has it
+        fixed = MODES[precision].fixed
         for k in range(1, len(frames)):
-            c = frames[k] - 0.5 * L
+            pk = Problem.make(frames[k], box, pot, precision, label=f"{problem.label} frame {k}")
+            c = (snap_positions(frames[k], L, box.periodic) if fixed else frames[k]) - 0.5 * L
             c -= L * np.floor(c / L + 0.5)
             if strategy.backend == "cuda":
                 plan.pos[: problem.n, :3] = plan.cp.asarray(c.astype(plan.real))
@@ -210,7 +276,6 @@ def replay_cell(strategy: strategies.Strategy, case: Case, precision: str, frame
             if k % every and k != len(frames) - 1:
                 continue
             out = out.to_host()
-            pk = Problem.make(frames[k], box, pot, precision, label=f"{problem.label} frame {k}")
             if k not in refs:
                 refs[k] = reference.compute(pk)
             m = compare(out, refs[k], pk)
@@ -277,6 +342,9 @@ def run_matrix(strategy_list: Iterable[strategies.Strategy], cases: Iterable[Cas
                 rows.append(row)
                 if progress:
                     progress(f"  {row['strategy']:18s} {p:5s} {row['status']}")
+    for r in same_bits(rows):
+        if progress:
+            progress(f"  {r['strategy']:18s} fixed FAIL: {r['detail']}")
     return rows
 
 
@@ -318,7 +386,24 @@ def summary(rows: list[dict]) -> dict:
         sel = [r for r in rows if r["precision"] == p and r["status"] in ("pass", "FAIL")]
         if sel:
             worst[p] = {k: max(r[k] for r in sel) for k in ("force_rms", "force_max", "energy", "virial")}
-    return {"counts": counts, "worst_by_precision": worst, "ok": counts["FAIL"] + counts["ERROR"] == 0}
+    return {"counts": counts, "worst_by_precision": worst, "ok": counts["FAIL"] + counts["ERROR"] == 0,
+            "fixed_same_bits": fixed_agreement(rows)}
+
+
+def fixed_agreement(rows: list[dict]) -> dict:
+    """Per backend: the fixed-point cases where at least two strategies passed with equal bits,
+    and the strategies that took part (what the same-bits check covered)."""
+    out: dict[str, dict] = {}
+    groups: dict[tuple, set] = {}
+    for r in rows:
+        if r.get("digest") and r["status"] == "pass":
+            groups.setdefault((r["backend"], r["scenario"], r["n"], r["potential"]), set()).add(r["strategy"])
+    for (backend, *_), names in groups.items():
+        if len(names) >= 2:
+            b = out.setdefault(backend, {"cases": 0, "strategies": set()})
+            b["cases"] += 1
+            b["strategies"] |= names
+    return {k: {"cases": v["cases"], "strategies": sorted(v["strategies"])} for k, v in out.items()}
 
 
 def write_reports(rows: list[dict], meta: dict, device_header: dict, out_dir: Path,

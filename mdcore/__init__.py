@@ -8,8 +8,9 @@ harness on top (scenarios, verify, bench, profile, report, CLI).
 """
 from .errors import InputError, StrategyError
 from .potentials import LennardJones, Potential
-from .precision import MODES, PRECISIONS, Precision, check_precision
+from .precision import FIXED_SCALE, FLOAT_PRECISIONS, MODES, PRECISIONS, Precision, check_precision, poison_value
 from .problem import AXES, Box, Forces, Problem, parse_value
 
-__all__ = ["AXES", "Box", "Forces", "InputError", "LennardJones", "MODES", "PRECISIONS", "Potential", "Precision",
-           "Problem", "StrategyError", "check_precision", "parse_value"]
+__all__ = ["AXES", "Box", "FIXED_SCALE", "FLOAT_PRECISIONS", "Forces", "InputError", "LennardJones", "MODES",
+           "PRECISIONS", "Potential", "Precision", "Problem", "StrategyError", "check_precision", "parse_value",
+           "poison_value"]

@@ -156,7 +156,8 @@ class Problem:
         return problem
 
     def _check_separation(self) -> None:
-        """Refuse pairs closer than this precision can compute (see mdcore.closest)."""
+        """Refuse pairs closer than this precision can compute (see mdcore.closest), and in the
+        fixed-point mode sums that could leave its range (mdcore.fixed)."""
         i, j, r = self.closest
         limit = _min_separation(self.potential, self.box, self.precision)
         if i >= 0 and r < limit:
@@ -164,6 +165,10 @@ class Problem:
             raise InputError(f"positions: particles {i} and {j} {what}; closer than {limit:.3g} a pair has no "
                              f"direction or its {self.potential.name} terms overflow {MODES[self.precision].cxx_compute} "
                              f"({self.precision}): move or remove one of them")
+        if MODES[self.precision].fixed:
+            from .fixed import range_check
+
+            range_check(self)
 
     @property
     def n(self) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from mdcore import PRECISIONS, Potential, Problem
+from mdcore import PRECISIONS, Potential, Problem, poison_value
 
 from .base import Plan, Strategy
 from .cpu import CpuPlan, pair_step, separation, store_sums
@@ -160,13 +160,13 @@ class _TiledPlan(_AllPairsPlan):
     def poison(self) -> None:
         super().poison()
         if self.slices > 1:
-            self.parts.fill(np.nan)
+            self.parts.fill(poison_value(self.acc))
 
 
 # --- CPU --------------------------------------------------------------------------------
 
 @njit(parallel=True)
-def _allpairs_cpu(pair, with_sums, pos, box, prm, rc2, zero, forces, sums, counts):
+def _allpairs_cpu(pair, conv, with_sums, pos, box, prm, rc2, zero, forces, sums, counts):
     """pos (n, 3) in the compute dtype; box: L0, L1, L2, 1/L0, 1/L1, 1/L2 (0 = open axis);
     pair, prm, rc2: the potential's pair function, constants and cutoff^2 (strategies.cpu);
     zero: 0 in the accumulation dtype. forces (n, 3) and sums (n, 7) in the accumulation dtype,
@@ -181,7 +181,7 @@ def _allpairs_cpu(pair, with_sums, pos, box, prm, rc2, zero, forces, sums, count
                 continue
             dx, dy, dz, r2 = separation(pos, i, j, box)
             if r2 < rc2:
-                ax, ay, az, s = pair_step(pair, with_sums, s, dx, dy, dz, r2, prm)
+                ax, ay, az, s = pair_step(pair, conv, with_sums, s, dx, dy, dz, r2, prm)
                 fx += ax
                 fy += ay
                 fz += az
@@ -193,7 +193,7 @@ def _allpairs_cpu(pair, with_sums, pos, box, prm, rc2, zero, forces, sums, count
 
 class _CpuPlan(CpuPlan):
     def force(self) -> None:
-        _allpairs_cpu(self.pair, self.energy, self.pos, self.box, self.prm, self.rc2, self.acc(0), self.forces, self.sums,
+        _allpairs_cpu(self.pair, self.conv, self.energy, self.pos, self.box, self.prm, self.rc2, self.acc(0), self.forces, self.sums,
                       self.counts)
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from mdcore import PRECISIONS, Forces, InputError, Problem, StrategyError
+from mdcore import MODES, PRECISIONS, Forces, InputError, Problem, StrategyError
 from mdcore.ranges import nvtx_range
 
 __all__ = ["OUTPUTS", "Plan", "Strategy", "StrategyError"]
@@ -161,6 +161,10 @@ class Strategy:
         ok, why = self.supports(problem)
         if not ok:
             raise StrategyError(f"{self.label} cannot run {problem.describe()}: {why}")
+        if MODES[problem.precision].fixed:  # the same pair terms in every traversal: mdcore.fixed
+            from mdcore.fixed import snapped
+
+            problem = snapped(problem)
         plan = self._prepare(problem)
         plan.set_outputs(outputs)
         return plan

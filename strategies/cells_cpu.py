@@ -34,7 +34,7 @@ def _wrapi(x, n):
 
 
 @njit(parallel=True)
-def _fullshell_cpu(pair, with_sums, pos, cell_sorted, start, dims, per, box, prm, rc2, zero, forces, sums,
+def _fullshell_cpu(pair, conv, with_sums, pos, cell_sorted, start, dims, per, box, prm, rc2, zero, forces, sums,
                    counts):
     """Sorted positions pos (n, 3); forces, sums and counts per sorted particle; pair, prm, rc2:
     the potential (strategies.cpu)."""
@@ -61,7 +61,7 @@ def _fullshell_cpu(pair, with_sums, pos, cell_sorted, start, dims, per, box, prm
                             continue
                         dx, dy, dz, r2 = separation(pos, k, j, box)
                         if r2 < rc2:
-                            ax, ay, az, s = pair_step(pair, with_sums, s, dx, dy, dz, r2, prm)
+                            ax, ay, az, s = pair_step(pair, conv, with_sums, s, dx, dy, dz, r2, prm)
                             fx += ax
                             fy += ay
                             fz += az
@@ -87,7 +87,7 @@ def _block_cell(b, o, dims, per):
 
 
 @njit(parallel=True)
-def _c08_colour_cpu(pair, with_sums, pos, start, bases, pairs, dims, per, box, prm, rc2, zero, forces, sums,
+def _c08_colour_cpu(pair, conv, with_sums, pos, start, bases, pairs, dims, per, box, prm, rc2, zero, forces, sums,
                     counts):
     """One colour: bases (m, 3), pairs (14, 2, 3); forces of sorted particles updated with
     Newton3 (bases of one colour touch disjoint cells); sums and counts per base."""
@@ -105,7 +105,7 @@ def _c08_colour_cpu(pair, with_sums, pos, start, bases, pairs, dims, per, box, p
                 for j in range(j0, start[b + 1]):
                     dx, dy, dz, r2 = separation(pos, i, j, box)
                     if r2 < rc2:
-                        ax, ay, az, s = pair_step(pair, with_sums, s, dx, dy, dz, r2, prm)
+                        ax, ay, az, s = pair_step(pair, conv, with_sums, s, dx, dy, dz, r2, prm)
                         fx += ax
                         fy += ay
                         fz += az
@@ -153,14 +153,14 @@ class _CellsCpuPlan(CpuPlan):
         zero = self.acc(0)
         dims = self.dims.astype(np.int64)
         if not self.n3:
-            _fullshell_cpu(self.pair, self.energy, self.sorted_pos, self.cell_sorted, self.start, dims, self.per, self.box,
+            _fullshell_cpu(self.pair, self.conv, self.energy, self.sorted_pos, self.cell_sorted, self.start, dims, self.per, self.box,
                            self.prm, self.rc2, zero, self.sorted_forces, self.sums, self.counts)
         else:
             self.sorted_forces.fill(0)
             row = 0
             for bases in self.colours:
                 m = len(bases)
-                _c08_colour_cpu(self.pair, self.energy, self.sorted_pos, self.start, bases, self.pairs, dims, self.per,
+                _c08_colour_cpu(self.pair, self.conv, self.energy, self.sorted_pos, self.start, bases, self.pairs, dims, self.per,
                                 self.box, self.prm, self.rc2, zero, self.sorted_forces, self.sums[row:row + m],
                                 self.counts[row:row + m])
                 row += m

@@ -26,7 +26,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from mdcore import MODES, PRECISIONS, Forces, InputError, Potential, Problem, StrategyError
+from mdcore import MODES, PRECISIONS, Forces, InputError, Potential, Problem, StrategyError, poison_value
 
 from . import schedules as S
 from .base import Plan
@@ -337,9 +337,10 @@ class CellsPlan(CudaPlan):
         super().poison()
         self.overflow.fill(0)
         if self.storage != "nested":
-            self.lforce.fill(np.nan)
+            self.lforce.fill(poison_value(self.acc))
+        byte = 0x80 if MODES[self.problem.precision].fixed else 0xFF  # 0x8080...: -2^31 in fixed point
         for buf in self.cell_buffers[1::2]:
-            buf.memset(0xFF, buf.mem.size)  # all-ones bits: NaN in float and double
+            buf.memset(byte, buf.mem.size)  # all-ones bits: NaN in float and double
 
 
 # --- the full shell on the CSR storage --------------------------------------------------------
@@ -349,7 +350,7 @@ REG_CHOICES = (0, 32, 40, 48, 56, 64, 72, 80, 96, 128)
 # block 128 (ptxas -v, CUDA 13.0, sm_90; more resident warps), except fp32 forces only, where 56
 # measured 5% faster than 40 on the H200 (LJ 1M: 0.404 against 0.423 ms, same run)
 AUTO_REGS = {("fp32", False): 56, ("fp32", True): 64, ("mixed", False): 56, ("mixed", True): 72,
-             ("fp64", False): 80, ("fp64", True): 96}
+             ("fp64", False): 80, ("fp64", True): 96, ("fixed", False): 56, ("fixed", True): 72}
 TPP_CHOICES = (0, 1, 2, 4, 8, 16, 32)
 
 MAX_REACH = 4

@@ -216,7 +216,7 @@ def brute_force_pairs(pos: np.ndarray, members: np.ndarray, L: np.ndarray, perio
 
 
 @njit(parallel=True)
-def _force_cpu(pair, with_sums, pos, members, istart, jlist, masks, box, prm, rc2, zero, forces, sums, counts):
+def _force_cpu(pair, conv, with_sums, pos, members, istart, jlist, masks, box, prm, rc2, zero, forces, sums, counts):
     ncl, m = members.shape
     for c in prange(ncl):
         sm = (zero, zero, zero, zero, zero, zero, zero)
@@ -236,7 +236,7 @@ def _force_cpu(pair, with_sums, pos, members, istart, jlist, masks, box, prm, rc
                         q = members[j, b]
                         dx, dy, dz, r2 = separation(pos, i, q, box)
                         if r2 < rc2:
-                            ax, ay, az, sm = pair_step(pair, with_sums, sm, dx, dy, dz, r2, prm)
+                            ax, ay, az, sm = pair_step(pair, conv, with_sums, sm, dx, dy, dz, r2, prm)
                             fx += ax
                             fy += ay
                             fz += az
@@ -316,7 +316,7 @@ class _ClusterPlan(CpuPlan):
         ncl = len(self.members)
         self.sums[ncl:] = 0
         self.counts[ncl:] = 0
-        _force_cpu(self.pair, self.energy, self.pos, self.members, self.istart, self.jlist, self.masks, self.box,
+        _force_cpu(self.pair, self.conv, self.energy, self.pos, self.members, self.istart, self.jlist, self.masks, self.box,
                    self.prm, self.rc2, self.acc(0), self.forces, self.sums, self.counts)
 
 

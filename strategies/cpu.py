@@ -7,7 +7,9 @@ a parameter, nothing in a loop knows which one it computes.
 
 Precision: arrays carry the compute dtype (float32 or float64) and the pair function's constants
 come in `prm` in that dtype, so float32 arithmetic stays float32 (a Python literal would promote
-it); sums start from `zero` in the accumulation dtype.
+it); sums start from `zero` in the accumulation dtype, and every term enters a sum through `conv`
+(the loops take it beside `pair`): as it is in the float modes, rounded to an int64 number of
+2^-32 units in the fixed-point mode (as the kernels' Fixed(x)).
 """
 from __future__ import annotations
 
@@ -16,31 +18,47 @@ import math
 import numpy as np
 from numba import njit
 
-from mdcore import MODES, Forces, Problem
+from mdcore import FIXED_SCALE, MODES, Forces, Problem, poison_value
 
 from .base import Plan, Strategy
 
 
+_UNIT = np.float32(FIXED_SCALE)
+
+
+@njit(inline="always")
+def as_sum(x):
+    """conv of the float modes: the term as it is (the sum's type promotes it)."""
+    return x
+
+
+@njit(inline="always")
+def to_fixed(x):
+    """conv of the fixed-point mode: x in 2^-32 units, rounded to nearest (ties to even), as an
+    int64; x * 2^32 is exact in float (Problem.make keeps |x| < 2^30)."""
+    return np.int64(np.rint(x * _UNIT))
+
+
 @njit
-def pair_sums(pair, s, dx, dy, dz, r2, prm):
+def pair_sums(pair, conv, s, dx, dy, dz, r2, prm):
     """One pair inside the cutoff, d = r_i - r_j; pair(r2, prm) -> (|F|/r, u). s: the running
     sums (energy, virial xx, xy, xz, yy, yz, zz) as a tuple, so that they stay in registers (LLVM
     inlines the call; numba's own inlining would trip its parfor array analysis on the tuple).
-    Returns the force on i and the updated sums."""
+    Returns the force on i, as conv makes it a term of a sum, and the updated sums."""
     fr, u = pair(r2, prm)
     ax, ay, az = fr * dx, fr * dy, fr * dz
-    s = (s[0] + u, s[1] + ax * dx, s[2] + ax * dy, s[3] + ax * dz, s[4] + ay * dy, s[5] + ay * dz,
-         s[6] + az * dz)
-    return ax, ay, az, s
+    s = (s[0] + conv(u), s[1] + conv(ax * dx), s[2] + conv(ax * dy), s[3] + conv(ax * dz), s[4] + conv(ay * dy),
+         s[5] + conv(ay * dz), s[6] + conv(az * dz))
+    return conv(ax), conv(ay), conv(az), s
 
 
 @njit
-def pair_step(pair, with_sums, s, dx, dy, dz, r2, prm):
+def pair_step(pair, conv, with_sums, s, dx, dy, dz, r2, prm):
     """pair_sums with the sums (all outputs), or the force on i alone (forces only; s unchanged)."""
     if with_sums:
-        return pair_sums(pair, s, dx, dy, dz, r2, prm)
+        return pair_sums(pair, conv, s, dx, dy, dz, r2, prm)
     fr, _ = pair(r2, prm)
-    return fr * dx, fr * dy, fr * dz, s
+    return conv(fr * dx), conv(fr * dy), conv(fr * dz), s
 
 
 @njit(inline="always")
@@ -75,6 +93,8 @@ class CpuPlan(Plan):
         super().__init__(strategy, problem)
         mode = MODES[problem.precision]
         self.real, self.acc = mode.compute, mode.accumulate
+        self.fixed = mode.fixed
+        self.conv = to_fixed if mode.fixed else as_sum
         L = problem.box.array
         self.pos = (problem.positions - 0.5 * L).astype(self.real)  # centred, as on the GPU
         self.box = np.concatenate([L, np.where(problem.box.periodic, 1.0 / L, 0.0)]).astype(self.real)
@@ -90,12 +110,16 @@ class CpuPlan(Plan):
         self.result: Forces | None = None
 
     def reduce(self) -> None:
+        forces = self.forces * (1.0 / FIXED_SCALE) if self.fixed else self.forces  # fixed: once, to float64
         if not self.energy:
-            self.result = Forces(self.forces, None, None, None)
+            self.result = Forces(forces, None, None, None)
             return
-        s = self.sums.sum(axis=0, dtype=self.acc) * self.acc(1.0 / self.visits_per_pair)
+        if self.fixed:  # integer sums (wrapping, as on the device), halved exactly where seen twice
+            s = (self.sums.sum(axis=0, dtype=np.int64) >> (self.visits_per_pair - 1)) * (1.0 / FIXED_SCALE)
+        else:
+            s = self.sums.sum(axis=0, dtype=self.acc) * self.acc(1.0 / self.visits_per_pair)
         w = np.array([[s[1], s[2], s[3]], [s[2], s[4], s[5]], [s[3], s[5], s[6]]])
-        self.result = Forces(self.forces, s[0], w, int(self.counts.sum()) // self.visits_per_pair)
+        self.result = Forces(forces, s[0], w, int(self.counts.sum()) // self.visits_per_pair)
 
     def output(self) -> Forces:
         if self.result is None:
@@ -103,7 +127,7 @@ class CpuPlan(Plan):
         return self.result
 
     def poison(self) -> None:
-        self.forces.fill(np.nan)
-        self.sums.fill(np.nan)
+        self.forces.fill(poison_value(self.acc))
+        self.sums.fill(poison_value(self.acc))
         self.counts.fill(-1)
         self.result = None

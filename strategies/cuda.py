@@ -15,13 +15,16 @@ import re
 from pathlib import Path
 import numpy as np
 
-from mdcore import MODES, Forces, Potential, Problem, StrategyError
+from mdcore import FIXED_SCALE, MODES, Forces, Potential, Problem, StrategyError, poison_value
 
 from .base import Plan, Strategy
 
 KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
 REDUCE_BLOCK = 256
 COMPILE_OPTIONS = ("-std=c++17",)
+# The fixed-point mode's kernels (Acc = Fixed): no fused multiply-adds, so that every kernel
+# rounds a pair's r^2, force and energy one way (mdcore.fixed).
+FIXED_OPTIONS = ("--fmad=false",)
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.M)
 
 
@@ -85,11 +88,16 @@ def module_code(file: str, potential: Potential | None = None) -> str:
     return head + source(file, seen)
 
 
+def options(expression: str) -> tuple[str, ...]:
+    """Compiler options of one specialisation: FIXED_OPTIONS added where it accumulates in Fixed."""
+    return COMPILE_OPTIONS + (FIXED_OPTIONS if re.search(r"\bFixed\b", expression) else ())
+
+
 @functools.cache
 def _compiled(code: str, expression: str):
     import cupy
 
-    module = cupy.RawModule(code=code, options=COMPILE_OPTIONS, name_expressions=(expression,))
+    module = cupy.RawModule(code=code, options=options(expression), name_expressions=(expression,))
     return module.get_function(expression)
 
 
@@ -107,6 +115,9 @@ def reduce_expression(acc: str) -> str:
 
 def fold_expression(acc: str) -> str:
     return f"fold_slices<{acc}>"
+
+
+CONVERT_EXPRESSION = "fixed_to_double"
 
 
 @functools.cache
@@ -258,22 +269,41 @@ class CudaPlan(Plan):
     def reduce(self) -> None:
         if not self.energy:
             return
-        scale = self.acc(1.0 / self.visits_per_pair)
-        shift = np.int32(1 if self.visits_per_pair == 2 else 0)
-        self._reduce((1,), (REDUCE_BLOCK,), (self.partial, self.pcount, np.int32(self.nparts), scale, shift,
-                                             self.sums, self.out, self.count))
+        shift = np.int32(1 if self.visits_per_pair == 2 else 0)  # every pair seen twice: halve the totals
+        self._reduce((1,), (REDUCE_BLOCK,), (self.partial, self.pcount, np.int32(self.nparts), shift, self.sums,
+                                             self.out, self.count))
 
     def output(self) -> Forces:
+        forces, out = self.forces, self.out
+        if MODES[self.problem.precision].fixed:  # once at the end: the sums in float64
+            forces, out = self._converted()
         if not self.energy:
-            return Forces(self.forces, None, None, None)
-        return Forces(self.forces, self.out[0], self.out[1:10], self.count[0])
+            return Forces(forces, None, None, None)
+        return Forces(forces, out[0], out[1:10], self.count[0])
+
+    def _converted(self):
+        """(forces, out) of the fixed-point sums as float64, converted on the device."""
+        if getattr(self, "_conv", None) is None:
+            self._conv = kernel("fixed.cu", CONVERT_EXPRESSION)
+            self.forces_f64 = self.cp.empty(self.forces.shape, np.float64)
+            self.out_f64 = self.cp.empty(self.out.shape, np.float64)
+        parts = [(self.forces, self.forces_f64)] + ([(self.out, self.out_f64)] if self.energy else [])
+        for src, dst in parts:
+            if src.size:
+                self._conv((max(1, min(-(-src.size // 256), 4 * sm_count())),), (256,),
+                           (src, np.int32(src.size), np.float64(1.0 / FIXED_SCALE), dst))
+        return self.forces_f64, self.out_f64
 
     def poison(self) -> None:
-        self.forces.fill(np.nan)
-        self.partial.fill(np.nan)
-        self.out.fill(np.nan)
+        bad = poison_value(self.acc)
+        self.forces.fill(bad)
+        self.partial.fill(bad)
+        self.out.fill(bad)
         self.pcount.fill(np.iinfo(np.uint64).max)
         self.count.fill(np.iinfo(np.uint64).max)
+        if getattr(self, "_conv", None) is not None:
+            self.forces_f64.fill(np.nan)
+            self.out_f64.fill(np.nan)
 
     def synchronize(self) -> None:
         self.cp.cuda.get_current_stream().synchronize()

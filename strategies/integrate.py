@@ -18,14 +18,16 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from mdcore import MODES, InputError, Problem
+from mdcore import FLOAT_PRECISIONS, MODES, InputError, Problem
 
 from .base import Plan
 
 BLOCK = 256
 # every specialisation the integrator launches: (compute, accumulate) type of each precision mode
-EXPRESSIONS = [f"kick_drift<{m.cxx_compute}, {m.cxx_accumulate}>" for m in MODES.values()] + \
-    sorted({f"kick<{m.cxx_accumulate}>" for m in MODES.values()})
+# with float sums (fixed point is a mode of force evaluations, not of the MD loop)
+_FLOAT = [MODES[p] for p in FLOAT_PRECISIONS]
+EXPRESSIONS = [f"kick_drift<{m.cxx_compute}, {m.cxx_accumulate}>" for m in _FLOAT] + \
+    sorted({f"kick<{m.cxx_accumulate}>" for m in _FLOAT})
 
 
 def check_periodic(problem: Problem) -> None:
@@ -41,6 +43,9 @@ class Integrator:
     def __init__(self, plan: Plan, positions0: np.ndarray, velocities0: np.ndarray, dt: float, mass: float = 1.0):
         problem = plan.problem
         check_periodic(problem)
+        if MODES[problem.precision].fixed:
+            raise InputError("md: precision fixed is for force evaluations (verify, bench, forces); the MD loop "
+                             f"integrates in {', '.join(FLOAT_PRECISIONS)}")
         self.plan, self.n = plan, problem.n
         self.L = problem.box.array
         mode = MODES[problem.precision]

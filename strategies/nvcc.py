@@ -18,7 +18,7 @@ from pathlib import Path
 
 from mdcore import LennardJones, Potential
 
-from .cuda import COMPILE_OPTIONS, KERNEL_DIR, fold_expression, reduce_expression
+from .cuda import CONVERT_EXPRESSION, KERNEL_DIR, fold_expression, options, reduce_expression
 
 ARCH = "sm_90"
 _F64 = re.compile(r"^\s*(?:@%p\d+\s+)?(?!cvt|mov|ld|st)\w+(?:\.\w+)*\.f64\b", re.M)
@@ -47,7 +47,8 @@ def specialisations(potential: Potential | None = None) -> dict[str, tuple[list[
 
     potential = potential or LennardJones()
     data: dict[str, list[str]] = {"reduce.cu": [f(a) for f in (reduce_expression, fold_expression)
-                                                for a in ("float", "double")]}
+                                                for a in ("float", "double", "Fixed")],
+                                   "fixed.cu": [CONVERT_EXPRESSION]}
     from .integrate import EXPRESSIONS as integrator
 
     data["integrate.cu"] = list(integrator)
@@ -80,7 +81,31 @@ def translation_unit(file: str, expressions: list[str], functor: str | None = No
 def compile_unit(file: str, expressions: list[str], ptx: bool = False, arch: str = ARCH,
                  potential: Potential | None = None) -> tuple[int, str, str]:
     """Compile; returns (returncode, compiler output, PTX text if ptx else ''). `potential`: the
-    functor the traversal kernels among the expressions are instantiated with."""
+    functor the traversal kernels among the expressions are instantiated with. Expressions
+    with different compiler options (strategies.cuda.options: the fixed-point ones) compile in
+    units of their own, as at run time; the results are joined."""
+    groups: dict[tuple, list[str]] = {}
+    for e in expressions:
+        groups.setdefault(options(e), []).append(e)
+    code, out, text = 0, "", ""
+    seen: set[str] = set()
+    for opts, exprs in groups.items():
+        c, o, x = _compile(file, exprs, ptx, arch, potential, opts)
+        head, *blocks = o.split(_ENTRY)
+        for b in blocks:  # a file's non-template kernels compile in every unit: report them once
+            name = b.split("'")[1] if "'" in b else b
+            if name not in seen:
+                seen.add(name)
+                head += _ENTRY + b
+        code, out, text = max(code, c), out + head, text + x
+    return code, out, text
+
+
+_ENTRY = "ptxas info    : Compiling entry function"
+
+
+def _compile(file: str, expressions: list[str], ptx: bool, arch: str, potential: Potential | None,
+             opts: tuple[str, ...]) -> tuple[int, str, str]:
     exe = nvcc()
     if exe is None:
         raise FileNotFoundError("nvcc not found on PATH")
@@ -94,7 +119,7 @@ def compile_unit(file: str, expressions: list[str], ptx: bool = False, arch: str
         src = Path(tmp) / "unit.cu"
         src.write_text(translation_unit(file, expressions, functor))
         out = Path(tmp) / ("unit.ptx" if ptx else "unit.cubin")
-        cmd = [exe, *COMPILE_OPTIONS, f"-arch={arch}", f"-I{KERNEL_DIR}", f"-I{tmp}", "-Xptxas", "-v", "-Werror",
+        cmd = [exe, *opts, f"-arch={arch}", f"-I{KERNEL_DIR}", f"-I{tmp}", "-Xptxas", "-v", "-Werror",
                "all-warnings", "-ptx" if ptx else "-cubin", "-o", str(out), str(src)]
         if ptx:
             cmd.remove("-Xptxas"), cmd.remove("-v")

@@ -66,6 +66,23 @@ def test_quantization_is_not_measured_without_fixed_results(tmp_path):
     assert v["verdict"] == "not measured" and "fixed" in v["why"]
 
 
+def _precision_rows(name, times):
+    return [{"strategy": name, "name": name, "launch_params": {"block": 128}, "precision": p, "t": t}
+            for p, t in times.items()]
+
+
+def test_quantization_verdict_follows_fixed_against_mixed(tmp_path):
+    # fixed faster than mixed at both points: holds; fp32 shown beside it
+    _bench(tmp_path / "a.json", _precision_rows("fullshell_thread_csr", {"fixed": 1.0, "mixed": 1.4, "fp32": 0.9})
+           + _precision_rows("c08_warp_csr", {"fixed": 2.0, "mixed": 2.5, "fp32": 1.8}))
+    v = _verdicts(tmp_path)["quantization-speed"]
+    assert v["verdict"] == "holds" and "1.40x" in v["measured"] and "fp32 / fixed time" in v["measured"]
+    assert "against fp32 fixed point is 0.90-0.90x as fast" in v["why"]
+    # slower than mixed everywhere: does not hold
+    _bench(tmp_path / "a.json", _precision_rows("fullshell_thread_csr", {"fixed": 1.5, "mixed": 1.0}))
+    assert _verdicts(tmp_path)["quantization-speed"]["verdict"] == "does not hold"
+
+
 def _nve(path: Path, drifts: dict, steps=200000):
     rows = [{"strategy": s, "precision": p, "n": 4000, "steps": steps, "dt": 0.005, "status": "ok", "drift": d,
              "max_deviation": abs(d) * 10} for (s, p), d in drifts.items()]

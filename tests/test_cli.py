@@ -24,7 +24,7 @@ def test_list_json():
     doc = json.loads(r.stdout)
     assert {s["name"] for s in doc["strategies"]} == set(strategies.REGISTRY)
     assert {s["name"] for s in doc["scenarios"]} == set(scenarios.SCENARIOS)
-    assert set(doc["precisions"]) == {"fp32", "mixed", "fp64"}
+    assert set(doc["precisions"]) == {"fp32", "mixed", "fp64", "fixed"}
 
 
 def test_list_text():

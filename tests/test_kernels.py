@@ -44,11 +44,12 @@ def test_default_launches_do_not_spill():
 def _precision_of(expression):
     """The precision mode of a specialisation; None for kernels without a floating-point type
     (the integer steps of the binning: place, scan_counts)."""
-    m = re.search(r"<(float|double), (float|double)", expression)
+    m = re.search(r"<(float|double), (float|double|Fixed)\b", expression)
     if m is None:  # a data-movement kernel templated on one type (e.g. bin_cells<float>)
-        one = re.search(r"<(float|double)\b", expression)
-        return None if one is None else {"float": "fp32", "double": "fp64"}[one.group(1)]
-    return {("float", "float"): "fp32", ("float", "double"): "mixed", ("double", "double"): "fp64"}[m.groups()]
+        one = re.search(r"<(float|double|Fixed)\b", expression)
+        return None if one is None else {"float": "fp32", "double": "fp64", "Fixed": "fixed"}[one.group(1)]
+    return {("float", "float"): "fp32", ("float", "double"): "mixed", ("double", "double"): "fp64",
+            ("float", "Fixed"): "fixed"}[m.groups()]
 
 
 def _defaults():
@@ -75,7 +76,8 @@ FOLDS_REDUCTION = ("fullshell_thread_csr",)
                                         and not (e.startswith(DATA_MOVEMENT) and _precision_of(e) == "fp64")])
 def test_precision_modes_in_ptx(file, expr):
     """fp32: no float64 arithmetic at all (an untyped literal would show up here); mixed: float64
-    only in additions (the accumulators); fp64: float64 arithmetic present."""
+    only in additions (the accumulators); fp64: float64 arithmetic present; fixed: no float64
+    and no fused multiply-add (every kernel must round a pair's terms one way)."""
     code, out, ptx = nvcc.compile_unit(file, [expr], ptx=True, potential=LJ)
     assert code == 0, out
     f64 = nvcc.f64_instructions(ptx)
@@ -83,6 +85,9 @@ def test_precision_modes_in_ptx(file, expr):
     moves_data = expr.startswith(DATA_MOVEMENT)
     if mode == "fp32":
         assert f64 == [], f64[:5]
+    elif mode == "fixed":
+        assert f64 == [], f64[:5]
+        assert not re.search(r"\bfma\.\w+\.f32\b", ptx), "a fused multiply-add in a fixed-point kernel"
     elif moves_data and mode == "mixed":  # float positions, double forces: copies and sums only
         assert all(op.startswith(("add.", "setp.")) for op in f64), sorted(set(f64))
     elif mode == "mixed":  # Newton3 kernels also subtract (F_j -= f): an accumulation too

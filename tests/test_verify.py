@@ -176,7 +176,7 @@ def test_reports_written(tmp_path, case):
     assert names == {"verify.csv", "verify.json", "verify.md", "extra.json"}
     doc = json.loads((tmp_path / "extra.json").read_text())
     assert doc["summary"]["counts"] == {"pass": 1, "FAIL": 1, "ERROR": 0, "n/a": 0}
-    assert set(doc["tolerances"]) == {"fp32", "mixed", "fp64"} and "device" in doc and doc["schema_version"] == 2 and doc["kind"] == "verify"
+    assert set(doc["tolerances"]) == {"fp32", "mixed", "fp64", "fixed"} and "device" in doc and doc["schema_version"] == 2 and doc["kind"] == "verify"
     md = (tmp_path / "out" / "verify.md").read_text()
     assert "allpairs_broken" in md and "FAIL" in md
     import pandas as pd

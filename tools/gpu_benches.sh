@@ -99,6 +99,13 @@ case "$name" in
       --name claims-coordination "${common[@]}"
     $PY -m harness bench --strategies fullshell_thread_csr,clusterpair_warp_newton3 --scenario lj_liquid --n large \
       --precision fp32,mixed,fp64 --outputs all --amortised 0 --name claims-precision "${common[@]}" ;;
+  fixed)  # the fixed-point mode against fp32 and mixed (seed 003's quantization claim): every GPU strategy at LJ
+    # 4,000 and 256,000 (a strategy's force phase with a built list, all outputs), the main ones at 1M and forces only
+    $PY -m harness bench --strategies backend=cuda --scenario lj_liquid --n 4000,256000 --precision fp32,mixed,fixed \
+      --outputs all --amortised 0 --min-time 0.05 --repeat 5 --quiet --out "$out/bench" --name fixed-all
+    $PY -m harness bench --strategies fullshell_thread_csr,c08_warp_csr,parity_warpblock_shared_atomic,verlet_thread_padded,clusterpair_warp_padded,clusterpair_warp_newton3 \
+      --scenario lj_liquid --n large --precision fp32,mixed,fixed --outputs forces,all --amortised 0 --name fixed-1m \
+      "${common[@]}" ;;
   cluster-defaults)  # the cluster pairs at their defaults, LJ 4,000 and 1M, forces only, three columns
     $PY -m harness bench --strategies clusterpair_warp_padded --scenario lj_liquid --n 4000,large --outputs forces \
       --name cluster-defaults "${common[@]}" ;;

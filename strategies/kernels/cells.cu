@@ -123,7 +123,7 @@ fullshell_thread_csr(const Real* __restrict__ pos_data, const int stride, const 
   }
   if constexpr (ENERGY) {
     fold_in_last_block<BLOCK>(acc.s, static_cast<unsigned long long>(acc.pairs), partial, pcount, blockIdx.x,
-                              gridDim.x, ticket, Acc(0.5), 1, out, out_count);
+                              gridDim.x, ticket, 1, out, out_count);
   }
 }
 

@@ -11,8 +11,76 @@
 // Compiled by NVRTC through CuPy (strategies/cuda.py inlines this header) and by nvcc in the
 // CI compile check, so no system headers. Types are chosen on purpose: Real is the compute
 // type (float or double), Acc the accumulation type (float, or double in mixed and fp64
-// modes); literals are typed through Real(...) / Acc(...) or an f suffix.
+// modes, Fixed in the fixed-point mode); literals are typed through Real(...) / Acc(...) or an f
+// suffix.
 #pragma once
+
+// 64-bit fixed point, the accumulation type of precision mode `fixed` (OpenMM's approach): a
+// sum in units of 2^-32. Each term is rounded to the nearest unit once, when it is converted
+// (Acc(x), ties to even, as numpy's rint); the sums are integer additions, associative, so
+// their order (threads, colours, atomics) changes no bit. The additions wrap (unsigned
+// arithmetic, no undefined overflow): a total that fits is exact whatever wrapped on the way,
+// and Problem.make keeps every total below 2^30. No implicit conversion from a float: a sum
+// that would add a float without Acc(...) does not compile.
+struct Fixed {
+  long long v;
+  Fixed() = default;
+  __device__ __forceinline__ explicit Fixed(int x) : v(static_cast<long long>(x) * 4294967296ll) {}
+  __device__ __forceinline__ explicit Fixed(float x) : v(__float2ll_rn(x * 4294967296.0f)) {}
+  __device__ __forceinline__ explicit Fixed(double x) : v(__double2ll_rn(x * 4294967296.0)) {}
+  static __device__ __forceinline__ Fixed raw(long long r) {
+    Fixed f;
+    f.v = r;
+    return f;
+  }
+  static __device__ __forceinline__ long long add(long long a, long long b) {
+    return static_cast<long long>(static_cast<unsigned long long>(a) + static_cast<unsigned long long>(b));
+  }
+  __device__ __forceinline__ Fixed& operator+=(Fixed o) {
+    v = add(v, o.v);
+    return *this;
+  }
+  __device__ __forceinline__ Fixed& operator-=(Fixed o) {
+    v = add(v, add(~o.v, 1ll));
+    return *this;
+  }
+  __device__ __forceinline__ Fixed operator-() const { return raw(add(~v, 1ll)); }
+};
+
+__device__ __forceinline__ Fixed operator+(Fixed a, Fixed b) { return a += b; }
+__device__ __forceinline__ Fixed operator-(Fixed a, Fixed b) { return a -= b; }
+
+// What the kernels do with an Acc, for Fixed: shuffles, atomics, loads and stores past L1.
+__device__ __forceinline__ Fixed __shfl_sync(unsigned mask, Fixed x, int src, int width = 32) {
+  return Fixed::raw(__shfl_sync(mask, x.v, src, width));
+}
+__device__ __forceinline__ Fixed __shfl_xor_sync(unsigned mask, Fixed x, int lane_mask, int width = 32) {
+  return Fixed::raw(__shfl_xor_sync(mask, x.v, lane_mask, width));
+}
+__device__ __forceinline__ Fixed __shfl_down_sync(unsigned mask, Fixed x, unsigned delta, int width = 32) {
+  return Fixed::raw(__shfl_down_sync(mask, x.v, delta, width));
+}
+__device__ __forceinline__ Fixed __shfl_up_sync(unsigned mask, Fixed x, unsigned delta, int width = 32) {
+  return Fixed::raw(__shfl_up_sync(mask, x.v, delta, width));
+}
+__device__ __forceinline__ Fixed atomicAdd(Fixed* p, Fixed x) {
+  return Fixed::raw(static_cast<long long>(
+      atomicAdd(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(x.v))));
+}
+__device__ __forceinline__ Fixed __ldcg(const Fixed* p) { return Fixed::raw(__ldcg(reinterpret_cast<const long long*>(p))); }
+__device__ __forceinline__ void __stcg(Fixed* p, Fixed x) { __stcg(reinterpret_cast<long long*>(p), x.v); }
+
+// w / 2^shift, shift 0 or 1 (totals of traversals that saw every pair from both sides): a
+// multiplication by 0.5 in float, exact; an arithmetic shift in fixed point, exact because such
+// a total is a sum of equal pairs of integers.
+template <typename Acc>
+__device__ __forceinline__ Acc halved(Acc w, int shift) {
+  return shift ? w * Acc(0.5) : w;
+}
+template <>
+__device__ __forceinline__ Fixed halved<Fixed>(Fixed w, int shift) {
+  return Fixed::raw(w.v >> shift);
+}
 
 template <typename Real>
 struct alignas(16) Vec4 {
@@ -226,33 +294,34 @@ __device__ __forceinline__ void accumulator_sums(Accumulator<Real, Acc, ENERGY>&
 }
 
 // The totals of a reduction, written as every strategy returns them: out[0] = energy,
-// out[1..9] = the symmetric 3x3 virial (row-major), out_count[0] = pairs; sums scaled by `scale`
-// (0.5 where every pair was visited from both sides), the count shifted by `count_shift`.
+// out[1..9] = the symmetric 3x3 virial (row-major), out_count[0] = pairs; sums and count halved
+// where `shift` is 1 (every pair visited from both sides).
 template <typename Acc>
-__device__ __forceinline__ void write_totals(const Acc (&w)[kSums], unsigned long long m, Acc scale, int count_shift,
+__device__ __forceinline__ void write_totals(const Acc (&w)[kSums], unsigned long long m, int shift,
                                              Acc* __restrict__ out, unsigned long long* __restrict__ out_count) {
-  out[0] = w[0] * scale;
-  out[1] = w[1] * scale;
-  out[2] = w[2] * scale;
-  out[3] = w[3] * scale;
-  out[4] = w[2] * scale;
-  out[5] = w[4] * scale;
-  out[6] = w[5] * scale;
-  out[7] = w[3] * scale;
-  out[8] = w[5] * scale;
-  out[9] = w[6] * scale;
-  out_count[0] = m >> count_shift;
+  const Acc xy = halved(w[2], shift), xz = halved(w[3], shift), yz = halved(w[5], shift);
+  out[0] = halved(w[0], shift);
+  out[1] = halved(w[1], shift);
+  out[2] = xy;
+  out[3] = xz;
+  out[4] = xy;
+  out[5] = halved(w[4], shift);
+  out[6] = yz;
+  out[7] = xz;
+  out[8] = yz;
+  out[9] = halved(w[6], shift);
+  out_count[0] = m >> shift;
 }
 
 // The final reduction folded into a kernel: every block writes its sums to partial[slot]; the
 // last block to finish (a ticket counter) sums all nblocks slots in block order and writes
-// out[0] = energy, out[1..9] = the symmetric virial (scaled), out_count[0] = pairs >> shift, and
+// out[0] = energy, out[1..9] = the symmetric virial, both halved and out_count[0] = pairs >> shift, and
 // resets the ticket for the next launch. The order of the sum does not depend on which block
 // finishes last: deterministic. Every thread of every block must call it.
 template <int BLOCK, typename Acc>
 __device__ __forceinline__ void fold_in_last_block(Acc (&v)[kSums], unsigned long long n, Acc* __restrict__ partial,
                                                    unsigned long long* __restrict__ pcount, int slot, int nblocks,
-                                                   unsigned int* __restrict__ ticket, Acc scale, int count_shift,
+                                                   unsigned int* __restrict__ ticket, int shift,
                                                    Acc* __restrict__ out, unsigned long long* __restrict__ out_count) {
   __shared__ bool s_last;
   block_reduce<BLOCK>(v, n);
@@ -278,7 +347,7 @@ __device__ __forceinline__ void fold_in_last_block(Acc (&v)[kSums], unsigned lon
   __syncthreads();  // block_reduce's shared arrays are reused
   block_reduce<BLOCK>(w, m);
   if (threadIdx.x == 0) {
-    write_totals(w, m, scale, count_shift, out, out_count);
+    write_totals(w, m, shift, out, out_count);
     *ticket = 0u;
   }
 }

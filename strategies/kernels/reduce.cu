@@ -2,14 +2,14 @@
 // identical bits. Writes out[0] = energy, out[1..9] = the symmetric 3x3 virial (row-major)
 // and out_count[0] = pair count.
 //
-// scale: 0.5 for traversals that visit every pair from both sides (full shell), 1 with
-// Newton3; count_shift: 1 when every pair was counted twice, else 0.
+// shift: 1 for traversals that visit every pair from both sides (full shell): sums and count
+// halved; 0 with Newton3.
 #include "common.cuh"
 
 template <typename Acc, int BLOCK>
 __global__ void __launch_bounds__(BLOCK)
 reduce_partials(const Acc* __restrict__ partial, const unsigned long long* __restrict__ count, const int nparts,
-                const Acc scale, const int count_shift, Acc* __restrict__ sums, Acc* __restrict__ out,
+                const int shift, Acc* __restrict__ sums, Acc* __restrict__ out,
                 unsigned long long* __restrict__ out_count) {
   Acc v[kSums];
 #pragma unroll
@@ -24,7 +24,7 @@ reduce_partials(const Acc* __restrict__ partial, const unsigned long long* __res
   if (threadIdx.x == 0) {
 #pragma unroll
     for (int k = 0; k < kSums; ++k) sums[k] = v[k];
-    write_totals(v, n, scale, count_shift, out, out_count);
+    write_totals(v, n, shift, out, out_count);
   }
 }
 
