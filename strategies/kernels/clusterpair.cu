@@ -408,12 +408,24 @@ cp_force(const Vec4<Real>* __restrict__ xc, const int* __restrict__ member, cons
 // i-particles c and c + 4 (c = 0..3), so that a j-force is summed over 4 lanes only.
 constexpr int kIGroups = 4;
 
+// The type a j-force is summed in over its lanes before its one atomic: Real in the float modes
+// (8 terms summed in float, rounded once into Acc), Acc in fixed point, where every term must be
+// rounded alone so that no order shows in the bits.
+template <typename Real, typename Acc>
+struct JSum {
+  using type = Real;
+};
+template <typename Real>
+struct JSum<Real, Fixed> {
+  using type = Fixed;
+};
+
 // Two pairs of one lane, i-particles i0 and i1 against one j-particle at q (shifted to the
 // entry's image): their forces added to i0's (f0) and i1's (f1) sums; returns the force on j.
-template <typename Real, typename Acc, bool ENERGY, class F>
+template <typename Real, typename Acc, bool ENERGY, class F, typename G = typename JSum<Real, Acc>::type>
 __device__ __forceinline__ void n3_pairs(Accumulator<Real, Acc, ENERGY>& acc, const F& f, const Vec4<Real>& i0,
                                          const Vec4<Real>& i1, Real qx, Real qy, Real qz, bool on0, bool on1,
-                                         Acc (&f0)[3], Acc (&f1)[3], Real& gx, Real& gy, Real& gz) {
+                                         Acc (&f0)[3], Acc (&f1)[3], G& gx, G& gy, G& gz) {
   Real ax, ay, az, bx, by, bz;
   {
     const Real dx = i0.x - qx, dy = i0.y - qy, dz = i0.z - qz;
@@ -431,9 +443,9 @@ __device__ __forceinline__ void n3_pairs(Accumulator<Real, Acc, ENERGY>& acc, co
   f1[0] += Acc(bx);
   f1[1] += Acc(by);
   f1[2] += Acc(bz);
-  gx = -(ax + bx);
-  gy = -(ay + by);
-  gz = -(az + bz);
+  gx = -(G(ax) + G(bx));
+  gy = -(G(ay) + G(by));
+  gz = -(G(az) + G(bz));
 }
 
 // keep + the partner's send across lane bit `bit`: the lanes with the bit set keep the upper
@@ -453,9 +465,9 @@ __device__ __forceinline__ void scatter_level(T (&v)[N], int lane, int bit) {
 // lane bits 16 and 8, after which lane 8 c + j holds component c: the lanes c < 3 add it at
 // fc[at] = fc[24 jc + 3 j + c] (24 lanes, the j-cluster's 96 contiguous bytes, one atomic
 // instruction).
-template <typename Real, typename Acc>
-__device__ __forceinline__ void n3_flush_j(Acc* __restrict__ fc, int at, int lane, int c, Real gx, Real gy, Real gz) {
-  Real v[4] = {gx, gy, gz, Real(0)};
+template <typename G, typename Acc>
+__device__ __forceinline__ void n3_flush_j(Acc* __restrict__ fc, int at, int lane, int c, G gx, G gy, G gz) {
+  G v[4] = {gx, gy, gz, G(0)};
   scatter_level<2>(v, lane, 16);
   scatter_level<1>(v, lane, 8);
   if (c < 3) atomicAdd(fc + at, Acc(v[0]));
@@ -485,11 +497,11 @@ cp_force_n3(const Vec4<Real>* __restrict__ xc, const int* __restrict__ ent, cons
   if (ic < ncl) {  // warp-uniform
     const Vec4<Real> i0 = xc[ic * kCluster + c], i1 = xc[ic * kCluster + kIGroups + c];
     Acc f0[3] = {Acc(0), Acc(0), Acc(0)}, f1[3] = {Acc(0), Acc(0), Acc(0)};
-    Real gx, gy, gz;
+    typename JSum<Real, Acc>::type gx, gy, gz;
     if (part == 0) {  // the cluster with itself: the pairs i < j
       const Vec4<Real> q = xc[ic * kCluster + j];
       n3_pairs(acc, f, i0, i1, q.x, q.y, q.z, j > c, j > kIGroups + c, f0, f1, gx, gy, gz);
-      n3_flush_j<Real>(fc, ic * (kCluster * 3) + joff, lane, c, gx, gy, gz);
+      n3_flush_j(fc, ic * (kCluster * 3) + joff, lane, c, gx, gy, gz);
     }
     const int* __restrict__ row = ent + static_cast<long long>(ic) * cap;
     const int m = len[ic];
@@ -505,7 +517,7 @@ cp_force_n3(const Vec4<Real>* __restrict__ xc, const int* __restrict__ ent, cons
         const Vec4<Real> sh = s_shift[e & ((1 << kCodeBits) - 1)];
         // the j-particle at the entry's image (seen from i: q + shift, i.e. i - shift - q)
         n3_pairs(acc, f, i0, i1, q.x + sh.x, q.y + sh.y, q.z + sh.z, true, true, f0, f1, gx, gy, gz);
-        n3_flush_j<Real>(fc, (e >> kJShift) * (kCluster * 3) + joff, lane, c, gx, gy, gz);
+        n3_flush_j(fc, (e >> kJShift) * (kCluster * 3) + joff, lane, c, gx, gy, gz);
         e = en;
         q = qn;
       }
