@@ -303,9 +303,12 @@ def in_precision(problem: Problem, precision: str) -> tuple[Problem, str]:
 CPU_RECORD_LIMIT = 5e7  # particle steps a CPU records a trajectory for (about a minute on two cores)
 
 
-def trajectory(p: Problem, frames: int):
-    """The recorded frames of p for the amortised column, or why there are none (a string)."""
+def trajectory(p: Problem, frames: int, equilibrate: int | None = None):
+    """The recorded frames of p for the amortised column, or why there are none (a string).
+    equilibrate: steps before the first frame (default md.EQUILIBRATE)."""
     from . import md
+
+    equilibrate = md.EQUILIBRATE if equilibrate is None else equilibrate
 
     if not all(p.box.periodic) or p.potential.cutoff is None:
         return "n/a: the MD loop needs a periodic box and a cutoff"
@@ -313,12 +316,12 @@ def trajectory(p: Problem, frames: int):
     free = device.host_memory_available()
     if free is not None and need > free // 2:
         return f"n/a: {frames} frames of {p.n:,} particles need {need / 2**30:.1f} GiB of host memory"
-    work = p.n * (md.EQUILIBRATE + frames)
+    work = p.n * (equilibrate + frames)
     if not md.driver_available_on_gpu() and work > CPU_RECORD_LIMIT:
-        return (f"n/a: recording {md.EQUILIBRATE + frames} steps of {p.n:,} particles on the CPU would take long "
+        return (f"n/a: recording {equilibrate + frames} steps of {p.n:,} particles on the CPU would take long "
                 f"({work:.2g} particle steps, the limit is {CPU_RECORD_LIMIT:.0g}); --amortised 0 skips the column")
     try:
-        return md.record(p, frames)
+        return md.record(p, frames, equilibrate=equilibrate)
     except InputError as e:
         return f"n/a: {e}"
 

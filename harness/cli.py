@@ -344,6 +344,60 @@ def cmd_nve_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_tune(args: argparse.Namespace) -> int:
+    from . import tune
+
+    budget = tune.parse_budget(args.budget)
+    if args.json:
+        results.check_file(args.json, "--json", (".json",))
+    cache = Path(args.cache) if args.cache else tune.default_cache()
+    if cache is not None and cache.is_dir():
+        raise InputError(f"--cache: {cache} is a folder; name a file (.json)")
+    if args.frames < 2:
+        raise InputError(f"--frames must be at least 2 (a step needs a frame after the first), got {args.frames}")
+    precision = check_precision(args.precision)
+    if args.input:
+        problem = _input_problem(args, precision)
+    else:
+        problem = scenarios.make(args.scenario, _size(args.n), seed=args.seed, precision=precision)
+    problem = scenarios.with_potential(problem, args.potential)
+    if args.strategies:
+        names = strategies.resolve(args.strategies)
+        _require_devices(names)
+    else:  # the GPU's strategies where there is one, else the CPU's
+        gpu = strategies.create(strategies.select(backend="cuda")[0]).available()[0]
+        names = strategies.select(backend="cuda" if gpu else "cpu")
+    say = None if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
+    doc = tune.tune(problem, names, budget, args.outputs, cache, use_cache=not args.no_cache, progress=say,
+                    bar_factory=None if args.quiet else _tune_bar, frames=args.frames)
+    if doc.get("cached"):
+        print(f"(from the cache: an earlier tune of a similar input on this machine, {doc['cached_input']})")
+    else:
+        ranked = sorted((c for c in doc["candidates"] if c["status"] == "timed" and c["median_ms"] is not None),
+                        key=lambda c: c["median_ms"])
+        if not args.quiet:
+            print(f"{'candidate':48s} {'median ms':>10s} {'samples':>8s} {'spread':>7s}")
+            for c in ranked[:8]:
+                print(f"{c['label']:48s} {c['median_ms']:10.4f} {len(c['samples_ms']):8d} {c['spread']:7.0%}")
+            pruned = sum(c["status"] == "pruned" for c in doc["candidates"])
+            print(f"{len(doc['candidates'])} candidates, {pruned} pruned early, {doc['rounds']} rounds on the close "
+                  f"ones, {doc['seconds']:.1f} s; the winner verified against the float64 reference")
+    print(doc["answer"])
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(doc, indent=1, default=str) + "\n")
+    return 0
+
+
+def _tune_bar(total: int):
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, desc="tune", unit="candidate", file=sys.stderr, leave=False,
+                disable=not sys.stderr.isatty())
+
+
 def cmd_md(args: argparse.Namespace) -> int:
     from dataclasses import replace as _replace
 
@@ -702,6 +756,27 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=str(ROOT / "reports"))
     p.add_argument("--title")
     p.set_defaults(fn=cmd_report)
+
+    p = sub.add_parser("tune", help="the fastest strategy and launch parameters for your particles (verified)")
+    p.add_argument("--input", help="your configuration (.xyz or .npz); or --scenario and --n")
+    p.add_argument("--scenario", default="lj_liquid")
+    p.add_argument("--n", default="medium", help="size name or particle count (with --scenario)")
+    p.add_argument("--seed", type=_NONNEG_INT, default=1)
+    p.add_argument("--potential", help="e.g. 'coordination:r0=1,n=6,dmax=2.5' or 'lj:cutoff=3'")
+    p.add_argument("--precision", default="fp32")
+    p.add_argument("--outputs", choices=("forces", "all"), default="forces",
+                   help="what a step computes: forces only (default, an MD step's usual need) or all")
+    p.add_argument("--strategies", help="candidates (default: every strategy of this machine's GPU, else the CPU's)")
+    p.add_argument("--budget", default="60s", help="time to spend: 60, 60s, 2m (default 60s; the first sample of "
+                                                   "every strategy is always taken)")
+    p.add_argument("--frames", type=int, default=40, help="trajectory frames a step is timed on (default 40)")
+    p.add_argument("--cache", help="results cache (default ~/.cache/md-harness/tune.json)")
+    p.add_argument("--no-cache", action="store_true", help="measure even if a similar input is in the cache (the "
+                                                            "cache is updated)")
+    p.add_argument("--json", help="the answer and every candidate's samples as JSON")
+    p.add_argument("--quiet", action="store_true", help="the answer line only")
+    _potential_args(p)
+    p.set_defaults(fn=cmd_tune)
 
     p = sub.add_parser("forces", help="forces, energy, virial and pairs of one configuration")
     p.add_argument("--strategy", required=True, help="a registered strategy, or 'reference' (float64 CPU)")
