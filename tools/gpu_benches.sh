@@ -106,6 +106,19 @@ case "$name" in
     $PY -m harness bench --strategies fullshell_thread_csr,c08_warp_csr,parity_warpblock_shared_atomic,verlet_thread_padded,clusterpair_warp_padded,clusterpair_warp_newton3 \
       --scenario lj_liquid --n large --precision fp32,mixed,fixed --outputs forces,all --amortised 0 --name fixed-1m \
       "${common[@]}" ;;
+  fixed-coord)  # verify: the fixed-point mode with the coordination potential, every strategy, small
+    $PY -m harness verify --size small --precision fixed --potential coordination:r0=1,n=6,dmax=2.5 --quiet \
+      --out "$out/verify-fixed-coordination" | tail -4 ;;
+  tune)  # harness tune on three inputs (issue 16): the LJ liquid at 1M, the sigma-12 Gaussian at 1M, a file
+    mkdir -p "$out/tune"
+    $PY -m harness tune --scenario lj_liquid --n large --budget 60s --cache "$out/tune/cache.json" \
+      --json "$out/tune/lj-1m.json" --quiet
+    $PY -m harness tune --scenario gaussian --n large --budget 60s --cache "$out/tune/cache.json" \
+      --json "$out/tune/gauss-1m.json" --quiet
+    $PY -m harness export --scenario uniform --n 256000 --seed 3 --out /tmp/uniform-256k.xyz
+    $PY -m harness tune --input /tmp/uniform-256k.xyz --budget 45s --cache "$out/tune/cache.json" \
+      --json "$out/tune/file-256k.json" --quiet
+    $PY -m harness tune --scenario lj_liquid --n large --seed 5 --budget 60s --cache "$out/tune/cache.json" --quiet ;;
   cluster-defaults)  # the cluster pairs at their defaults, LJ 4,000 and 1M, forces only, three columns
     $PY -m harness bench --strategies clusterpair_warp_padded --scenario lj_liquid --n 4000,large --outputs forces \
       --name cluster-defaults "${common[@]}" ;;
