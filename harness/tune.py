@@ -235,7 +235,8 @@ class Tuner:
             self._say(f"  {c.label:44s} {c.median:10.4f} ms" if c.status == "timed" else f"  {c.label}: {c.note}")
         alive = self._prune(first)
         # the survivors' launch parameters, one at a time
-        more = [Candidate(c.name, v) for c in alive for v in variants(c.name)]
+        # the most promising strategy's parameters first: the budget may end before the others'
+        more = [Candidate(c.name, v) for c in sorted(alive, key=lambda c: c.median) for v in variants(c.name)]
         for c in more:
             if self.clock() - t0 > self.budget:
                 c.status, c.note = "pruned", "not timed: the budget was spent"
