@@ -224,13 +224,12 @@ def _sweep(items: list[str] | None) -> dict[str, list]:
     return out
 
 
-def _progress_bar(total: int):
+def _progress_bar(total: int, desc: str = "bench", unit: str = "point"):
     try:
         from tqdm import tqdm
     except ImportError:
         return None
-    return tqdm(total=total, desc="bench", unit="point", file=sys.stderr, leave=False,
-                disable=not sys.stderr.isatty())
+    return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False, disable=not sys.stderr.isatty())
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -369,7 +368,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         names = strategies.select(backend="cuda" if gpu else "cpu")
     say = None if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
     doc = tune.tune(problem, names, budget, args.outputs, cache, use_cache=not args.no_cache, progress=say,
-                    bar_factory=None if args.quiet else _tune_bar, frames=args.frames)
+                    bar_factory=None if args.quiet else lambda n: _progress_bar(n, "tune", "candidate"), frames=args.frames)
     if doc.get("cached"):
         print(f"(from the cache: an earlier tune of a similar input on this machine, {doc['cached_input']})")
     else:
@@ -387,15 +386,6 @@ def cmd_tune(args: argparse.Namespace) -> int:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(doc, indent=1, default=str) + "\n")
     return 0
-
-
-def _tune_bar(total: int):
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total, desc="tune", unit="candidate", file=sys.stderr, leave=False,
-                disable=not sys.stderr.isatty())
 
 
 def cmd_md(args: argparse.Namespace) -> int:

@@ -15,6 +15,18 @@ from numba import njit
 
 
 @njit(inline="always")
+def min_image_r2(pos, i, j, L, per):
+    """|r_i - r_j|^2 in float64, minimum image along the periodic axes."""
+    r2 = 0.0
+    for a in range(3):
+        d = pos[i, a] - pos[j, a]
+        if per[a]:
+            d -= L[a] * np.rint(d / L[a])
+        r2 += d * d
+    return r2
+
+
+@njit(inline="always")
 def _scan(a0, a1, b0, b1, order, pos, L, per, best):
     """Pairs (i, j), i < j, between the particles order[a0:a1] and order[b0:b1]; best = [r2, i, j]."""
     for x in range(a0, a1):
@@ -23,12 +35,7 @@ def _scan(a0, a1, b0, b1, order, pos, L, per, best):
             j = order[y]
             if j <= i:
                 continue
-            r2 = 0.0
-            for a in range(3):
-                d = pos[i, a] - pos[j, a]
-                if per[a]:
-                    d -= L[a] * np.rint(d / L[a])
-                r2 += d * d
+            r2 = min_image_r2(pos, i, j, L, per)
             if r2 < best[0]:
                 best[0], best[1], best[2] = r2, i, j
 

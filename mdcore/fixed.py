@@ -27,6 +27,7 @@ from dataclasses import replace
 import numpy as np
 from numba import njit, prange
 
+from .closest import min_image_r2
 from .errors import InputError
 from .precision import FIXED_LIMIT
 
@@ -118,12 +119,7 @@ def _magnitudes(ref, consts, rc2, pos, L, per, dims, start, order, force, energy
                         j = order[m]
                         if j == i:
                             continue
-                        r2 = 0.0
-                        for a in range(3):
-                            d = pos[i, a] - pos[j, a]
-                            if per[a]:
-                                d -= L[a] * np.rint(d / L[a])
-                            r2 += d * d
+                        r2 = min_image_r2(pos, i, j, L, per)
                         if r2 < rc2:
                             fr, uu = ref(r2, consts)
                             f += abs(fr) * math.sqrt(r2)
