@@ -364,8 +364,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
         names = strategies.resolve(args.strategies)
         _require_devices(names)
     else:  # the GPU's strategies where there is one, else the CPU's
-        gpu = strategies.create(strategies.select(backend="cuda")[0]).available()[0]
-        names = strategies.select(backend="cuda" if gpu else "cpu")
+        from strategies.cuda import device_status
+
+        names = strategies.select(backend="cuda" if device_status()[0] else "cpu")
     say = None if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
     doc = tune.tune(problem, names, budget, args.outputs, cache, use_cache=not args.no_cache, progress=say,
                     bar_factory=None if args.quiet else lambda n: _progress_bar(n, "tune", "candidate"), frames=args.frames)

@@ -202,16 +202,21 @@ def digest(out: Forces, forces_only: bool = False) -> str:
     return h.hexdigest()[:16]
 
 
+def _fixed_groups(rows: list[dict]) -> dict[tuple, list[dict]]:
+    """The fixed-point rows that passed, per (backend, scenario, n, potential)."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        if r.get("digest") and r["status"] == "pass":
+            groups.setdefault((r["backend"], r["scenario"], r["n"], r["potential"]), []).append(r)
+    return groups
+
+
 def same_bits(rows: list[dict]) -> list[dict]:
     """The fixed-point rows that passed, grouped by case and backend: where their digests differ,
     the rows outside the largest group of equal digests FAIL (all of them on a tie). Returns the
     rows it failed."""
-    groups: dict[tuple, list[dict]] = {}
-    for r in rows:
-        if r.get("digest") and r["status"] == "pass":
-            groups.setdefault((r["scenario"], r["n"], r["potential"], r["backend"]), []).append(r)
     failed = []
-    for members in groups.values():
+    for members in _fixed_groups(rows).values():
         by: dict[str, list[dict]] = {}
         for r in members:
             by.setdefault(r["digest"], []).append(r)
@@ -394,11 +399,8 @@ def fixed_agreement(rows: list[dict]) -> dict:
     """Per backend: the fixed-point cases where at least two strategies passed with equal bits,
     and the strategies that took part (what the same-bits check covered)."""
     out: dict[str, dict] = {}
-    groups: dict[tuple, set] = {}
-    for r in rows:
-        if r.get("digest") and r["status"] == "pass":
-            groups.setdefault((r["backend"], r["scenario"], r["n"], r["potential"]), set()).add(r["strategy"])
-    for (backend, *_), names in groups.items():
+    for (backend, *_), members in _fixed_groups(rows).items():
+        names = {r["strategy"] for r in members}
         if len(names) >= 2:
             b = out.setdefault(backend, {"cases": 0, "strategies": set()})
             b["cases"] += 1

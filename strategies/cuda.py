@@ -256,6 +256,11 @@ class CudaPlan(Plan):
             self._reduce = kernel("reduce.cu", reduce_expression(self.acc_t))
         except Exception as e:
             raise StrategyError(f"{strategy.name}: compiling the reduction failed: {e}") from e
+        self.fixed = mode.fixed
+        if self.fixed:  # the float64 results the fixed-point sums are converted into, once per evaluation
+            self._conv = kernel("fixed.cu", CONVERT_EXPRESSION)
+            self.forces_f64 = cupy.empty(self.forces.shape, np.float64)
+            self.out_f64 = cupy.empty(self.out.shape, np.float64)
 
     @property
     def device_bytes(self) -> int:
@@ -275,7 +280,7 @@ class CudaPlan(Plan):
 
     def output(self) -> Forces:
         forces, out = self.forces, self.out
-        if MODES[self.problem.precision].fixed:  # once at the end: the sums in float64
+        if self.fixed:  # once at the end: the sums in float64
             forces, out = self._converted()
         if not self.energy:
             return Forces(forces, None, None, None)
@@ -283,10 +288,6 @@ class CudaPlan(Plan):
 
     def _converted(self):
         """(forces, out) of the fixed-point sums as float64, converted on the device."""
-        if getattr(self, "_conv", None) is None:
-            self._conv = kernel("fixed.cu", CONVERT_EXPRESSION)
-            self.forces_f64 = self.cp.empty(self.forces.shape, np.float64)
-            self.out_f64 = self.cp.empty(self.out.shape, np.float64)
         parts = [(self.forces, self.forces_f64)] + ([(self.out, self.out_f64)] if self.energy else [])
         for src, dst in parts:
             if src.size:
@@ -301,7 +302,7 @@ class CudaPlan(Plan):
         self.out.fill(bad)
         self.pcount.fill(np.iinfo(np.uint64).max)
         self.count.fill(np.iinfo(np.uint64).max)
-        if getattr(self, "_conv", None) is not None:
+        if self.fixed:
             self.forces_f64.fill(np.nan)
             self.out_f64.fill(np.nan)
 

@@ -33,18 +33,17 @@ struct Fixed {
     f.v = r;
     return f;
   }
-  static __device__ __forceinline__ long long add(long long a, long long b) {
-    return static_cast<long long>(static_cast<unsigned long long>(a) + static_cast<unsigned long long>(b));
-  }
+  // two's-complement wrap-around through unsigned arithmetic (signed overflow is undefined)
+  static __device__ __forceinline__ long long wrap(unsigned long long x) { return static_cast<long long>(x); }
   __device__ __forceinline__ Fixed& operator+=(Fixed o) {
-    v = add(v, o.v);
+    v = wrap(static_cast<unsigned long long>(v) + static_cast<unsigned long long>(o.v));
     return *this;
   }
   __device__ __forceinline__ Fixed& operator-=(Fixed o) {
-    v = add(v, add(~o.v, 1ll));
+    v = wrap(static_cast<unsigned long long>(v) - static_cast<unsigned long long>(o.v));
     return *this;
   }
-  __device__ __forceinline__ Fixed operator-() const { return raw(add(~v, 1ll)); }
+  __device__ __forceinline__ Fixed operator-() const { return raw(wrap(0ull - static_cast<unsigned long long>(v))); }
 };
 
 __device__ __forceinline__ Fixed operator+(Fixed a, Fixed b) { return a += b; }
