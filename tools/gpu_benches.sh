@@ -119,6 +119,15 @@ case "$name" in
     $PY -m harness tune --input /tmp/uniform-256k.xyz --budget 45s --cache "$out/tune/cache.json" \
       --json "$out/tune/file-256k.json" --quiet
     $PY -m harness tune --scenario lj_liquid --n large --seed 5 --budget 60s --cache "$out/tune/cache.json" --quiet ;;
+  ab-s5)  # the fifth session's kernel edits (halving by shift, the Newton3 j-sum type) before and after, LJ 1M, fp32
+    s5=fullshell_thread_csr,clusterpair_warp_newton3,verlet_thread_padded,c08_warp_csr
+    $PY -m harness bench --strategies $s5 --scenario lj_liquid --n large --outputs all,forces --amortised 0 \
+      --name after-s5 "${common[@]}"
+    if [ -d .before ]; then
+      (cd .before && HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness bench \
+        --strategies $s5 --scenario lj_liquid --n large --outputs all,forces --amortised 0 --name before-s5 \
+        "${common[@]}")
+    fi ;;
   cluster-defaults)  # the cluster pairs at their defaults, LJ 4,000 and 1M, forces only, three columns
     $PY -m harness bench --strategies clusterpair_warp_padded --scenario lj_liquid --n 4000,large --outputs forces \
       --name cluster-defaults "${common[@]}" ;;
