@@ -128,6 +128,9 @@ case "$name" in
         --strategies $s5 --scenario lj_liquid --n large --outputs all,forces --amortised 0 --name before-s5 \
         "${common[@]}")
     fi ;;
+  minb)  # the Verlet force kernel's register cap (minb: blocks per SM), both flavours, LJ 4,000 and 1M, fp32
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 4000,large --outputs all,forces \
+      --sweep minb=0:10:12:16 --amortised 0 --name minb "${common[@]}" ;;
   cluster-defaults)  # the cluster pairs at their defaults, LJ 4,000 and 1M, forces only, three columns
     $PY -m harness bench --strategies clusterpair_warp_padded --scenario lj_liquid --n 4000,large --outputs forces \
       --name cluster-defaults "${common[@]}" ;;

@@ -182,9 +182,12 @@ verlet_build_cells(const Vec4<Real>* __restrict__ sorted, const int* __restrict_
 
 // LAYOUT (layout.cuh): how the positions (input order) lie: kAoS4 the plan's Vec4 array; kAoS3,
 // kSoA a copy made at the start of the force phase, `stride` elements per array in kSoA.
+// MINB: blocks per SM the compiler must leave room for (__launch_bounds__'s second argument), a
+// register cap: the energy flavour's sums need 16 more registers, which costs occupancy in a
+// kernel bound by the latency of its list and gathers.
 template <typename Real, typename Acc, template <typename> class Functor, bool ENERGY, bool PBC, int TPP, int BLOCK,
-          int LAYOUT>
-__global__ void __launch_bounds__(BLOCK)
+          int LAYOUT, int MINB>
+__global__ void __launch_bounds__(BLOCK, MINB)
 verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __restrict__ order,
              const int* __restrict__ nbr,
              const int* __restrict__ len, const int n, const Box<Real> box, const Real* __restrict__ params,
