@@ -38,6 +38,7 @@ from .registry import register
 
 TPP_CHOICES = (1, 2, 4, 8, 16, 32)
 MINB_CHOICES = (0, 8, 10, 12, 16)
+BATCH_CHOICES = (1, 2, 4, 8)
 MAX_THREADS_PER_SM = 2048  # every GPU from sm_80 to sm_90
 BUILD_FLAGS = (("false", "false"), ("false", "true"), ("true", "false"))  # (MINIMAGE, WINDOW) of the build
 GRID_DTYPE = np.dtype([("nx", np.int32), ("ny", np.int32), ("nz", np.int32), ("pmask", np.int32)])
@@ -105,11 +106,13 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
                    "or soa for the positions the force kernel gathers")
     # layout: how the force kernel's positions lie (aos4: the plan's Vec4 array; aos3, soa: a copy
     # made at the start of the force phase; kernels/layout.cuh)
-    # minb: blocks per SM the force kernel's registers must leave room for (__launch_bounds__)
+    # minb: blocks per SM the force kernel's registers must leave room for (__launch_bounds__);
+    # batch: list entries a thread gathers before computing their pairs
     launch_defaults = {**VerletStrategy.launch_defaults, "block": 128, "tpp": 1, "build": "strip", "window": 1,
-                       "layout": "aos4", "minb": 0}
+                       "layout": "aos4", "minb": 0, "batch": 4}
     launch_choices = {**VerletStrategy.launch_choices, "block": (64, 128, 256, 512), "tpp": TPP_CHOICES,
-                      "build": ("strip", "cell"), "window": (0, 1), "layout": tuple(LAYOUTS), "minb": MINB_CHOICES}
+                      "build": ("strip", "cell"), "window": (0, 1), "layout": tuple(LAYOUTS), "minb": MINB_CHOICES,
+                      "batch": BATCH_CHOICES}
 
     def __init__(self, **launch):
         super().__init__(**launch)
@@ -121,13 +124,15 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
     def force_expression(self, precision: str, potential: Potential, energy: bool, pbc: bool) -> str:
         real, acc = ctypes(precision)
         return (f"verlet_force<{real}, {acc}, {potential.functor}, {cbool(energy)}, {cbool(pbc)}, "
-                f"{self.launch['tpp']}, {self.launch['block']}, {LAYOUTS[self.launch['layout']]}, {self.launch['minb']}>")
+                f"{self.launch['tpp']}, {self.launch['block']}, {LAYOUTS[self.launch['layout']]}, {self.launch['minb']}, "
+                f"{self.launch['batch']}>")
 
     def expressions(self, potential: Potential) -> list[str]:
-        """Every tpp at the default block, every block at tpp 1, every layout and every minb, each
+        """Every tpp at the default block, every block at tpp 1, every layout, minb and batch, each
         flavour and precision."""
         variants = [{"tpp": t} for t in TPP_CHOICES] + [{"block": b} for b in self.launch_choices["block"]] + \
-            [{"layout": lay} for lay in LAYOUTS] + [{"minb": m} for m in MINB_CHOICES]
+            [{"layout": lay} for lay in LAYOUTS] + [{"minb": m} for m in MINB_CHOICES] + \
+            [{"batch": b} for b in BATCH_CHOICES]
         out: list[str] = []
         for v in variants:
             s = VerletThreadPadded(**v)

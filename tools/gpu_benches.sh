@@ -131,6 +131,16 @@ case "$name" in
   minb)  # the Verlet force kernel's register cap (minb: blocks per SM), both flavours, LJ 4,000 and 1M, fp32
     $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 4000,large --outputs all,forces \
       --sweep minb=0:10:12:16 --amortised 0 --name minb "${common[@]}" ;;
+  batch)  # the Verlet force kernel's gathers in flight (batch) with and without a register cap (minb); tpp at 4,000
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 4000,large --outputs all,forces \
+      --sweep batch=1:2:4:8 --sweep minb=0:12 --amortised 0 --name batch "${common[@]}"
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 4000 --outputs all,forces \
+      --sweep tpp=1:4:8 --sweep batch=1:4 --amortised 0 --name batch-tpp "${common[@]}"
+    if [ -d .before ]; then
+      (cd .before && HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness bench \
+        --strategies verlet_thread_padded --scenario lj_liquid --n 4000,large --outputs all,forces --sweep minb=0:12 \
+        --amortised 0 --name before-batch "${common[@]}")
+    fi ;;
   cluster-defaults)  # the cluster pairs at their defaults, LJ 4,000 and 1M, forces only, three columns
     $PY -m harness bench --strategies clusterpair_warp_padded --scenario lj_liquid --n 4000,large --outputs forces \
       --name cluster-defaults "${common[@]}" ;;

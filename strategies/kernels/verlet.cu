@@ -182,11 +182,12 @@ verlet_build_cells(const Vec4<Real>* __restrict__ sorted, const int* __restrict_
 
 // LAYOUT (layout.cuh): how the positions (input order) lie: kAoS4 the plan's Vec4 array; kAoS3,
 // kSoA a copy made at the start of the force phase, `stride` elements per array in kSoA.
+// BATCH: list entries a thread loads before it computes their pairs (memory-level parallelism).
 // MINB: blocks per SM the compiler must leave room for (__launch_bounds__'s second argument), a
 // register cap: the energy flavour's sums need 16 more registers, which costs occupancy in a
 // kernel bound by the latency of its list and gathers.
 template <typename Real, typename Acc, template <typename> class Functor, bool ENERGY, bool PBC, int TPP, int BLOCK,
-          int LAYOUT, int MINB>
+          int LAYOUT, int MINB, int BATCH>
 __global__ void __launch_bounds__(BLOCK, MINB)
 verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __restrict__ order,
              const int* __restrict__ nbr,
@@ -209,10 +210,31 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
     i = order[s];
     const Vec4<Real> pi = pos[i];
     const int m = len[s];
-    for (int k = lane; k < m; k += TPP) {
-      const int j = nbr[static_cast<long long>(k) * n + s];
+    // entries k = lane, lane + TPP, ... of the column-major row, by a pointer (no 64-bit index
+    // product per entry); BATCH entries at a time: their indices, then their positions, then
+    // the pairs, so that a thread has BATCH gathers in flight (the kernel waits on memory).
+    // Pairs are added in k order, as one at a time would: the same sums, bit for bit.
+    const long long stride = static_cast<long long>(TPP) * n;
+    const int* __restrict__ p = nbr + static_cast<long long>(lane) * n + s;
+    int k = lane;
+    for (; k + (BATCH - 1) * TPP < m; k += BATCH * TPP) {
+      int j[BATCH];
+#pragma unroll
+      for (int u = 0; u < BATCH; ++u) j[u] = p[u * stride];
+      p += BATCH * stride;
+      Vec4<Real> q[BATCH];
+#pragma unroll
+      for (int u = 0; u < BATCH; ++u) q[u] = pos[j[u]];
+#pragma unroll
+      for (int u = 0; u < BATCH; ++u) {
+        Real dx, dy, dz;
+        const Real r2 = separation<PBC>(pi, q[u], box, dx, dy, dz);
+        if (f.inside(r2)) acc.add(f, dx, dy, dz, r2);
+      }
+    }
+    for (; k < m; k += TPP, p += stride) {
       Real dx, dy, dz;
-      const Real r2 = separation<PBC>(pi, pos[j], box, dx, dy, dz);
+      const Real r2 = separation<PBC>(pi, pos[*p], box, dx, dy, dz);
       if (f.inside(r2)) acc.add(f, dx, dy, dz, r2);
     }
   }
