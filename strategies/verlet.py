@@ -37,8 +37,14 @@ from .lists import SKIN, DeviceListPlan, ListStrategy, moved_beyond
 from .registry import register
 
 TPP_CHOICES = (1, 2, 4, 8, 16, 32)
-MINB_CHOICES = (0, 8, 10, 12, 16)
-BATCH_CHOICES = (1, 2, 4, 8)
+MINB_CHOICES = ("auto", 0, 8, 10, 12, 16)
+BATCH_CHOICES = ("auto", 1, 2, 4, 8)
+# 'auto' per output flavour {energy: value}, from the sixth session's sweep (H200, LJ, fp32,
+# reports/2026-11-24-h200/bench/s6-call2-batch.json): forces only, the one-entry loop with the
+# register cap of 12 blocks of 128 (0.171 ms at 1M); with energy and virial, 4 entries in flight
+# at the compiler's register count (0.235 ms against 0.272 one at a time)
+AUTO_MINB = {False: 12, True: 0}
+AUTO_BATCH = {False: 1, True: 4}
 MAX_THREADS_PER_SM = 2048  # every GPU from sm_80 to sm_90
 BUILD_FLAGS = (("false", "false"), ("false", "true"), ("true", "false"))  # (MINIMAGE, WINDOW) of the build
 GRID_DTYPE = np.dtype([("nx", np.int32), ("ny", np.int32), ("nz", np.int32), ("pmask", np.int32)])
@@ -106,26 +112,40 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
                    "or soa for the positions the force kernel gathers")
     # layout: how the force kernel's positions lie (aos4: the plan's Vec4 array; aos3, soa: a copy
     # made at the start of the force phase; kernels/layout.cuh)
-    # minb: blocks per SM the force kernel's registers must leave room for (__launch_bounds__);
-    # batch: list entries a thread gathers before computing their pairs
+    # minb: blocks per SM the force kernel's registers must leave room for (__launch_bounds__; 0:
+    # the compiler's choice); batch: list entries a thread gathers before computing their pairs;
+    # 'auto': each output flavour its own (AUTO_MINB, AUTO_BATCH)
     launch_defaults = {**VerletStrategy.launch_defaults, "block": 128, "tpp": 1, "build": "strip", "window": 1,
-                       "layout": "aos4", "minb": 0, "batch": 4}
+                       "layout": "aos4", "minb": "auto", "batch": "auto"}
     launch_choices = {**VerletStrategy.launch_choices, "block": (64, 128, 256, 512), "tpp": TPP_CHOICES,
                       "build": ("strip", "cell"), "window": (0, 1), "layout": tuple(LAYOUTS), "minb": MINB_CHOICES,
                       "batch": BATCH_CHOICES}
 
     def __init__(self, **launch):
         super().__init__(**launch)
-        if self.launch["minb"] * self.launch["block"] > MAX_THREADS_PER_SM:
+        if self.launch["minb"] != "auto" and self.launch["minb"] * self.launch["block"] > MAX_THREADS_PER_SM:
             raise InputError(f"{self.name}: minb={self.launch['minb']} blocks of {self.launch['block']} threads do not "
                              f"fit on one SM ({MAX_THREADS_PER_SM} threads): take minb <= "
                              f"{MAX_THREADS_PER_SM // self.launch['block']}")
 
     def force_expression(self, precision: str, potential: Potential, energy: bool, pbc: bool) -> str:
         real, acc = ctypes(precision)
+        minb, batch = self.register_cap(energy), self.batch(energy)
         return (f"verlet_force<{real}, {acc}, {potential.functor}, {cbool(energy)}, {cbool(pbc)}, "
-                f"{self.launch['tpp']}, {self.launch['block']}, {LAYOUTS[self.launch['layout']]}, {self.launch['minb']}, "
-                f"{self.launch['batch']}>")
+                f"{self.launch['tpp']}, {self.launch['block']}, {LAYOUTS[self.launch['layout']]}, {minb}, {batch}>")
+
+    def register_cap(self, energy: bool) -> int:
+        """minb for the flavour: 'auto' is AUTO_MINB's value (measured, H200, LJ 1M and 4,000), capped
+        so that minb blocks fit on an SM."""
+        m = self.launch["minb"]
+        if m == "auto":
+            m = AUTO_MINB[energy]
+            return m if m * self.launch["block"] <= MAX_THREADS_PER_SM else 0
+        return m
+
+    def batch(self, energy: bool) -> int:
+        b = self.launch["batch"]
+        return AUTO_BATCH[energy] if b == "auto" else b
 
     def expressions(self, potential: Potential) -> list[str]:
         """Every tpp at the default block, every block at tpp 1, every layout, minb and batch, each

@@ -111,6 +111,37 @@ def test_a_skin_too_large_for_the_box_is_not_applicable():
     assert not ok and "twice the list radius" in why
 
 
+def test_the_force_kernel_launch_knobs_resolve_per_output_flavour():
+    """minb and batch 'auto': each flavour its measured choice (forces only: one entry at a time
+    under a register cap; with energy: 4 entries in flight); the cap is dropped where its blocks
+    would not fit on an SM, and an explicit impossible cap is refused."""
+    from mdcore.potentials import LennardJones
+    from strategies.verlet import AUTO_BATCH, AUTO_MINB
+
+    lj = LennardJones(cutoff=2.5)
+    s = strategies.create("verlet_thread_padded")
+    for energy in (False, True):
+        expr = s.force_expression("fp32", lj, energy, True)
+        assert expr.endswith(f", {AUTO_MINB[energy]}, {AUTO_BATCH[energy]}>"), expr
+    assert AUTO_MINB[False] * 512 > 2048  # so that the next line tests the fallback
+    assert strategies.create("verlet_thread_padded", block=512).register_cap(False) == 0
+    assert strategies.create("verlet_thread_padded", minb=8, batch=2).force_expression(
+        "fp32", lj, True, True).endswith(", 8, 2>")
+    with pytest.raises(InputError, match="do not fit on one SM"):
+        strategies.create("verlet_thread_padded", minb=16, block=256)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("launch", [{"batch": 1}, {"batch": 2}, {"batch": 8, "tpp": 4}, {"minb": 12, "batch": 4}])
+def test_gpu_force_kernel_knobs_give_the_same_sums(launch):
+    """batch and minb change how the loop is scheduled, never the order of the sums: the same bits."""
+    p = _problem("fp32", n=4000)
+    base = strategies.create("verlet_thread_padded", tpp=launch.get("tpp", 1)).evaluate(p)
+    got = strategies.create("verlet_thread_padded", **launch).evaluate(p)
+    assert got.pairs == base.pairs
+    assert np.array_equal(got.forces, base.forces) and got.energy == base.energy
+
+
 GPU_LISTS = strategies.select(traversal="verlet", backend="cuda")
 
 
