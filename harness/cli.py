@@ -336,7 +336,8 @@ def cmd_nve_report(args: argparse.Namespace) -> int:
     rows = md.nve_report(names, problem, steps, args.sample, args.dt, args.temperature, precisions,
                          peers=not args.no_peers, seed=args.seed, say=say)
     if args.json:
-        doc = {"kind": "nve", "device": device.header(), "problem": problem.label, "steps": steps, "dt": args.dt,
+        doc = {"schema_version": results.SCHEMA_VERSION, "kind": "nve", "device": device.header(),
+               "problem": problem.label, "steps": steps, "dt": args.dt,
                "sample": args.sample, "temperature0": args.temperature, "rows": rows}
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(doc, indent=1, default=str) + "\n")
@@ -435,7 +436,7 @@ def cmd_md(args: argparse.Namespace) -> int:
     if args.json:
         from . import device
 
-        doc = {"kind": "md", "device": device.header(), "machine": device.machine_name(),
+        doc = {"schema_version": results.SCHEMA_VERSION, "kind": "md", "device": device.header(), "machine": device.machine_name(),
                "potential": problem.potential.spec(), **res.to_json()}
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(doc, indent=1, default=str) + "\n")

@@ -25,6 +25,8 @@ from pathlib import Path
 
 from mdcore import InputError
 
+from .results import SCHEMA_VERSION
+
 SECTIONS = ("SpeedOfLight", "Occupancy", "LaunchStats", "MemoryWorkloadAnalysis", "WarpStateStats", "InstructionStats",
             "SchedulerStats")
 # summary field -> raw metric (ncu --page raw column)
@@ -221,7 +223,7 @@ def run_peer(peer: str, spec: str, size, precision: str, out_dir: Path, say=prin
     for k in summary["kernels"]:
         by_kernel.setdefault(k["kernel"].split("(")[0], []).append((k["duration_ns"] or 0.0) / 1e6)
     per_eval = {name: sorted(v)[len(v) // 2] for name, v in by_kernel.items()}
-    doc = {"strategy": f"peer:{peer}", "scenario": spec, "size": size, "precision": precision,
+    doc = {"schema_version": SCHEMA_VERSION, "kind": "profile", "strategy": f"peer:{peer}", "scenario": spec, "size": size, "precision": precision,
            "device": device.header(), "command": " ".join(cmd), "report": rep.name, "cache": cache, "ncu": summary,
            "evaluations": PEER_EVALUATIONS, "median_ms_per_kernel": per_eval,
            "evaluation_ms": summary["total_duration_ms"] / PEER_EVALUATIONS}
@@ -252,7 +254,8 @@ def run(name: str, spec: str, size, precision: str, launch: dict, out_dir: Path,
     inner_args = ["--strategy", name, "--scenario", spec, "--n", str(size), "--precision", precision,
                   "--outputs", outputs] + (["--launch", launch_arg] if launch_arg else [])
     cmd, rep, summary = _ncu(exe, f"{phase}/{name}/", cache, stem, inner_args)
-    doc = {"strategy": name, "scenario": spec, "size": size, "n": events["n"], "precision": precision,
+    doc = {"schema_version": SCHEMA_VERSION, "kind": "profile", "strategy": name, "scenario": spec, "size": size,
+           "n": events["n"], "precision": precision,
            "outputs": outputs, "phase": phase, "launch": launch, "device": device.header(), "command": " ".join(cmd),
            "report": rep.name, "cache": cache, "events": events, "ncu": summary,
            "crosscheck": crosscheck(summary, events), **work_figures(summary, events)}

@@ -64,6 +64,68 @@ def test_every_section_present_and_every_image_a_png(built):
     assert "numba" in md and "c08_thread_cpu" in md  # the CPU strategies and the method text
 
 
+def _md_table_after(md: str, heading: str) -> list[dict]:
+    """The first table after a '## heading' of report.md, as dicts."""
+    part = md.split(f"## {heading}", 1)[1]
+    lines = [ln for ln in part.splitlines() if ln.startswith("|")]
+    end = next((i for i, ln in enumerate(lines) if i > 1 and not ln.startswith("|")), len(lines))
+    cells = [[c.strip() for c in ln.strip("|").split("|")] for ln in lines[:end]]
+    head, body = cells[0], cells[2:]
+    out = []
+    for row in body:
+        if len(row) != len(head):
+            break
+        out.append(dict(zip(head, row)))
+    return out
+
+
+def test_the_verdict_opens_the_page_and_agrees_with_the_data(built):
+    """The verdict recomputed here from the bench JSON by hand: for each scenario and precision
+    (one size range, from scratch), the strategy fastest at most points, and its median margin."""
+    import json
+    import statistics
+    from collections import Counter, defaultdict
+
+    bench = json.loads((built.parent / "b.json").read_text())
+    points = defaultdict(dict)
+    for r in bench["rows"]:
+        if r["status"] == "ok":
+            points[(r["scenario"].split(":")[0], r["precision"], r["n"], r["scenario"])][r["name"]] = r["compute_ms"]
+    groups = defaultdict(list)
+    for (fam, prec, _, _), times in points.items():
+        ranked = sorted(times, key=times.get)
+        groups[(fam, prec)].append((ranked[0], times[ranked[1]] / times[ranked[0]]))
+    md = (built / "report.md").read_text()
+    rows = _md_table_after(md, "The verdict")
+    got = {(r["scenario"], r["precision"]): r for r in rows if r["time"] == "from scratch"}
+    assert set(got) == set(groups)
+    for key, wins in groups.items():
+        winner = Counter(w for w, _ in wins).most_common(1)[0][0]
+        assert got[key]["winner"] == winner, key
+        margin = statistics.median(m for w, m in wins if w == winner)
+        assert got[key]["margin"].startswith(f"{margin:.2f}x"), (key, got[key]["margin"], margin)
+        assert got[key]["verdict"] in ("wins", "tie") or got[key]["verdict"].startswith("wins (")
+    # the page opens with the answer: the headline and the correctness line before the first section
+    html = (built / "index.html").read_text()
+    first_section = html.index("<section")
+    assert html.index("verdicts (1 device)") < first_section
+    assert html.index("Correctness: ") < first_section and " fail, " in html[:first_section]
+    assert html.index('<section id="verdict">') == first_section
+
+
+def test_heatmaps_behind_details_svg_beside_png_and_raw_data_linked(built):
+    html = (built / "index.html").read_text()
+    corr = html[html.index('<section id="correctness">'):html.index('<section id="wins">')]
+    assert "<details><summary>" in corr and "verify-fp32.png" in corr.split("<details>", 1)[1]
+    for png in built.glob("*.png"):
+        assert png.with_suffix(".svg").read_text().lstrip().startswith(("<?xml", "<svg"))
+    links = [a for a in html.split('href="')[1:] if a.startswith("data/")]
+    assert {"data/b.json", "data/b.csv", "data/v.json"} <= {a.split('"')[0] for a in links}
+    for a in links:
+        assert (built / a.split('"')[0]).is_file()
+    assert 'class="sortable"' in html
+
+
 def test_sections_without_data_say_how_to_get_it(built):
     text = (built / "report.md").read_text()
     assert "make bench SUITE=mardyn" in text  # no MarDyn rows in a CPU-only run

@@ -1,16 +1,20 @@
 """`python -m harness report`: bench, verify and profile results -> reports/<name>/index.html and
-report.md, with PNG plots beside them (the page works offline).
+report.md, with PNG plots (and SVG) beside them and the input files copied into data/ (the page
+works offline, and its raw data is one click away).
 
-  load.py      read and classify result files; older results mapped to the current schema
+  load.py      read and classify result files (schema versions checked); older results mapped
+  verdict.py   the answer: winner, margin, noise and why per scenario family and size range
   sections.py  one function per section
-  render.py    HTML and markdown
+  render.py    jinja2 templates (templates/), pandas Styler and to_markdown for the tables
 
-Sections (each present in every report; one without data says which command produces it):
-correctness, wins, timings (three columns), thesis, cpu_gpu, parity processors, precision, the seeds'
-claims, peers, roofline, method.
+The page opens with the verdict and the correctness line. Sections (each present in every
+report; one without data says which command produces it): verdict, correctness, wins, timings
+(three columns), thesis, cpu_gpu, parity processors, precision, the seeds' claims, peers,
+roofline, method.
 """
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from mdcore import InputError
@@ -34,6 +38,8 @@ def build(paths: list[Path], out_dir: Path, title: str) -> tuple[Path, Path]:
             bench.append(dict(r, _file=i, _device=d["device"]))
     devices = [d["device"] for d in data["bench"]]
     sections = {k: render.Section(k, t) for k, t in S.SECTIONS}
+    headline = S.verdict(sections["verdict"], bench, data["profile"], data["verify"])
+    links = _copy_inputs(data["files"], out_dir)
     S.correctness(sections["correctness"], plots, data["verify"])
     S.wins(sections["wins"], bench)
     S.timings(sections["timings"], bench)
@@ -44,9 +50,32 @@ def build(paths: list[Path], out_dir: Path, title: str) -> tuple[Path, Path]:
     S.claims(sections["claims"], data["files"])
     S.peers(sections["peers"], bench)
     S.roofline(sections["roofline"], plots, bench, devices, data["profile"])
-    S.method(sections["method"], data, bench)
+    S.method(sections["method"], data, bench, links)
+    sections["verdict"].link_list("Raw data (the inputs of this page)", links)
     index = out_dir / "index.html"
-    index.write_text(render.page(title, list(sections.values())))
+    index.write_text(render.page(title, list(sections.values()), headline))
     md = out_dir / "report.md"
-    md.write_text(render.markdown(title, list(sections.values())))
+    md.write_text(render.markdown(title, list(sections.values()), headline))
     return index, md
+
+
+def _copy_inputs(files: list[str], out_dir: Path) -> list[tuple[str, str]]:
+    """Every input JSON, and the CSV written beside it where there is one, copied into
+    out_dir/data/ (names made unique); returns (text, relative link) pairs."""
+    data = out_dir / "data"
+    data.mkdir(exist_ok=True)
+    links, used = [], set()
+    for f in files:
+        src = Path(f)
+        for p in (src, src.with_suffix(".csv")):
+            if not p.is_file() or (p != src and p.suffix == src.suffix):
+                continue
+            name, k = p.name, 1
+            while name in used:
+                k += 1
+                name = f"{p.stem}-{k}{p.suffix}"
+            used.add(name)
+            if p.resolve() != (data / name).resolve():
+                shutil.copyfile(p, data / name)
+            links.append((name, f"data/{name}"))
+    return links

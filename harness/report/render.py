@@ -1,41 +1,102 @@
-"""Rendering the report: sections of paragraphs, tables and figures, written as one HTML page and
-one markdown file (plots as PNG beside them; the page works offline)."""
+"""Rendering the report: sections of blocks (paragraphs, tables, figures, collapsed details),
+written as one HTML page and one markdown file through the jinja2 templates beside this module
+(templates/page.html.j2, templates/report.md.j2). Tables are pandas DataFrames: the page's
+through Styler (the winner's rows highlighted, every column sortable with a click), the
+markdown's through DataFrame.to_markdown. Plots are PNG (shown) with an SVG beside each (linked).
+"""
 from __future__ import annotations
 
-import html
+from contextlib import contextmanager
 from pathlib import Path
 
+import pandas as pd
 
-def _md_table(header: list[str], rows: list[list]) -> str:
-    line = lambda cells: "| " + " | ".join(str(c) for c in cells) + " |"  # noqa: E731
-    return "\n".join([line(header), line(["---"] * len(header))] + [line(r) for r in rows])
+TEMPLATES = Path(__file__).parent / "templates"
+HIGHLIGHT = "background-color:#dff0d8;font-weight:bold"
+NOISY = "color:#a94442"
 
 
-def _html_table(header: list[str], rows: list[list]) -> str:
-    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+def _unique(header: list[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    out = []
+    for h in header:
+        seen[h] = seen.get(h, 0) + 1
+        out.append(h if seen[h] == 1 else f"{h} ({seen[h]})")
+    return out
+
+
+def frame(header: list[str], rows: list[list]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=_unique([str(h) for h in header]))
+
+
+def styled(df: pd.DataFrame, highlight=None, noisy=None, winner=None) -> str:
+    """HTML of a table: columns starting with '_' hidden; where `highlight` (a boolean Series on
+    df's index) is true, the `winner` column's cell highlighted (the whole row without one);
+    cells of the `noisy` column that are true in red."""
+    shown = [c for c in df.columns if not str(c).startswith("_")]
+    view = df.reset_index(drop=True)
+    sty = view.style.hide(axis="index").set_table_attributes('class="sortable"')
+    if highlight is not None:
+        mask = pd.Series(highlight).reset_index(drop=True).astype(bool)
+        cols = [winner] if winner in view.columns else None
+        sty = sty.apply(lambda row: [HIGHLIGHT if mask.get(row.name, False) else "" for _ in row], axis=1,
+                        subset=cols)
+    if noisy is not None and noisy in view.columns:
+        sty = sty.map(lambda v: NOISY if v in (True, "yes") else "", subset=[noisy])
+    sty = sty.format(_cell, na_rep="")
+    hidden = [c for c in view.columns if c not in shown]
+    if hidden:
+        sty = sty.hide(axis="columns", subset=hidden)
+    return sty.to_html()
+
+
+def _cell(v) -> str:
+    if isinstance(v, bool):
+        return "yes" if v else ""
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return "" if v is None else str(v)
+
+
+def markdown_table(df: pd.DataFrame) -> str:
+    shown = df[[c for c in df.columns if not str(c).startswith("_")]]
+    return shown.map(_cell).to_markdown(index=False)
 
 
 class Section:
     def __init__(self, key: str, title: str):
         self.key, self.title = key, title
-        self.html: list[str] = []
-        self.md: list[str] = []
+        self.blocks: list[dict] = []
+        self._target = self.blocks
 
     def text(self, s: str) -> None:
-        self.html.append(f"<p>{html.escape(s)}</p>")
-        self.md.append(s)
+        self._target.append({"kind": "text", "text": s})
 
-    def table(self, header: list[str], rows: list[list]) -> None:
-        if rows:
-            self.html.append(_html_table(header, rows))
-            self.md.append(_md_table(header, rows))
+    def table(self, header_or_df, rows: list[list] | None = None, highlight=None, noisy: str | None = None,
+              winner: str | None = None) -> None:
+        """A table from a DataFrame, or from a header and rows; nothing when it has no rows."""
+        df = header_or_df if isinstance(header_or_df, pd.DataFrame) else frame(header_or_df, rows or [])
+        if df.empty:
+            return
+        self._target.append({"kind": "table", "html": styled(df, highlight, noisy, winner), "md": markdown_table(df)})
 
-    def image(self, file: str, alt: str) -> None:
-        self.html.append(f'<figure><img src="{html.escape(file)}" alt="{html.escape(alt)}">'
-                         f"<figcaption>{html.escape(alt)}</figcaption></figure>")
-        self.md.append(f"![{alt}]({file})")
+    def image(self, file: str | tuple[str, str], alt: str) -> None:
+        png, svg = file if isinstance(file, tuple) else (file, None)
+        self._target.append({"kind": "image", "png": png, "svg": svg, "alt": alt})
+
+    def link_list(self, label: str, links: list[tuple[str, str]]) -> None:
+        self._target.append({"kind": "links", "label": label, "links": links})
+
+    @contextmanager
+    def details(self, summary: str):
+        """Blocks added inside go behind a <details> that the reader opens."""
+        block = {"kind": "details", "summary": summary, "blocks": []}
+        self._target.append(block)
+        outer, self._target = self._target, block["blocks"]
+        try:
+            yield
+        finally:
+            self._target = outer
 
     def empty(self, how: str) -> None:
         self.text(f"No data for this section in this run. {how}")
@@ -50,19 +111,22 @@ class Plots:
 
         self.plt, self.folder, self.files = plt, folder, []
 
-    def save(self, fig, name: str) -> str:
-        file = f"{name}.png"
+    def save(self, fig, name: str) -> tuple[str, str]:
+        """PNG (on the page) and SVG (linked) of the figure; returns both file names."""
+        png, svg = f"{name}.png", f"{name}.svg"
         fig.tight_layout()
-        fig.savefig(self.folder / file, dpi=110)
+        fig.savefig(self.folder / png, dpi=110)
+        fig.savefig(self.folder / svg)
         self.plt.close(fig)
-        self.files.append(file)
-        return file
+        self.files += [png, svg]
+        return png, svg
 
 
-CSS = ("body{font-family:sans-serif;max-width:1200px;margin:2em auto;color:#222}table{border-collapse:collapse;"
-       "font-size:12px;margin:0.5em 0}td,th{border:1px solid #ccc;padding:2px 6px}th{background:#eee}"
-       "img{max-width:100%}figure{margin:1em 0}figcaption{font-size:12px;color:#555}nav a{margin-right:1em}")
-
+CSS = ("body{font-family:sans-serif;max-width:1280px;margin:1.5em auto;color:#222;padding:0 1em}"
+       "table{border-collapse:collapse;font-size:12px;margin:0.5em 0}td,th{border:1px solid #ccc;padding:2px 6px}"
+       "th{background:#eee;cursor:pointer}img{max-width:100%}figure{margin:1em 0}"
+       "figcaption{font-size:12px;color:#555}nav a{margin-right:1em}details{margin:0.5em 0}"
+       "summary{cursor:pointer;font-weight:bold}.headline{font-size:16px}.verdict td{font-size:13px}")
 
 # Marks every image data-loaded="1" once the browser has decoded it ("0" if it failed): a
 # headless browser's --dump-dom then shows whether the page works (tests/test_report.py).
@@ -70,15 +134,33 @@ LOAD_CHECK = ("window.addEventListener('load',function(){for(const i of document
               "i.setAttribute('data-loaded',(i.complete&&i.naturalWidth>0)?'1':'0');}"
               "document.body.setAttribute('data-images-checked',String(document.images.length));});")
 
+# Click a column header of a table.sortable to sort by it (numbers as numbers), again to reverse.
+SORT = ("document.querySelectorAll('table.sortable th').forEach(function(th){th.addEventListener('click',function(){"
+        "const t=th.closest('table'),b=t.tBodies[0],i=Array.from(th.parentNode.children).indexOf(th),"
+        "d=th.dataset.dir==='asc'?-1:1;th.dataset.dir=d>0?'asc':'desc';"
+        "const key=function(r){const s=(r.children[i]||{}).textContent||'';const x=parseFloat(s.replace(/,/g,''));"
+        "return isNaN(x)?s:x;};Array.from(b.rows).sort(function(a,c){const x=key(a),y=key(c);"
+        "return (typeof x===typeof y?(x<y?-1:x>y?1:0):(typeof x==='number'?-1:1))*d;})"
+        ".forEach(function(r){b.appendChild(r);});});});")
 
-def page(title: str, sections: list) -> str:
-    nav = "".join(f'<a href="#{s.key}">{html.escape(s.title)}</a>' for s in sections)
-    body = "".join(f'<section id="{s.key}"><h2>{html.escape(s.title)}</h2>{"".join(s.html)}</section>'
-                   for s in sections)
-    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{CSS}</style></head><body><h1>{html.escape(title)}</h1><nav>{nav}</nav>{body}"
-            f"<script>{LOAD_CHECK}</script></body></html>")
+
+def _env():
+    import jinja2
+
+    import markupsafe
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+                             autoescape=lambda name: bool(name) and name.endswith(".html.j2"),
+                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+                             undefined=jinja2.StrictUndefined)
+    env.filters["safe_html"] = markupsafe.Markup  # the tables' HTML, made by pandas' Styler
+    return env
 
 
-def markdown(title: str, sections: list) -> str:
-    return f"# {title}\n\n" + "\n\n".join(f"## {s.title}\n\n" + "\n\n".join(s.md) for s in sections) + "\n"
+def page(title: str, sections: list, headline: list[str] | None = None) -> str:
+    return _env().get_template("page.html.j2").render(title=title, sections=sections, css=CSS, load_check=LOAD_CHECK,
+                                                      sort_js=SORT, headline=headline or [])
+
+
+def markdown(title: str, sections: list, headline: list[str] | None = None) -> str:
+    return _env().get_template("report.md.j2").render(title=title, sections=sections, headline=headline or [])

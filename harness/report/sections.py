@@ -8,13 +8,17 @@ import math
 from collections import defaultdict
 from pathlib import Path
 
+import pandas as pd
+
 from mdcore import PRECISIONS
 
+from . import verdict as V
 from .render import Plots, Section
 
 SECTIONS = [
+    ("verdict", "The verdict: which strategy wins, by how much, and why"),
     ("correctness", "Correctness"),
-    ("wins", "Which strategy wins where"),
+    ("wins", "Which strategy wins where, point by point"),
     ("timings", "From scratch, with a built list, amortised per MD step"),
     ("thesis", "The thesis's measurements on this GPU"),
     ("cpu_gpu", "CPU (numba) against GPU"),
@@ -77,18 +81,41 @@ def _fmt(v, digits=4) -> str:
 
 # --- sections -----------------------------------------------------------------------------
 
+def verdict(sec: Section, bench: list[dict], profiles: list[dict], verify: list[dict]) -> list[str]:
+    """The answer first (harness.report.verdict): returns the page's headline lines."""
+    v = V.table(bench, profiles)
+    lines = [V.correctness_line(verify)]
+    if v.empty:
+        sec.empty("Run `make bench` (two or more strategies at a point) for a verdict.")
+        return lines
+    lines.insert(0, V.headline(v))
+    sec.text("Per device, scenario family, size range, precision, outputs and time measured: the strategy first at "
+             "most points, its margin over the runner-up (runner-up time / winner time; the median over the points it "
+             "wins, with the range), and the noise of both (the wider of 5% and the relative interquartile range, or "
+             "half the min..max range per MD step). A margin inside the noise is a tie. 'per MD step': a recorded NVE "
+             "trajectory replayed with list upkeep and rebuilds (where every strategy at the point has it); 'from "
+             "scratch': build + force + reduce every evaluation. The why column comes from the rows (distance checks "
+             "per interaction) and the Nsight Compute summaries given to the report.")
+    shown = v.drop(columns="device") if v["device"].nunique() == 1 else v
+    sec.table(shown, highlight=~v["_tie"], winner="winner")
+    side = V.devices_side_by_side(v)
+    if side is not None:
+        sec.text("The same groups on each device, side by side (winner, margin, verdict):")
+        sec.table(side)
+    return lines
+
+
 def correctness(sec: Section, plots: Plots, verify: list[dict]) -> None:
     rows = [r for d in verify for r in d["rows"]]
     if not rows:
         return sec.empty("Run `make verify` (reports/verify/verify.json).")
     plt = plots.plt
-    counts = defaultdict(int)
-    for r in rows:
-        counts[r["status"]] += 1
-    sec.text("Matrix cells: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) +
-             ". Colour: the largest error over its tolerance (force RMS, worst particle, energy, virial); "
-             "below 1 passes. n/a cells carry their reason below.")
+    sec.text(V.correctness_line(verify).replace(" details in the Correctness section", " below"))
     reasons = {}
+    figures = []
+    import numpy as np
+    from matplotlib.colors import TwoSlopeNorm
+
     for prec in sorted({r["precision"] for r in rows}, key=PRECISIONS.index):
         sub = [r for r in rows if r["precision"] == prec]
         strats = list(dict.fromkeys(r["strategy"] for r in sub))
@@ -107,22 +134,27 @@ def correctness(sec: Section, plots: Plots, verify: list[dict]) -> None:
             worst = max(ratios) if ratios else math.nan
             grid[i][j] = worst if math.isnan(grid[i][j]) else max(grid[i][j], worst)
             label[i][j] = "FAIL" if r["status"] != "pass" else f"{grid[i][j]:.2g}"
-        import numpy as np
 
         fig, ax = plt.subplots(figsize=(1.1 * len(scens) + 3, 0.32 * len(strats) + 1.6))
         data = np.log10(np.clip(np.array(grid, dtype=float), 1e-4, 1e2))
-        im = ax.imshow(np.ma.masked_invalid(data), cmap="RdYlGn_r", vmin=-4, vmax=1, aspect="auto")
+        # centred on the pass line: error / tolerance = 1 is white, passes blue, failures red
+        im = ax.imshow(np.ma.masked_invalid(data), cmap="RdBu_r", norm=TwoSlopeNorm(vmin=-4, vcenter=0, vmax=2),
+                       aspect="auto")
         ax.set_xticks(range(len(scens)), scens, rotation=30, ha="right")
         ax.set_yticks(range(len(strats)), strats)
         for i in range(len(strats)):
             for j in range(len(scens)):
                 ax.text(j, i, label[i][j], ha="center", va="center", fontsize=6)
-        fig.colorbar(im, ax=ax, label="log10(error / tolerance)")
+        fig.colorbar(im, ax=ax, label="log10(error / tolerance); 0 is the pass line")
         ax.set_title(f"Verification matrix, {prec}")
-        sec.image(plots.save(fig, f"verify-{prec}"), f"Verification matrix ({prec}): error over tolerance per "
-                                                     "strategy and scenario")
-    if reasons:
-        sec.table(["strategy", "scenario", "why n/a"], [[s, c, w] for (s, c), w in sorted(reasons.items())])
+        figures.append((plots.save(fig, f"verify-{prec}"), prec))
+    with sec.details(f"Heatmaps of error over tolerance ({len(figures)} precision modes) and the n/a reasons"):
+        sec.text("Colour: the largest error over its tolerance (force RMS, worst particle, energy, virial), centred "
+                 "on the pass line (ratio 1): blue passes, red fails. n/a cells carry their reason below.")
+        for f, prec in figures:
+            sec.image(f, f"Verification matrix ({prec}): error over tolerance per strategy and scenario")
+        if reasons:
+            sec.table(["strategy", "scenario", "why n/a"], [[s, c, w] for (s, c), w in sorted(reasons.items())])
 
 
 def _device_ms(r: dict) -> float:
@@ -142,29 +174,21 @@ def _one_per_label(rows: list[dict], key=_device_ms) -> list[dict]:
 
 
 def wins(sec: Section, bench: list[dict]) -> None:
-    rows = _ok(bench)
-    if not rows:
+    pts = V.points(bench)
+    if pts.empty:
         return sec.empty("Run `make bench`.")
-    groups = defaultdict(list)
-    for r in rows:  # the two outputs flavours are ranked apart: forces only is an MD step's usual cost
-        groups[(r["scenario"], r["n"], r["precision"], r.get("outputs", "all"))].append(r)
-    table = []
-    for (scen, n, prec, outputs), rs in sorted(groups.items(), key=lambda kv: kv[0]):
-        rs = sorted(_one_per_label(rs), key=_device_ms)
-        first = rs[0]
-        second = rs[1] if len(rs) > 1 else None
-        eager = min(rs, key=lambda r: r["compute_ms"])
-        table.append([scen, n, prec, outputs, first["strategy"], _fmt(_device_ms(first)),
-                      second["strategy"] if second else "", _fmt(_device_ms(second)) if second else "",
-                      f"{_device_ms(second) / _device_ms(first):.2f}x" if second else "",
-                      eager["strategy"], _fmt(eager["compute_ms"])])
-    sec.text("Fastest strategy per point by device time (build + force + reduce, median ms): for GPU strategies the "
-             "CUDA-graph replay of that phase, the kernels an MD code launching from C++ or a graph pays; for CPU "
-             "strategies the host time. The runner-up and the margin follow. The last two columns rank by eager "
-             "compute instead, each kernel launched from Python: below about 0.3 ms that is mostly launch overhead "
-             "on the host, which the graph removes.")
-    sec.table(["scenario", "N", "precision", "outputs", "fastest", "ms", "next", "ms", "margin", "fastest eager", "ms"],
-              table)
+    sec.text("Every point timed with two or more strategies: the fastest (its label, with the launch parameters that "
+             "won), the runner-up, the margin and the noise band; 'tie' where the margin is inside it, 'noisy' where a "
+             "row's min..max spread is above 25% of its median (compare with care). Times as in the verdict.")
+    t = pd.DataFrame({"scenario": pts["scenario"], "N": pts["n"], "precision": pts["precision"],
+                      "outputs": pts["outputs"], "time": pts["time"], "fastest": pts["winner_label"],
+                      "fastest ms": pts["winner_ms"], "runner-up": pts["runner_up"], "runner-up ms": pts["runner_up_ms"],
+                      "margin": pts["margin"].map(lambda m: f"{m:.2f}x"),
+                      "noise": [f"±{100 * max(a, b):.0f}%" for a, b in zip(pts["winner_band"], pts["runner_up_band"])],
+                      "tie": pts["tie"], "noisy": pts["noisy"]})
+    if pts["device"].nunique() > 1:
+        t.insert(0, "device", pts["device"])
+    sec.table(t, highlight=~pts["tie"], noisy="noisy", winner="fastest")
 
 
 def timings(sec: Section, bench: list[dict]) -> None:
@@ -187,9 +211,9 @@ def timings(sec: Section, bench: list[dict]) -> None:
                       "" if r.get("rebuilds") is None else f"{r['rebuilds']} / {r.get('amortised_frames', '')}",
                       "" if r.get("skin") is None else _fmt(r["skin"], 3),
                       "" if r.get("list_checks_per_interaction") is None else f"{r['list_checks_per_interaction']:.2f}",
-                      "" if r.get("list_bytes") is None else f"{r['list_bytes'] / 2**20:.1f}"])
+                      "" if r.get("list_bytes") is None else f"{r['list_bytes'] / 2**20:.1f}", bool(r.get("noisy"))])
     sec.table(["scenario", "N", "precision", "outputs", "strategy", "from scratch", "with list", "amortised",
-               "rebuilds / frames", "skin", "list checks per interaction", "list MiB"], table)
+               "rebuilds / frames", "skin", "list checks per interaction", "list MiB", "noisy"], table, noisy="noisy")
 
 
 def repeat_check(rows: list[dict]) -> tuple[int, int, float] | None:
@@ -211,11 +235,35 @@ MARKERS = "osD^v<>pPX*h"
 
 
 def _style(i: int) -> dict:
-    """Distinct colour, marker and dash for line i (20 colours x 3 dashes)."""
+    """Distinct colour, marker and dash for line i (10 colours, then markers and dashes)."""
     import matplotlib
 
-    return {"color": matplotlib.colormaps["tab20"](i % 20), "marker": MARKERS[i % len(MARKERS)],
-            "ls": ("-", "--", ":")[(i // 20) % 3]}
+    return {"color": matplotlib.colormaps["tab10"](i % 10), "marker": MARKERS[i % len(MARKERS)],
+            "ls": ("-", "--", ":")[(i // 10) % 3]}
+
+
+def _range(r: dict, phase: str = "device") -> tuple[float, float, float]:
+    """(median, min, max) of a row's time: 'device' (graph replay, else compute) or 'force'."""
+    if phase == "force":
+        t = r["force_ms"]
+        return t, r.get("force_min_ms") or t, r.get("force_max_ms") or t
+    if r.get("graph_ms"):
+        t = r["graph_ms"]
+        return t, r.get("graph_min_ms") or t, r.get("graph_max_ms") or t
+    t = r["compute_ms"]
+    return t, r.get("compute_min_ms") or t, r.get("compute_max_ms") or t
+
+
+def _errorbar_line(ax, pts: list[tuple], label: str, style: dict, x_of=lambda p: p[0]) -> None:
+    """pts: (x, median, min, max, noisy); a line with min..max error bars, noisy points ringed red."""
+    xs = [x_of(p) for p in pts]
+    med = [p[1] for p in pts]
+    yerr = [[max(p[1] - p[2], 0.0) for p in pts], [max(p[3] - p[1], 0.0) for p in pts]]
+    ax.errorbar(xs, med, yerr=yerr, label=label, capsize=2, elinewidth=0.8, ms=4, **style)
+    noisy = [(x, m) for x, m, p in zip(xs, med, pts) if p[4]]
+    if noisy:
+        ax.scatter([x for x, _ in noisy], [m for _, m in noisy], s=80, facecolors="none", edgecolors="red",
+                   linewidths=1.0, zorder=5)
 
 
 def _fp32_first(rows: list[dict]) -> list[dict]:
@@ -225,29 +273,50 @@ def _fp32_first(rows: list[dict]) -> list[dict]:
     return [r for r in rows if r["precision"] == keep]
 
 
-def _scaling_plot(plots: Plots, rows: list[dict], title: str, name: str, guide: bool = False) -> str | None:
+def _strategy_family(r: dict) -> str:
+    return str(r.get("traversal") or r["strategy"].split("_")[0])
+
+
+NOISE_NOTE = "error bars: min..max of the samples; a red ring marks a noisy point (spread above 25%)"
+
+
+def _scaling_plot(plots: Plots, rows: list[dict], title: str, name: str, guide: bool = False):
+    """Device time against N, one panel per strategy family (small multiples, shared axes), error
+    bars from each point's min..max."""
     rows = _fp32_first(rows)
     by = defaultdict(list)
+    fam = {}
     for r in rows:
-        by[r["strategy"]].append((r["n"], _device_ms(r)))
-    by = {k: sorted(v) for k, v in by.items() if len({n for n, _ in v}) >= 2}
+        by[r["strategy"]].append((r["n"], *_range(r), bool(r.get("noisy"))))
+        fam[r["strategy"]] = _strategy_family(r)
+    by = {k: sorted(v) for k, v in by.items() if len({p[0] for p in v}) >= 2}
     if not by:
         return None
+    families = sorted({fam[k] for k in by})
+    cols = min(3, len(families))
+    nrows = -(-len(families) // cols)
     plt = plots.plt
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for i, (k, pts) in enumerate(sorted(by.items())):
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], label=k, **_style(i))
-    if guide:
-        ns = sorted({r["n"] for r in rows})
-        ref = min(rows, key=lambda r: _device_ms(r) if r["n"] == ns[-1] else math.inf)
-        ax.plot(ns, [_device_ms(ref) * (n / ns[-1]) ** 2 for n in ns], "k--", lw=1, label="O(N^2) guide")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("particles N")
-    ax.set_ylabel("device time per evaluation (ms)")
-    ax.set_title(f"{title}, {rows[0]['precision']}")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=6, ncol=2)
+    fig, axes = plt.subplots(nrows, cols, figsize=(4.6 * cols, 3.6 * nrows), sharex=True, sharey=True, squeeze=False)
+    for ax, f in zip(axes.flat, families):
+        mine = sorted(k for k in by if fam[k] == f)
+        for i, k in enumerate(mine):
+            _errorbar_line(ax, by[k], k, _style(i))
+        if guide:
+            ns = sorted({r["n"] for r in rows})
+            ref = min(rows, key=lambda r: _device_ms(r) if r["n"] == ns[-1] else math.inf)
+            ax.plot(ns, [_device_ms(ref) * (n / ns[-1]) ** 2 for n in ns], "k--", lw=1, label="O(N^2) guide")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(f, fontsize=10)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=6)
+    for ax in axes.flat[len(families):]:
+        ax.set_visible(False)
+    for ax in axes[-1]:
+        ax.set_xlabel("particles N")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("device time (ms)")
+    fig.suptitle(f"{title}, {rows[0]['precision']} ({NOISE_NOTE})", fontsize=9)
     return plots.save(fig, name)
 
 
@@ -259,7 +328,7 @@ def thesis(sec: Section, plots: Plots, bench: list[dict]) -> None:
         f = _scaling_plot(plots, sub, f"{what}" + (f" (thesis fig. {fig_no})" if fig_no else ""), f"scaling-{fam}",
                           guide=fam == "allpairs_cube")
         if f:
-            sec.image(f, f"{what}: device time (graph replay; CPU: host time) against N, every strategy timed (GPU and CPU)" +
+            sec.image(f, f"{what}: device time (graph replay; CPU: host time) against N, one panel per strategy family" +
                       (f" (thesis figure {fig_no})" if fig_no else ""))
             done = True
         if fam == "uniform":
@@ -305,15 +374,16 @@ def _gaussian(sec: Section, plots: Plots, rows: list[dict]) -> bool:
            and _param(r["scenario"], "sigma") is not None]
     by = defaultdict(list)
     for r in sub:
-        by[r["strategy"]].append((_param(r["scenario"], "sigma"), _device_ms(r)))
+        by[r["strategy"]].append((_param(r["scenario"], "sigma"), *_range(r), bool(r.get("noisy"))))
     by = {k: sorted(v) for k, v in by.items() if len(v) >= 2}
     if not by:
         return False
     plt = plots.plt
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
     for i, (k, pts) in enumerate(sorted(by.items())):
-        a.plot([p[0] for p in pts], [p[1] for p in pts], label=k, **_style(i))
-        b.plot([p[0] for p in pts], [p[1] / pts[-1][1] for p in pts], label=k, **_style(i))
+        _errorbar_line(a, pts, k, _style(i))
+        last = pts[-1][1]
+        _errorbar_line(b, [(p[0], p[1] / last, p[2] / last, p[3] / last, p[4]) for p in pts], k, _style(i))
     a.set_yscale("log")
     a.set_xlabel("sigma of the Gaussian blob")
     a.set_ylabel("device time per evaluation (ms)")
@@ -323,6 +393,7 @@ def _gaussian(sec: Section, plots: Plots, rows: list[dict]) -> bool:
     a.legend(fontsize=6)
     a.set_title("Gaussian sweep (thesis fig. 10.5)")
     b.set_title("Ratio to the most homogeneous case")
+    fig.suptitle(NOISE_NOTE, fontsize=8)
     sec.image(plots.save(fig, "gaussian-sweep"), "Gaussian blob: time against sigma, and the ratio to the most "
                                                  "homogeneous case (thesis figure 10.5)")
     return True
@@ -344,7 +415,7 @@ def cpu_gpu(sec: Section, bench: list[dict]) -> None:
     sec.text("Best CPU strategy (numba, this machine's cores" + (f": {', '.join(map(str, cores))}" if cores else "") +
              ") against the best GPU strategy, device time per evaluation (GPU: graph replay of build + force + "
              "reduce; CPU: host time).")
-    sec.table(["scenario", "N", "precision", "best CPU", "ms", "best GPU", "ms", "GPU speed-up"], table)
+    sec.table(["scenario", "N", "precision", "best CPU", "CPU ms", "best GPU", "GPU ms", "GPU speed-up"], table)
 
 
 def parity(sec: Section, plots: Plots, bench: list[dict]) -> None:
@@ -355,24 +426,23 @@ def parity(sec: Section, plots: Plots, bench: list[dict]) -> None:
     lj = [r for r in _fp32_first(rows) if r["scenario"] == "lj_liquid"]
     top = max((r["n"] for r in lj), default=0)
     lj = [r for r in lj if r["n"] == top]  # the sweeps at the largest LJ system
-    block = sorted({(r["launch_params"].get("block"), r["force_ms"]) for r in lj if r.get("processor") == "block"
-                    and r["launch_params"].get("block")})
+    block = sorted({(r["launch_params"].get("block"), *_range(r, "force"), bool(r.get("noisy"))) for r in lj
+                    if r.get("processor") == "block" and r["launch_params"].get("block")})
     warpblock = defaultdict(list)
     for r in lj:
         if r.get("processor") == "warpblock" and r["launch_params"].get("warps"):
             warpblock[(r["name"], r["launch_params"].get("commit", "not recorded"))].append(
-                (r["launch_params"].get("warps"), r["force_ms"]))
+                (r["launch_params"].get("warps"), *_range(r, "force"), bool(r.get("noisy"))))
     if len({b for b, _ in block}) > 1 or any(len(v) > 1 for v in warpblock.values()):
         fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
         if block:
-            a.plot([t[0] for t in block], [t[1] for t in block], marker="o", label="parity_block_csr")
+            _errorbar_line(a, block, "parity_block_csr", _style(0))
         a.set_xscale("log", base=2)
         a.set_xlabel("threads per block (thread-block processor)")
         a.set_ylabel("force phase (ms)")
         a.set_title(f"Thread-block processor: block size (LJ, N={top})")
         for i, ((name, commit), pts) in enumerate(sorted(warpblock.items(), key=str)):
-            pts = sorted(pts)
-            b.plot([p[0] for p in pts], [p[1] for p in pts], label=f"{name} commit={commit}", **_style(i))
+            _errorbar_line(b, sorted(pts), f"{name} commit={commit}", _style(i))
         b.set_xscale("log", base=2)
         b.set_yscale("log")
         b.set_xlabel("warps per block")
@@ -380,6 +450,7 @@ def parity(sec: Section, plots: Plots, bench: list[dict]) -> None:
         b.set_title(f"Warp-block processor: warps per block (LJ, N={top})")
         b.legend(fontsize=6)
         a.legend(fontsize=6)
+        fig.suptitle(NOISE_NOTE, fontsize=8)
         sec.image(plots.save(fig, "parity-launch"), "Parity-plane processors on the LJ liquid: block size and warps "
                                                     "per block sweeps (force phase)")
     table = []
@@ -410,19 +481,22 @@ def _per_cell_plot(sec: Section, plots: Plots, bench: list[dict]) -> None:
         sweep = [r for r in homogeneous if r["n"] >= top / 2]
     per_cell = defaultdict(list)
     for r in sweep:
-        per_cell[r["strategy"]].append((r["n"] / math.prod(r["launch"]["cells"]), r["force_ms"] / r["n"] * 1e6))
+        scale = 1e6 / r["n"]
+        t, lo, hi = _range(r, "force")
+        per_cell[r["strategy"]].append((r["n"] / math.prod(r["launch"]["cells"]), t * scale, lo * scale, hi * scale,
+                                        bool(r.get("noisy"))))
     if not any(len(v) > 1 for v in per_cell.values()):
         return
     fig, ax = plots.plt.subplots(figsize=(7, 4.2))
     for i, (k, pts) in enumerate(sorted(per_cell.items())):
-        pts = sorted(pts)
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], label=k, **_style(i))
+        _errorbar_line(ax, sorted(pts), k, _style(i))
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("particles per cell (N / cells)")
     ax.set_ylabel("force phase per particle (ns)")
     sizes = sorted({r["n"] for r in sweep})
-    ax.set_title(f"Cell processors against particles per cell (N {sizes[0]:,} to {sizes[-1]:,})")
+    ax.set_title(f"Cell processors against particles per cell (N {sizes[0]:,} to {sizes[-1]:,})\n{NOISE_NOTE}",
+                 fontsize=8)
     ax.legend(fontsize=6)
     sec.image(plots.save(fig, "parity-per-cell"), "Thread-block vs warp-block processors (and the full shell and c08 "
                                                   "for scale) against particles per cell, force phase per particle")
@@ -478,29 +552,41 @@ def roofline(sec: Section, plots: Plots, bench: list[dict], devices: list[dict],
     dev = next((d for d in devices if d.get("peak_fp32_tflops")), None)
     if rows and dev:
         plt = plots.plt
-        fig, ax = plt.subplots(figsize=(12, 5.5))
+        fig, ax = plt.subplots(figsize=(10, 5.5))
         peak = dev["peak_fp32_tflops"] * 1e3
         bw = dev.get("peak_dram_gbs") or 1.0
         xs = [r["gflops"] / r["eff_bandwidth_gbs"] for r in rows]
         lo, hi = min(xs) / 3, max(xs) * 3
         grid = [lo * (hi / lo) ** (i / 50) for i in range(51)]
-        ax.plot(grid, [min(peak, bw * x) for x in grid], "k-", lw=1.2, label=f"ceilings: FP32 {peak:.0f} GFLOP/s, "
-                                                                            f"DRAM {bw:.0f} GB/s")
+        ax.plot(grid, [min(peak, bw * x) for x in grid], "k-", lw=1.2)
         largest = {}
         for r in rows:
             key = (r["strategy"], r["scenario"])
             if key not in largest or r["n"] > largest[key]["n"]:
                 largest[key] = r
-        for (s, scen), r in sorted(largest.items()):
-            ax.scatter(r["gflops"] / r["eff_bandwidth_gbs"], r["gflops"], s=18, label=f"{s} ({scen}, N={r['n']})")
+        # colour: strategy family (traversal); marker: scenario family; one legend entry for each
+        fams = sorted({_strategy_family(r) for r in largest.values()})
+        scens = sorted({_family(r["scenario"]) for r in largest.values()})
+        import matplotlib
+
+        colour = {f: matplotlib.colormaps["tab10"](i % 10) for i, f in enumerate(fams)}
+        marker = {sc: MARKERS[i % len(MARKERS)] for i, sc in enumerate(scens)}
+        for r in largest.values():
+            ax.scatter(r["gflops"] / r["eff_bandwidth_gbs"], r["gflops"], s=22, color=colour[_strategy_family(r)],
+                       marker=marker[_family(r["scenario"])], edgecolors="red" if r.get("noisy") else "none")
+        from matplotlib.lines import Line2D
+
+        handles = [Line2D([], [], color="k", lw=1.2, label=f"ceilings: FP32 {peak:.0f} GFLOP/s, DRAM {bw:.0f} GB/s")]
+        handles += [Line2D([], [], ls="", marker="o", color=colour[f], label=f"strategy family: {f}") for f in fams]
+        handles += [Line2D([], [], ls="", marker=marker[sc], color="0.4", label=f"scenario: {sc}") for sc in scens]
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("arithmetic intensity (flop per byte of positions in + forces out)")
         ax.set_ylabel("achieved GFLOP/s (AutoPas flop counts)")
-        ax.set_title(f"Roofline, {dev.get('gpu')}")
-        ax.legend(fontsize=5, ncol=2, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-        sec.image(plots.save(fig, "roofline"), "Each strategy's compute phase against the GPU's FP32 and DRAM ceilings "
-                                               "(largest N per strategy and scenario)")
+        ax.set_title(f"Roofline, {dev.get('gpu')} (largest N per strategy and scenario; red edge: noisy)")
+        ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        sec.image(plots.save(fig, "roofline"), "Each strategy's compute phase against the GPU's FP32 and DRAM ceilings, "
+                                               "coloured by strategy family and marked by scenario")
     if profiles:
         table = []
         for d in profiles:
@@ -535,7 +621,7 @@ def claims(sec: Section, paths: list) -> None:
                 r["verdict"], r["why"], r["command"]] for r in rows])
 
 
-def method(sec: Section, data: dict, bench: list[dict]) -> None:
+def method(sec: Section, data: dict, bench: list[dict], links: list[tuple[str, str]] | None = None) -> None:
     devices = [d["device"] for d in data["bench"]] + [d.get("device", {}) for d in data["verify"]]
     seen = set()
     commits = sorted({str(d.get("commit")) for d in devices if d and d.get("commit")})
@@ -568,5 +654,7 @@ def method(sec: Section, data: dict, bench: list[dict]) -> None:
                  f"lies inside the other's min..max; the largest ratio of the two medians is {worst:.2f}.")
     sec.text(METHOD)
     sec.text("Inputs: " + ", ".join(data["files"]))
+    if links:
+        sec.link_list("Copies beside this page", links)
 
 
