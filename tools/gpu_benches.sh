@@ -141,6 +141,16 @@ case "$name" in
         --strategies verlet_thread_padded --scenario lj_liquid --n 4000,large --outputs all,forces --sweep minb=0:12 \
         --amortised 0 --name before-batch "${common[@]}")
     fi ;;
+  s6)  # the sixth session's Verlet defaults beside the full shell and the Newton3 cluster pairs: three columns, LJ 4,000 and 1M
+    $PY -m harness bench --strategies verlet_thread_padded,fullshell_thread_csr,clusterpair_warp_newton3 \
+      --scenario lj_liquid --n 4000,large --outputs forces,all --name after-s6 "${common[@]}"
+    $PY -m harness bench --strategies verlet_thread_padded --launch tpp=8 --scenario lj_liquid --n 4000 \
+      --outputs forces,all --name after-s6-tpp8 "${common[@]}"
+    if [ -d .before ]; then
+      (cd .before && HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness bench \
+        --strategies verlet_thread_padded --scenario lj_liquid --n 4000,large --outputs forces,all \
+        --name before-s6 "${common[@]}")
+    fi ;;
   cluster-defaults)  # the cluster pairs at their defaults, LJ 4,000 and 1M, forces only, three columns
     $PY -m harness bench --strategies clusterpair_warp_padded --scenario lj_liquid --n 4000,large --outputs forces \
       --name cluster-defaults "${common[@]}" ;;
