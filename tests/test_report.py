@@ -113,16 +113,25 @@ def test_the_verdict_opens_the_page_and_agrees_with_the_data(built):
     assert html.index('<section id="verdict">') == first_section
 
 
+def test_inputs_outside_the_results_folder_are_copied(built, tmp_path):
+    out = tmp_path / "elsewhere" / "deep"
+    _run("report", str(built.parent / "b.json"), "--out", str(out), "--name", "r2")
+    html = (out / "r2" / "index.html").read_text()
+    assert 'href="data/b.json"' in html and (out / "r2" / "data" / "b.json").is_file()
+    assert (out / "r2" / "data" / "b.csv").is_file()
+
+
 def test_heatmaps_behind_details_svg_beside_png_and_raw_data_linked(built):
     html = (built / "index.html").read_text()
     corr = html[html.index('<section id="correctness">'):html.index('<section id="wins">')]
     assert "<details><summary>" in corr and "verify-fp32.png" in corr.split("<details>", 1)[1]
     for png in built.glob("*.png"):
         assert png.with_suffix(".svg").read_text().lstrip().startswith(("<?xml", "<svg"))
-    links = [a for a in html.split('href="')[1:] if a.startswith("data/")]
-    assert {"data/b.json", "data/b.csv", "data/v.json"} <= {a.split('"')[0] for a in links}
-    for a in links:
-        assert (built / a.split('"')[0]).is_file()
+    raw = html[html.index("Raw data"):]
+    links = [a.split('"')[0] for a in raw.split('href="')[1:]]
+    assert {"b.json", "b.csv", "v.json"} <= {Path(a).name for a in links}
+    for a in links:  # inputs in the report's parent folder: relative links that resolve
+        assert (built / a).resolve().is_file() and not Path(a).is_absolute()
     assert 'class="sortable"' in html
 
 
@@ -175,3 +184,20 @@ def test_the_claims_section_is_computed_from_the_inputs(built):
     assert "float3 is now about 25% faster" in claims_part and "not measured" in claims_part
     # c08_thread_cpu against the full shell was not timed on the liquid: the c08 claim is unmeasured too
     assert "measured here" in claims_part
+
+
+def test_the_committed_gpu_results_build_a_report(tmp_path):
+    """Every result file of the H200 folder (bench, verify with its negative controls, ncu
+    profiles): the report builds, opens with its verdict, and the why lines use the profiles."""
+    import glob
+
+    folder = ROOT / "reports" / "2026-11-24-h200"
+    files = [Path(f) for sub in ("bench", "verify", "profile") for f in sorted(glob.glob(str(folder / sub / "*.json")))]
+    if not files:
+        pytest.skip("no committed GPU results")
+    index, md = report.build(files, tmp_path / "r", "h200")
+    text = md.read_text()
+    assert "verdicts (1 device)" in text.split("## ", 1)[0]
+    assert "failed as they must" in text.split("## ", 1)[0]
+    assert "issue-bound" in text or "latency-bound" in text
+    assert (tmp_path / "r" / "roofline.svg").is_file()

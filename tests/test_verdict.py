@@ -87,7 +87,16 @@ def test_the_why_line_names_each_bound_from_ncu():
 
 def test_the_correctness_line():
     verify = [{"rows": [{"status": "pass"}] * 5 + [{"status": "n/a"}] * 2 + [{"status": "FAIL"}]}]
-    assert V.correctness_line(verify).startswith("Correctness: 5 pass, 1 fail, 2 n/a")
+    assert V.correctness_line(verify).startswith("Correctness: 5 pass, 1 fail, 2 n/a (")
+    # verify's negative control must fail: counted apart when it does, as a failure when it does not
+    control = {"strategy": "verlet_thread_padded[rebuild=never]", "launch_params": {"rebuild": "never"},
+               "scenario": "lj_liquid@replay"}
+    static = dict(control, scenario="lj_liquid", status="pass")  # positions unchanged: the old list is right
+    caught = [{"rows": [{"status": "pass"}] * 2 + [static, dict(control, status="FAIL")]}]
+    line = V.correctness_line(caught)
+    assert line.startswith("Correctness: 3 pass, 0 fail, 0 n/a; negative controls") and "1 of 1 failed as they must" in line
+    missed = V.correctness_line([{"rows": [{"status": "pass"}] * 3 + [dict(control, status="pass")]}])
+    assert missed.startswith("Correctness: 3 pass, 1 fail") and "1 passed (counted as failures)" in missed
 
 
 @pytest.mark.parametrize("version", [0, 99, "2"])

@@ -1,6 +1,6 @@
 """`python -m harness report`: bench, verify and profile results -> reports/<name>/index.html and
-report.md, with PNG plots (and SVG) beside them and the input files copied into data/ (the page
-works offline, and its raw data is one click away).
+report.md, with PNG plots (and SVG) beside them and every input linked (copied into data/ where
+it lies outside the report's results folder): the page works offline, its raw data one click away.
 
   load.py      read and classify result files (schema versions checked); older results mapped
   verdict.py   the answer: winner, margin, noise and why per scenario family and size range
@@ -14,6 +14,7 @@ roofline, method.
 """
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -60,22 +61,28 @@ def build(paths: list[Path], out_dir: Path, title: str) -> tuple[Path, Path]:
 
 
 def _copy_inputs(files: list[str], out_dir: Path) -> list[tuple[str, str]]:
-    """Every input JSON, and the CSV written beside it where there is one, copied into
-    out_dir/data/ (names made unique); returns (text, relative link) pairs."""
-    data = out_dir / "data"
-    data.mkdir(exist_ok=True)
+    """Links to every input JSON, and to the CSV written beside it where there is one: a relative
+    link where the input lies in the report folder's parent (a results folder such as
+    reports/<run>/ with the report in reports/<run>/<name>/: the page moves with it), else a copy
+    in out_dir/data/ (names made unique). Returns (text, link) pairs."""
     links, used = [], set()
+    base = out_dir.resolve()
     for f in files:
         src = Path(f)
         for p in (src, src.with_suffix(".csv")):
             if not p.is_file() or (p != src and p.suffix == src.suffix):
                 continue
+            rel = Path(os.path.relpath(p.resolve(), base))
+            if rel.parts[:2] != ("..", "..") and not rel.is_absolute():
+                links.append((p.name, rel.as_posix()))
+                continue
+            data = out_dir / "data"
+            data.mkdir(exist_ok=True)
             name, k = p.name, 1
             while name in used:
                 k += 1
                 name = f"{p.stem}-{k}{p.suffix}"
             used.add(name)
-            if p.resolve() != (data / name).resolve():
-                shutil.copyfile(p, data / name)
+            shutil.copyfile(p, data / name)
             links.append((name, f"data/{name}"))
     return links

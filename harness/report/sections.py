@@ -433,7 +433,7 @@ def parity(sec: Section, plots: Plots, bench: list[dict]) -> None:
         if r.get("processor") == "warpblock" and r["launch_params"].get("warps"):
             warpblock[(r["name"], r["launch_params"].get("commit", "not recorded"))].append(
                 (r["launch_params"].get("warps"), *_range(r, "force"), bool(r.get("noisy"))))
-    if len({b for b, _ in block}) > 1 or any(len(v) > 1 for v in warpblock.values()):
+    if len({b[0] for b in block}) > 1 or any(len(v) > 1 for v in warpblock.values()):
         fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
         if block:
             _errorbar_line(a, block, "parity_block_csr", _style(0))

@@ -225,12 +225,27 @@ def devices_side_by_side(v: pd.DataFrame) -> pd.DataFrame | None:
                             values="answer", aggfunc="first").reset_index()
 
 
+def _negative_control(r: dict) -> bool:
+    """A list strategy with its rebuild trigger switched off (launch rebuild=never) on a replayed
+    trajectory: verify's negative control, which must fail."""
+    lp = r.get("launch_params") or {}
+    never = lp.get("rebuild") == "never" or "rebuild=never" in str(r.get("strategy", ""))
+    return never and str(r.get("scenario", "")).endswith("@replay")  # on static positions it must pass
+
+
 def correctness_line(verify: list[dict]) -> str:
     rows = [r for d in verify for r in d["rows"]]
     if not rows:
         return "Correctness: no verify results in this report (`make verify`)."
-    s = pd.Series([r.get("status") for r in rows]).value_counts()
+    controls = [r for r in rows if _negative_control(r)]
+    s = pd.Series([r.get("status") for r in rows if not _negative_control(r)], dtype=object).value_counts()
     passed, failed, na = int(s.get("pass", 0)), int(s.get("FAIL", 0) + s.get("ERROR", 0)), int(s.get("n/a", 0))
     other = int(s.sum()) - passed - failed - na
-    return (f"Correctness: {passed} pass, {failed} fail, {na} n/a" + (f", {other} other" if other else "")
-            + " (each cell against the float64 reference; details in the Correctness section).")
+    caught = sum(r.get("status") == "FAIL" for r in controls)
+    missed = sum(r.get("status") == "pass" for r in controls)
+    failed += missed  # a negative control that passes is a check that cannot fail
+    text = f"Correctness: {passed} pass, {failed} fail, {na} n/a" + (f", {other} other" if other else "")
+    if controls:
+        text += (f"; negative controls (rebuild trigger off on a replayed trajectory): {caught} of {len(controls)} "
+                 f"failed as they must" + (f", {missed} passed (counted as failures)" if missed else ""))
+    return text + " (each cell against the float64 reference; details in the Correctness section)."
