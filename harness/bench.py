@@ -399,12 +399,16 @@ class Partial:
                     raise InputError(f"--resume: {self.path} was measured with {k} = {first['device'].get(k)!r}, "
                                      f"this run has {header.get(k)!r}; start afresh (another --name) instead of "
                                      f"mixing the two")
+            kept = 1
             for line in lines[1:]:
                 try:
                     row = json.loads(line)
                 except json.JSONDecodeError:  # the last line, cut off by the interruption
                     break
                 self.done.setdefault(point_key(row), []).append(row)
+                kept += 1
+            if kept < len(lines):  # the cut-off line goes, so that the rows appended next stay readable
+                self.path.write_text("".join(ln + "\n" for ln in lines[:kept]))
             self.file = self.path.open("a")
         else:  # created with the first point: a run refused before it leaves no file or folder
             self.file = None

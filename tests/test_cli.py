@@ -212,6 +212,24 @@ def test_bench_resume_takes_measured_points_and_times_the_rest(tmp_path):
     assert all(x["compute_ms"] != 12345.0 for x in rows[2:]) and not (tmp_path / "r.partial.jsonl").exists()
 
 
+def test_a_resumed_partial_file_drops_its_cut_off_line(tmp_path):
+    """Rows appended after a resume must stay readable by the next resume: the cut-off line of the
+    interruption is removed, not left in the middle of the file."""
+    from harness.bench import Partial
+
+    header = {"gpu": None, "cpu": "x", "cpu_cores": 2, "commit": "abc"}
+    row = {"strategy": "a", "name": "a", "scenario": "uniform", "n": 10, "precision": "fp32", "outputs": "all"}
+    path = tmp_path / "r.partial.jsonl"
+    path.write_text(json.dumps({"device": header, "meta": {}}) + "\n" + json.dumps(row) + '\n{"strategy": "b", "sc')
+    p = Partial(path, header, {}, resume=True)
+    p(dict(row, strategy="c", name="c"))
+    p.file.close()
+    lines = path.read_text().splitlines()
+    assert [json.loads(ln).get("strategy") for ln in lines[1:]] == ["a", "c"]
+    again = Partial(path, header, {}, resume=True)
+    assert sum(map(len, again.done.values())) == 2
+
+
 def test_bench_resume_refuses_another_machine_or_commit(tmp_path, capsys):
     from harness import device
 

@@ -151,6 +151,24 @@ case "$name" in
         --strategies verlet_thread_padded --scenario lj_liquid --n 4000,large --outputs forces,all \
         --name before-s6 "${common[@]}")
     fi ;;
+  full)  # issue 16: `make bench SUITE=full` in slices of SWEEP_S seconds (default 540): the partial file in .sweep/
+    # (carried between calls) is resumed; the finished JSON and CSV, or the partial so far, go back under bench/
+    mkdir -p .sweep "$out/bench"
+    timeout -s INT ${SWEEP_S:-540} $PY -m harness bench --suite full --amortised 0 --name full-s6 --out .sweep --resume \
+      --min-time 0.1 --repeat 10 --max-checks-cpu 4e9 --quiet
+    echo "sweep exit $?; $(($(wc -l <.sweep/full-s6.partial.jsonl 2>/dev/null || echo 1) - 1)) points in the partial file"
+    cp .sweep/* "$out/bench/" 2>/dev/null ;;
+  default-amortised)  # the default suite with the per-MD-step column (the full sweep runs without it)
+    $PY -m harness bench --suite default --name default-s6 --min-time 0.1 --repeat 10 --max-checks-cpu 4e9 \
+      --out "$out/bench" --quiet ;;
+  tune-s6)  # harness tune on the inputs the sweep has points for: LJ medium, the Gaussian medium and 1M, a file
+    mkdir -p "$out/tune"
+    $PY -m harness tune --scenario lj_liquid --n medium --budget 60s --no-cache --json "$out/tune/lj-medium.json" --quiet
+    $PY -m harness tune --scenario gaussian --n medium --budget 60s --no-cache --json "$out/tune/gauss-medium.json" --quiet
+    $PY -m harness tune --scenario gaussian --n large --budget 60s --no-cache --json "$out/tune/gauss-1m.json" --quiet
+    $PY -m harness export --scenario uniform --n 64000 --out /tmp/uniform-64k.xyz
+    $PY -m harness tune --input /tmp/uniform-64k.xyz --budget 45s --no-cache --json "$out/tune/file-uniform-64k.json" \
+      --quiet ;;
   cluster-defaults)  # the cluster pairs at their defaults, LJ 4,000 and 1M, forces only, three columns
     $PY -m harness bench --strategies clusterpair_warp_padded --scenario lj_liquid --n 4000,large --outputs forces \
       --name cluster-defaults "${common[@]}" ;;
