@@ -161,11 +161,16 @@ case "$name" in
   default-amortised)  # the default suite with the per-MD-step column (the full sweep runs without it)
     $PY -m harness bench --suite default --name default-s6 --min-time 0.1 --repeat 10 --max-checks-cpu 4e9 \
       --out "$out/bench" --quiet ;;
+  amortised-s6)  # the per-MD-step column at the tune inputs' periodic points (LJ 32,000, uniform 64,000), GPU strategies
+    gpu=fullshell_thread_csr,fullshell_thread_2d,fullshell_thread_nested,c08_warp_csr,c08_warp_2d,c08_warp_nested
+    gpu=$gpu,parity_block_csr,parity_warpblock_shared_atomic,verlet_thread_padded,clusterpair_warp_newton3
+    gpu=$gpu,clusterpair_warp_padded,allpairs_thread_tiled
+    $PY -m harness bench --strategies $gpu --scenario lj_liquid --n medium --name amortised-lj-s6 "${common[@]}"
+    $PY -m harness bench --strategies $gpu --scenario uniform --n 64000 --name amortised-uniform-s6 "${common[@]}" ;;
   tune-s6)  # harness tune on the inputs the sweep has points for: LJ medium, the Gaussian medium and 1M, a file
     mkdir -p "$out/tune"
     $PY -m harness tune --scenario lj_liquid --n medium --budget 60s --no-cache --json "$out/tune/lj-medium.json" --quiet
     $PY -m harness tune --scenario gaussian --n medium --budget 60s --no-cache --json "$out/tune/gauss-medium.json" --quiet
-    $PY -m harness tune --scenario gaussian --n large --budget 60s --no-cache --json "$out/tune/gauss-1m.json" --quiet
     $PY -m harness export --scenario uniform --n 64000 --out /tmp/uniform-64k.xyz
     $PY -m harness tune --input /tmp/uniform-64k.xyz --budget 45s --no-cache --json "$out/tune/file-uniform-64k.json" \
       --quiet ;;
