@@ -167,6 +167,13 @@ case "$name" in
     gpu=$gpu,clusterpair_warp_padded,allpairs_thread_tiled
     $PY -m harness bench --strategies $gpu --scenario lj_liquid --n medium --name amortised-lj-s6 "${common[@]}"
     $PY -m harness bench --strategies $gpu --scenario uniform --n 64000 --name amortised-uniform-s6 "${common[@]}" ;;
+  gauss-s6)  # the Gaussian medium point again beside tune (same call): the sweep's top three, and the full shell at cell_factor 0.5
+    mkdir -p "$out/tune"
+    $PY -m harness bench --strategies clusterpair_warp_newton3,fullshell_thread_csr,clusterpair_warp_padded \
+      --scenario gaussian --n medium --name gauss-medium-s6 "${common[@]}"
+    $PY -m harness bench --strategies fullshell_thread_csr --launch cell_factor=0.5 --scenario gaussian --n medium \
+      --name gauss-medium-cf05-s6 "${common[@]}"
+    $PY -m harness tune --scenario gaussian --n medium --budget 60s --no-cache --json "$out/tune/gauss-medium.json" --quiet ;;
   tune-s6)  # harness tune on the inputs the sweep has points for: LJ medium, the Gaussian medium and 1M, a file
     mkdir -p "$out/tune"
     $PY -m harness tune --scenario lj_liquid --n medium --budget 60s --no-cache --json "$out/tune/lj-medium.json" --quiet
