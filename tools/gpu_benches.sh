@@ -174,6 +174,12 @@ case "$name" in
     $PY -m harness bench --strategies fullshell_thread_csr --launch cell_factor=0.5 --scenario gaussian --n medium \
       --name gauss-medium-cf05-s6 "${common[@]}"
     $PY -m harness tune --scenario gaussian --n medium --budget 60s --no-cache --json "$out/tune/gauss-medium.json" --quiet ;;
+  gauss-forces-s6)  # the Gaussian medium point forces only (tune's default flavour), and tune with all outputs (the sweep's)
+    mkdir -p "$out/tune"
+    $PY -m harness bench --strategies clusterpair_warp_newton3,fullshell_thread_csr,clusterpair_warp_padded \
+      --scenario gaussian --n medium --outputs forces --name gauss-medium-forces-s6 "${common[@]}"
+    $PY -m harness tune --scenario gaussian --n medium --outputs all --budget 60s --no-cache \
+      --json "$out/tune/gauss-medium-all.json" --quiet ;;
   tune-s6)  # harness tune on the inputs the sweep has points for: LJ medium, the Gaussian medium and 1M, a file
     mkdir -p "$out/tune"
     $PY -m harness tune --scenario lj_liquid --n medium --budget 60s --no-cache --json "$out/tune/lj-medium.json" --quiet
