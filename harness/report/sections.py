@@ -643,6 +643,10 @@ def method(sec: Section, data: dict, bench: list[dict], links: list[tuple[str, s
     if data.get("renamed"):
         sec.text("Results of an earlier schema name strategies by their first-release names; shown under the current "
                  "names: " + ", ".join(f"{a} as {b}" for a, b in sorted(data["renamed"].items())) + ".")
+    for d in data["bench"]:
+        note = d.get("meta", {}).get("note")
+        if note:
+            sec.text(f"Note recorded with the results of `{d.get('meta', {}).get('command', '?')[:90]}...`: {note}")
     resumed = [d.get("meta", {}).get("resumed") for d in data["bench"] if d.get("meta", {}).get("resumed")]
     if resumed:
         sec.text(f"Resumed runs: {', '.join(map(str, resumed))} points were taken from the partial file of an "

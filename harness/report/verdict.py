@@ -145,9 +145,12 @@ def _profile_for(profiles: list[dict], strategy: str, family: str, n: int, outpu
 def why(p: dict, profiles: list[dict]) -> str:
     """One line from the data: checks per interaction, and each one's bound from ncu where profiled."""
     parts = []
-    wc, rc = p.get("winner_checks"), p.get("runner_up_checks")
-    if _num(wc) and _num(rc):
+    wc, rc = _num(p.get("winner_checks")), _num(p.get("runner_up_checks"))
+    if wc and rc:
         parts.append(f"{wc:.2f} against {rc:.2f} distance checks per interaction")
+    elif wc or rc:  # one side counts its checks (the cluster pairs do not)
+        who, c = (p["winner"], wc) if wc else (p["runner_up"], rc)
+        parts.append(f"{who} {c:.2f} distance checks per interaction")
     for role in ("winner", "runner_up"):
         d = _profile_for(profiles, p[role], p["family"], int(p["n"]), p["outputs"])
         if d and d.get("ncu", {}).get("heaviest"):
