@@ -180,6 +180,9 @@ case "$name" in
       --scenario gaussian --n medium --outputs forces --name gauss-medium-forces-s6 "${common[@]}"
     $PY -m harness tune --scenario gaussian --n medium --outputs all --budget 60s --no-cache \
       --json "$out/tune/gauss-medium-all.json" --quiet ;;
+  cf-s6)  # the full shell's cell_factor 1 and 0.5 on the LJ liquid and the sigma-12 Gaussian at 1M (issue 12's Gaussian target)
+    $PY -m harness bench --strategies fullshell_thread_csr,clusterpair_warp_newton3 --sweep cell_factor=1.0:0.5 \
+      --scenario lj_liquid --scenario gaussian --n large --outputs forces,all --amortised 0 --name cf-s6 "${common[@]}" ;;
   tune-s6)  # harness tune on the inputs the sweep has points for: LJ medium, the Gaussian medium and 1M, a file
     mkdir -p "$out/tune"
     $PY -m harness tune --scenario lj_liquid --n medium --budget 60s --no-cache --json "$out/tune/lj-medium.json" --quiet
