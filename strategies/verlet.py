@@ -118,7 +118,7 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
     launch_defaults = {**VerletStrategy.launch_defaults, "block": 128, "tpp": 1, "build": "strip", "window": 1,
                        "layout": "aos4", "minb": "auto", "batch": "auto"}
     launch_choices = {**VerletStrategy.launch_choices, "block": (64, 128, 256, 512), "tpp": TPP_CHOICES,
-                      "build": ("strip", "cell"), "window": (0, 1), "layout": tuple(LAYOUTS), "minb": MINB_CHOICES,
+                      "build": ("strip", "cell", "warp"), "window": (0, 1), "layout": tuple(LAYOUTS), "minb": MINB_CHOICES,
                       "batch": BATCH_CHOICES}
 
     def __init__(self, **launch):
@@ -167,7 +167,8 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
         return {"verlet.cu": [f"verlet_check<{r}>" for r in reals] + [f"verlet_build<{r}, {m}, {w}>"
                                                                        for r in reals
                                                                        for m, w in BUILD_FLAGS] +
-                              [f"verlet_build_cells<{r}, {m}>" for r in reals for m in ("false", "true")],
+                              [f"verlet_build_cells<{r}, {m}>" for r in reals for m in ("false", "true")] +
+                              [f"verlet_build_warp<{r}, {m}>" for r in reals for m in ("false", "true")],
                 "binning.cu": sorted({e for r in reals for e in Binning.expressions(r)}),
                 "layout.cu": layout_expressions()}
 
@@ -206,9 +207,11 @@ class VerletPlan(DeviceListPlan):
         # per-pair minimum image in the build only on a periodic axis of fewer than 3 cells; z-windows otherwise
         minimage = any(p and int(d) < 3 for d, p in zip(self.dims, problem.box.periodic))
         window = bool(strategy.launch["window"]) and not minimage
-        self.per_cell = strategy.launch["build"] == "cell"
-        self.k_build = kernel("verlet.cu", f"verlet_build_cells<{real_t}, {cbool(minimage)}>" if self.per_cell
-                              else f"verlet_build<{real_t}, {cbool(minimage)}, {cbool(window)}>")
+        self.build_kind = strategy.launch["build"]
+        self.k_build = kernel("verlet.cu", {
+            "cell": f"verlet_build_cells<{real_t}, {cbool(minimage)}>",
+            "warp": f"verlet_build_warp<{real_t}, {cbool(minimage)}>",
+        }.get(self.build_kind, f"verlet_build<{real_t}, {cbool(minimage)}, {cbool(window)}>"))
         self.margin = self.real(8 * np.finfo(np.float32).eps * (0.5 * float(problem.box.array.max()) + self.rl))
         self._force: dict[str, object] = {}
         # first build: the binning method, then the rows' lengths (capacity 0), then the list
@@ -245,7 +248,12 @@ class VerletPlan(DeviceListPlan):
         n = self.problem.n
         g = guard if guard is not None else np.uint64(0)
         b = self.binning
-        if self.per_cell:
+        if self.build_kind == "warp":  # 32 threads per row
+            self.k_build((-(-n * 32 // 128),), (128,), (b.sorted, b.order, b.cell_sorted, b.start, np.int32(n),
+                                                         self.grid_struct, self.box, self.rlist2, np.int32(cap),
+                                                         self.nbr, self.len, self.ref, self.overflow, g))
+            return
+        if self.build_kind == "cell":
             ncells = int(np.prod(self.dims))
             self.k_build((ncells,), (32,), (b.sorted, b.order, b.start, np.int32(n), self.grid_struct, self.box,
                                             self.rlist2, np.int32(cap), self.nbr, self.len, self.ref, self.overflow, g))

@@ -187,11 +187,11 @@ def test_gpu_negative_control():
 @pytest.mark.gpu
 @pytest.mark.parametrize("n", [256, 500, 4000])
 def test_gpu_builds_give_the_same_list(n):
-    """The strip build with and without z-windows and the per-cell build put the same rows in the
-    same order: the same bits (256: 2 cells per axis, the per-pair minimum image)."""
+    """The strip build with and without z-windows, the per-cell and the warp-per-row builds put the
+    same rows in the same order: the same bits (256: 2 cells per axis, the per-pair minimum image)."""
     p = _problem("fp32", n=n)
     base = strategies.create("verlet_thread_padded", window=0).evaluate(p)
-    for launch in ({"window": 1}, {"build": "cell"}):
+    for launch in ({"window": 1}, {"build": "cell"}, {"build": "warp"}):
         got = strategies.create("verlet_thread_padded", **launch).evaluate(p)
         assert np.array_equal(got.forces, base.forces) and got.energy == base.energy, launch
 

@@ -183,6 +183,15 @@ case "$name" in
   cf-s6)  # the full shell's cell_factor 1 and 0.5 on the LJ liquid and the sigma-12 Gaussian at 1M (issue 12's Gaussian target)
     $PY -m harness bench --strategies fullshell_thread_csr,clusterpair_warp_newton3 --sweep cell_factor=1.0:0.5 \
       --scenario lj_liquid --scenario gaussian --n large --outputs forces,all --amortised 0 --name cf-s6 "${common[@]}" ;;
+  build-s6)  # the Verlet build per strip, per cell and a warp per row, 4,000 to 1M: build, with a list, per MD step
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 4000,32000,256000,large \
+      --outputs forces --sweep build=strip:cell:warp --name build-s6 "${common[@]}"
+    $PY -m harness bench --strategies verlet_thread_padded --launch tpp=8 --scenario lj_liquid --n 4000 \
+      --outputs forces --sweep build=strip:warp --name build-s6-tpp8 "${common[@]}"
+    for b in strip warp; do
+      $PY -m harness md --strategy verlet_thread_padded --launch tpp=8,build=$b --n 4000 --precision fp32 --steps 2000 \
+        --sample 500 --quiet --json "$out/bench/md-verlet-4000-$b.json"
+    done ;;
   tune-s6)  # harness tune on the inputs the sweep has points for: LJ medium, the Gaussian medium and 1M, a file
     mkdir -p "$out/tune"
     $PY -m harness tune --scenario lj_liquid --n medium --budget 60s --no-cache --json "$out/tune/lj-medium.json" --quiet

@@ -4,7 +4,8 @@
 //
 //   verlet_check   each step: sets *flag where some particle moved more than skin/2 since the
 //                  list's build (minimum image), so that the guarded binning and verlet_build run
-//   verlet_build   (guarded by *flag) one thread per sorted slot: the particles j != i of the
+//   verlet_build   (guarded by *flag; verlet_build_warp: a warp per row; verlet_build_cells: a
+//                  warp per cell) one thread per sorted slot: the particles j != i of the
 //                  neighbour cells' z-strips within r_list, in strip order (deterministic: the
 //                  binning fixes the order inside a cell), into padded rows
 //                  stored column-major (nbr[k * rows + s]); the positions of the build kept for
@@ -93,6 +94,64 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ orde
   len[k] = min(count, cap);  // the force phase reads what was stored; the overflow is reported
   ref[order[k]] = pi;
   if (count > cap) atomicMax(overflow, count);
+}
+
+// The same rows, a warp per row: the strip kernel's walk (9 columns, their runs in order, each
+// run's image shift applied once), 32 candidates at a time, one per lane; the hits of a round
+// are compacted in lane order with a ballot, so the row is the strip kernel's, in the same order
+// (the same sums downstream). For systems too small to fill the GPU with a thread per row
+// (4,000 particles: 4,000 threads), where each thread's serial walk over ~500 candidates is the
+// build's whole time.
+template <typename Real, bool MINIMAGE>
+__global__ void __launch_bounds__(128)
+verlet_build_warp(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ order,
+                  const int* __restrict__ cell_sorted, const int* __restrict__ start, const int n, const Grid g,
+                  const Box<Real> box, const Real rlist2, const int cap, int* __restrict__ nbr, int* __restrict__ len,
+                  Vec4<Real>* __restrict__ ref, int* __restrict__ overflow, const int* __restrict__ guard) {
+  if (guard != nullptr && *guard == 0) return;
+  const int lane = threadIdx.x & 31;
+  const int k = static_cast<int>((static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5);
+  if (k >= n) return;  // k is the same for the whole warp: it leaves together
+  const Vec4<Real> pi = sorted[k];
+  const int c = cell_sorted[k];
+  const int cz = c % g.nz, cy = (c / g.nz) % g.ny, cx = c / (g.nz * g.ny);
+  int count = 0;
+#pragma unroll 1
+  for (int col = 0; col < 9; ++col) {
+    const int ox = col / 3 - 1, oy = col % 3 - 1;
+    int x, y;
+    Real sx, sy;
+    if (!axis_neighbour<MINIMAGE>(cx, ox, g.nx, g.pmask & 1, box.lx, x, sx)) continue;
+    if (!axis_neighbour<MINIMAGE>(cy, oy, g.ny, g.pmask & 2, box.ly, y, sy)) continue;
+    int b[2], e[2];
+    Real sz[2];
+    const int runs = z_runs<1, MINIMAGE>(start, (x * g.ny + y) * g.nz, cz, g, box.lz, b, e, sz);
+#pragma unroll 1
+    for (int r = 0; r < runs; ++r) {
+      const int rb = r ? b[1] : b[0], re = r ? e[1] : e[0];
+      const Vec4<Real> p = shifted(pi, sx, sy, r ? sz[1] : sz[0]);
+#pragma unroll 1
+      for (int base = rb; base < re; base += 32) {
+        const int q = base + lane;
+        bool hit = false;
+        if (q < re && q != k) {
+          Real dx, dy, dz;
+          hit = separation<MINIMAGE>(p, sorted[q], box, dx, dy, dz) < rlist2;
+        }
+        const unsigned int mask = __ballot_sync(0xffffffffu, hit);
+        if (hit) {
+          const int slot = count + __popc(mask & ((1u << lane) - 1u));
+          if (slot < cap) nbr[static_cast<long long>(slot) * n + k] = order[q];
+        }
+        count += __popc(mask);
+      }
+    }
+  }
+  if (lane == 0) {
+    len[k] = min(count, cap);
+    ref[order[k]] = pi;
+    if (count > cap) atomicMax(overflow, count);
+  }
 }
 
 // The same rows, built per cell: one warp per cell loads the candidates of the cell's 9 z-strips
