@@ -192,6 +192,15 @@ case "$name" in
       $PY -m harness md --strategy verlet_thread_padded --launch tpp=8,build=$b --n 4000 --precision fp32 --steps 2000 \
         --sample 500 --quiet --json "$out/bench/md-verlet-4000-$b.json"
     done ;;
+  san-warp)  # compute-sanitizer's four tools on the warp-per-row Verlet build (not a default: make sanitize does not reach it)
+    for t in memcheck racecheck synccheck initcheck; do
+      compute-sanitizer --tool $t --error-exitcode 9 $PY -c "import strategies; from harness import scenarios
+p = scenarios.make('lj_liquid', 2048, seed=1)
+for b in ('warp',):
+    r = strategies.create('verlet_thread_padded', build=b, cap=0).evaluate(p)
+    print(b, r.pairs)" 2>&1 | tail -3
+      echo "$t: exit ${PIPESTATUS[0]}"
+    done ;;
   tune-s6)  # harness tune on the inputs the sweep has points for: LJ medium, the Gaussian medium and 1M, a file
     mkdir -p "$out/tune"
     $PY -m harness tune --scenario lj_liquid --n medium --budget 60s --no-cache --json "$out/tune/lj-medium.json" --quiet
