@@ -50,6 +50,22 @@ BUILD_FLAGS = (("false", "false"), ("false", "true"), ("true", "false"))  # (MIN
 GRID_DTYPE = np.dtype([("nx", np.int32), ("ny", np.int32), ("nz", np.int32), ("pmask", np.int32)])
 
 
+# build 'auto' (H200, LJ, sixth session, bench/s6-call11-build.json; build ms per strip / cell / warp):
+# 4,000: 0.156 / 0.093 / 0.036; 32,000: 0.164 / 0.097 / 0.107; 256,000: 0.437 / 0.405 / 0.649;
+# 1,048,576: 1.44 / 1.49 / 2.51. A warp per row while its threads fit the GPU about twice
+# (rows <= 128 per SM), a warp per cell up to CELL_BUILD_MAX rows, then a thread per row.
+WARP_ROWS_PER_SM = 128
+CELL_BUILD_MAX = 524_288
+
+
+def build_kind(build: str, n: int, sms: int) -> str:
+    if build != "auto":
+        return build
+    if n <= WARP_ROWS_PER_SM * sms:
+        return "warp"
+    return "cell" if n < CELL_BUILD_MAX else "strip"
+
+
 def cap_of(longest: int) -> int:
     """Row capacity from the longest row of a build: room for the rows to grow as particles move."""
     return int(math.ceil(1.2 * longest)) + 8
@@ -115,10 +131,11 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
     # minb: blocks per SM the force kernel's registers must leave room for (__launch_bounds__; 0:
     # the compiler's choice); batch: list entries a thread gathers before computing their pairs;
     # 'auto': each output flavour its own (AUTO_MINB, AUTO_BATCH)
-    launch_defaults = {**VerletStrategy.launch_defaults, "block": 128, "tpp": 1, "build": "strip", "window": 1,
+    launch_defaults = {**VerletStrategy.launch_defaults, "block": 128, "tpp": 1, "build": "auto", "window": 1,
                        "layout": "aos4", "minb": "auto", "batch": "auto"}
     launch_choices = {**VerletStrategy.launch_choices, "block": (64, 128, 256, 512), "tpp": TPP_CHOICES,
-                      "build": ("strip", "cell", "warp"), "window": (0, 1), "layout": tuple(LAYOUTS), "minb": MINB_CHOICES,
+                      "build": ("auto", "strip", "cell", "warp"), "window": (0, 1), "layout": tuple(LAYOUTS),
+                      "minb": MINB_CHOICES,
                       "batch": BATCH_CHOICES}
 
     def __init__(self, **launch):
@@ -207,7 +224,7 @@ class VerletPlan(DeviceListPlan):
         # per-pair minimum image in the build only on a periodic axis of fewer than 3 cells; z-windows otherwise
         minimage = any(p and int(d) < 3 for d, p in zip(self.dims, problem.box.periodic))
         window = bool(strategy.launch["window"]) and not minimage
-        self.build_kind = strategy.launch["build"]
+        self.build_kind = build_kind(strategy.launch["build"], n, cp.cuda.Device().attributes["MultiProcessorCount"])
         self.k_build = kernel("verlet.cu", {
             "cell": f"verlet_build_cells<{real_t}, {cbool(minimage)}>",
             "warp": f"verlet_build_warp<{real_t}, {cbool(minimage)}>",
@@ -235,6 +252,7 @@ class VerletPlan(DeviceListPlan):
         self.layout = Layout(cp, strategy.launch["layout"], self.real_t, self.real, n)
         self.launch_info = {"cells": self.dims.tolist(), "rlist": self.rl, "skin": self.skin, "cap": self.cap,
                             "tpp": self.tpp, "block": self.block, "build": self.binning.method,
+                            "list_build": self.build_kind,
                             "layout": self.layout.name,
                             "list_bytes": int(self.nbr.nbytes + self.len.nbytes + self.ref.nbytes)}
 

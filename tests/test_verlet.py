@@ -131,6 +131,16 @@ def test_the_force_kernel_launch_knobs_resolve_per_output_flavour():
         strategies.create("verlet_thread_padded", minb=16, block=256)
 
 
+def test_the_automatic_build_follows_the_measured_crossovers():
+    from strategies.verlet import CELL_BUILD_MAX, WARP_ROWS_PER_SM, build_kind
+
+    sms = 132
+    assert build_kind("auto", 4000, sms) == "warp" and build_kind("auto", WARP_ROWS_PER_SM * sms, sms) == "warp"
+    assert build_kind("auto", WARP_ROWS_PER_SM * sms + 1, sms) == "cell" and build_kind("auto", 256_000, sms) == "cell"
+    assert build_kind("auto", CELL_BUILD_MAX, sms) == "strip" and build_kind("auto", 1_048_576, sms) == "strip"
+    assert build_kind("warp", 1_048_576, sms) == "warp"  # an explicit choice is kept
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("launch", [{"batch": 1}, {"batch": 2}, {"batch": 8, "tpp": 4}, {"minb": 12, "batch": 4}])
 def test_gpu_force_kernel_knobs_give_the_same_sums(launch):
@@ -190,8 +200,8 @@ def test_gpu_builds_give_the_same_list(n):
     """The strip build with and without z-windows, the per-cell and the warp-per-row builds put the
     same rows in the same order: the same bits (256: 2 cells per axis, the per-pair minimum image)."""
     p = _problem("fp32", n=n)
-    base = strategies.create("verlet_thread_padded", window=0).evaluate(p)
-    for launch in ({"window": 1}, {"build": "cell"}, {"build": "warp"}):
+    base = strategies.create("verlet_thread_padded", build="strip", window=0).evaluate(p)
+    for launch in ({"build": "strip", "window": 1}, {"build": "cell"}, {"build": "warp"}, {}):
         got = strategies.create("verlet_thread_padded", **launch).evaluate(p)
         assert np.array_equal(got.forces, base.forces) and got.energy == base.energy, launch
 
