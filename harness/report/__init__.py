@@ -69,8 +69,8 @@ def _copy_inputs(files: list[str], out_dir: Path) -> list[tuple[str, str]]:
     base = out_dir.resolve()
     for f in files:
         src = Path(f)
-        for p in (src, src.with_suffix(".csv")):
-            if not p.is_file() or (p != src and p.suffix == src.suffix):
+        for p in dict.fromkeys((src, src.with_suffix(".csv"))):  # the JSON, and a CSV beside it
+            if not p.is_file():
                 continue
             rel = Path(os.path.relpath(p.resolve(), base))
             if rel.parts[:2] != ("..", "..") and not rel.is_absolute():
