@@ -91,8 +91,15 @@ class DeviceListPlan(CudaPlan):
         self._check()
         return bool(int(self.flag.get()[0]))
 
+    def _refresh(self) -> None:
+        """What the force phase needs from the positions of this step when the list is kept whatever
+        the displacement (rebuild=never); nothing for lists that read the positions as they are."""
+
     def update(self) -> None:
-        if not self.problem.n or self.strategy.launch["rebuild"] == "never":
+        if not self.problem.n:
+            return
+        if self.strategy.launch["rebuild"] == "never":
+            self._refresh()
             return
         self._check()
         if self.binning.guardable:

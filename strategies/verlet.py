@@ -181,7 +181,7 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
 
     def data_expressions(self) -> dict[str, list[str]]:
         reals = sorted({m.cxx_compute for m in MODES.values()})
-        return {"verlet.cu": [f"verlet_check<{r}>" for r in reals] + [f"verlet_build<{r}, {m}, {w}>"
+        return {"verlet.cu": [f"verlet_refresh<{r}>" for r in reals] + [f"verlet_build<{r}, {m}, {w}>"
                                                                        for r in reals
                                                                        for m, w in BUILD_FLAGS] +
                               [f"verlet_build_cells<{r}, {m}>" for r in reals for m in ("false", "true")] +
@@ -217,10 +217,12 @@ class VerletPlan(DeviceListPlan):
         self.flag = cp.ones(1, np.int32)
         self.rebuilds = cp.zeros(1, np.uint32)
         self.overflow = cp.zeros(1, np.int32)
-        self.ref = cp.zeros((m, 4), self.real)
-        self.len = cp.zeros(m, np.int32)
+        self.ref = cp.zeros((m, 4), self.real)  # the build's positions, sorted order
+        self.cur = cp.zeros((m, 4), self.real)  # the positions now, sorted order, unwrapped since the build
+        self.len = cp.zeros(m, np.int32)  # entries at the front of each row (no image shift)
+        self.len_image = cp.zeros(m, np.int32)  # entries at its back (found across a periodic boundary)
         real_t = self.real_t
-        self.k_check = kernel("verlet.cu", f"verlet_check<{real_t}>")
+        self.k_check = kernel("verlet.cu", f"verlet_refresh<{real_t}>")
         # per-pair minimum image in the build only on a periodic axis of fewer than 3 cells; z-windows otherwise
         minimage = any(p and int(d) < 3 for d, p in zip(self.dims, problem.box.periodic))
         window = bool(strategy.launch["window"]) and not minimage
@@ -254,11 +256,12 @@ class VerletPlan(DeviceListPlan):
                             "tpp": self.tpp, "block": self.block, "build": self.binning.method,
                             "list_build": self.build_kind,
                             "layout": self.layout.name,
-                            "list_bytes": int(self.nbr.nbytes + self.len.nbytes + self.ref.nbytes)}
+                            "list_bytes": int(self.nbr.nbytes + self.len.nbytes + self.len_image.nbytes
+                                              + self.ref.nbytes + self.cur.nbytes)}
 
     @property
     def device_bytes(self) -> int:
-        own = [self.flag, self.rebuilds, self.overflow, self.ref, self.len, self.nbr]
+        own = [self.flag, self.rebuilds, self.overflow, self.ref, self.cur, self.len, self.len_image, self.nbr]
         return (CudaPlan.device_bytes.fget(self) + self.binning.device_bytes + int(sum(a.nbytes for a in own))
                 + self.layout.nbytes)
 
@@ -266,26 +269,35 @@ class VerletPlan(DeviceListPlan):
         n = self.problem.n
         g = guard if guard is not None else np.uint64(0)
         b = self.binning
+        rows = (self.nbr, self.len, self.len_image, self.ref, self.cur, self.overflow, g)
         if self.build_kind == "warp":  # 32 threads per row
-            self.k_build((-(-n * 32 // 128),), (128,), (b.sorted, b.order, b.cell_sorted, b.start, np.int32(n),
-                                                         self.grid_struct, self.box, self.rlist2, np.int32(cap),
-                                                         self.nbr, self.len, self.ref, self.overflow, g))
+            self.k_build((-(-n * 32 // 128),), (128,), (b.sorted, b.cell_sorted, b.start, np.int32(n), self.grid_struct,
+                                                         self.box, self.rlist2, np.int32(cap), *rows))
             return
         if self.build_kind == "cell":
             ncells = int(np.prod(self.dims))
-            self.k_build((ncells,), (32,), (b.sorted, b.order, b.start, np.int32(n), self.grid_struct, self.box,
-                                            self.rlist2, np.int32(cap), self.nbr, self.len, self.ref, self.overflow, g))
+            self.k_build((ncells,), (32,), (b.sorted, b.start, np.int32(n), self.grid_struct, self.box, self.rlist2,
+                                            np.int32(cap), *rows))
             return
-        self.k_build((-(-n // 128),), (128,), (b.sorted, b.order, b.cell_sorted, b.start, np.int32(n), self.grid_struct,
-                                               self.box, self.rlist2, self.margin, np.int32(cap), self.nbr, self.len,
-                                               self.ref, self.overflow, g))
+        self.k_build((-(-n // 128),), (128,), (b.sorted, b.cell_sorted, b.start, np.int32(n), self.grid_struct,
+                                               self.box, self.rlist2, self.margin, np.int32(cap), *rows))
+
+    def _check(self, flag=None) -> None:
+        """The trigger (flag) and cur: the positions the MD loop moved, in the list's order."""
+        n = self.problem.n
+        self.k_check((-(-n // 256),), (256,), (self.pos, self.binning.order, self.ref, np.int32(n), self.box,
+                                               self.half_skin2, self.cur, self.flag if flag is None else flag))
+
+    def _refresh(self) -> None:
+        self._check(np.uint64(0))  # cur only: the list is kept whatever the displacement
 
     def _rows(self, guard) -> None:
         self._build_rows(self.cap, guard)
 
     def listed_pairs(self) -> int:
         """Entries of the current list (each pair twice): the force phase's distance checks."""
-        return int(self.len[: self.problem.n].sum().get()) if self.problem.n else 0
+        n = self.problem.n
+        return int(self.len[:n].sum(dtype=np.int64).get() + self.len_image[:n].sum(dtype=np.int64).get()) if n else 0
 
     def force(self) -> None:
         n = self.problem.n
@@ -296,10 +308,10 @@ class VerletPlan(DeviceListPlan):
             p = self.problem
             expr = self.strategy.force_expression(p.precision, p.potential, self.energy, self.pbc)
             fn = self._force[self.outputs] = kernel("verlet.cu", expr, p.potential)
-        self.layout.fill(self.pos, n)  # aos3, soa: the positions the MD loop moved, copied into the layout
-        fn((self.blocks,), (self.block,), (*self.layout.args(self.pos), self.binning.order, self.nbr, self.len,
-                                           np.int32(n), self.box, self.fparams, self.forces, self.partial,
-                                           self.pcount, self.flag, self.rebuilds))
+        self.layout.fill(self.cur, n)  # aos3, soa: the positions of this step, copied into the layout
+        fn((self.blocks,), (self.block,), (*self.layout.args(self.cur), self.binning.order, self.nbr, self.len,
+                                           self.len_image, np.int32(self.cap), np.int32(n), self.box, self.fparams,
+                                           self.forces, self.partial, self.pcount, self.flag, self.rebuilds))
 
     def output(self) -> Forces:
         out = super().output()

@@ -206,6 +206,30 @@ def test_gpu_builds_give_the_same_list(n):
         assert np.array_equal(got.forces, base.forces) and got.energy == base.energy, launch
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("n, build", [(4000, "strip"), (4000, "warp"), (4000, "cell"), (256, "strip")])
+def test_gpu_kept_list_follows_particles_across_the_box(n, build):
+    """The list is kept while no particle has moved more than skin/2, also where a particle crossed
+    a periodic face (its wrapped coordinate jumped by a box length): the force phase reads the
+    positions unwrapped since the build, so the rows' raw differences stay separations, and the
+    rows found across a face take the minimum image (256: 2 cells per axis, the per-pair build)."""
+    p = _problem("fp64", n=n, spec="uniform")  # random positions: some within reach of a face
+    s = strategies.create("verlet_thread_padded", build=build)
+    plan = s.prepare(p)
+    plan.upload()
+    s.compute(plan)
+    L = p.box.array
+    start = np.mod(p.positions, L)
+    x = np.mod(start + np.random.default_rng(5).uniform(-0.08, 0.08, start.shape), L)  # |d| < 0.14 < skin/2
+    assert np.any(np.abs(x - start) > 0.5 * L, axis=1).sum() >= 3  # some particles crossed a face
+    plan.pos[:n, :3] = plan.cp.asarray(x - 0.5 * L, dtype=plan.real)  # the plan's centred coordinates
+    out = s.step(plan).to_host()
+    assert plan.rebuild_count() == 1  # the first list, kept
+    ref = reference.compute(_moved(p, x))
+    assert out.pairs == ref.pairs
+    assert np.abs(out.forces - ref.forces).max() <= 1e-10 * np.abs(ref.forces).max()
+
+
 def test_verify_replays_the_trajectory_and_the_negative_control_fails(tmp_path, capsys):
     """verify --replay: the list kept and rebuilt by its own trigger along a recorded trajectory
     passes at every frame; with the trigger off (rebuild=never) verify itself fails, naming the

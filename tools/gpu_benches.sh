@@ -151,6 +151,36 @@ case "$name" in
         --strategies verlet_thread_padded --scenario lj_liquid --n 4000,large --outputs forces,all \
         --name before-s6 "${common[@]}")
     fi ;;
+  s7)  # the seventh session's Verlet list in cell order (positions gathered by the check, rows split by image) before
+    # and after in one call: three columns at LJ 4,000 and 1M beside the full shell, the Newton3 cluster pairs and
+    # OpenMM's whole step; the uniform liquid at 1M (input order random in space); tpp=8 at 4,000; the MD loop at 4,000
+    $PY -m harness bench --strategies verlet_thread_padded,fullshell_thread_csr,clusterpair_warp_newton3 \
+      --scenario lj_liquid --n 4000,large --outputs forces,all --peers openmm --name after-s7 "${common[@]}"
+    $PY -m harness bench --strategies verlet_thread_padded --launch tpp=8 --scenario lj_liquid --n 4000 \
+      --outputs forces,all --name after-s7-tpp8 "${common[@]}"
+    $PY -m harness bench --strategies verlet_thread_padded,fullshell_thread_csr --scenario uniform --n large \
+      --outputs forces,all --name after-s7-uniform "${common[@]}"
+    $PY -m harness md --strategy verlet_thread_padded --launch tpp=8 --n 4000 --precision fp32 --steps 2000 \
+      --sample 500 --quiet --json "$out/bench/md-verlet-4000-s7.json"
+    if [ -d .before ]; then
+      (cd .before && HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness bench \
+        --strategies verlet_thread_padded --scenario lj_liquid --n 4000,large --outputs forces,all \
+        --name before-s7 "${common[@]}"
+       HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness bench \
+        --strategies verlet_thread_padded --launch tpp=8 --scenario lj_liquid --n 4000 --outputs forces,all \
+        --name before-s7-tpp8 "${common[@]}"
+       HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness bench \
+        --strategies verlet_thread_padded --scenario uniform --n large --outputs forces,all \
+        --name before-s7-uniform "${common[@]}")
+    fi ;;
+  san-verlet)  # compute-sanitizer's four tools on the Verlet list's three builds (make sanitize reaches the default only)
+    for t in memcheck racecheck synccheck initcheck; do
+      compute-sanitizer --tool $t --error-exitcode 9 $PY -c "import strategies; from harness import scenarios
+p = scenarios.make('uniform', 2048, seed=1)
+for b in ('strip', 'cell', 'warp'):
+    r = strategies.create('verlet_thread_padded', build=b).evaluate(p)
+    print(b, r.pairs)" || echo "sanitizer $t: FAILED"
+    done ;;
   full)  # issue 16: `make bench SUITE=full` in slices of SWEEP_S seconds (default 540): the partial file in .sweep/
     # (carried between calls) is resumed; the finished JSON and CSV, or the partial so far, go back under bench/
     mkdir -p .sweep "$out/bench"

@@ -2,19 +2,30 @@
 // particles within r_list = cutoff + skin, built from the shared binning with cells of side >=
 // r_list, reused while no particle has moved more than skin / 2 since the build.
 //
-//   verlet_check   each step: sets *flag where some particle moved more than skin/2 since the
-//                  list's build (minimum image), so that the guarded binning and verlet_build run
+// The list lives in the binning's (cell) order: row s is particle order[s], its entries are
+// sorted slots, and the force kernel reads the positions from `cur`, a copy in that order, so
+// that a row's partners lie in a few contiguous runs of memory whatever the input order (the
+// sorting that HOOMD-blue and GROMACS do for the same reason). cur[s] is particle order[s]'s
+// position moved by whole box lengths to the image nearest its position at the build: unwrapped
+// since the build, so that the raw difference of two entries found without an image shift stays
+// their separation. A row keeps those entries from its front (len) and the ones found across a
+// periodic boundary from its back (len_image): only the latter take a minimum image per pair.
+//
+//   verlet_check   (the Newton3 cluster pairs' trigger) each step: sets *flag where some particle
+//                  moved more than skin/2 since the list's build (minimum image)
+//   verlet_refresh each step, the Verlet list's check: the same trigger on ref (sorted), and cur
+//                  from the positions the MD loop moved (flag nullptr: cur only, the negative
+//                  control that never rebuilds)
 //   verlet_build   (guarded by *flag; verlet_build_warp: a warp per row; verlet_build_cells: a
 //                  warp per cell) one thread per sorted slot: the particles j != i of the
 //                  neighbour cells' z-strips within r_list, in strip order (deterministic: the
 //                  binning fixes the order inside a cell), into padded rows
-//                  stored column-major (nbr[k * rows + s]); the positions of the build kept for
-//                  the check; a row longer than the capacity raises *overflow to its length and
+//                  stored column-major (nbr[k * rows + s]); ref and cur set to the build's
+//                  positions; a row longer than the capacity raises *overflow to its length and
 //                  is never written past the capacity (the force phase reports it)
-//   verlet_force   TPP threads per row: force on i = order[s] from its row, minimum image per pair
-//                  (positions are wrapped every MD step, so an image fixed at the build would go
-//                  stale); forces written in input order; energy and virial per block (ENERGY).
-//                  Block 0 clears *flag and counts the rebuild.
+//   verlet_force   TPP threads per row: force on i = order[s] from its row (raw differences for
+//                  the front, minimum image for the back); forces written in input order; energy
+//                  and virial per block (ENERGY). Block 0 clears *flag and counts the rebuild.
 #include "cells.cuh"
 
 template <typename Real>
@@ -29,6 +40,54 @@ __global__ void verlet_check(const Vec4<Real>* __restrict__ pos, const Vec4<Real
   if (__any_sync(0xffffffffu, moved) && (threadIdx.x & 31) == 0) atomicExch(flag, 1);
 }
 
+// The Verlet list's per-step check (slot s, particle order[s]): the trigger on the sorted ref,
+// and cur[s]: the position moved by whole box lengths to the image nearest ref[s] (exactly the
+// position while the particle has not crossed a periodic boundary since the build).
+template <typename Real>
+__global__ void verlet_refresh(const Vec4<Real>* __restrict__ pos, const int* __restrict__ order,
+                               const Vec4<Real>* __restrict__ ref, const int n, const Box<Real> box,
+                               const Real half_skin2, Vec4<Real>* __restrict__ cur, int* __restrict__ flag) {
+  const int s = blockIdx.x * blockDim.x + threadIdx.x;
+  bool moved = false;
+  if (s < n) {
+    const Vec4<Real> p = pos[order[s]], r = ref[s];
+    Real dx, dy, dz;
+    moved = !(separation<true>(p, r, box, dx, dy, dz) <= half_skin2);  // NaN moves too
+    cur[s] = {p.x + box.lx * Math<Real>::rint((r.x - p.x) * box.ilx),
+              p.y + box.ly * Math<Real>::rint((r.y - p.y) * box.ily),
+              p.z + box.lz * Math<Real>::rint((r.z - p.z) * box.ilz), p.w};
+  }
+  if (flag != nullptr && __any_sync(0xffffffffu, moved) && (threadIdx.x & 31) == 0) atomicExch(flag, 1);
+}
+
+// Whether the raw difference of two build positions is not their separation: a periodic
+// boundary lies between them (the per-pair minimum-image builds' test; the others know it from
+// the run's image shift).
+template <typename Real>
+__device__ __forceinline__ bool crosses(const Vec4<Real>& a, const Vec4<Real>& b, const Box<Real>& box) {
+  return fabs(a.x - b.x) * box.ilx > Real(0.5) || fabs(a.y - b.y) * box.ily > Real(0.5) ||
+         fabs(a.z - b.z) * box.ilz > Real(0.5);  // rint(d / L) != 0, rint's ties to even included
+}
+
+// A row being built by one thread: entries without an image shift from the front, the others
+// from the back, never more than cap in all; total counts every hit (the overflow's length).
+struct RowWriter {
+  int plain = 0, image = 0, total = 0;
+  __device__ __forceinline__ void add(int* __restrict__ nbr, int n, int k, int cap, int q, bool img) {
+    if (plain + image < cap) {
+      const int slot = img ? cap - 1 - image++ : plain++;
+      nbr[static_cast<long long>(slot) * n + k] = q;
+    }
+    ++total;
+  }
+  __device__ __forceinline__ void store(int* __restrict__ len, int* __restrict__ len_image, int* __restrict__ overflow,
+                                        int k, int cap) const {
+    len[k] = plain;
+    len_image[k] = image;
+    if (total > cap) atomicMax(overflow, total);
+  }
+};
+
 // One thread per row (sorted slot k), the full shell's walk (cells.cuh): 9 z-strips of the CSR
 // storage with one image shift per run (per-pair minimum image only with MINIMAGE: a periodic
 // axis of fewer than 3 cells), the particle itself split out of its strip. WINDOW: only the
@@ -36,10 +95,11 @@ __global__ void verlet_check(const Vec4<Real>* __restrict__ pos, const Vec4<Real
 // order: the same rows with and without WINDOW.
 template <typename Real, bool MINIMAGE, bool WINDOW>
 __global__ void __launch_bounds__(128)
-verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ order, const int* __restrict__ cell_sorted,
+verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell_sorted,
              const int* __restrict__ start, const int n, const Grid g, const Box<Real> box, const Real rlist2,
-             const Real margin, const int cap, int* __restrict__ nbr, int* __restrict__ len, Vec4<Real>* __restrict__ ref,
-             int* __restrict__ overflow, const int* __restrict__ guard) {
+             const Real margin, const int cap, int* __restrict__ nbr, int* __restrict__ len, int* __restrict__ len_image,
+             Vec4<Real>* __restrict__ ref, Vec4<Real>* __restrict__ cur, int* __restrict__ overflow,
+             const int* __restrict__ guard) {
   static_assert(!(WINDOW && MINIMAGE), "z-windows need one image shift per strip");
   if (guard != nullptr && *guard == 0) return;
   const int k = blockIdx.x * blockDim.x + threadIdx.x;
@@ -50,7 +110,7 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ orde
   const Real side_x = box.lx / Real(g.nx), side_y = box.ly / Real(g.ny);
   const Real lo_x = pi.x + Real(0.5) * box.lx - Real(cx) * side_x, hi_x = side_x - lo_x;
   const Real lo_y = pi.y + Real(0.5) * box.ly - Real(cy) * side_y, hi_y = side_y - lo_y;
-  int count = 0;
+  int plain = 0, image = 0, total = 0;  // front, back, every hit
 #pragma unroll 1
   for (int col = 0; col < 9; ++col) {
     const int ox = col / 3 - 1, oy = col % 3 - 1;
@@ -69,6 +129,7 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ orde
     // one run (constant indices: b, e, sz stay in registers)
     auto walk = [&](int rb, int re, Real rsz) {
       const Vec4<Real> p = shifted(pi, sx, sy, rsz);
+      const bool run_img = sx != Real(0) || sy != Real(0) || rsz != Real(0);
       int first = rb;
       if constexpr (WINDOW) first = lower_bound_z(sorted, rb, re, p.z - w);
       const Real zmax = p.z + w;
@@ -82,8 +143,10 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ orde
           if (WINDOW && pj.z > zmax) break;
           Real dx, dy, dz;
           if (separation<MINIMAGE>(p, pj, box, dx, dy, dz) < rlist2) {
-            if (count < cap) nbr[static_cast<long long>(count) * n + k] = order[q];
-            ++count;
+            const bool img = MINIMAGE ? crosses(pi, pj, box) : run_img;
+            if (plain + image < cap) nbr[static_cast<long long>(img ? cap - 1 - image : plain) * n + k] = q;
+            if (plain + image < cap) (img ? image : plain) += 1;
+            ++total;
           }
         }
       }
@@ -91,9 +154,11 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ orde
     walk(b[0], e[0], sz[0]);
     if (runs > 1) walk(b[1], e[1], sz[1]);
   }
-  len[k] = min(count, cap);  // the force phase reads what was stored; the overflow is reported
-  ref[order[k]] = pi;
-  if (count > cap) atomicMax(overflow, count);
+  len[k] = plain;  // the force phase reads what was stored; the overflow is reported
+  len_image[k] = image;
+  if (total > cap) atomicMax(overflow, total);
+  ref[k] = pi;
+  cur[k] = pi;
 }
 
 // The same rows, a warp per row: the strip kernel's walk (9 columns, their runs in order, each
@@ -104,10 +169,10 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ orde
 // build's whole time.
 template <typename Real, bool MINIMAGE>
 __global__ void __launch_bounds__(128)
-verlet_build_warp(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ order,
-                  const int* __restrict__ cell_sorted, const int* __restrict__ start, const int n, const Grid g,
+verlet_build_warp(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell_sorted, const int* __restrict__ start, const int n, const Grid g,
                   const Box<Real> box, const Real rlist2, const int cap, int* __restrict__ nbr, int* __restrict__ len,
-                  Vec4<Real>* __restrict__ ref, int* __restrict__ overflow, const int* __restrict__ guard) {
+                  int* __restrict__ len_image, Vec4<Real>* __restrict__ ref, Vec4<Real>* __restrict__ cur,
+                  int* __restrict__ overflow, const int* __restrict__ guard) {
   if (guard != nullptr && *guard == 0) return;
   const int lane = threadIdx.x & 31;
   const int k = static_cast<int>((static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5);
@@ -115,7 +180,8 @@ verlet_build_warp(const Vec4<Real>* __restrict__ sorted, const int* __restrict__
   const Vec4<Real> pi = sorted[k];
   const int c = cell_sorted[k];
   const int cz = c % g.nz, cy = (c / g.nz) % g.ny, cx = c / (g.nz * g.ny);
-  int count = 0;
+  int plain = 0, image = 0, total = 0;  // RowWriter's counts, kept alike in every lane
+  const unsigned int below = (1u << lane) - 1u;
 #pragma unroll 1
   for (int col = 0; col < 9; ++col) {
     const int ox = col / 3 - 1, oy = col % 3 - 1;
@@ -129,28 +195,41 @@ verlet_build_warp(const Vec4<Real>* __restrict__ sorted, const int* __restrict__
 #pragma unroll 1
     for (int r = 0; r < runs; ++r) {
       const int rb = r ? b[1] : b[0], re = r ? e[1] : e[0];
-      const Vec4<Real> p = shifted(pi, sx, sy, r ? sz[1] : sz[0]);
+      const Real rsz = r ? sz[1] : sz[0];
+      const Vec4<Real> p = shifted(pi, sx, sy, rsz);
+      const bool run_img = sx != Real(0) || sy != Real(0) || rsz != Real(0);
 #pragma unroll 1
       for (int base = rb; base < re; base += 32) {
         const int q = base + lane;
-        bool hit = false;
+        bool hit = false, img = false;
         if (q < re && q != k) {
           Real dx, dy, dz;
-          hit = separation<MINIMAGE>(p, sorted[q], box, dx, dy, dz) < rlist2;
+          const Vec4<Real> pj = sorted[q];
+          hit = separation<MINIMAGE>(p, pj, box, dx, dy, dz) < rlist2;
+          img = hit && (MINIMAGE ? crosses(pi, pj, box) : run_img);
         }
-        const unsigned int mask = __ballot_sync(0xffffffffu, hit);
-        if (hit) {
-          const int slot = count + __popc(mask & ((1u << lane) - 1u));
-          if (slot < cap) nbr[static_cast<long long>(slot) * n + k] = order[q];
+        const unsigned int hits = __ballot_sync(0xffffffffu, hit), imgs = __ballot_sync(0xffffffffu, img);
+        const unsigned int plains = hits & ~imgs;
+        // the lanes' hits in lane order, plain ones to the front and image ones to the back, as
+        // the thread-per-row build appends them; a round that would pass the capacity is not written
+        if (plain + image + __popc(hits) <= cap && hit) {
+          const int slot = img ? cap - 1 - (image + __popc(imgs & below)) : plain + __popc(plains & below);
+          nbr[static_cast<long long>(slot) * n + k] = q;
         }
-        count += __popc(mask);
+        if (plain + image + __popc(hits) <= cap) {
+          plain += __popc(plains);
+          image += __popc(imgs);
+        }
+        total += __popc(hits);
       }
     }
   }
   if (lane == 0) {
-    len[k] = min(count, cap);
-    ref[order[k]] = pi;
-    if (count > cap) atomicMax(overflow, count);
+    len[k] = plain;
+    len_image[k] = image;
+    if (total > cap) atomicMax(overflow, total);
+    ref[k] = pi;
+    cur[k] = pi;
   }
 }
 
@@ -163,13 +242,15 @@ constexpr int kBuildChunk = 256;
 
 template <typename Real, bool MINIMAGE>
 __global__ void __launch_bounds__(32)
-verlet_build_cells(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ order, const int* __restrict__ start,
+verlet_build_cells(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ start,
                    const int n, const Grid g, const Box<Real> box, const Real rlist2, const int cap,
-                   int* __restrict__ nbr, int* __restrict__ len, Vec4<Real>* __restrict__ ref,
-                   int* __restrict__ overflow, const int* __restrict__ guard) {
+                   int* __restrict__ nbr, int* __restrict__ len, int* __restrict__ len_image,
+                   Vec4<Real>* __restrict__ ref, Vec4<Real>* __restrict__ cur, int* __restrict__ overflow,
+                   const int* __restrict__ guard) {
   if (guard != nullptr && *guard == 0) return;
   __shared__ Vec4<Real> s_pos[kBuildChunk];
-  __shared__ int s_slot[kBuildChunk], s_index[kBuildChunk];  // sorted slot (self test), particle index (entry)
+  __shared__ int s_slot[kBuildChunk];  // sorted slot: the self test, and the entry
+  __shared__ bool s_img[kBuildChunk];  // the candidate's run has an image shift
   __shared__ int s_b[18], s_off[19];
   __shared__ Real s_sx[18], s_sy[18], s_sz[18];
   const int c = blockIdx.x;
@@ -206,7 +287,7 @@ verlet_build_cells(const Vec4<Real>* __restrict__ sorted, const int* __restrict_
     const bool mine = base + lane < count_c;
     const int k = first + base + lane;
     const Vec4<Real> pi = mine ? sorted[k] : Vec4<Real>{};
-    int count = 0;
+    RowWriter row;
     for (int chunk = 0; chunk < total; chunk += kBuildChunk) {
       const int m = min(kBuildChunk, total - chunk);
       for (int t = lane; t < m; t += 32) {  // cooperative load, shifts applied
@@ -217,40 +298,40 @@ verlet_build_cells(const Vec4<Real>* __restrict__ sorted, const int* __restrict_
         const Vec4<Real> p = sorted[q];
         s_pos[t] = {p.x + s_sx[r], p.y + s_sy[r], p.z + s_sz[r], p.w};
         s_slot[t] = q;
-        s_index[t] = order[q];
+        s_img[t] = s_sx[r] != Real(0) || s_sy[r] != Real(0) || s_sz[r] != Real(0);
       }
       __syncwarp();
       if (mine) {
         for (int t = 0; t < m; ++t) {
           Real dx, dy, dz;
           if (separation<MINIMAGE>(pi, s_pos[t], box, dx, dy, dz) < rlist2 && s_slot[t] != k) {
-            if (count < cap) nbr[static_cast<long long>(count) * n + k] = s_index[t];
-            ++count;
+            row.add(nbr, n, k, cap, s_slot[t], MINIMAGE ? crosses(pi, s_pos[t], box) : s_img[t]);
           }
         }
       }
       __syncwarp();
     }
     if (mine) {
-      len[k] = min(count, cap);
-      ref[order[k]] = pi;
-      if (count > cap) atomicMax(overflow, count);
+      row.store(len, len_image, overflow, k, cap);
+      ref[k] = pi;
+      cur[k] = pi;
     }
   }
 }
 
-// LAYOUT (layout.cuh): how the positions (input order) lie: kAoS4 the plan's Vec4 array; kAoS3,
-// kSoA a copy made at the start of the force phase, `stride` elements per array in kSoA.
+// LAYOUT (layout.cuh): how the positions (cur: sorted order) lie: kAoS4 the plan's Vec4 array;
+// kAoS3, kSoA a copy made at the start of the force phase, `stride` elements per array in kSoA.
 // BATCH: list entries a thread loads before it computes their pairs (memory-level parallelism).
 // MINB: blocks per SM the compiler must leave room for (__launch_bounds__'s second argument), a
 // register cap: the energy flavour's sums need 16 more registers, which costs occupancy in a
-// kernel bound by the latency of its list and gathers.
+// kernel bound by the latency of its list and gathers. PBC: some axis is periodic (else no row
+// has entries at its back).
 template <typename Real, typename Acc, template <typename> class Functor, bool ENERGY, bool PBC, int TPP, int BLOCK,
           int LAYOUT, int MINB, int BATCH>
 __global__ void __launch_bounds__(BLOCK, MINB)
 verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __restrict__ order,
-             const int* __restrict__ nbr,
-             const int* __restrict__ len, const int n, const Box<Real> box, const Real* __restrict__ params,
+             const int* __restrict__ nbr, const int* __restrict__ len, const int* __restrict__ len_image, const int cap,
+             const int n, const Box<Real> box, const Real* __restrict__ params,
              Acc* __restrict__ forces, Acc* __restrict__ partial, unsigned long long* __restrict__ count,
              int* __restrict__ flag, unsigned int* __restrict__ rebuilds) {
   static_assert(TPP >= 1 && TPP <= 32 && (TPP & (TPP - 1)) == 0, "TPP: a power of two up to a warp");
@@ -264,37 +345,44 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
   const int t = blockIdx.x * BLOCK + threadIdx.x;
   const int s = t / TPP, lane = t % TPP;
   const bool row = s < n;
-  int i = 0;
   if (row) {
-    i = order[s];
-    const Vec4<Real> pi = pos[i];
+    const Vec4<Real> pi = pos[s];
+    // The front: entries k = lane, lane + TPP, ... of the column-major row, by a pointer (no
+    // 64-bit index product per entry); BATCH entries at a time: their slots, then their
+    // positions, then the pairs, so that a thread has BATCH gathers in flight (the kernel waits
+    // on memory). Pairs are added in k order, as one at a time would: the same sums, bit for bit.
+    const long long step = static_cast<long long>(TPP) * n;
     const int m = len[s];
-    // entries k = lane, lane + TPP, ... of the column-major row, by a pointer (no 64-bit index
-    // product per entry); BATCH entries at a time: their indices, then their positions, then
-    // the pairs, so that a thread has BATCH gathers in flight (the kernel waits on memory).
-    // Pairs are added in k order, as one at a time would: the same sums, bit for bit.
-    const long long stride = static_cast<long long>(TPP) * n;
     const int* __restrict__ p = nbr + static_cast<long long>(lane) * n + s;
     int k = lane;
     for (; k + (BATCH - 1) * TPP < m; k += BATCH * TPP) {
       int j[BATCH];
 #pragma unroll
-      for (int u = 0; u < BATCH; ++u) j[u] = p[u * stride];
-      p += BATCH * stride;
+      for (int u = 0; u < BATCH; ++u) j[u] = p[u * step];
+      p += BATCH * step;
       Vec4<Real> q[BATCH];
 #pragma unroll
       for (int u = 0; u < BATCH; ++u) q[u] = pos[j[u]];
 #pragma unroll
       for (int u = 0; u < BATCH; ++u) {
         Real dx, dy, dz;
-        const Real r2 = separation<PBC>(pi, q[u], box, dx, dy, dz);
+        const Real r2 = separation<false>(pi, q[u], box, dx, dy, dz);
         if (f.inside(r2)) acc.add(f, dx, dy, dz, r2);
       }
     }
-    for (; k < m; k += TPP, p += stride) {
+    for (; k < m; k += TPP, p += step) {
       Real dx, dy, dz;
-      const Real r2 = separation<PBC>(pi, pos[*p], box, dx, dy, dz);
+      const Real r2 = separation<false>(pi, pos[*p], box, dx, dy, dz);
       if (f.inside(r2)) acc.add(f, dx, dy, dz, r2);
+    }
+    if constexpr (PBC) {  // the back, from slot cap - 1 down: pairs across a periodic boundary
+      const int mi = len_image[s];
+      p = nbr + static_cast<long long>(cap - 1 - lane) * n + s;
+      for (k = lane; k < mi; k += TPP, p -= step) {
+        Real dx, dy, dz;
+        const Real r2 = separation<true>(pi, pos[*p], box, dx, dy, dz);
+        if (f.inside(r2)) acc.add(f, dx, dy, dz, r2);
+      }
     }
   }
   if constexpr (TPP > 1) {  // the row's lanes are consecutive lanes of one warp
@@ -306,6 +394,7 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
     }
   }
   if (row && lane == 0) {
+    const int i = order[s];
     forces[3 * i] = acc.fx;
     forces[3 * i + 1] = acc.fy;
     forces[3 * i + 2] = acc.fz;
