@@ -219,8 +219,7 @@ class VerletPlan(DeviceListPlan):
         self.overflow = cp.zeros(1, np.int32)
         self.ref = cp.zeros((m, 4), self.real)  # the build's positions, sorted order
         self.cur = cp.zeros((m, 4), self.real)  # the positions now, sorted order, unwrapped since the build
-        self.len = cp.zeros(m, np.int32)  # entries at the front of each row (no image shift)
-        self.len_image = cp.zeros(m, np.int32)  # entries at its back (found across a periodic boundary)
+        self.len = cp.zeros(m, np.int32)
         real_t = self.real_t
         self.k_check = kernel("verlet.cu", f"verlet_refresh<{real_t}>")
         # per-pair minimum image in the build only on a periodic axis of fewer than 3 cells; z-windows otherwise
@@ -256,12 +255,12 @@ class VerletPlan(DeviceListPlan):
                             "tpp": self.tpp, "block": self.block, "build": self.binning.method,
                             "list_build": self.build_kind,
                             "layout": self.layout.name,
-                            "list_bytes": int(self.nbr.nbytes + self.len.nbytes + self.len_image.nbytes
-                                              + self.ref.nbytes + self.cur.nbytes)}
+                            "list_bytes": int(self.nbr.nbytes + self.len.nbytes + self.ref.nbytes
+                                              + self.cur.nbytes)}
 
     @property
     def device_bytes(self) -> int:
-        own = [self.flag, self.rebuilds, self.overflow, self.ref, self.cur, self.len, self.len_image, self.nbr]
+        own = [self.flag, self.rebuilds, self.overflow, self.ref, self.cur, self.len, self.nbr]
         return (CudaPlan.device_bytes.fget(self) + self.binning.device_bytes + int(sum(a.nbytes for a in own))
                 + self.layout.nbytes)
 
@@ -269,7 +268,7 @@ class VerletPlan(DeviceListPlan):
         n = self.problem.n
         g = guard if guard is not None else np.uint64(0)
         b = self.binning
-        rows = (self.nbr, self.len, self.len_image, self.ref, self.cur, self.overflow, g)
+        rows = (self.nbr, self.len, self.ref, self.cur, self.overflow, g)
         if self.build_kind == "warp":  # 32 threads per row
             self.k_build((-(-n * 32 // 128),), (128,), (b.sorted, b.cell_sorted, b.start, np.int32(n), self.grid_struct,
                                                          self.box, self.rlist2, np.int32(cap), *rows))
@@ -297,7 +296,7 @@ class VerletPlan(DeviceListPlan):
     def listed_pairs(self) -> int:
         """Entries of the current list (each pair twice): the force phase's distance checks."""
         n = self.problem.n
-        return int(self.len[:n].sum(dtype=np.int64).get() + self.len_image[:n].sum(dtype=np.int64).get()) if n else 0
+        return int(self.len[:n].sum(dtype=np.int64).get()) if n else 0
 
     def force(self) -> None:
         n = self.problem.n
@@ -310,8 +309,8 @@ class VerletPlan(DeviceListPlan):
             fn = self._force[self.outputs] = kernel("verlet.cu", expr, p.potential)
         self.layout.fill(self.cur, n)  # aos3, soa: the positions of this step, copied into the layout
         fn((self.blocks,), (self.block,), (*self.layout.args(self.cur), self.binning.order, self.nbr, self.len,
-                                           self.len_image, np.int32(self.cap), np.int32(n), self.box, self.fparams,
-                                           self.forces, self.partial, self.pcount, self.flag, self.rebuilds))
+                                           np.int32(n), self.box, self.fparams, self.forces, self.partial,
+                                           self.pcount, self.flag, self.rebuilds))
 
     def output(self) -> Forces:
         out = super().output()

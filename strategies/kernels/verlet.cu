@@ -8,8 +8,8 @@
 // sorting that HOOMD-blue and GROMACS do for the same reason). cur[s] is particle order[s]'s
 // position moved by whole box lengths to the image nearest its position at the build: unwrapped
 // since the build, so that the raw difference of two entries found without an image shift stays
-// their separation. A row keeps those entries from its front (len) and the ones found across a
-// periodic boundary from its back (len_image): only the latter take a minimum image per pair.
+// their separation. An entry found across a periodic boundary carries a flag (bit 31): only
+// those take a minimum image per pair, and the row stays in the build's order (the same sums).
 //
 //   verlet_check   (the Newton3 cluster pairs' trigger) each step: sets *flag where some particle
 //                  moved more than skin/2 since the list's build (minimum image)
@@ -20,11 +20,12 @@
 //                  warp per cell) one thread per sorted slot: the particles j != i of the
 //                  neighbour cells' z-strips within r_list, in strip order (deterministic: the
 //                  binning fixes the order inside a cell), into padded rows
-//                  stored column-major (nbr[k * rows + s]); ref and cur set to the build's
+//                  stored column-major (nbr[k * rows + s]), kImage set on entries found across
+//                  a periodic boundary; ref and cur set to the build's
 //                  positions; a row longer than the capacity raises *overflow to its length and
 //                  is never written past the capacity (the force phase reports it)
-//   verlet_force   TPP threads per row: force on i = order[s] from its row (raw differences for
-//                  the front, minimum image for the back); forces written in input order; energy
+//   verlet_force   TPP threads per row: force on i = order[s] from its row (raw differences, the
+//                  minimum image for flagged entries); forces written in input order; energy
 //                  and virial per block (ENERGY). Block 0 clears *flag and counts the rebuild.
 #include "cells.cuh"
 
@@ -69,37 +70,42 @@ __device__ __forceinline__ bool crosses(const Vec4<Real>& a, const Vec4<Real>& b
          fabs(a.z - b.z) * box.ilz > Real(0.5);  // rint(d / L) != 0, rint's ties to even included
 }
 
-// A row being built by one thread: entries without an image shift from the front, the others
-// from the back, never more than cap in all; total counts every hit (the overflow's length).
-struct RowWriter {
-  int plain = 0, image = 0, total = 0;
-  __device__ __forceinline__ void add(int* __restrict__ nbr, int n, int k, int cap, int q, bool img) {
-    if (plain + image < cap) {
-      const int slot = img ? cap - 1 - image++ : plain++;
-      nbr[static_cast<long long>(slot) * n + k] = q;
-    }
-    ++total;
+// An entry: the partner's sorted slot, with kImage where the pair was found across a periodic
+// boundary (the raw difference of their positions is not their separation).
+constexpr unsigned int kImage = 0x80000000u;
+
+__device__ __forceinline__ int entry(int q, bool img) {
+  return static_cast<int>(static_cast<unsigned int>(q) | (img ? kImage : 0u));
+}
+
+// d = r_i - r_j for an entry: the raw difference, the minimum image where the entry is flagged
+// (PBC: some axis is periodic; else no entry is). Returns |d|^2.
+template <bool PBC, typename Real>
+__device__ __forceinline__ Real entry_separation(const Vec4<Real>& pi, const Vec4<Real>& pj, int e,
+                                                 const Box<Real>& box, Real& dx, Real& dy, Real& dz) {
+  dx = pi.x - pj.x;
+  dy = pi.y - pj.y;
+  dz = pi.z - pj.z;
+  if (PBC && e < 0) {
+    dx = min_image<true>(dx, box.lx, box.ilx);
+    dy = min_image<true>(dy, box.ly, box.ily);
+    dz = min_image<true>(dz, box.lz, box.ilz);
   }
-  __device__ __forceinline__ void store(int* __restrict__ len, int* __restrict__ len_image, int* __restrict__ overflow,
-                                        int k, int cap) const {
-    len[k] = plain;
-    len_image[k] = image;
-    if (total > cap) atomicMax(overflow, total);
-  }
-};
+  return dx * dx + dy * dy + dz * dz;
+}
 
 // One thread per row (sorted slot k), the full shell's walk (cells.cuh): 9 z-strips of the CSR
 // storage with one image shift per run (per-pair minimum image only with MINIMAGE: a periodic
 // axis of fewer than 3 cells), the particle itself split out of its strip. WINDOW: only the
 // z-window a strip's column can reach (the strips are sorted by z). Hits are appended in strip
 // order: the same rows with and without WINDOW.
+// (The builds take no __launch_bounds__(128): with it ptxas aims at full occupancy and spills.)
 template <typename Real, bool MINIMAGE, bool WINDOW>
-__global__ void __launch_bounds__(128)
+__global__ void
 verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell_sorted,
              const int* __restrict__ start, const int n, const Grid g, const Box<Real> box, const Real rlist2,
-             const Real margin, const int cap, int* __restrict__ nbr, int* __restrict__ len, int* __restrict__ len_image,
-             Vec4<Real>* __restrict__ ref, Vec4<Real>* __restrict__ cur, int* __restrict__ overflow,
-             const int* __restrict__ guard) {
+             const Real margin, const int cap, int* __restrict__ nbr, int* __restrict__ len, Vec4<Real>* __restrict__ ref,
+             Vec4<Real>* __restrict__ cur, int* __restrict__ overflow, const int* __restrict__ guard) {
   static_assert(!(WINDOW && MINIMAGE), "z-windows need one image shift per strip");
   if (guard != nullptr && *guard == 0) return;
   const int k = blockIdx.x * blockDim.x + threadIdx.x;
@@ -110,7 +116,7 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell
   const Real side_x = box.lx / Real(g.nx), side_y = box.ly / Real(g.ny);
   const Real lo_x = pi.x + Real(0.5) * box.lx - Real(cx) * side_x, hi_x = side_x - lo_x;
   const Real lo_y = pi.y + Real(0.5) * box.ly - Real(cy) * side_y, hi_y = side_y - lo_y;
-  int plain = 0, image = 0, total = 0;  // front, back, every hit
+  int count = 0;
 #pragma unroll 1
   for (int col = 0; col < 9; ++col) {
     const int ox = col / 3 - 1, oy = col % 3 - 1;
@@ -143,10 +149,10 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell
           if (WINDOW && pj.z > zmax) break;
           Real dx, dy, dz;
           if (separation<MINIMAGE>(p, pj, box, dx, dy, dz) < rlist2) {
-            const bool img = MINIMAGE ? crosses(pi, pj, box) : run_img;
-            if (plain + image < cap) nbr[static_cast<long long>(img ? cap - 1 - image : plain) * n + k] = q;
-            if (plain + image < cap) (img ? image : plain) += 1;
-            ++total;
+            if (count < cap) {
+              nbr[static_cast<long long>(count) * n + k] = entry(q, MINIMAGE ? crosses(pi, pj, box) : run_img);
+            }
+            ++count;
           }
         }
       }
@@ -154,9 +160,8 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell
     walk(b[0], e[0], sz[0]);
     if (runs > 1) walk(b[1], e[1], sz[1]);
   }
-  len[k] = plain;  // the force phase reads what was stored; the overflow is reported
-  len_image[k] = image;
-  if (total > cap) atomicMax(overflow, total);
+  len[k] = min(count, cap);  // the force phase reads what was stored; the overflow is reported
+  if (count > cap) atomicMax(overflow, count);
   ref[k] = pi;
   cur[k] = pi;
 }
@@ -168,11 +173,11 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell
 // (4,000 particles: 4,000 threads), where each thread's serial walk over ~500 candidates is the
 // build's whole time.
 template <typename Real, bool MINIMAGE>
-__global__ void __launch_bounds__(128)
+__global__ void
 verlet_build_warp(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell_sorted, const int* __restrict__ start, const int n, const Grid g,
                   const Box<Real> box, const Real rlist2, const int cap, int* __restrict__ nbr, int* __restrict__ len,
-                  int* __restrict__ len_image, Vec4<Real>* __restrict__ ref, Vec4<Real>* __restrict__ cur,
-                  int* __restrict__ overflow, const int* __restrict__ guard) {
+                  Vec4<Real>* __restrict__ ref, Vec4<Real>* __restrict__ cur, int* __restrict__ overflow,
+                  const int* __restrict__ guard) {
   if (guard != nullptr && *guard == 0) return;
   const int lane = threadIdx.x & 31;
   const int k = static_cast<int>((static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5);
@@ -180,8 +185,7 @@ verlet_build_warp(const Vec4<Real>* __restrict__ sorted, const int* __restrict__
   const Vec4<Real> pi = sorted[k];
   const int c = cell_sorted[k];
   const int cz = c % g.nz, cy = (c / g.nz) % g.ny, cx = c / (g.nz * g.ny);
-  int plain = 0, image = 0, total = 0;  // RowWriter's counts, kept alike in every lane
-  const unsigned int below = (1u << lane) - 1u;
+  int count = 0;
 #pragma unroll 1
   for (int col = 0; col < 9; ++col) {
     const int ox = col / 3 - 1, oy = col % 3 - 1;
@@ -208,26 +212,18 @@ verlet_build_warp(const Vec4<Real>* __restrict__ sorted, const int* __restrict__
           hit = separation<MINIMAGE>(p, pj, box, dx, dy, dz) < rlist2;
           img = hit && (MINIMAGE ? crosses(pi, pj, box) : run_img);
         }
-        const unsigned int hits = __ballot_sync(0xffffffffu, hit), imgs = __ballot_sync(0xffffffffu, img);
-        const unsigned int plains = hits & ~imgs;
-        // the lanes' hits in lane order, plain ones to the front and image ones to the back, as
-        // the thread-per-row build appends them; a round that would pass the capacity is not written
-        if (plain + image + __popc(hits) <= cap && hit) {
-          const int slot = img ? cap - 1 - (image + __popc(imgs & below)) : plain + __popc(plains & below);
-          nbr[static_cast<long long>(slot) * n + k] = q;
+        const unsigned int mask = __ballot_sync(0xffffffffu, hit);
+        if (hit) {
+          const int slot = count + __popc(mask & ((1u << lane) - 1u));
+          if (slot < cap) nbr[static_cast<long long>(slot) * n + k] = entry(q, img);
         }
-        if (plain + image + __popc(hits) <= cap) {
-          plain += __popc(plains);
-          image += __popc(imgs);
-        }
-        total += __popc(hits);
+        count += __popc(mask);
       }
     }
   }
   if (lane == 0) {
-    len[k] = plain;
-    len_image[k] = image;
-    if (total > cap) atomicMax(overflow, total);
+    len[k] = min(count, cap);
+    if (count > cap) atomicMax(overflow, count);
     ref[k] = pi;
     cur[k] = pi;
   }
@@ -244,9 +240,8 @@ template <typename Real, bool MINIMAGE>
 __global__ void __launch_bounds__(32)
 verlet_build_cells(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ start,
                    const int n, const Grid g, const Box<Real> box, const Real rlist2, const int cap,
-                   int* __restrict__ nbr, int* __restrict__ len, int* __restrict__ len_image,
-                   Vec4<Real>* __restrict__ ref, Vec4<Real>* __restrict__ cur, int* __restrict__ overflow,
-                   const int* __restrict__ guard) {
+                   int* __restrict__ nbr, int* __restrict__ len, Vec4<Real>* __restrict__ ref,
+                   Vec4<Real>* __restrict__ cur, int* __restrict__ overflow, const int* __restrict__ guard) {
   if (guard != nullptr && *guard == 0) return;
   __shared__ Vec4<Real> s_pos[kBuildChunk];
   __shared__ int s_slot[kBuildChunk];  // sorted slot: the self test, and the entry
@@ -287,7 +282,7 @@ verlet_build_cells(const Vec4<Real>* __restrict__ sorted, const int* __restrict_
     const bool mine = base + lane < count_c;
     const int k = first + base + lane;
     const Vec4<Real> pi = mine ? sorted[k] : Vec4<Real>{};
-    RowWriter row;
+    int count = 0;
     for (int chunk = 0; chunk < total; chunk += kBuildChunk) {
       const int m = min(kBuildChunk, total - chunk);
       for (int t = lane; t < m; t += 32) {  // cooperative load, shifts applied
@@ -305,14 +300,19 @@ verlet_build_cells(const Vec4<Real>* __restrict__ sorted, const int* __restrict_
         for (int t = 0; t < m; ++t) {
           Real dx, dy, dz;
           if (separation<MINIMAGE>(pi, s_pos[t], box, dx, dy, dz) < rlist2 && s_slot[t] != k) {
-            row.add(nbr, n, k, cap, s_slot[t], MINIMAGE ? crosses(pi, s_pos[t], box) : s_img[t]);
+            if (count < cap) {
+              nbr[static_cast<long long>(count) * n + k] =
+                  entry(s_slot[t], MINIMAGE ? crosses(pi, s_pos[t], box) : s_img[t]);
+            }
+            ++count;
           }
         }
       }
       __syncwarp();
     }
     if (mine) {
-      row.store(len, len_image, overflow, k, cap);
+      len[k] = min(count, cap);
+      if (count > cap) atomicMax(overflow, count);
       ref[k] = pi;
       cur[k] = pi;
     }
@@ -324,16 +324,15 @@ verlet_build_cells(const Vec4<Real>* __restrict__ sorted, const int* __restrict_
 // BATCH: list entries a thread loads before it computes their pairs (memory-level parallelism).
 // MINB: blocks per SM the compiler must leave room for (__launch_bounds__'s second argument), a
 // register cap: the energy flavour's sums need 16 more registers, which costs occupancy in a
-// kernel bound by the latency of its list and gathers. PBC: some axis is periodic (else no row
-// has entries at its back).
+// kernel bound by the latency of its list and gathers. PBC: some axis is periodic (else no entry
+// is flagged).
 template <typename Real, typename Acc, template <typename> class Functor, bool ENERGY, bool PBC, int TPP, int BLOCK,
           int LAYOUT, int MINB, int BATCH>
 __global__ void __launch_bounds__(BLOCK, MINB)
 verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __restrict__ order,
-             const int* __restrict__ nbr, const int* __restrict__ len, const int* __restrict__ len_image, const int cap,
-             const int n, const Box<Real> box, const Real* __restrict__ params,
-             Acc* __restrict__ forces, Acc* __restrict__ partial, unsigned long long* __restrict__ count,
-             int* __restrict__ flag, unsigned int* __restrict__ rebuilds) {
+             const int* __restrict__ nbr, const int* __restrict__ len, const int n, const Box<Real> box,
+             const Real* __restrict__ params, Acc* __restrict__ forces, Acc* __restrict__ partial,
+             unsigned long long* __restrict__ count, int* __restrict__ flag, unsigned int* __restrict__ rebuilds) {
   static_assert(TPP >= 1 && TPP <= 32 && (TPP & (TPP - 1)) == 0, "TPP: a power of two up to a warp");
   if (blockIdx.x == 0 && threadIdx.x == 0 && *flag) {  // the build of this step (if any) is complete
     *flag = 0;
@@ -347,42 +346,34 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
   const bool row = s < n;
   if (row) {
     const Vec4<Real> pi = pos[s];
-    // The front: entries k = lane, lane + TPP, ... of the column-major row, by a pointer (no
-    // 64-bit index product per entry); BATCH entries at a time: their slots, then their
-    // positions, then the pairs, so that a thread has BATCH gathers in flight (the kernel waits
-    // on memory). Pairs are added in k order, as one at a time would: the same sums, bit for bit.
+    // entries k = lane, lane + TPP, ... of the column-major row, by a pointer (no 64-bit index
+    // product per entry); BATCH entries at a time: their slots, then their positions, then the
+    // pairs, so that a thread has BATCH gathers in flight (the kernel waits on memory). Pairs
+    // are added in k order, as one at a time would: the same sums, bit for bit.
     const long long step = static_cast<long long>(TPP) * n;
     const int m = len[s];
     const int* __restrict__ p = nbr + static_cast<long long>(lane) * n + s;
     int k = lane;
     for (; k + (BATCH - 1) * TPP < m; k += BATCH * TPP) {
-      int j[BATCH];
+      int e[BATCH];
 #pragma unroll
-      for (int u = 0; u < BATCH; ++u) j[u] = p[u * step];
+      for (int u = 0; u < BATCH; ++u) e[u] = p[u * step];
       p += BATCH * step;
       Vec4<Real> q[BATCH];
 #pragma unroll
-      for (int u = 0; u < BATCH; ++u) q[u] = pos[j[u]];
+      for (int u = 0; u < BATCH; ++u) q[u] = pos[e[u] & ~kImage];
 #pragma unroll
       for (int u = 0; u < BATCH; ++u) {
         Real dx, dy, dz;
-        const Real r2 = separation<false>(pi, q[u], box, dx, dy, dz);
+        const Real r2 = entry_separation<PBC>(pi, q[u], e[u], box, dx, dy, dz);
         if (f.inside(r2)) acc.add(f, dx, dy, dz, r2);
       }
     }
     for (; k < m; k += TPP, p += step) {
+      const int e = *p;
       Real dx, dy, dz;
-      const Real r2 = separation<false>(pi, pos[*p], box, dx, dy, dz);
+      const Real r2 = entry_separation<PBC>(pi, pos[e & ~kImage], e, box, dx, dy, dz);
       if (f.inside(r2)) acc.add(f, dx, dy, dz, r2);
-    }
-    if constexpr (PBC) {  // the back, from slot cap - 1 down: pairs across a periodic boundary
-      const int mi = len_image[s];
-      p = nbr + static_cast<long long>(cap - 1 - lane) * n + s;
-      for (k = lane; k < mi; k += TPP, p -= step) {
-        Real dx, dy, dz;
-        const Real r2 = separation<true>(pi, pos[*p], box, dx, dy, dz);
-        if (f.inside(r2)) acc.add(f, dx, dy, dz, r2);
-      }
     }
   }
   if constexpr (TPP > 1) {  // the row's lanes are consecutive lanes of one warp
