@@ -173,6 +173,15 @@ case "$name" in
         --strategies verlet_thread_padded --scenario uniform --n large --outputs forces,all \
         --name before-s7-uniform "${common[@]}")
     fi ;;
+  uniform-s7)  # the Verlet list before and after it moved to cell order, on the uniform liquid at 1M (input order
+    # random in space) and the LJ lattice at 1M (input order already local): with a built list, one call
+    $PY -m harness bench --strategies verlet_thread_padded --scenario uniform --scenario lj_liquid --n large \
+      --outputs forces,all --amortised 0 --name after-s7-order "${common[@]}"
+    if [ -d .before ]; then
+      (cd .before && HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness bench \
+        --strategies verlet_thread_padded --scenario uniform --scenario lj_liquid --n large --outputs forces,all \
+        --amortised 0 --name before-s7-order "${common[@]}")
+    fi ;;
   san-verlet)  # compute-sanitizer's four tools on the Verlet list's three builds (make sanitize reaches the default only)
     for t in memcheck racecheck synccheck initcheck; do
       compute-sanitizer --tool $t --error-exitcode 9 $PY -c "import strategies; from harness import scenarios

@@ -83,15 +83,17 @@ __device__ __forceinline__ int entry(int q, bool img) {
 template <bool PBC, typename Real>
 __device__ __forceinline__ Real entry_separation(const Vec4<Real>& pi, const Vec4<Real>& pj, int e,
                                                  const Box<Real>& box, Real& dx, Real& dy, Real& dz) {
+  // every rounding spelled out (fma, no contraction left to the compiler): the loops that call
+  // this (batched or not, branch or select) give the same bits
   dx = pi.x - pj.x;
   dy = pi.y - pj.y;
   dz = pi.z - pj.z;
   if (PBC && e < 0) {
-    dx = min_image<true>(dx, box.lx, box.ilx);
-    dy = min_image<true>(dy, box.ly, box.ily);
-    dz = min_image<true>(dz, box.lz, box.ilz);
+    dx = fma(-box.lx, Math<Real>::rint(dx * box.ilx), dx);
+    dy = fma(-box.ly, Math<Real>::rint(dy * box.ily), dy);
+    dz = fma(-box.lz, Math<Real>::rint(dz * box.ilz), dz);
   }
-  return dx * dx + dy * dy + dz * dz;
+  return fma(dz, dz, fma(dy, dy, dx * dx));
 }
 
 // One thread per row (sorted slot k), the full shell's walk (cells.cuh): 9 z-strips of the CSR
