@@ -83,8 +83,9 @@ __device__ __forceinline__ int entry(int q, bool img) {
 template <bool PBC, typename Real>
 __device__ __forceinline__ Real entry_separation(const Vec4<Real>& pi, const Vec4<Real>& pj, int e,
                                                  const Box<Real>& box, Real& dx, Real& dy, Real& dz) {
-  // every rounding spelled out (fma, no contraction left to the compiler): the loops that call
-  // this (batched or not, branch or select) give the same bits
+  // every rounding spelled out (fma, no contraction left to the compiler), as the compiler
+  // contracts separation() (common.cuh) in every other kernel: the loops that call this (batched
+  // or not, branch or select) give the same bits, and the fixed-point mode the same pair terms
   dx = pi.x - pj.x;
   dy = pi.y - pj.y;
   dz = pi.z - pj.z;
@@ -93,7 +94,7 @@ __device__ __forceinline__ Real entry_separation(const Vec4<Real>& pi, const Vec
     dy = fma(-box.ly, Math<Real>::rint(dy * box.ily), dy);
     dz = fma(-box.lz, Math<Real>::rint(dz * box.ilz), dz);
   }
-  return fma(dz, dz, fma(dy, dy, dx * dx));
+  return fma(dz, dz, fma(dx, dx, dy * dy));
 }
 
 // One thread per row (sorted slot k), the full shell's walk (cells.cuh): 9 z-strips of the CSR
