@@ -78,23 +78,45 @@ __device__ __forceinline__ int entry(int q, bool img) {
   return static_cast<int>(static_cast<unsigned int>(q) | (img ? kImage : 0u));
 }
 
+// Whether the kernel is built with contraction (fmad): every accumulation type but Fixed, whose
+// kernels are built with --fmad=false (strategies/cuda.py, FIXED_OPTIONS).
+template <typename Acc>
+struct Contracted {
+  static constexpr bool value = true;
+};
+template <>
+struct Contracted<Fixed> {
+  static constexpr bool value = false;
+};
+
 // d = r_i - r_j for an entry: the raw difference, the minimum image where the entry is flagged
-// (PBC: some axis is periodic; else no entry is). Returns |d|^2.
-template <bool PBC, typename Real>
+// (PBC: some axis is periodic; else no entry is). Returns |d|^2, rounded as separation()
+// (common.cuh) is in every other kernel: with FMA (contraction on) every rounding spelled out as
+// the compiler contracts separation(), so that the loops calling this (batched or not, branch or
+// select) cannot contract it differently; without (Fixed, --fmad=false) separation()'s own text,
+// which nothing contracts. The same bits in every loop, and the fixed-point mode's same pair
+// terms as the other strategies.
+template <bool PBC, bool FMA, typename Real>
 __device__ __forceinline__ Real entry_separation(const Vec4<Real>& pi, const Vec4<Real>& pj, int e,
                                                  const Box<Real>& box, Real& dx, Real& dy, Real& dz) {
-  // every rounding spelled out (fma, no contraction left to the compiler), as the compiler
-  // contracts separation() (common.cuh) in every other kernel: the loops that call this (batched
-  // or not, branch or select) give the same bits, and the fixed-point mode the same pair terms
   dx = pi.x - pj.x;
   dy = pi.y - pj.y;
   dz = pi.z - pj.z;
-  if (PBC && e < 0) {
-    dx = fma(-box.lx, Math<Real>::rint(dx * box.ilx), dx);
-    dy = fma(-box.ly, Math<Real>::rint(dy * box.ily), dy);
-    dz = fma(-box.lz, Math<Real>::rint(dz * box.ilz), dz);
+  if constexpr (FMA) {
+    if (PBC && e < 0) {
+      dx = fma(-box.lx, Math<Real>::rint(dx * box.ilx), dx);
+      dy = fma(-box.ly, Math<Real>::rint(dy * box.ily), dy);
+      dz = fma(-box.lz, Math<Real>::rint(dz * box.ilz), dz);
+    }
+    return fma(dz, dz, fma(dx, dx, dy * dy));
+  } else {
+    if (PBC && e < 0) {
+      dx = min_image<true>(dx, box.lx, box.ilx);
+      dy = min_image<true>(dy, box.ly, box.ily);
+      dz = min_image<true>(dz, box.lz, box.ilz);
+    }
+    return dx * dx + dy * dy + dz * dz;
   }
-  return fma(dz, dz, fma(dx, dx, dy * dy));
 }
 
 // One thread per row (sorted slot k), the full shell's walk (cells.cuh): 9 z-strips of the CSR
@@ -368,14 +390,14 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
 #pragma unroll
       for (int u = 0; u < BATCH; ++u) {
         Real dx, dy, dz;
-        const Real r2 = entry_separation<PBC>(pi, q[u], e[u], box, dx, dy, dz);
+        const Real r2 = entry_separation<PBC, Contracted<Acc>::value>(pi, q[u], e[u], box, dx, dy, dz);
         if (f.inside(r2)) acc.add(f, dx, dy, dz, r2);
       }
     }
     for (; k < m; k += TPP, p += step) {
       const int e = *p;
       Real dx, dy, dz;
-      const Real r2 = entry_separation<PBC>(pi, pos[e & ~kImage], e, box, dx, dy, dz);
+      const Real r2 = entry_separation<PBC, Contracted<Acc>::value>(pi, pos[e & ~kImage], e, box, dx, dy, dz);
       if (f.inside(r2)) acc.add(f, dx, dy, dz, r2);
     }
   }
