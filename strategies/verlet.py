@@ -2,9 +2,12 @@
 r_list = cutoff + skin, built from linked cells of side >= r_list and reused for as many steps as
 no particle has moved more than skin / 2 since its build.
 
-  verlet_thread_padded  CUDA: padded rows stored column-major, TPP threads per row (launch
-                        parameter tpp), the displacement check and the guarded rebuild on the
-                        device every step (no host synchronisation; kernels/verlet.cu)
+  verlet_thread_padded  CUDA: padded rows stored column-major in cell order (entries are sorted
+                        slots; the per-step check gathers the positions into that order,
+                        unwrapped since the build, so only entries found across a periodic face
+                        take a minimum image), TPP threads per row (launch parameter tpp), the
+                        displacement check and the guarded rebuild on the device every step (no
+                        host synchronisation; kernels/verlet.cu)
   verlet_thread_cpu     numba: the same list and trigger on the CPU
 
 Both are full lists (every pair in both rows, no Newton3), deterministic (rows in cell order, the
