@@ -129,8 +129,9 @@ template <typename Real, bool MINIMAGE, bool WINDOW>
 __global__ void
 verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell_sorted,
              const int* __restrict__ start, const int n, const Grid g, const Box<Real> box, const Real rlist2,
-             const Real margin, const int cap, int* __restrict__ nbr, int* __restrict__ len, Vec4<Real>* __restrict__ ref,
-             Vec4<Real>* __restrict__ cur, int* __restrict__ overflow, const int* __restrict__ guard) {
+             const Real margin, const int cap, int* __restrict__ nbr, int* __restrict__ len,
+             Vec4<Real>* __restrict__ ref, Vec4<Real>* __restrict__ cur, int* __restrict__ overflow,
+             const int* __restrict__ guard) {
   static_assert(!(WINDOW && MINIMAGE), "z-windows need one image shift per strip");
   if (guard != nullptr && *guard == 0) return;
   const int k = blockIdx.x * blockDim.x + threadIdx.x;
@@ -199,8 +200,9 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell
 // build's whole time.
 template <typename Real, bool MINIMAGE>
 __global__ void
-verlet_build_warp(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell_sorted, const int* __restrict__ start, const int n, const Grid g,
-                  const Box<Real> box, const Real rlist2, const int cap, int* __restrict__ nbr, int* __restrict__ len,
+verlet_build_warp(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell_sorted,
+                  const int* __restrict__ start, const int n, const Grid g, const Box<Real> box,
+                  const Real rlist2, const int cap, int* __restrict__ nbr, int* __restrict__ len,
                   Vec4<Real>* __restrict__ ref, Vec4<Real>* __restrict__ cur, int* __restrict__ overflow,
                   const int* __restrict__ guard) {
   if (guard != nullptr && *guard == 0) return;
