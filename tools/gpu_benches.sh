@@ -190,13 +190,14 @@ for b in ('strip', 'cell', 'warp'):
     r = strategies.create('verlet_thread_padded', build=b).evaluate(p)
     print(b, r.pairs)" || echo "sanitizer $t: FAILED"
     done ;;
-  full)  # issue 16: `make bench SUITE=full` in slices of SWEEP_S seconds (default 540), named SWEEP_NAME: the partial file in .sweep/
-    # (carried between calls) is resumed; the finished JSON and CSV, or the partial so far, go back under bench/
-    mkdir -p .sweep "$out/bench"
-    timeout -s INT ${SWEEP_S:-540} $PY -m harness bench --suite full --amortised 0 --name ${SWEEP_NAME:-full} --out .sweep --resume \
-      --min-time 0.1 --repeat 10 --max-checks-cpu 4e9 --quiet
-    echo "sweep exit $?; $(($(wc -l <.sweep/${SWEEP_NAME:-full}.partial.jsonl 2>/dev/null || echo 1) - 1)) points in the partial file"
-    cp .sweep/* "$out/bench/" 2>/dev/null ;;
+  full)  # issue 16: `make bench SUITE=full` in slices of SWEEP_S seconds (default 540), named SWEEP_NAME: the partial
+    # file carried in .sweep/ is resumed in $out/bench, where every finished point is appended as it ends, so a slice
+    # killed by the stage's limit still brings back what it measured (copy it into .sweep/ before the next call)
+    mkdir -p "$out/bench"
+    cp .sweep/* "$out/bench/" 2>/dev/null
+    timeout -k 10 -s INT ${SWEEP_S:-540} $PY -m harness bench --suite full --amortised 0 --name ${SWEEP_NAME:-full} \
+      --out "$out/bench" --resume --min-time 0.1 --repeat 10 --max-checks-cpu 4e9 --quiet
+    echo "sweep exit $?; $(($(wc -l <"$out/bench/${SWEEP_NAME:-full}.partial.jsonl" 2>/dev/null || echo 1) - 1)) points in the partial file" ;;
   default-amortised)  # the default suite with the per-MD-step column (the full sweep runs without it)
     $PY -m harness bench --suite default --name default-s6 --min-time 0.1 --repeat 10 --max-checks-cpu 4e9 \
       --out "$out/bench" --quiet ;;
