@@ -370,7 +370,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
         names = strategies.select(backend="cuda" if device_status()[0] else "cpu")
     say = None if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
     doc = tune.tune(problem, names, budget, args.outputs, cache, use_cache=not args.no_cache, progress=say,
-                    bar_factory=None if args.quiet else lambda n: _progress_bar(n, "tune", "candidate"), frames=args.frames)
+                    bar_factory=None if args.quiet else lambda n: _progress_bar(n, "tune", "candidate"), frames=args.frames,
+                    metric=args.metric)
     if doc.get("cached"):
         print(f"(from the cache: an earlier tune of a similar input on this machine, {doc['cached_input']})")
     else:
@@ -762,6 +763,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--budget", default="60s", help="time to spend: 60, 60s, 2m (default 60s; the first sample of "
                                                    "every strategy is always taken)")
     p.add_argument("--frames", type=int, default=40, help="trajectory frames a step is timed on (default 40)")
+    p.add_argument("--metric", choices=("auto", "step", "scratch"), default="auto",
+                   help="what is timed: ms per MD step on a short trajectory (list upkeep included), ms per "
+                        "evaluation from scratch (as the sweep), or auto (default: per step where the MD loop "
+                        "applies: a periodic box and a cutoff)")
     p.add_argument("--cache", help="results cache (default ~/.cache/md-harness/tune.json)")
     p.add_argument("--no-cache", action="store_true", help="measure even if a similar input is in the cache (the "
                                                             "cache is updated)")

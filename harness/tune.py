@@ -17,7 +17,8 @@ input is recorded once and replayed through each candidate (bench.time_amortised
 displacement checks and rebuilds included), so that the list strategies' skin is tuned on real
 motion. Where the MD loop does not apply (open boundaries, no cutoff), it is one evaluation from
 scratch (build + force + reduce), timed as the sweep times its device time: a CUDA-graph replay
-after an L2 flush (bench's graph_ms).
+after an L2 flush (bench's graph_ms). `--metric scratch` asks for that on any input (the sweep's
+own column, for a code that does not reuse lists); `--metric step` insists on the MD step.
 
 Results are cached per machine (GPU model, or CPU), particle count, density and inhomogeneity
 (all within a few percent), potential, precision and outputs: a second call for a similar input
@@ -306,10 +307,22 @@ def answer_line(v: dict, ms_unit: str) -> str:
     return line
 
 
+METRICS = ("auto", "step", "scratch")
+
+
 def tune(problem: Problem, names: list[str], budget_s: float, outputs: str = "forces", cache: Path | None = None,
          use_cache: bool = True, progress: Callable[[str], None] | None = None, bar_factory=None,
-         frames: int = FRAMES) -> dict:
-    """The whole command: a document with the answer, every candidate and where it came from."""
+         frames: int = FRAMES, metric: str = "auto") -> dict:
+    """The whole command: a document with the answer, every candidate and where it came from.
+    metric: 'step' (per MD step on a recorded trajectory), 'scratch' (one evaluation from scratch,
+    the sweep's graph_ms), or 'auto': per step where the MD loop applies, else from scratch."""
+    if metric not in METRICS:
+        raise InputError(f"tune: metric must be one of {', '.join(METRICS)}, got {metric!r}")
+    md_applies = all(problem.box.periodic) and problem.potential.cutoff is not None
+    if metric == "step" and not md_applies:
+        raise InputError("--metric step: the MD loop needs a periodic box and a cutoff; this input has "
+                         + ("no cutoff" if problem.potential.cutoff is None else "open boundaries")
+                         + " (use --metric scratch or auto)")
     t_start = time.monotonic()
     sig = signature(problem)
     ok_names = []
@@ -330,12 +343,14 @@ def tune(problem: Problem, names: list[str], budget_s: float, outputs: str = "fo
                 "seconds": round(time.monotonic() - t_start, 3)}
 
     traj = None
-    if all(problem.box.periodic) and problem.potential.cutoff is not None:
+    if md_applies and metric != "scratch":
         hit = cached("step")  # before recording the trajectory: a hit answers at once
         if hit is not None:
             return hit
         traj = bench.trajectory(problem, frames, EQUILIBRATE)
         if isinstance(traj, str):
+            if metric == "step":
+                raise InputError(f"--metric step: no trajectory for this input ({traj.removeprefix('n/a: ')})")
             if progress:
                 progress(f"no trajectory ({traj.removeprefix('n/a: ')}): timing evaluations from scratch")
             traj = None

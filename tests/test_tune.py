@@ -135,6 +135,13 @@ def test_tune_answers_verifies_and_caches(tmp_path):
               "--strategies", "fullshell_thread_cpu,c08_thread_cpu", "--quiet")
     assert r3.returncode == 0 and "from the cache" not in r3.stdout and r3.stdout.startswith("use ")
     assert "per evaluation from scratch" in r3.stdout  # open along z: no MD step to time
+    # --metric scratch on the periodic input: the sweep's column, cached apart from the MD step's answer
+    out4 = tmp_path / "t4.json"
+    r4 = _run("--scenario", "lj_liquid", "--n", "small", "--budget", "3s", "--metric", "scratch", "--cache",
+              str(cache), "--json", str(out4), "--strategies", "fullshell_thread_cpu,c08_thread_cpu,verlet_thread_cpu")
+    assert r4.returncode == 0, r4.stderr
+    doc4 = json.loads(out4.read_text())
+    assert doc4["metric"] == "scratch" and not doc4["cached"] and "per evaluation from scratch" in r4.stdout
 
 
 @pytest.mark.parametrize("args, message", [
@@ -143,6 +150,9 @@ def test_tune_answers_verifies_and_caches(tmp_path):
     (["--json", "out.txt"], "--json"),
     (["--strategies", "nonsense"], "nonsense"),
     (["--scenario", "lj_liquid", "--n", "tiny", "--strategies", "c08_thread_cpu"], "no strategy applies"),
+    (["--scenario", "uniform_slab", "--metric", "step", "--strategies", "fullshell_thread_cpu"],
+     "--metric step: the MD loop needs a periodic box"),
+    (["--metric", "fastest"], "--metric"),
 ])
 def test_bad_input_is_one_line(tmp_path, args, message):
     r = _run("--n", "small", "--cache", str(tmp_path / "c.json"), *args)

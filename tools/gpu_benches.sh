@@ -248,6 +248,15 @@ for b in ('warp',):
     $PY -m harness export --scenario uniform --n 64000 --out /tmp/uniform-64k.xyz
     $PY -m harness tune --input /tmp/uniform-64k.xyz --budget 45s --no-cache --json "$out/tune/file-uniform-64k.json" \
       --quiet ;;
+  tune-s8)  # harness tune on three inputs the full sweep has points for, timed as the sweep (from scratch, all outputs)
+    mkdir -p "$out/tune"
+    $PY -m harness tune --scenario lj_liquid --n medium --metric scratch --outputs all --budget 60s --no-cache \
+      --json "$out/tune/s8-lj-medium.json" --quiet
+    $PY -m harness tune --scenario gaussian --n medium --outputs all --budget 60s --no-cache \
+      --json "$out/tune/s8-gauss-medium.json" --quiet
+    $PY -m harness export --scenario lj_liquid --n 2048 --out /tmp/lj-2048.xyz
+    $PY -m harness tune --input /tmp/lj-2048.xyz --metric scratch --outputs all --budget 45s --no-cache \
+      --json "$out/tune/s8-file-lj-2048.json" --quiet ;;
   cluster-defaults)  # the cluster pairs at their defaults, LJ 4,000 and 1M, forces only, three columns
     $PY -m harness bench --strategies clusterpair_warp_padded --scenario lj_liquid --n 4000,large --outputs forces \
       --name cluster-defaults "${common[@]}" ;;
