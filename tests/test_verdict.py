@@ -56,6 +56,19 @@ def test_rows_of_different_runs_are_never_compared():
     assert V.table(rows, []).empty
 
 
+def test_runs_of_other_strategies_at_the_same_points_get_their_own_row():
+    # run 0 timed the main strategies, run 1 a launch sweep of two others at the same point (like the
+    # full suite's MarDyn part): neither run's winner is named over strategies it never met
+    main = [_row("a", 1.0, run=0, n=10 ** 6), _row("b", 2.0, run=0, n=10 ** 6), _row("c", 3.0, run=0, n=10 ** 6)]
+    sweep = [_row("p[w=1]", 5.0, run=1, n=10 ** 6), _row("p[w=8]", 4.0, run=1, n=10 ** 6), _row("q", 6.0, run=1, n=10 ** 6)]
+    v = V.table(main + sweep, [])
+    assert list(zip(v["winner"], v["compared"], v["first at"])) == [("a", 3, "1 of 1"), ("p", 2, "1 of 1")]
+    # a run sharing two strategies with the first joins its comparison (their rankings can disagree)
+    again = [_row("a", 1.1, run=2, n=2 * 10 ** 6), _row("b", 0.9, run=2, n=2 * 10 ** 6)]
+    v = V.table(main + again, [])
+    assert len(v) == 1 and v.iloc[0]["first at"] == "1 of 2" and v.iloc[0]["compared"] == 3
+
+
 def test_per_md_step_only_where_every_strategy_has_it():
     both = [_row("a", 1.0, amortised=0.9), _row("b", 0.5, amortised=0.3)]
     v = V.table(both, [])

@@ -43,6 +43,9 @@ def styled(df: pd.DataFrame, highlight=None, noisy=None, winner=None) -> str:
                         subset=cols)
     if noisy is not None and noisy in view.columns:
         sty = sty.map(lambda v: NOISY if v in (True, "yes") else "", subset=[noisy])
+    # identifiers (strategy labels, scenario names: no spaces, underscores) may break anywhere, so a
+    # wide table fits the page without breaking numbers
+    sty = sty.map(lambda v: WRAP if isinstance(v, str) and "_" in v and " " not in v else "")
     sty = sty.format(_cell, na_rep="")
     hidden = [c for c in view.columns if c not in shown]
     if hidden:
@@ -122,6 +125,7 @@ class Plots:
         return png, svg
 
 
+WRAP = "overflow-wrap:anywhere"
 CSS = ("body{font-family:sans-serif;max-width:1280px;margin:1.5em auto;color:#222;padding:0 1em}"
        "table{border-collapse:collapse;font-size:12px;margin:0.5em 0}td,th{border:1px solid #ccc;padding:2px 6px}"
        "th{background:#eee;cursor:pointer}img{max-width:100%}figure{margin:1em 0}"

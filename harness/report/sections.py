@@ -95,7 +95,9 @@ def verdict(sec: Section, bench: list[dict], profiles: list[dict], verify: list[
              "half the min..max range per MD step). A margin inside the noise is a tie. 'per MD step': a recorded NVE "
              "trajectory replayed with list upkeep and rebuilds (where every strategy at the point has it); 'from "
              "scratch': build + force + reduce every evaluation. The why column comes from the rows (distance checks "
-             "per interaction) and the Nsight Compute summaries given to the report.")
+             "per interaction) and the Nsight Compute summaries given to the report. 'compared': the strategies timed at "
+             "the row's points; runs that timed other strategies at the same points (a launch-parameter sweep of one "
+             "processor) get their own row rather than a winner over strategies they never met.")
     shown = v.drop(columns="device") if v["device"].nunique() == 1 else v
     sec.table(shown, highlight=~v["_tie"], winner="winner")
     side = V.devices_side_by_side(v)

@@ -107,7 +107,7 @@ def points(bench: list[dict]) -> pd.DataFrame:
                     "winner_band": w["band"], "runner_up": r["strategy"], "runner_up_ms": r["ms"],
                     "runner_up_band": r["band"], "margin": margin, "tie": margin <= 1.0 + band,
                     "winner_checks": w["checks"], "runner_up_checks": r["checks"], "candidates": len(g),
-                    "noisy": bool(w["noisy"] or r["noisy"])})
+                    "strategies": frozenset(g["strategy"]), "noisy": bool(w["noisy"] or r["noisy"])})
     res = pd.DataFrame(out)
     if not res.empty:
         res["sizes"] = res["n"].map(size_range)
@@ -167,16 +167,42 @@ def _band_text(b: float) -> str:
     return f"±{100 * b:.0f}%"
 
 
+def comparisons(g: pd.DataFrame) -> list[pd.DataFrame]:
+    """A group's points split into comparisons: points are joined when they timed two strategies in
+    common (so their rankings can contradict each other), and points of runs with other strategies
+    (a sweep of one processor's launch parameters beside a run of the main strategies) stay apart,
+    each with its own verdict row, rather than one run's winner being named over strategies it
+    never met. The broadest comparison first."""
+    idx = list(g.index)
+    parent = {i: i for i in idx}
+
+    def root(i):
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+    for a_pos, a in enumerate(idx):
+        for b in idx[a_pos + 1:]:
+            if len(g.at[a, "strategies"] & g.at[b, "strategies"]) >= 2:
+                parent[root(a)] = root(b)
+    parts: dict = {}
+    for i in idx:
+        parts.setdefault(root(i), []).append(i)
+    out = [g.loc[members] for members in parts.values()]
+    return sorted(out, key=lambda c: (-len(frozenset().union(*c["strategies"])), -len(c)))
+
+
 def table(bench: list[dict], profiles: list[dict]) -> pd.DataFrame:
     """The verdict: one row per device, family, size range, precision, outputs and time
-    measured. The group's winner is the strategy first at most of its points; the margin is over
-    the runner-up at those points (median, and range where several)."""
+    measured (and comparison, where runs at those points timed different strategies). The
+    group's winner is the strategy first at most of its points; the margin is over the runner-up
+    at those points (median, and range where several)."""
     pts = points(bench)
     if pts.empty:
         return pts
     keys = ["device", "family", "sizes", "precision", "outputs", "time"]
     rows = []
-    for key, g in pts.groupby(keys, sort=True):
+    for key, g in ((k, c) for k, grp in pts.groupby(keys, sort=True) for c in comparisons(grp)):
         wins = g["winner"].value_counts()
         top = wins.index[0]
         mine = g[g["winner"] == top]
@@ -195,6 +221,7 @@ def table(bench: list[dict], profiles: list[dict]) -> pd.DataFrame:
             "device": key[0], "scenario": key[1], "N": f"{ns[0]:,}" if len(ns) == 1 else f"{ns[0]:,}-{ns[-1]:,}",
             "sizes": key[2], "precision": key[3], "outputs": key[4], "time": key[5],
             "winner": top, "first at": f"{len(mine)} of {len(g)}",
+            "compared": len(frozenset().union(*g["strategies"])),
             "runner-up": mine["runner_up"].value_counts().index[0], "margin": margin,
             "noise (winner / runner-up)": f"{_band_text(mine['winner_band'].max())} / "
                                           f"{_band_text(mine['runner_up_band'].max())}",
@@ -203,7 +230,8 @@ def table(bench: list[dict], profiles: list[dict]) -> pd.DataFrame:
     out = pd.DataFrame(rows)
     order = {label: i for i, (_, _, label) in enumerate(SIZES)}
     out["_size"] = out["sizes"].map(order)
-    out = out.sort_values(["device", "scenario", "_size", "precision", "outputs", "time"]).drop(columns="_size")
+    out = out.sort_values(["device", "scenario", "_size", "precision", "outputs", "time", "compared"],
+                          ascending=[True] * 6 + [False], kind="stable").drop(columns="_size")
     return out.reset_index(drop=True)
 
 
@@ -225,7 +253,7 @@ def devices_side_by_side(v: pd.DataFrame) -> pd.DataFrame | None:
     if v.empty or v["device"].nunique() < 2:
         return None
     cell = v.assign(answer=v["winner"] + " " + v["margin"].str.split(" ").str[0] + " (" + v["verdict"] + ")")
-    return cell.pivot_table(index=["scenario", "sizes", "precision", "outputs", "time"], columns="device",
+    return cell.pivot_table(index=["scenario", "sizes", "precision", "outputs", "time", "compared"], columns="device",
                             values="answer", aggfunc="first").reset_index()
 
 
