@@ -25,6 +25,12 @@ SUITES: dict[str, tuple[str, list[Part]]] = {
     "default": ("every strategy on the LJ liquid and the Gaussian blob, small and medium, fp32", [
         Part("all", ("lj_liquid", "gaussian"), ("small", "medium")),
     ]),
+    "large": ("the GPU's cell and list strategies at 1M on the LJ liquid and the sigma-12 Gaussian (the headline "
+              "points; all-pairs at 1e12 checks and the mutex schedulers, seconds per evaluation, are left out)", [
+        Part("backend=cuda+traversal=fullshell,backend=cuda+traversal=c08,parity_block_csr,parity_thread_csr,"
+             "parity_warpblock_shared_atomic,parity_warpblock_twopass_atomic,backend=cuda+traversal=verlet,"
+             "backend=cuda+traversal=clusterpair", ("lj_liquid", "gaussian:sigma=12"), ("large",)),
+    ]),
     "allpairs": ("thesis fig. 10.1: all pairs without cutoff, 125 to 216,000 particles", [
         Part("traversal=allpairs", ("allpairs_cube",), (125, 1000, 8000, 27000, 64000, 125000, 216000)),
     ]),
@@ -63,7 +69,7 @@ SUITES: dict[str, tuple[str, list[Part]]] = {
 }
 # everything a full report shows, in one sweep (`make bench SUITE=full`, then `make report`)
 SUITES["full"] = ("every suite above in one run: what `make report` needs for all its sections",
-                  [part for name in ("default", "allpairs", "views", "one_per_cell", "nine_per_cell", "gaussian",
+                  [part for name in ("default", "large", "allpairs", "views", "one_per_cell", "nine_per_cell", "gaussian",
                                      "mardyn", "precision") for part in SUITES[name][1]])
 
 
