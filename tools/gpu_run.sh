@@ -5,9 +5,11 @@
 #   tools/gpu_run.sh info tests verify:small bench:fullshell profile:fullshell_thread_csr
 #
 # Set-up: wheels in .whl/ are installed to /tmp/site (packages the machine lacks: nvtx, asv,
-# the peers), CuPy's kernel cache is restored from .cupy_cache/cache.tgz (saved by the last call,
-# so unchanged kernels are not compiled again), and the system python3 runs the harness from the
-# checkout. At the end, CuPy's cache goes to $OUT/cupy_cache.tgz and every result file into
+# the peers), CuPy's kernel cache is restored from .cupy_cache/cache.tgz (carried), so unchanged
+# kernels are not compiled again, and the system python3 runs the harness from the checkout. At
+# the end, the kernels this call compiled go to $OUT/cupy_cache_new.tgz (only the new ones: the
+# whole cache outgrows what a call brings back; merge them into .cupy_cache/cache.tgz with
+# `bash tools/gpu_run.sh --merge-cache FILE` on your own machine), and every result file into
 # $OUT/results.tgz (few files come back from such a call).
 #
 # The result headers name the commit: set HARNESS_COMMIT to the sha taken on your own machine
@@ -15,6 +17,16 @@
 # and the GPU machine's own git checkout can be stale, so `git rev-parse` there names an older
 # commit.
 set -u
+if [ "${1:-}" = "--merge-cache" ]; then  # on your machine: add a call's new kernels to the carried cache
+  [ -f "${2:-}" ] || { echo "--merge-cache: no such file: ${2:-}" >&2; exit 2; }
+  d=$(mktemp -d) && mkdir -p .cupy_cache
+  [ -f .cupy_cache/cache.tgz ] && tar -xzf .cupy_cache/cache.tgz -C "$d"
+  tar -xzf "$2" -C "$d" && tar -czf .cupy_cache/cache.tgz.tmp -C "$d" kernel_cache && \
+    mv .cupy_cache/cache.tgz.tmp .cupy_cache/cache.tgz && \
+    echo "$(find "$d/kernel_cache" -type f | wc -l) kernels in .cupy_cache/cache.tgz ($(du -h .cupy_cache/cache.tgz | cut -f1))"
+  rm -rf "$d"
+  exit 0
+fi
 OUT=${OUT:-/tmp/gpu_run_out}
 mkdir -p "$OUT/results"
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,6 +38,7 @@ if ls .whl/*.whl >/dev/null 2>&1; then
 fi
 export PYTHONPATH=/tmp/site:$ROOT PYTHONUNBUFFERED=1
 if [ -f .cupy_cache/cache.tgz ]; then mkdir -p ~/.cupy && tar -xzf .cupy_cache/cache.tgz -C ~/.cupy; fi
+mkdir -p ~/.cupy/kernel_cache && touch /tmp/gpu_run_cache_mark && sleep 1  # kernels newer than this: compiled here
 R=$OUT/results
 [ -n "${HARNESS_COMMIT:-}" ] || echo "warning: HARNESS_COMMIT is not set; result headers take this machine's git HEAD" >&2
 
@@ -95,7 +108,8 @@ for s in "$@"; do
       echo "unknown stage $s" ;;
   esac
 done
-mkdir -p ~/.cupy/kernel_cache && tar -czf "$OUT/cupy_cache.tgz" -C ~/.cupy kernel_cache
+(cd ~/.cupy && find kernel_cache -type f -newer /tmp/gpu_run_cache_mark) >/tmp/gpu_run_cache_new
+[ -s /tmp/gpu_run_cache_new ] && tar -czf "$OUT/cupy_cache_new.tgz" -C ~/.cupy -T /tmp/gpu_run_cache_new
 tar -czf "$OUT/results.tgz" -C "$OUT" results
 cat "$R"/*.summary 2>/dev/null
 exit 0
