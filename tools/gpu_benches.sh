@@ -248,6 +248,9 @@ for b in ('warp',):
     $PY -m harness export --scenario uniform --n 64000 --out /tmp/uniform-64k.xyz
     $PY -m harness tune --input /tmp/uniform-64k.xyz --budget 45s --no-cache --json "$out/tune/file-uniform-64k.json" \
       --quiet ;;
+  large)  # the 'large' suite (every cell and list strategy at 1M, LJ and the sigma-12 Gaussian) with the three columns,
+    # forces only and all: the headline points before and after a kernel change (name it with LARGE_NAME)
+    $PY -m harness bench --suite large --outputs forces,all --name ${LARGE_NAME:-large} "${common[@]}" ;;
   tune-s8)  # harness tune on three inputs the full sweep has points for, timed as the sweep (from scratch, all outputs)
     mkdir -p "$out/tune"
     $PY -m harness tune --scenario lj_liquid --n medium --metric scratch --outputs all --budget 60s --no-cache \
