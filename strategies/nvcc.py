@@ -8,6 +8,7 @@ literal such as 0.5 would promote a float expression to double).
 """
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -99,6 +100,18 @@ def compile_unit(file: str, expressions: list[str], ptx: bool = False, arch: str
                 head += _ENTRY + b
         code, out, text = max(code, c), out + head, text + x
     return code, out, text
+
+
+def compile_units(units: dict[str, list[str]], potential: Potential | None = None,
+                  workers: int | None = None) -> dict[str, tuple[int, str, str]]:
+    """compile_unit for several files at once (nvcc is one process per unit, each in a temporary
+    folder of its own): {file: (returncode, compiler output, '')}, in the order given."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    workers = max(1, min(len(units), workers or os.cpu_count() or 1))
+    with ThreadPoolExecutor(max_workers=workers) as ex:
+        futures = {f: ex.submit(compile_unit, f, exprs, potential=potential) for f, exprs in units.items()}
+        return {f: fut.result() for f, fut in futures.items()}
 
 
 _ENTRY = "ptxas info    : Compiling entry function"

@@ -86,10 +86,9 @@ def test_bad_parameters_are_named(spec, message):
 @pytest.mark.skipif(nvcc.nvcc() is None, reason="nvcc not found on PATH")
 def test_every_traversal_compiles_with_the_coordination_functor():
     pot = Coordination()
-    for file, (exprs, needs_functor) in nvcc.specialisations(pot).items():
-        if not needs_functor:
-            continue
-        code, out, _ = nvcc.compile_unit(file, exprs, potential=pot)
+    units = {file: exprs for file, (exprs, needs_functor) in nvcc.specialisations(pot).items() if needs_functor}
+    assert units
+    for file, (code, out, _) in nvcc.compile_units(units, potential=pot).items():
         assert code == 0, (file, out[:2000])
 
 
