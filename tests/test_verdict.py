@@ -120,3 +120,13 @@ def test_the_report_refuses_unknown_schema_versions(tmp_path, capsys, version):
     err = capsys.readouterr().err
     assert f"schema_version {version!r}" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
+
+
+def test_the_issue_bound_of_a_profile():
+    from harness.report.sections import issue_bound_ms
+
+    prof = {"device": {"sms": 132, "sm_clock_mhz": 1980.0},
+            "ncu": {"kernels": [{"inst_executed": 1.0e8}, {"inst_executed": 0.5e8}]}}
+    # 1.5e8 warp instructions at 4 x 132 issues per cycle, 1.98e9 cycles per second
+    assert issue_bound_ms(prof) == pytest.approx(1.5e8 / (4 * 132 * 1.98e9) * 1e3)
+    assert issue_bound_ms({"device": {}, "ncu": {"kernels": [{"inst_executed": 1.0}]}}) is None

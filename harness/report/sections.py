@@ -549,6 +549,17 @@ def peers(sec: Section, bench: list[dict]) -> None:
                "fastest strategy here", "notes"], table)
 
 
+def issue_bound_ms(profile: dict) -> float | None:
+    """The least time the profiled phase's warp instructions take at one issue per scheduler per
+    cycle (4 schedulers per SM on the GPUs this harness targets) at the device's reported clock."""
+    dev = profile.get("device") or {}
+    sms, mhz = dev.get("sms"), dev.get("sm_clock_mhz")
+    inst = sum(k.get("inst_executed") or 0.0 for k in (profile.get("ncu") or {}).get("kernels", []))
+    if not (sms and mhz and inst):
+        return None
+    return inst / (4.0 * sms * mhz * 1e6) * 1e3
+
+
 def roofline(sec: Section, plots: Plots, bench: list[dict], devices: list[dict], profiles: list[dict]) -> None:
     rows = [r for r in _all_outputs(_ok(bench)) if r.get("gflops") and r.get("eff_bandwidth_gbs") and r["backend"] == "cuda"]
     dev = next((d for d in devices if d.get("peak_fp32_tflops")), None)
@@ -590,19 +601,30 @@ def roofline(sec: Section, plots: Plots, bench: list[dict], devices: list[dict],
         sec.image(plots.save(fig, "roofline"), "Each strategy's compute phase against the GPU's FP32 and DRAM ceilings, "
                                                "coloured by strategy family and marked by scenario")
     if profiles:
+        floors = {(r["strategy"].split("[")[0], r["scenario"], r["n"], r.get("outputs", "all"), r["precision"]):
+                  r["floor_ms"] for r in _ok(bench) if r.get("floor_ms") and r.get("backend") == "cuda"}
         table = []
         for d in profiles:
             k = d["ncu"]["heaviest"]
             c = d.get("crosscheck") or {}  # a peer's profile has no event timing to check against
-            table.append([d["strategy"], d["scenario"], d.get("n", d.get("size")), _fmt(d["ncu"]["total_duration_ms"]),
+            floor = floors.get((d["strategy"], d["scenario"], d.get("n"), d.get("outputs", "all"), d.get("precision")))
+            table.append([d["strategy"], d["scenario"], d.get("n", d.get("size")), d.get("outputs", "all"),
+                          _fmt(d["ncu"]["total_duration_ms"]), _fmt(issue_bound_ms(d)), _fmt(floor),
+                          _fmt(k.get("issue_active_pct"), 3), _fmt(d.get("warp_inst_per_32_checks"), 3),
                           _fmt(k.get("achieved_occupancy_pct"), 3), _fmt(k.get("sm_throughput_pct"), 3),
                           _fmt(k.get("dram_throughput_pct"), 3), _fmt(k.get("l1_hit_pct"), 3), _fmt(k.get("l2_hit_pct"), 3),
                           _fmt(k.get("registers_per_thread")), ", ".join(n for n, _ in k.get("top_stalls", [])),
-                          f"{c['ratio']:.3f}" if c.get("ratio") else ""])
+                          V._bound(k), f"{c['ratio']:.3f}" if c.get("ratio") else ""])
         sec.text("Nsight Compute summaries (heaviest kernel of the force phase) and the timing cross-check "
-                 "(sum of kernel durations / event-timed force phase).")
-        sec.table(["strategy", "scenario", "N", "ncu ms", "occupancy %", "SM %", "DRAM %", "L1 hit %", "L2 hit %",
-                   "regs", "top stalls", "ncu/events"], table)
+                 "(sum of kernel durations / event-timed force phase). 'issue bound': the phase's warp "
+                 "instructions issued at one per scheduler per cycle (4 per SM) at the clock the device reports, "
+                 "the least time those instructions can take; 'FP32 floor': the pair work's flops (AutoPas counts) "
+                 "at the FP32 peak, from a bench row of the same point where one is given; 'warp instr. / 32 checks': "
+                 "warp instructions per 32 distance checks; 'bound': named from the issue slots and DRAM "
+                 "throughput, as in the verdict.")
+        sec.table(["strategy", "scenario", "N", "outputs", "ncu ms", "issue bound ms", "FP32 floor ms", "issue %",
+                   "warp instr. / 32 checks", "occupancy %", "SM %", "DRAM %", "L1 hit %", "L2 hit %", "regs",
+                   "top stalls", "bound", "ncu/events"], table)
     if not rows and not profiles:
         sec.empty("Run `make bench` on a GPU, and `make profile` for ncu summaries.")
 
