@@ -172,7 +172,7 @@ def comparisons(g: pd.DataFrame) -> list[pd.DataFrame]:
     common (so their rankings can contradict each other), and points of runs with other strategies
     (a sweep of one processor's launch parameters beside a run of the main strategies) stay apart,
     each with its own verdict row, rather than one run's winner being named over strategies it
-    never met. The broadest comparison first."""
+    never met (table() orders them, the broadest first)."""
     idx = list(g.index)
     parent = {i: i for i in idx}
 
@@ -188,8 +188,7 @@ def comparisons(g: pd.DataFrame) -> list[pd.DataFrame]:
     parts: dict = {}
     for i in idx:
         parts.setdefault(root(i), []).append(i)
-    out = [g.loc[members] for members in parts.values()]
-    return sorted(out, key=lambda c: (-len(frozenset().union(*c["strategies"])), -len(c)))
+    return [g.loc[members] for members in parts.values()]
 
 
 def table(bench: list[dict], profiles: list[dict]) -> pd.DataFrame:
