@@ -41,13 +41,10 @@ from .registry import register
 
 TPP_CHOICES = (1, 2, 4, 8, 16, 32)
 MINB_CHOICES = ("auto", 0, 8, 10, 12, 16)
-BATCH_CHOICES = ("auto", 1, 2, 4, 8)
-# 'auto' per output flavour {energy: value}, from the sixth session's sweep (H200, LJ, fp32,
-# reports/2026-11-24-h200/bench/s6-call2-batch.json): forces only, the one-entry loop with the
-# register cap of 12 blocks of 128 (0.171 ms at 1M); with energy and virial, 4 entries in flight
-# at the compiler's register count (0.235 ms against 0.272 one at a time)
+BATCH_CHOICES = ("auto", 4, 8)
+# 'auto' per output flavour {energy: value}: PROVISIONAL, to be measured on the rows in groups of 4
 AUTO_MINB = {False: 12, True: 0}
-AUTO_BATCH = {False: 1, True: 4}
+AUTO_BATCH = {False: 4, True: 4}
 MAX_THREADS_PER_SM = 2048  # every GPU from sm_80 to sm_90
 BUILD_FLAGS = (("false", "false"), ("false", "true"), ("true", "false"))  # (MINIMAGE, WINDOW) of the build
 GRID_DTYPE = np.dtype([("nx", np.int32), ("ny", np.int32), ("nz", np.int32), ("pmask", np.int32)])
@@ -67,6 +64,11 @@ def build_kind(build: str, n: int, sms: int) -> str:
     if n <= WARP_ROWS_PER_SM * sms:
         return "warp"
     return "cell" if n < CELL_BUILD_MAX else "strip"
+
+
+def groups_of(cap: int) -> int:
+    """Groups of 4 entries a row of capacity cap is stored in (kernels/verlet.cu, entry_at)."""
+    return max(1, -(-cap // 4))
 
 
 def cap_of(longest: int) -> int:
@@ -222,7 +224,7 @@ class VerletPlan(DeviceListPlan):
         self.overflow = cp.zeros(1, np.int32)
         self.ref = cp.zeros((m, 4), self.real)  # the build's positions, sorted order
         self.cur = cp.zeros((m, 4), self.real)  # the positions now, sorted order, unwrapped since the build
-        self.len = cp.zeros(m, np.int32)
+        self.len = cp.zeros((m, 2), np.int32)  # per row: plain entries, image entries
         real_t = self.real_t
         self.k_check = kernel("verlet.cu", f"verlet_refresh<{real_t}>")
         # per-pair minimum image in the build only on a periodic axis of fewer than 3 cells; z-windows otherwise
@@ -246,13 +248,13 @@ class VerletPlan(DeviceListPlan):
             longest = int(self.overflow.get()[0])
             self.overflow.fill(0)
             self.cap = cap_of(longest)
-        need = self.cap * m * 4
+        need = groups_of(self.cap) * 4 * m * 4
         free = self._free_bytes()
         if need > free:
             raise StrategyError(f"{strategy.name}: the list needs {need / 2**30:.2f} GiB ({m:,} rows x {self.cap} "
                                 f"neighbours within {self.rl:g}) but the GPU has {free / 2**30:.2f} GiB free; take a "
                                 "smaller skin")
-        self.nbr = cp.empty(max(self.cap, 1) * m, np.int32)
+        self.nbr = cp.empty(groups_of(self.cap) * 4 * m, np.int32)
         self.layout = Layout(cp, strategy.launch["layout"], self.real_t, self.real, n)
         self.launch_info = {"cells": self.dims.tolist(), "rlist": self.rl, "skin": self.skin, "cap": self.cap,
                             "tpp": self.tpp, "block": self.block, "build": self.binning.method,
@@ -299,7 +301,7 @@ class VerletPlan(DeviceListPlan):
     def listed_pairs(self) -> int:
         """Entries of the current list (each pair twice): the force phase's distance checks."""
         n = self.problem.n
-        return int(self.len[:n].sum(dtype=np.int64).get()) if n else 0
+        return int(self.len[:n].sum(dtype=np.int64).get()) if n else 0  # plain and image entries
 
     def force(self) -> None:
         n = self.problem.n
@@ -312,7 +314,7 @@ class VerletPlan(DeviceListPlan):
             fn = self._force[self.outputs] = kernel("verlet.cu", expr, p.potential)
         self.layout.fill(self.cur, n)  # aos3, soa: the positions of this step, copied into the layout
         fn((self.blocks,), (self.block,), (*self.layout.args(self.cur), self.binning.order, self.nbr, self.len,
-                                           np.int32(n), self.box, self.fparams, self.forces, self.partial,
+                                           np.int32(n), np.int32(self.cap), self.box, self.fparams, self.forces, self.partial,
                                            self.pcount, self.flag, self.rebuilds))
 
     def output(self) -> Forces:

@@ -112,9 +112,9 @@ def test_a_skin_too_large_for_the_box_is_not_applicable():
 
 
 def test_the_force_kernel_launch_knobs_resolve_per_output_flavour():
-    """minb and batch 'auto': each flavour its measured choice (forces only: one entry at a time
-    under a register cap; with energy: 4 entries in flight); the cap is dropped where its blocks
-    would not fit on an SM, and an explicit impossible cap is refused."""
+    """minb and batch 'auto': each flavour its measured choice; the cap is dropped where its blocks
+    would not fit on an SM, and an explicit impossible cap is refused; batch is whole groups of 4
+    entries."""
     from mdcore.potentials import LennardJones
     from strategies.verlet import AUTO_BATCH, AUTO_MINB
 
@@ -125,8 +125,10 @@ def test_the_force_kernel_launch_knobs_resolve_per_output_flavour():
         assert expr.endswith(f", {AUTO_MINB[energy]}, {AUTO_BATCH[energy]}>"), expr
     assert AUTO_MINB[False] * 512 > 2048  # so that the next line tests the fallback
     assert strategies.create("verlet_thread_padded", block=512).register_cap(False) == 0
-    assert strategies.create("verlet_thread_padded", minb=8, batch=2).force_expression(
-        "fp32", lj, True, True).endswith(", 8, 2>")
+    assert strategies.create("verlet_thread_padded", minb=8, batch=8).force_expression(
+        "fp32", lj, True, True).endswith(", 8, 8>")
+    with pytest.raises(InputError, match="batch"):
+        strategies.create("verlet_thread_padded", batch=2)
     with pytest.raises(InputError, match="do not fit on one SM"):
         strategies.create("verlet_thread_padded", minb=16, block=256)
 
@@ -142,7 +144,8 @@ def test_the_automatic_build_follows_the_measured_crossovers():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("launch", [{"batch": 1}, {"batch": 2}, {"batch": 8, "tpp": 4}, {"minb": 12, "batch": 4}])
+@pytest.mark.parametrize("launch", [{"batch": 4}, {"batch": 8}, {"batch": 8, "tpp": 4}, {"minb": 0, "batch": 4},
+                                    {"minb": 16, "batch": 8}])
 def test_gpu_force_kernel_knobs_give_the_same_sums(launch):
     """batch and minb change how the loop is scheduled, never the order of the sums: the same bits."""
     p = _problem("fp32", n=4000)
@@ -201,9 +204,31 @@ def test_gpu_builds_give_the_same_list(n):
     same rows in the same order: the same bits (256: 2 cells per axis, the per-pair minimum image)."""
     p = _problem("fp32", n=n)
     base = strategies.create("verlet_thread_padded", build="strip", window=0).evaluate(p)
+    rows = _gpu_rows(p, build="strip", window=0)
     for launch in ({"build": "strip", "window": 1}, {"build": "cell"}, {"build": "warp"}, {}):
         got = strategies.create("verlet_thread_padded", **launch).evaluate(p)
         assert np.array_equal(got.forces, base.forces) and got.energy == base.energy, launch
+        assert _gpu_rows(p, **launch) == rows, launch
+
+
+def _gpu_rows(p, **launch):
+    """The built rows, [(plain entries, image entries)] per sorted slot, read from the layout the
+    force kernel reads (groups of 4 entries, the rows of a group consecutive; image entries from
+    the back of the row)."""
+    from strategies.verlet import groups_of
+
+    s = strategies.create("verlet_thread_padded", **launch)
+    plan = s.prepare(p)
+    plan.upload()
+    s.compute(plan)
+    n, cap = p.n, plan.cap
+    entries = plan.nbr.get().reshape(groups_of(cap), n, 4).transpose(1, 0, 2).reshape(n, -1)
+    length = plan.len.get()[:n]
+    out = [(entries[s, :a].tolist(), entries[s, cap - b:cap].tolist()) for s, (a, b) in enumerate(length)]
+    assert sum(len(a) + len(b) for a, b in out) == plan.listed_pairs()
+    if p.n >= 4000:  # rows found across the periodic faces
+        assert sum(len(b) for _, b in out) > 0
+    return out
 
 
 @pytest.mark.gpu

@@ -248,6 +248,22 @@ for b in ('warp',):
     $PY -m harness export --scenario uniform --n 64000 --out /tmp/uniform-64k.xyz
     $PY -m harness tune --input /tmp/uniform-64k.xyz --budget 45s --no-cache --json "$out/tune/file-uniform-64k.json" \
       --quiet ;;
+  s9)  # the ninth session's Verlet force kernel (rows in groups of 4, image entries apart, a branch-free pair body)
+    # before and after in one call: three columns at LJ 4,000 (tpp 1 and 8) and 1M with OpenMM's step; batch and minb
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 4000,large --outputs forces,all \
+      --peers openmm --name after-s9 "${common[@]}"
+    $PY -m harness bench --strategies verlet_thread_padded --launch tpp=8 --scenario lj_liquid --n 4000 \
+      --outputs forces,all --name after-s9-tpp8 "${common[@]}"
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 4000,large --outputs forces,all \
+      --sweep batch=4:8 --sweep minb=0:12:16 --amortised 0 --name s9-knobs "${common[@]}"
+    if [ -d .before ]; then
+      (cd .before && HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness bench \
+        --strategies verlet_thread_padded --scenario lj_liquid --n 4000,large --outputs forces,all \
+        --name before-s9 "${common[@]}"
+       HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness bench \
+        --strategies verlet_thread_padded --launch tpp=8 --scenario lj_liquid --n 4000 --outputs forces,all \
+        --name before-s9-tpp8 "${common[@]}")
+    fi ;;
   large)  # the 'large' suite (every cell and list strategy at 1M, LJ and the sigma-12 Gaussian) with the three columns,
     # forces only and all: the headline points before and after a kernel change (name it with LARGE_NAME)
     $PY -m harness bench --suite large --outputs forces,all --name ${LARGE_NAME:-large} "${common[@]}" ;;

@@ -152,6 +152,31 @@ struct Accumulator {
     fz += Acc(az);
   }
 
+  // The pair kept where `in` (inside the cutoff), without a branch: the body runs and the force
+  // over r is selected (zero outside), so the sums take the same bits as add() where `in` and
+  // are unchanged elsewhere. For loops where most candidates interact (a Verlet row), whose
+  // warps would run the body anyway. The functor must give a finite value at any r2 > 0 (or
+  // an infinite one that is selected away).
+  template <class Functor>
+  __device__ __forceinline__ void add_where(const Functor& f, Real dx, Real dy, Real dz, Real r2, bool in) {
+    Real u;
+    const Real fr = in ? f.force_over_r(r2, u) : Real(0);
+    const Real ax = fr * dx, ay = fr * dy, az = fr * dz;
+    fx += Acc(ax);
+    fy += Acc(ay);
+    fz += Acc(az);
+    if constexpr (ENERGY) {
+      s[0] += Acc(in ? u : Real(0));
+      s[1] += Acc(ax * dx);
+      s[2] += Acc(ax * dy);
+      s[3] += Acc(ax * dz);
+      s[4] += Acc(ay * dy);
+      s[5] += Acc(ay * dz);
+      s[6] += Acc(az * dz);
+      pairs += in ? 1u : 0u;
+    }
+  }
+
   template <class Functor>
   __device__ __forceinline__ void pair(const Functor& f, Real dx, Real dy, Real dz, Real r2, Real& ax, Real& ay,
                                        Real& az) {

@@ -8,8 +8,14 @@
 // sorting that HOOMD-blue and GROMACS do for the same reason). cur[s] is particle order[s]'s
 // position moved by whole box lengths to the image nearest its position at the build: unwrapped
 // since the build, so that the raw difference of two entries found without an image shift stays
-// their separation. An entry found across a periodic boundary carries a flag (bit 31): only
-// those take a minimum image per pair, and the row stays in the build's order (the same sums).
+// their separation.
+//
+// A row (capacity cap) holds its plain entries from the front, in the order they were found, and
+// the entries found across a periodic boundary from the back (entry cap - 1 first): len[s] =
+// (plain, image). The force loop over the plain entries takes raw differences and nothing else;
+// only the few image entries take a minimum image per pair. Entries lie in groups of 4 (entry k
+// of row s at entry_at(k, s, n)): one 16-byte load per 4 entries, and a warp's 32 rows read 512
+// contiguous bytes per group.
 //
 //   verlet_check   (the Newton3 cluster pairs' trigger) each step: sets *flag where some particle
 //                  moved more than skin/2 since the list's build (minimum image)
@@ -19,14 +25,13 @@
 //   verlet_build   (guarded by *flag; verlet_build_warp: a warp per row; verlet_build_cells: a
 //                  warp per cell) one thread per sorted slot: the particles j != i of the
 //                  neighbour cells' z-strips within r_list, in strip order (deterministic: the
-//                  binning fixes the order inside a cell), into padded rows
-//                  stored column-major (nbr[k * rows + s]), kImage set on entries found across
-//                  a periodic boundary; ref and cur set to the build's
-//                  positions; a row longer than the capacity raises *overflow to its length and
-//                  is never written past the capacity (the force phase reports it)
-//   verlet_force   TPP threads per row: force on i = order[s] from its row (raw differences, the
-//                  minimum image for flagged entries); forces written in input order; energy
-//                  and virial per block (ENERGY). Block 0 clears *flag and counts the rebuild.
+//                  binning fixes the order inside a cell), into padded rows as above; ref and cur
+//                  set to the build's positions; a row longer than the capacity raises *overflow
+//                  to its length and is never written past the capacity (the force phase reports
+//                  it)
+//   verlet_force   TPP threads per row: force on i = order[s] from its row; forces written in
+//                  input order; energy and virial per block (ENERGY). Block 0 clears *flag and
+//                  counts the rebuild.
 #include "cells.cuh"
 
 template <typename Real>
@@ -70,12 +75,16 @@ __device__ __forceinline__ bool crosses(const Vec4<Real>& a, const Vec4<Real>& b
          fabs(a.z - b.z) * box.ilz > Real(0.5);  // rint(d / L) != 0, rint's ties to even included
 }
 
-// An entry: the partner's sorted slot, with kImage where the pair was found across a periodic
-// boundary (the raw difference of their positions is not their separation).
-constexpr unsigned int kImage = 0x80000000u;
+// Where entry k of row s lies: groups of 4 entries, the rows of a group consecutive.
+__device__ __forceinline__ long long entry_at(int k, int s, int n) {
+  return (static_cast<long long>(k >> 2) * n + s) * 4 + (k & 3);
+}
 
-__device__ __forceinline__ int entry(int q, bool img) {
-  return static_cast<int>(static_cast<unsigned int>(q) | (img ? kImage : 0u));
+// Stores partner q in row s: a plain entry at the front (a of them so far), an image entry at the
+// back (b so far). The caller has checked a + b < cap.
+__device__ __forceinline__ void store_entry(int* __restrict__ nbr, int n, int s, int cap, int& a, int& b, int q,
+                                            bool img) {
+  nbr[entry_at(img ? cap - 1 - b++ : a++, s, n)] = q;
 }
 
 // Whether the kernel is built with contraction (fmad): every accumulation type but Fixed, whose
@@ -89,28 +98,27 @@ struct Contracted<Fixed> {
   static constexpr bool value = false;
 };
 
-// d = r_i - r_j for an entry: the raw difference, the minimum image where the entry is flagged
-// (PBC: some axis is periodic; else no entry is). Returns |d|^2, rounded as separation()
-// (common.cuh) is in every other kernel: with FMA (contraction on) every rounding spelled out as
-// the compiler contracts separation(), so that the loops calling this (batched or not, branch or
-// select) cannot contract it differently; without (Fixed, --fmad=false) separation()'s own text,
+// d = r_i - r_j for an entry: the raw difference, the minimum image for IMAGE entries. Returns
+// |d|^2, rounded as separation() (common.cuh) is in every other kernel: with FMA (contraction on)
+// every rounding spelled out as the compiler contracts separation(), so that the loops calling
+// this cannot contract it differently; without (Fixed, --fmad=false) separation()'s own text,
 // which nothing contracts. The same bits in every loop, and the fixed-point mode's same pair
 // terms as the other strategies.
-template <bool PBC, bool FMA, typename Real>
-__device__ __forceinline__ Real entry_separation(const Vec4<Real>& pi, const Vec4<Real>& pj, int e,
-                                                 const Box<Real>& box, Real& dx, Real& dy, Real& dz) {
+template <bool IMAGE, bool FMA, typename Real>
+__device__ __forceinline__ Real entry_separation(const Vec4<Real>& pi, const Vec4<Real>& pj, const Box<Real>& box,
+                                                 Real& dx, Real& dy, Real& dz) {
   dx = pi.x - pj.x;
   dy = pi.y - pj.y;
   dz = pi.z - pj.z;
   if constexpr (FMA) {
-    if (PBC && e < 0) {
+    if constexpr (IMAGE) {
       dx = fma(-box.lx, Math<Real>::rint(dx * box.ilx), dx);
       dy = fma(-box.ly, Math<Real>::rint(dy * box.ily), dy);
       dz = fma(-box.lz, Math<Real>::rint(dz * box.ilz), dz);
     }
     return fma(dz, dz, fma(dx, dx, dy * dy));
   } else {
-    if (PBC && e < 0) {
+    if constexpr (IMAGE) {
       dx = min_image<true>(dx, box.lx, box.ilx);
       dy = min_image<true>(dy, box.ly, box.ily);
       dz = min_image<true>(dz, box.lz, box.ilz);
@@ -129,7 +137,7 @@ template <typename Real, bool MINIMAGE, bool WINDOW>
 __global__ void
 verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell_sorted,
              const int* __restrict__ start, const int n, const Grid g, const Box<Real> box, const Real rlist2,
-             const Real margin, const int cap, int* __restrict__ nbr, int* __restrict__ len,
+             const Real margin, const int cap, int* __restrict__ nbr, int2* __restrict__ len,
              Vec4<Real>* __restrict__ ref, Vec4<Real>* __restrict__ cur, int* __restrict__ overflow,
              const int* __restrict__ guard) {
   static_assert(!(WINDOW && MINIMAGE), "z-windows need one image shift per strip");
@@ -142,7 +150,7 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell
   const Real side_x = box.lx / Real(g.nx), side_y = box.ly / Real(g.ny);
   const Real lo_x = pi.x + Real(0.5) * box.lx - Real(cx) * side_x, hi_x = side_x - lo_x;
   const Real lo_y = pi.y + Real(0.5) * box.ly - Real(cy) * side_y, hi_y = side_y - lo_y;
-  int count = 0;
+  int count = 0, na = 0, nb = 0;  // hits; plain and image entries stored
 #pragma unroll 1
   for (int col = 0; col < 9; ++col) {
     const int ox = col / 3 - 1, oy = col % 3 - 1;
@@ -175,9 +183,7 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell
           if (WINDOW && pj.z > zmax) break;
           Real dx, dy, dz;
           if (separation<MINIMAGE>(p, pj, box, dx, dy, dz) < rlist2) {
-            if (count < cap) {
-              nbr[static_cast<long long>(count) * n + k] = entry(q, MINIMAGE ? crosses(pi, pj, box) : run_img);
-            }
+            if (count < cap) store_entry(nbr, n, k, cap, na, nb, q, MINIMAGE ? crosses(pi, pj, box) : run_img);
             ++count;
           }
         }
@@ -186,7 +192,7 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell
     walk(b[0], e[0], sz[0]);
     if (runs > 1) walk(b[1], e[1], sz[1]);
   }
-  len[k] = min(count, cap);  // the force phase reads what was stored; the overflow is reported
+  len[k] = make_int2(na, nb);  // the force phase reads what was stored; the overflow is reported
   if (count > cap) atomicMax(overflow, count);
   ref[k] = pi;
   cur[k] = pi;
@@ -202,7 +208,7 @@ template <typename Real, bool MINIMAGE>
 __global__ void
 verlet_build_warp(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell_sorted,
                   const int* __restrict__ start, const int n, const Grid g, const Box<Real> box,
-                  const Real rlist2, const int cap, int* __restrict__ nbr, int* __restrict__ len,
+                  const Real rlist2, const int cap, int* __restrict__ nbr, int2* __restrict__ len,
                   Vec4<Real>* __restrict__ ref, Vec4<Real>* __restrict__ cur, int* __restrict__ overflow,
                   const int* __restrict__ guard) {
   if (guard != nullptr && *guard == 0) return;
@@ -212,7 +218,7 @@ verlet_build_warp(const Vec4<Real>* __restrict__ sorted, const int* __restrict__
   const Vec4<Real> pi = sorted[k];
   const int c = cell_sorted[k];
   const int cz = c % g.nz, cy = (c / g.nz) % g.ny, cx = c / (g.nz * g.ny);
-  int count = 0;
+  int count = 0, na = 0, nb = 0;  // hits; plain and image entries stored
 #pragma unroll 1
   for (int col = 0; col < 9; ++col) {
     const int ox = col / 3 - 1, oy = col % 3 - 1;
@@ -239,17 +245,25 @@ verlet_build_warp(const Vec4<Real>* __restrict__ sorted, const int* __restrict__
           hit = separation<MINIMAGE>(p, pj, box, dx, dy, dz) < rlist2;
           img = hit && (MINIMAGE ? crosses(pi, pj, box) : run_img);
         }
-        const unsigned int mask = __ballot_sync(0xffffffffu, hit);
-        if (hit) {
-          const int slot = count + __popc(mask & ((1u << lane) - 1u));
-          if (slot < cap) nbr[static_cast<long long>(slot) * n + k] = entry(q, img);
+        // the hits in lane order, as the strip kernel finds them: a hit is stored while the row
+        // has room, plain ones after the row's plain entries, image ones before its image entries
+        const unsigned int below = (1u << lane) - 1u;
+        const unsigned int hits = __ballot_sync(0xffffffffu, hit);
+        const bool stored = hit && count + __popc(hits & below) < cap;
+        const unsigned int kept = __ballot_sync(0xffffffffu, stored);
+        const unsigned int imgs = __ballot_sync(0xffffffffu, stored && img);
+        if (stored) {
+          const int at = img ? cap - 1 - (nb + __popc(imgs & below)) : na + __popc(kept & ~imgs & below);
+          nbr[entry_at(at, k, n)] = q;
         }
-        count += __popc(mask);
+        count += __popc(hits);
+        na += __popc(kept & ~imgs);
+        nb += __popc(imgs);
       }
     }
   }
   if (lane == 0) {
-    len[k] = min(count, cap);
+    len[k] = make_int2(na, nb);
     if (count > cap) atomicMax(overflow, count);
     ref[k] = pi;
     cur[k] = pi;
@@ -267,7 +281,7 @@ template <typename Real, bool MINIMAGE>
 __global__ void __launch_bounds__(32)
 verlet_build_cells(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ start,
                    const int n, const Grid g, const Box<Real> box, const Real rlist2, const int cap,
-                   int* __restrict__ nbr, int* __restrict__ len, Vec4<Real>* __restrict__ ref,
+                   int* __restrict__ nbr, int2* __restrict__ len, Vec4<Real>* __restrict__ ref,
                    Vec4<Real>* __restrict__ cur, int* __restrict__ overflow, const int* __restrict__ guard) {
   if (guard != nullptr && *guard == 0) return;
   __shared__ Vec4<Real> s_pos[kBuildChunk];
@@ -309,7 +323,7 @@ verlet_build_cells(const Vec4<Real>* __restrict__ sorted, const int* __restrict_
     const bool mine = base + lane < count_c;
     const int k = first + base + lane;
     const Vec4<Real> pi = mine ? sorted[k] : Vec4<Real>{};
-    int count = 0;
+    int count = 0, na = 0, nb = 0;  // hits; plain and image entries stored
     for (int chunk = 0; chunk < total; chunk += kBuildChunk) {
       const int m = min(kBuildChunk, total - chunk);
       for (int t = lane; t < m; t += 32) {  // cooperative load, shifts applied
@@ -327,10 +341,7 @@ verlet_build_cells(const Vec4<Real>* __restrict__ sorted, const int* __restrict_
         for (int t = 0; t < m; ++t) {
           Real dx, dy, dz;
           if (separation<MINIMAGE>(pi, s_pos[t], box, dx, dy, dz) < rlist2 && s_slot[t] != k) {
-            if (count < cap) {
-              nbr[static_cast<long long>(count) * n + k] =
-                  entry(s_slot[t], MINIMAGE ? crosses(pi, s_pos[t], box) : s_img[t]);
-            }
+            if (count < cap) store_entry(nbr, n, k, cap, na, nb, s_slot[t], MINIMAGE ? crosses(pi, s_pos[t], box) : s_img[t]);
             ++count;
           }
         }
@@ -338,7 +349,7 @@ verlet_build_cells(const Vec4<Real>* __restrict__ sorted, const int* __restrict_
       __syncwarp();
     }
     if (mine) {
-      len[k] = min(count, cap);
+      len[k] = make_int2(na, nb);
       if (count > cap) atomicMax(overflow, count);
       ref[k] = pi;
       cur[k] = pi;
@@ -348,19 +359,27 @@ verlet_build_cells(const Vec4<Real>* __restrict__ sorted, const int* __restrict_
 
 // LAYOUT (layout.cuh): how the positions (cur: sorted order) lie: kAoS4 the plan's Vec4 array;
 // kAoS3, kSoA a copy made at the start of the force phase, `stride` elements per array in kSoA.
-// BATCH: list entries a thread loads before it computes their pairs (memory-level parallelism).
-// MINB: blocks per SM the compiler must leave room for (__launch_bounds__'s second argument), a
-// register cap: the energy flavour's sums need 16 more registers, which costs occupancy in a
-// kernel bound by the latency of its list and gathers. PBC: some axis is periodic (else no entry
-// is flagged).
+// BATCH: plain entries a thread loads (whole groups of 4) before it computes their pairs
+// (memory-level parallelism). MINB: blocks per SM the compiler must leave room for
+// (__launch_bounds__'s second argument), a register cap. PBC: some axis is periodic (else no
+// row has image entries).
+//
+// Each thread's pairs are added in a fixed order (its plain groups, the row's last partial group,
+// its image entries): the same sums, bit for bit, at every BATCH and MINB. The pair body runs
+// for every entry and keeps the pair where it lies inside the cutoff (Accumulator::add_where):
+// about 3 of 4 entries do, so a warp would run the body anyway, and a branch would only add to it.
 template <typename Real, typename Acc, template <typename> class Functor, bool ENERGY, bool PBC, int TPP, int BLOCK,
           int LAYOUT, int MINB, int BATCH>
 __global__ void __launch_bounds__(BLOCK, MINB)
 verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __restrict__ order,
-             const int* __restrict__ nbr, const int* __restrict__ len, const int n, const Box<Real> box,
-             const Real* __restrict__ params, Acc* __restrict__ forces, Acc* __restrict__ partial,
-             unsigned long long* __restrict__ count, int* __restrict__ flag, unsigned int* __restrict__ rebuilds) {
+             const int* __restrict__ nbr, const int2* __restrict__ len, const int n, const int cap,
+             const Box<Real> box, const Real* __restrict__ params, Acc* __restrict__ forces,
+             Acc* __restrict__ partial, unsigned long long* __restrict__ count, int* __restrict__ flag,
+             unsigned int* __restrict__ rebuilds) {
   static_assert(TPP >= 1 && TPP <= 32 && (TPP & (TPP - 1)) == 0, "TPP: a power of two up to a warp");
+  static_assert(BATCH == 4 || BATCH == 8, "BATCH: 4 or 8 entries (one or two groups)");
+  constexpr int G = BATCH / 4;  // groups in flight
+  constexpr bool FMA = Contracted<Acc>::value;
   if (blockIdx.x == 0 && threadIdx.x == 0 && *flag) {  // the build of this step (if any) is complete
     *flag = 0;
     ++*rebuilds;
@@ -373,34 +392,55 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
   const bool row = s < n;
   if (row) {
     const Vec4<Real> pi = pos[s];
-    // entries k = lane, lane + TPP, ... of the column-major row, by a pointer (no 64-bit index
-    // product per entry); BATCH entries at a time: their slots, then their positions, then the
-    // pairs, so that a thread has BATCH gathers in flight (the kernel waits on memory). Pairs
-    // are added in k order, as one at a time would: the same sums, bit for bit.
+    const int2 m = __ldg(len + s);  // (plain, image) entries
+    auto pair = [&](const Vec4<Real>& pj) {
+      Real dx, dy, dz;
+      const Real r2 = entry_separation<false, FMA>(pi, pj, box, dx, dy, dz);
+      acc.add_where(f, dx, dy, dz, r2, f.inside(r2));
+    };
+    // groups g = lane, lane + TPP, ... of the plain entries, G at a time, by a pointer (no 64-bit
+    // index product per group)
+    const int groups = m.x >> 2;
     const long long step = static_cast<long long>(TPP) * n;
-    const int m = len[s];
-    const int* __restrict__ p = nbr + static_cast<long long>(lane) * n + s;
-    int k = lane;
-    for (; k + (BATCH - 1) * TPP < m; k += BATCH * TPP) {
-      int e[BATCH];
+    const int4* __restrict__ p = reinterpret_cast<const int4*>(nbr) + static_cast<long long>(lane) * n + s;
+    int g = lane;
+    for (; g + (G - 1) * TPP < groups; g += G * TPP) {
+      int4 e[G];
 #pragma unroll
-      for (int u = 0; u < BATCH; ++u) e[u] = p[u * step];
-      p += BATCH * step;
-      Vec4<Real> q[BATCH];
+      for (int u = 0; u < G; ++u) e[u] = __ldg(p + u * step);
+      p += G * step;
+      Vec4<Real> q[4 * G];
 #pragma unroll
-      for (int u = 0; u < BATCH; ++u) q[u] = pos[e[u] & ~kImage];
+      for (int u = 0; u < G; ++u) {
+        q[4 * u] = pos[e[u].x];
+        q[4 * u + 1] = pos[e[u].y];
+        q[4 * u + 2] = pos[e[u].z];
+        q[4 * u + 3] = pos[e[u].w];
+      }
 #pragma unroll
-      for (int u = 0; u < BATCH; ++u) {
-        Real dx, dy, dz;
-        const Real r2 = entry_separation<PBC, Contracted<Acc>::value>(pi, q[u], e[u], box, dx, dy, dz);
-        if (f.inside(r2)) acc.add(f, dx, dy, dz, r2);
+      for (int v = 0; v < 4 * G; ++v) pair(q[v]);
+    }
+    if constexpr (G > 1) {
+      for (; g < groups; g += TPP, p += step) {
+        const int4 e = __ldg(p);
+        const Vec4<Real> q0 = pos[e.x], q1 = pos[e.y], q2 = pos[e.z], q3 = pos[e.w];
+        pair(q0);
+        pair(q1);
+        pair(q2);
+        pair(q3);
       }
     }
-    for (; k < m; k += TPP, p += step) {
-      const int e = *p;
-      Real dx, dy, dz;
-      const Real r2 = entry_separation<PBC, Contracted<Acc>::value>(pi, pos[e & ~kImage], e, box, dx, dy, dz);
-      if (f.inside(r2)) acc.add(f, dx, dy, dz, r2);
+    if (lane == groups % TPP) {  // the last partial group, by the lane whose turn it is
+#pragma unroll 1
+      for (int k = 4 * groups; k < m.x; ++k) pair(pos[__ldg(nbr + entry_at(k, s, n))]);
+    }
+    if constexpr (PBC) {  // entries found across a periodic boundary: the minimum image
+#pragma unroll 1
+      for (int k = cap - m.y + lane; k < cap; k += TPP) {
+        Real dx, dy, dz;
+        const Real r2 = entry_separation<true, FMA>(pi, pos[__ldg(nbr + entry_at(k, s, n))], box, dx, dy, dz);
+        acc.add_where(f, dx, dy, dz, r2, f.inside(r2));
+      }
     }
   }
   if constexpr (TPP > 1) {  // the row's lanes are consecutive lanes of one warp
