@@ -152,16 +152,16 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
 
     def force_expression(self, precision: str, potential: Potential, energy: bool, pbc: bool) -> str:
         real, acc = ctypes(precision)
-        minb, batch = self.register_cap(energy), self.batch(energy)
+        minb, batch = self.register_cap(energy, real), self.batch(energy)
         return (f"verlet_force<{real}, {acc}, {potential.functor}, {cbool(energy)}, {cbool(pbc)}, "
                 f"{self.launch['tpp']}, {self.launch['block']}, {LAYOUTS[self.launch['layout']]}, {minb}, {batch}>")
 
-    def register_cap(self, energy: bool) -> int:
-        """minb for the flavour: 'auto' is AUTO_MINB's value (measured, H200, LJ 1M and 4,000), capped
-        so that minb blocks fit on an SM."""
+    def register_cap(self, energy: bool, real: str = "float") -> int:
+        """minb for the flavour: 'auto' is AUTO_MINB's value (measured, H200, LJ 1M and 4,000) in
+        float, none in double (the cap would spill), capped so that minb blocks fit on an SM."""
         m = self.launch["minb"]
         if m == "auto":
-            m = AUTO_MINB[energy]
+            m = AUTO_MINB[energy] if real == "float" else 0
             return m if m * self.launch["block"] <= MAX_THREADS_PER_SM else 0
         return m
 
