@@ -45,6 +45,7 @@ BATCH_CHOICES = ("auto", 4, 8)
 # 'auto' per output flavour {energy: value}: PROVISIONAL, to be measured on the rows in groups of 4
 AUTO_MINB = {False: 12, True: 0}
 AUTO_BATCH = {False: 4, True: 4}
+PHANTOM = 1e30  # the padding slot's coordinates: beyond any cutoff from any particle (|x| << 1e30)
 MAX_THREADS_PER_SM = 2048  # every GPU from sm_80 to sm_90
 BUILD_FLAGS = (("false", "false"), ("false", "true"), ("true", "false"))  # (MINIMAGE, WINDOW) of the build
 GRID_DTYPE = np.dtype([("nx", np.int32), ("ny", np.int32), ("nz", np.int32), ("pmask", np.int32)])
@@ -67,8 +68,9 @@ def build_kind(build: str, n: int, sms: int) -> str:
 
 
 def groups_of(cap: int) -> int:
-    """Groups of 4 entries a row of capacity cap is stored in (kernels/verlet.cu, entry_at)."""
-    return max(1, -(-cap // 4))
+    """Groups of 4 entries a row of capacity cap is stored in (kernels/verlet.cu, row_groups):
+    one more than cap needs, so that plain and image entries, each padded to whole groups, fit."""
+    return -(-cap // 4) + 1
 
 
 def cap_of(longest: int) -> int:
@@ -223,7 +225,10 @@ class VerletPlan(DeviceListPlan):
         self.rebuilds = cp.zeros(1, np.uint32)
         self.overflow = cp.zeros(1, np.int32)
         self.ref = cp.zeros((m, 4), self.real)  # the build's positions, sorted order
-        self.cur = cp.zeros((m, 4), self.real)  # the positions now, sorted order, unwrapped since the build
+        # the positions now, sorted order, unwrapped since the build; slot n: the phantom the rows are
+        # padded with (kernels/verlet.cu, RowWriter), so far that no pair with it lies inside a cutoff
+        self.cur = cp.zeros((m + 1, 4), self.real)
+        self.cur[n, :3] = PHANTOM
         self.len = cp.zeros((m, 2), np.int32)  # per row: plain entries, image entries
         real_t = self.real_t
         self.k_check = kernel("verlet.cu", f"verlet_refresh<{real_t}>")
@@ -255,7 +260,7 @@ class VerletPlan(DeviceListPlan):
                                 f"neighbours within {self.rl:g}) but the GPU has {free / 2**30:.2f} GiB free; take a "
                                 "smaller skin")
         self.nbr = cp.empty(groups_of(self.cap) * 4 * m, np.int32)
-        self.layout = Layout(cp, strategy.launch["layout"], self.real_t, self.real, n)
+        self.layout = Layout(cp, strategy.launch["layout"], self.real_t, self.real, n + 1)  # the phantom too
         self.launch_info = {"cells": self.dims.tolist(), "rlist": self.rl, "skin": self.skin, "cap": self.cap,
                             "tpp": self.tpp, "block": self.block, "build": self.binning.method,
                             "list_build": self.build_kind,
@@ -312,7 +317,7 @@ class VerletPlan(DeviceListPlan):
             p = self.problem
             expr = self.strategy.force_expression(p.precision, p.potential, self.energy, self.pbc)
             fn = self._force[self.outputs] = kernel("verlet.cu", expr, p.potential)
-        self.layout.fill(self.cur, n)  # aos3, soa: the positions of this step, copied into the layout
+        self.layout.fill(self.cur, n + 1)  # aos3, soa: the positions of this step (and the phantom), copied
         fn((self.blocks,), (self.block,), (*self.layout.args(self.cur), self.binning.order, self.nbr, self.len,
                                            np.int32(n), np.int32(self.cap), self.box, self.fparams, self.forces, self.partial,
                                            self.pcount, self.flag, self.rebuilds))

@@ -221,10 +221,13 @@ def _gpu_rows(p, **launch):
     plan = s.prepare(p)
     plan.upload()
     s.compute(plan)
-    n, cap = p.n, plan.cap
-    entries = plan.nbr.get().reshape(groups_of(cap), n, 4).transpose(1, 0, 2).reshape(n, -1)
+    n, top = p.n, 4 * groups_of(plan.cap)
+    entries = plan.nbr.get().reshape(top // 4, n, 4).transpose(1, 0, 2).reshape(n, -1)
     length = plan.len.get()[:n]
-    out = [(entries[s, :a].tolist(), entries[s, cap - b:cap].tolist()) for s, (a, b) in enumerate(length)]
+    out = [(entries[s, :a].tolist(), entries[s, top - b:top].tolist()) for s, (a, b) in enumerate(length)]
+    for s, (a, b) in enumerate(length):  # both regions padded to whole groups with the phantom, slot n
+        pad = entries[s, a:-(-a // 4) * 4].tolist() + entries[s, top - -(-b // 4) * 4:top - b].tolist()
+        assert pad == [n] * len(pad), (s, a, b, pad)
     assert sum(len(a) + len(b) for a, b in out) == plan.listed_pairs()
     if p.n >= 4000:  # rows found across the periodic faces
         assert sum(len(b) for _, b in out) > 0

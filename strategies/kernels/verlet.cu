@@ -10,12 +10,14 @@
 // since the build, so that the raw difference of two entries found without an image shift stays
 // their separation.
 //
-// A row (capacity cap) holds its plain entries from the front, in the order they were found, and
-// the entries found across a periodic boundary from the back (entry cap - 1 first): len[s] =
-// (plain, image). The force loop over the plain entries takes raw differences and nothing else;
-// only the few image entries take a minimum image per pair. Entries lie in groups of 4 (entry k
-// of row s at entry_at(k, s, n)): one 16-byte load per 4 entries, and a warp's 32 rows read 512
-// contiguous bytes per group.
+// A row holds its plain entries from the front, in the order they were found, and the entries
+// found across a periodic boundary from the back (the last slot first): len[s] = (plain, image).
+// Entries lie in groups of 4 (entry k of row s at entry_at(k, s, n)): one 16-byte load per 4
+// entries, and a warp's 32 rows read 512 contiguous bytes per group. Both regions are padded to
+// whole groups with a phantom (slot n of the positions, far from every particle), so that the
+// force loop over the plain groups takes raw differences and nothing else; only the few image
+// groups take a minimum image per pair (and mask their padding). A row of capacity cap has
+// row_groups(cap) groups, room for any split of cap entries.
 //
 //   verlet_check   (the Newton3 cluster pairs' trigger) each step: sets *flag where some particle
 //                  moved more than skin/2 since the list's build (minimum image)
@@ -80,12 +82,43 @@ __device__ __forceinline__ long long entry_at(int k, int s, int n) {
   return (static_cast<long long>(k >> 2) * n + s) * 4 + (k & 3);
 }
 
-// Stores partner q in row s: a plain entry at the front (a of them so far), an image entry at the
-// back (b so far). The caller has checked a + b < cap.
-__device__ __forceinline__ void store_entry(int* __restrict__ nbr, int n, int s, int cap, int& a, int& b, int q,
-                                            bool img) {
-  nbr[entry_at(img ? cap - 1 - b++ : a++, s, n)] = q;
-}
+// Groups of 4 entries per row for a capacity of cap entries: one more than cap needs, so that
+// plain and image entries, each region padded to whole groups, fit whatever the split
+// (ceil(a / 4) + ceil(b / 4) <= ceil((a + b) / 4) + 1). strategies/verlet.py, groups_of.
+__device__ __forceinline__ int row_groups(int cap) { return (cap + 3) / 4 + 1; }
+
+// One row's writer. Plain entries go through a register buffer to the front of the row, a whole
+// group (one 16-byte store) at a time; image entries, few, one at a time to the back of the row
+// (group `groups` - 1 down). finish() pads both regions to whole groups with `phantom` (slot n
+// of the positions, far from every particle: its pairs lie beyond any cutoff) and returns (plain,
+// image). The caller stores at most cap entries.
+struct RowWriter {
+  int* __restrict__ nbr;
+  int n, s, top, phantom;  // top: 4 * groups
+  int a = 0, b = 0;
+  int4 buf = make_int4(0, 0, 0, 0);
+
+  __device__ __forceinline__ RowWriter(int* __restrict__ nbr_, int n_, int s_, int cap)
+      : nbr(nbr_), n(n_), s(s_), top(4 * row_groups(cap)), phantom(n_) {}
+
+  __device__ __forceinline__ void push(int q) {  // shifts q in at the back of the buffer
+    buf = make_int4(buf.y, buf.z, buf.w, q);
+    if ((++a & 3) == 0) reinterpret_cast<int4*>(nbr)[static_cast<long long>((a >> 2) - 1) * n + s] = buf;
+  }
+  __device__ __forceinline__ void add(int q, bool img) {
+    if (img) {
+      nbr[entry_at(top - 1 - b++, s, n)] = q;
+    } else {
+      push(q);
+    }
+  }
+  __device__ __forceinline__ int2 finish() {
+    const int plain = a;
+    while (a & 3) push(phantom);
+    for (int k = top - b - 1; k >= ((top - b) & ~3); --k) nbr[entry_at(k, s, n)] = phantom;
+    return make_int2(plain, b);
+  }
+};
 
 // Whether the kernel is built with contraction (fmad): every accumulation type but Fixed, whose
 // kernels are built with --fmad=false (strategies/cuda.py, FIXED_OPTIONS).
@@ -150,7 +183,8 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell
   const Real side_x = box.lx / Real(g.nx), side_y = box.ly / Real(g.ny);
   const Real lo_x = pi.x + Real(0.5) * box.lx - Real(cx) * side_x, hi_x = side_x - lo_x;
   const Real lo_y = pi.y + Real(0.5) * box.ly - Real(cy) * side_y, hi_y = side_y - lo_y;
-  int count = 0, na = 0, nb = 0;  // hits; plain and image entries stored
+  int count = 0;  // hits
+  RowWriter row(nbr, n, k, cap);
 #pragma unroll 1
   for (int col = 0; col < 9; ++col) {
     const int ox = col / 3 - 1, oy = col % 3 - 1;
@@ -183,7 +217,7 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell
           if (WINDOW && pj.z > zmax) break;
           Real dx, dy, dz;
           if (separation<MINIMAGE>(p, pj, box, dx, dy, dz) < rlist2) {
-            if (count < cap) store_entry(nbr, n, k, cap, na, nb, q, MINIMAGE ? crosses(pi, pj, box) : run_img);
+            if (count < cap) row.add(q, MINIMAGE ? crosses(pi, pj, box) : run_img);
             ++count;
           }
         }
@@ -192,7 +226,7 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell
     walk(b[0], e[0], sz[0]);
     if (runs > 1) walk(b[1], e[1], sz[1]);
   }
-  len[k] = make_int2(na, nb);  // the force phase reads what was stored; the overflow is reported
+  len[k] = row.finish();  // the force phase reads what was stored; the overflow is reported
   if (count > cap) atomicMax(overflow, count);
   ref[k] = pi;
   cur[k] = pi;
@@ -219,6 +253,7 @@ verlet_build_warp(const Vec4<Real>* __restrict__ sorted, const int* __restrict__
   const int c = cell_sorted[k];
   const int cz = c % g.nz, cy = (c / g.nz) % g.ny, cx = c / (g.nz * g.ny);
   int count = 0, na = 0, nb = 0;  // hits; plain and image entries stored
+  const int top = 4 * row_groups(cap);
 #pragma unroll 1
   for (int col = 0; col < 9; ++col) {
     const int ox = col / 3 - 1, oy = col % 3 - 1;
@@ -253,7 +288,7 @@ verlet_build_warp(const Vec4<Real>* __restrict__ sorted, const int* __restrict__
         const unsigned int kept = __ballot_sync(0xffffffffu, stored);
         const unsigned int imgs = __ballot_sync(0xffffffffu, stored && img);
         if (stored) {
-          const int at = img ? cap - 1 - (nb + __popc(imgs & below)) : na + __popc(kept & ~imgs & below);
+          const int at = img ? top - 1 - (nb + __popc(imgs & below)) : na + __popc(kept & ~imgs & below);
           nbr[entry_at(at, k, n)] = q;
         }
         count += __popc(hits);
@@ -262,7 +297,9 @@ verlet_build_warp(const Vec4<Real>* __restrict__ sorted, const int* __restrict__
       }
     }
   }
-  if (lane == 0) {
+  if (lane == 0) {  // both regions padded to whole groups (RowWriter::finish)
+    for (int j = na; j & 3; ++j) nbr[entry_at(j, k, n)] = n;
+    for (int j = top - nb - 1; j >= ((top - nb) & ~3); --j) nbr[entry_at(j, k, n)] = n;
     len[k] = make_int2(na, nb);
     if (count > cap) atomicMax(overflow, count);
     ref[k] = pi;
@@ -323,7 +360,8 @@ verlet_build_cells(const Vec4<Real>* __restrict__ sorted, const int* __restrict_
     const bool mine = base + lane < count_c;
     const int k = first + base + lane;
     const Vec4<Real> pi = mine ? sorted[k] : Vec4<Real>{};
-    int count = 0, na = 0, nb = 0;  // hits; plain and image entries stored
+    int count = 0;  // hits
+    RowWriter row(nbr, n, mine ? k : 0, cap);
     for (int chunk = 0; chunk < total; chunk += kBuildChunk) {
       const int m = min(kBuildChunk, total - chunk);
       for (int t = lane; t < m; t += 32) {  // cooperative load, shifts applied
@@ -341,7 +379,7 @@ verlet_build_cells(const Vec4<Real>* __restrict__ sorted, const int* __restrict_
         for (int t = 0; t < m; ++t) {
           Real dx, dy, dz;
           if (separation<MINIMAGE>(pi, s_pos[t], box, dx, dy, dz) < rlist2 && s_slot[t] != k) {
-            if (count < cap) store_entry(nbr, n, k, cap, na, nb, s_slot[t], MINIMAGE ? crosses(pi, s_pos[t], box) : s_img[t]);
+            if (count < cap) row.add(s_slot[t], MINIMAGE ? crosses(pi, s_pos[t], box) : s_img[t]);
             ++count;
           }
         }
@@ -349,7 +387,7 @@ verlet_build_cells(const Vec4<Real>* __restrict__ sorted, const int* __restrict_
       __syncwarp();
     }
     if (mine) {
-      len[k] = make_int2(na, nb);
+      len[k] = row.finish();
       if (count > cap) atomicMax(overflow, count);
       ref[k] = pi;
       cur[k] = pi;
@@ -393,22 +431,20 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
   if (row) {
     const Vec4<Real> pi = pos[s];
     const int2 m = __ldg(len + s);  // (plain, image) entries
-    auto pair = [&](const Vec4<Real>& pj) {
-      Real dx, dy, dz;
-      const Real r2 = entry_separation<false, FMA>(pi, pj, box, dx, dy, dz);
-      acc.add_where(f, dx, dy, dz, r2, f.inside(r2));
-    };
-    // groups g = lane, lane + TPP, ... of the plain entries, G at a time, by a pointer (no 64-bit
-    // index product per group)
-    const int groups = m.x >> 2;
     const long long step = static_cast<long long>(TPP) * n;
-    const int4* __restrict__ p = reinterpret_cast<const int4*>(nbr) + static_cast<long long>(lane) * n + s;
-    int g = lane;
-    for (; g + (G - 1) * TPP < groups; g += G * TPP) {
-      int4 e[G];
+    const int4* __restrict__ rows = reinterpret_cast<const int4*>(nbr);
+    // the plain groups g = lane, lane + TPP, ... (the last one padded with the phantom), G at a
+    // time, by a pointer (no 64-bit index product per group): raw differences. A group's entries
+    // are loaded an iteration ahead (their latency hides behind the pairs of the groups before);
+    // past the row's end the phantom's, whose pairs add nothing.
+    const int plain = (m.x + 3) >> 2;
+    const int4 none = make_int4(n, n, n, n);
+    const int4* __restrict__ p = rows + static_cast<long long>(lane) * n + s;
+    int4 e[G];
 #pragma unroll
-      for (int u = 0; u < G; ++u) e[u] = __ldg(p + u * step);
-      p += G * step;
+    for (int u = 0; u < G; ++u) e[u] = lane + u * TPP < plain ? __ldg(p + u * step) : none;
+#pragma unroll 1
+    for (int g = lane; g < plain; g += G * TPP) {
       Vec4<Real> q[4 * G];
 #pragma unroll
       for (int u = 0; u < G; ++u) {
@@ -417,29 +453,28 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
         q[4 * u + 2] = pos[e[u].z];
         q[4 * u + 3] = pos[e[u].w];
       }
+      p += G * step;
 #pragma unroll
-      for (int v = 0; v < 4 * G; ++v) pair(q[v]);
-    }
-    if constexpr (G > 1) {
-      for (; g < groups; g += TPP, p += step) {
-        const int4 e = __ldg(p);
-        const Vec4<Real> q0 = pos[e.x], q1 = pos[e.y], q2 = pos[e.z], q3 = pos[e.w];
-        pair(q0);
-        pair(q1);
-        pair(q2);
-        pair(q3);
+      for (int u = 0; u < G; ++u) e[u] = g + (G + u) * TPP < plain ? __ldg(p + u * step) : none;
+#pragma unroll
+      for (int v = 0; v < 4 * G; ++v) {
+        Real dx, dy, dz;
+        const Real r2 = entry_separation<false, FMA>(pi, q[v], box, dx, dy, dz);
+        acc.add_where(f, dx, dy, dz, r2, f.inside(r2));
       }
     }
-    if (lane == groups % TPP) {  // the last partial group, by the lane whose turn it is
+    if constexpr (PBC) {  // the image groups, from the back of the row: the minimum image
+      const int top = 4 * row_groups(cap), first = top - m.y;  // entries first .. top - 1
 #pragma unroll 1
-      for (int k = 4 * groups; k < m.x; ++k) pair(pos[__ldg(nbr + entry_at(k, s, n))]);
-    }
-    if constexpr (PBC) {  // entries found across a periodic boundary: the minimum image
-#pragma unroll 1
-      for (int k = cap - m.y + lane; k < cap; k += TPP) {
-        Real dx, dy, dz;
-        const Real r2 = entry_separation<true, FMA>(pi, pos[__ldg(nbr + entry_at(k, s, n))], box, dx, dy, dz);
-        acc.add_where(f, dx, dy, dz, r2, f.inside(r2));
+      for (int gi = (first >> 2) + lane; gi < (top >> 2); gi += TPP) {
+        const int4 e = __ldg(rows + static_cast<long long>(gi) * n + s);
+        const Vec4<Real> q[4] = {pos[e.x], pos[e.y], pos[e.z], pos[e.w]};
+#pragma unroll
+        for (int v = 0; v < 4; ++v) {
+          Real dx, dy, dz;
+          const Real r2 = entry_separation<true, FMA>(pi, q[v], box, dx, dy, dz);
+          acc.add_where(f, dx, dy, dz, r2, f.inside(r2) && 4 * gi + v >= first);  // the padding is not a pair
+        }
       }
     }
   }
