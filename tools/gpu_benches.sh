@@ -249,12 +249,13 @@ for b in ('warp',):
     $PY -m harness tune --input /tmp/uniform-64k.xyz --budget 45s --no-cache --json "$out/tune/file-uniform-64k.json" \
       --quiet ;;
   s9)  # the ninth session's Verlet force kernel (rows in groups of 4, image entries apart, a branch-free pair body)
-    # before and after in one call: three columns at LJ 4,000 (tpp 1 and 8) and 1M with OpenMM's step; batch and minb
+    # before and after in one call: three columns at LJ 4,000 (tpp 1 and 8) and 1M (PEERS=openmm: OpenMM's step
+    # beside); tpp at 4,000; batch and minb at 1M with a built list
     $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 4000,large --outputs forces,all \
-      --peers openmm --name after-s9 "${common[@]}"
-    $PY -m harness bench --strategies verlet_thread_padded --launch tpp=8 --scenario lj_liquid --n 4000 \
-      --outputs forces,all --name after-s9-tpp8 "${common[@]}"
-    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 4000,large --outputs forces,all \
+      ${PEERS:+--peers $PEERS} --name after-s9 "${common[@]}"
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 4000 --outputs forces,all \
+      --sweep tpp=4:8:16 --name after-s9-tpp "${common[@]}"
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large --outputs forces,all \
       --sweep batch=4:8 --sweep minb=0:12:16 --amortised 0 --name s9-knobs "${common[@]}"
     if [ -d .before ]; then
       (cd .before && HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness bench \
