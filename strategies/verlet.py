@@ -41,10 +41,10 @@ from .registry import register
 
 TPP_CHOICES = (1, 2, 4, 8, 16, 32)
 MINB_CHOICES = ("auto", 0, 8, 10, 12, 16)
-BATCH_CHOICES = ("auto", 4, 8)
+BATCH_CHOICES = ("auto", 8, 16)
 # 'auto' per output flavour {energy: value}: PROVISIONAL, to be measured on the rows in groups of 4
 AUTO_MINB = {False: 12, True: 0}
-AUTO_BATCH = {False: 4, True: 4}
+AUTO_BATCH = {False: 8, True: 8}
 PHANTOM = 1e30  # the padding slot's coordinates: beyond any cutoff from any particle (|x| << 1e30)
 MAX_THREADS_PER_SM = 2048  # every GPU from sm_80 to sm_90
 BUILD_FLAGS = (("false", "false"), ("false", "true"), ("true", "false"))  # (MINIMAGE, WINDOW) of the build

@@ -125,10 +125,10 @@ def test_the_force_kernel_launch_knobs_resolve_per_output_flavour():
         assert expr.endswith(f", {AUTO_MINB[energy]}, {AUTO_BATCH[energy]}>"), expr
     assert AUTO_MINB[False] * 512 > 2048  # so that the next line tests the fallback
     assert strategies.create("verlet_thread_padded", block=512).register_cap(False) == 0
-    assert strategies.create("verlet_thread_padded", minb=8, batch=8).force_expression(
-        "fp32", lj, True, True).endswith(", 8, 8>")
+    assert strategies.create("verlet_thread_padded", minb=8, batch=16).force_expression(
+        "fp32", lj, True, True).endswith(", 8, 16>")
     with pytest.raises(InputError, match="batch"):
-        strategies.create("verlet_thread_padded", batch=2)
+        strategies.create("verlet_thread_padded", batch=4)
     with pytest.raises(InputError, match="do not fit on one SM"):
         strategies.create("verlet_thread_padded", minb=16, block=256)
 
@@ -144,8 +144,8 @@ def test_the_automatic_build_follows_the_measured_crossovers():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("launch", [{"batch": 4}, {"batch": 8}, {"batch": 8, "tpp": 4}, {"minb": 0, "batch": 4},
-                                    {"minb": 16, "batch": 8}])
+@pytest.mark.parametrize("launch", [{"batch": 8}, {"batch": 16}, {"batch": 16, "tpp": 4}, {"minb": 0, "batch": 8},
+                                    {"minb": 16, "batch": 16}])
 def test_gpu_force_kernel_knobs_give_the_same_sums(launch):
     """batch and minb change how the loop is scheduled, never the order of the sums: the same bits."""
     p = _problem("fp32", n=4000)
@@ -212,26 +212,53 @@ def test_gpu_builds_give_the_same_list(n):
 
 
 def _gpu_rows(p, **launch):
-    """The built rows, [(plain entries, image entries)] per sorted slot, read from the layout the
-    force kernel reads (groups of 4 entries, the rows of a group consecutive; image entries from
-    the back of the row)."""
+    """The built rows, [(near entries, far entries)] per sorted slot as partner slots, read from the
+    storage the force kernel reads (kernels/verlet.cu: groups of 16 bytes, the rows of a group
+    consecutive; near entries 16-bit slots relative to the row's from the front, far entries
+    32-bit slots from the back, both padded to whole groups)."""
     from strategies.verlet import groups_of
 
-    s = strategies.create("verlet_thread_padded", **launch)
-    plan = s.prepare(p)
+    s_ = strategies.create("verlet_thread_padded", **launch)
+    plan = s_.prepare(p)
     plan.upload()
-    s.compute(plan)
-    n, top = p.n, 4 * groups_of(plan.cap)
-    entries = plan.nbr.get().reshape(top // 4, n, 4).transpose(1, 0, 2).reshape(n, -1)
+    s_.compute(plan)
+    n, groups = p.n, groups_of(plan.cap)
+    words = plan.nbr.get().reshape(groups, n, 4)
+    near = words.view(np.int16).transpose(1, 0, 2).reshape(n, -1)  # row s: near entries k at [s, k]
+    far = words.transpose(1, 0, 2).reshape(n, -1)  # row s: far entries from [s, 4 groups - 1] down
+    top = 4 * groups
     length = plan.len.get()[:n]
-    out = [(entries[s, :a].tolist(), entries[s, top - b:top].tolist()) for s, (a, b) in enumerate(length)]
-    for s, (a, b) in enumerate(length):  # both regions padded to whole groups with the phantom, slot n
-        pad = entries[s, a:-(-a // 4) * 4].tolist() + entries[s, top - -(-b // 4) * 4:top - b].tolist()
-        assert pad == [n] * len(pad), (s, a, b, pad)
+    out = []
+    for s, (a, b) in enumerate(length):
+        out.append(((near[s, :a] + s).tolist(), far[s, top - b:top].tolist()))
+        pad = near[s, a:-(-a // 8) * 8].tolist()
+        assert pad == [0] * len(pad), (s, a, pad)
+        pad = far[s, top - -(-b // 4) * 4:top - b].tolist()
+        assert pad == [n] * len(pad), (s, b, pad)
     assert sum(len(a) + len(b) for a, b in out) == plan.listed_pairs()
     if p.n >= 4000:  # rows found across the periodic faces
         assert sum(len(b) for _, b in out) > 0
     return out
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("build", ["strip", "cell", "warp"])
+def test_gpu_partners_too_far_in_slot_for_16_bits_are_far_entries(build):
+    """A slab of 3 x 50 x 50 cells: the next x column of cells lies ~46,000 slots on, beyond a near
+    entry's 16 bits. Those partners are stored as far entries (32-bit slots) and the forces are
+    the reference's, on the periodic x axis and the open y and z axes alike."""
+    from mdcore.potentials import LennardJones
+
+    L = np.array([8.4, 140.0, 140.0])
+    x = np.random.default_rng(3).uniform(0.0, 1.0, (int(0.8442 * L.prod()), 3)) * L
+    p = Problem.make(x, L, LennardJones(cutoff=2.5), "fp64", periodic=(True, False, False))
+    rows = _gpu_rows(p, build=build)
+    assert max(abs(q - s) for s, (_, far) in enumerate(rows) for q in far) > 32767
+    assert all(abs(q - s) <= 32767 for s, (near, _) in enumerate(rows) for q in near)
+    out = strategies.create("verlet_thread_padded", build=build).evaluate(p)
+    ref = reference.compute(p)
+    assert out.pairs == ref.pairs
+    assert np.abs(out.forces - ref.forces).max() <= 1e-10 * np.abs(ref.forces).max()
 
 
 @pytest.mark.gpu

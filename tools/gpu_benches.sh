@@ -256,7 +256,9 @@ for b in ('warp',):
     $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 4000 --outputs forces,all \
       --sweep tpp=4:8:16 --name after-s9-tpp "${common[@]}"
     $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large --outputs forces,all \
-      --sweep batch=4:8 --sweep minb=0:12:16 --amortised 0 --name s9-knobs "${common[@]}"
+      --sweep batch=8:16 --sweep minb=0:10:12 --amortised 0 --name s9-knobs "${common[@]}"
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large --outputs forces \
+      --sweep build=strip:cell --name s9-build "${common[@]}"
     if [ -d .before ]; then
       (cd .before && HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness bench \
         --strategies verlet_thread_padded --scenario lj_liquid --n 4000,large --outputs forces,all \

@@ -36,6 +36,12 @@ struct Positions {
     }
   }
 
+  // The same positions seen from particle s: from(s)[d] is (*this)[s + d], its address one
+  // multiply-add from d (a row's relative entries).
+  __device__ __forceinline__ Positions from(int s) const {
+    return {p + static_cast<long long>(LAYOUT == kAoS4 ? 4 : LAYOUT == kAoS3 ? 3 : 1) * s, stride};
+  }
+
   __device__ __forceinline__ Real z(int i) const {
     if constexpr (LAYOUT == kAoS4) {
       return __ldg(p + 4 * i + 2);

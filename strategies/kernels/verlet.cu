@@ -10,14 +10,12 @@
 // since the build, so that the raw difference of two entries found without an image shift stays
 // their separation.
 //
-// A row holds its plain entries from the front, in the order they were found, and the entries
-// found across a periodic boundary from the back (the last slot first): len[s] = (plain, image).
-// Entries lie in groups of 4 (entry k of row s at entry_at(k, s, n)): one 16-byte load per 4
-// entries, and a warp's 32 rows read 512 contiguous bytes per group. Both regions are padded to
-// whole groups with a phantom (slot n of the positions, far from every particle), so that the
-// force loop over the plain groups takes raw differences and nothing else; only the few image
-// groups take a minimum image per pair (and mask their padding). A row of capacity cap has
-// row_groups(cap) groups, room for any split of cap entries.
+// A row holds near entries (the partner's slot relative to the row's, 16 bits) from the front,
+// in the order they were found, and far entries (found across a periodic boundary, or too far in
+// slot for 16 bits: the slot itself, 32 bits) from the back; len[s] = (near, far). Storage is in
+// groups of 16 bytes, the rows of a group consecutive (a warp's 32 rows read 512 contiguous bytes
+// per group): 8 near or 4 far entries per load. The near loop takes raw differences and nothing
+// else; only the few far entries take a minimum image. See row_groups and RowWriter.
 //
 //   verlet_check   (the Newton3 cluster pairs' trigger) each step: sets *flag where some particle
 //                  moved more than skin/2 since the list's build (minimum image)
@@ -77,46 +75,63 @@ __device__ __forceinline__ bool crosses(const Vec4<Real>& a, const Vec4<Real>& b
          fabs(a.z - b.z) * box.ilz > Real(0.5);  // rint(d / L) != 0, rint's ties to even included
 }
 
-// Where entry k of row s lies: groups of 4 entries, the rows of a group consecutive.
-__device__ __forceinline__ long long entry_at(int k, int s, int n) {
+// A row's storage: groups of 16 bytes, group g of row s at int4 index g * n + s (a warp's 32
+// rows read 512 contiguous bytes per group); row_groups(cap) groups per row. Near entries (the
+// partner's slot q as q - s in 16 bits) fill groups of 8 from the front; far entries (found
+// across a periodic boundary, or too far in slot for 16 bits: the partner's slot in 32 bits)
+// groups of 4 from the back, the last slot first. One group more than cap entries need, so that
+// the two regions, each padded to whole groups, fit whatever the split.
+constexpr int kNear = 32767;  // |q - s| a near entry holds
+
+__device__ __forceinline__ int row_groups(int cap) { return (cap + 3) / 4 + 1; }
+
+// Where near entry k (a 16-bit index) and far entry k (a 32-bit index, counted from the front of
+// the row's storage) of row s lie.
+__device__ __forceinline__ long long near_at(int k, int s, int n) {
+  return (static_cast<long long>(k >> 3) * n + s) * 8 + (k & 7);
+}
+__device__ __forceinline__ long long far_at(int k, int s, int n) {
   return (static_cast<long long>(k >> 2) * n + s) * 4 + (k & 3);
 }
 
-// Groups of 4 entries per row for a capacity of cap entries: one more than cap needs, so that
-// plain and image entries, each region padded to whole groups, fit whatever the split
-// (ceil(a / 4) + ceil(b / 4) <= ceil((a + b) / 4) + 1). strategies/verlet.py, groups_of.
-__device__ __forceinline__ int row_groups(int cap) { return (cap + 3) / 4 + 1; }
+// Near entry v of a group loaded as an int4 (8 little-endian 16-bit halves), sign-extended.
+__device__ __forceinline__ int near_of(const int4& e, int v) {
+  const int w = v < 2 ? e.x : v < 4 ? e.y : v < 6 ? e.z : e.w;  // v is a compile-time constant
+  return (v & 1) ? (w >> 16) : static_cast<int>(static_cast<short>(w & 0xffff));
+}
 
-// One row's writer. Plain entries go through a register buffer to the front of the row, a whole
-// group (one 16-byte store) at a time; image entries, few, one at a time to the back of the row
-// (group `groups` - 1 down). finish() pads both regions to whole groups with `phantom` (slot n
-// of the positions, far from every particle: its pairs lie beyond any cutoff) and returns (plain,
-// image). The caller stores at most cap entries.
+// One row's writer. Near entries go through a register buffer to the front of the row, a whole
+// group (one 16-byte store) at a time; far entries, few, one at a time to the back of the row.
+// finish() pads both regions to whole groups, near with 0 (the force loop masks the last near
+// group) and far with `phantom` (slot n of the positions, far from every particle; the far loop
+// masks it too), and returns (near, far). The caller stores at most cap entries.
 struct RowWriter {
   int* __restrict__ nbr;
-  int n, s, top, phantom;  // top: 4 * groups
+  int n, s, top;  // top: 4 * row_groups(cap), far entries from top - 1 down
   int a = 0, b = 0;
   int4 buf = make_int4(0, 0, 0, 0);
 
   __device__ __forceinline__ RowWriter(int* __restrict__ nbr_, int n_, int s_, int cap)
-      : nbr(nbr_), n(n_), s(s_), top(4 * row_groups(cap)), phantom(n_) {}
+      : nbr(nbr_), n(n_), s(s_), top(4 * row_groups(cap)) {}
 
-  __device__ __forceinline__ void push(int q) {  // shifts q in at the back of the buffer
-    buf = make_int4(buf.y, buf.z, buf.w, q);
-    if ((++a & 3) == 0) reinterpret_cast<int4*>(nbr)[static_cast<long long>((a >> 2) - 1) * n + s] = buf;
+  __device__ __forceinline__ void push(int d) {  // shifts d in at the back of the buffer
+    buf = make_int4(__funnelshift_r(buf.x, buf.y, 16), __funnelshift_r(buf.y, buf.z, 16),
+                    __funnelshift_r(buf.z, buf.w, 16), __funnelshift_r(buf.w, d, 16));
+    if ((++a & 7) == 0) reinterpret_cast<int4*>(nbr)[static_cast<long long>((a >> 3) - 1) * n + s] = buf;
   }
   __device__ __forceinline__ void add(int q, bool img) {
-    if (img) {
-      nbr[entry_at(top - 1 - b++, s, n)] = q;
+    const int d = q - s;
+    if (img || d > kNear || d < -kNear) {
+      nbr[far_at(top - 1 - b++, s, n)] = q;
     } else {
-      push(q);
+      push(d);
     }
   }
   __device__ __forceinline__ int2 finish() {
-    const int plain = a;
-    while (a & 3) push(phantom);
-    for (int k = top - b - 1; k >= ((top - b) & ~3); --k) nbr[entry_at(k, s, n)] = phantom;
-    return make_int2(plain, b);
+    const int near = a;
+    while (a & 7) push(0);
+    for (int k = top - b - 1; k >= ((top - b) & ~3); --k) nbr[far_at(k, s, n)] = n;
+    return make_int2(near, b);
   }
 };
 
@@ -252,7 +267,7 @@ verlet_build_warp(const Vec4<Real>* __restrict__ sorted, const int* __restrict__
   const Vec4<Real> pi = sorted[k];
   const int c = cell_sorted[k];
   const int cz = c % g.nz, cy = (c / g.nz) % g.ny, cx = c / (g.nz * g.ny);
-  int count = 0, na = 0, nb = 0;  // hits; plain and image entries stored
+  int count = 0, na = 0, nb = 0;  // hits; near and far entries stored
   const int top = 4 * row_groups(cap);
 #pragma unroll 1
   for (int col = 0; col < 9; ++col) {
@@ -281,25 +296,27 @@ verlet_build_warp(const Vec4<Real>* __restrict__ sorted, const int* __restrict__
           img = hit && (MINIMAGE ? crosses(pi, pj, box) : run_img);
         }
         // the hits in lane order, as the strip kernel finds them: a hit is stored while the row
-        // has room, plain ones after the row's plain entries, image ones before its image entries
+        // has room, near ones after the row's near entries, far ones before its far entries
+        // (RowWriter's classes)
+        const bool far = img || q - k > kNear || q - k < -kNear;
         const unsigned int below = (1u << lane) - 1u;
         const unsigned int hits = __ballot_sync(0xffffffffu, hit);
         const bool stored = hit && count + __popc(hits & below) < cap;
         const unsigned int kept = __ballot_sync(0xffffffffu, stored);
-        const unsigned int imgs = __ballot_sync(0xffffffffu, stored && img);
-        if (stored) {
-          const int at = img ? top - 1 - (nb + __popc(imgs & below)) : na + __popc(kept & ~imgs & below);
-          nbr[entry_at(at, k, n)] = q;
+        const unsigned int fars = __ballot_sync(0xffffffffu, stored && far);
+        if (stored && far) nbr[far_at(top - 1 - (nb + __popc(fars & below)), k, n)] = q;
+        if (stored && !far) {
+          reinterpret_cast<short*>(nbr)[near_at(na + __popc(kept & ~fars & below), k, n)] = static_cast<short>(q - k);
         }
         count += __popc(hits);
-        na += __popc(kept & ~imgs);
-        nb += __popc(imgs);
+        na += __popc(kept & ~fars);
+        nb += __popc(fars);
       }
     }
   }
   if (lane == 0) {  // both regions padded to whole groups (RowWriter::finish)
-    for (int j = na; j & 3; ++j) nbr[entry_at(j, k, n)] = n;
-    for (int j = top - nb - 1; j >= ((top - nb) & ~3); --j) nbr[entry_at(j, k, n)] = n;
+    for (int j = na; j & 7; ++j) reinterpret_cast<short*>(nbr)[near_at(j, k, n)] = 0;
+    for (int j = top - nb - 1; j >= ((top - nb) & ~3); --j) nbr[far_at(j, k, n)] = n;
     len[k] = make_int2(na, nb);
     if (count > cap) atomicMax(overflow, count);
     ref[k] = pi;
@@ -397,15 +414,15 @@ verlet_build_cells(const Vec4<Real>* __restrict__ sorted, const int* __restrict_
 
 // LAYOUT (layout.cuh): how the positions (cur: sorted order) lie: kAoS4 the plan's Vec4 array;
 // kAoS3, kSoA a copy made at the start of the force phase, `stride` elements per array in kSoA.
-// BATCH: plain entries a thread loads (whole groups of 4) before it computes their pairs
+// BATCH: near entries a thread gathers (whole groups of 8) before it computes their pairs
 // (memory-level parallelism). MINB: blocks per SM the compiler must leave room for
-// (__launch_bounds__'s second argument), a register cap. PBC: some axis is periodic (else no
-// row has image entries).
+// (__launch_bounds__'s second argument), a register cap. PBC: some axis is periodic (else far
+// entries are only far in slot, and take no minimum image).
 //
-// Each thread's pairs are added in a fixed order (its plain groups, the row's last partial group,
-// its image entries): the same sums, bit for bit, at every BATCH and MINB. The pair body runs
-// for every entry and keeps the pair where it lies inside the cutoff (Accumulator::add_where):
-// about 3 of 4 entries do, so a warp would run the body anyway, and a branch would only add to it.
+// Each thread's pairs are added in a fixed order (its near groups, the row's last near group,
+// its far groups): the same sums, bit for bit, at every BATCH and MINB. The pair body runs for
+// every entry and keeps the pair where it lies inside the cutoff (Accumulator::add_where): about
+// 3 of 4 entries do, so a warp would run the body anyway, and a branch would only add to it.
 template <typename Real, typename Acc, template <typename> class Functor, bool ENERGY, bool PBC, int TPP, int BLOCK,
           int LAYOUT, int MINB, int BATCH>
 __global__ void __launch_bounds__(BLOCK, MINB)
@@ -415,8 +432,8 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
              Acc* __restrict__ partial, unsigned long long* __restrict__ count, int* __restrict__ flag,
              unsigned int* __restrict__ rebuilds) {
   static_assert(TPP >= 1 && TPP <= 32 && (TPP & (TPP - 1)) == 0, "TPP: a power of two up to a warp");
-  static_assert(BATCH == 4 || BATCH == 8, "BATCH: 4 or 8 entries (one or two groups)");
-  constexpr int G = BATCH / 4;  // groups in flight
+  static_assert(BATCH == 8 || BATCH == 16, "BATCH: 8 or 16 near entries (one or two groups)");
+  constexpr int G = BATCH / 8;  // near groups in flight
   constexpr bool FMA = Contracted<Acc>::value;
   if (blockIdx.x == 0 && threadIdx.x == 0 && *flag) {  // the build of this step (if any) is complete
     *flag = 0;
@@ -430,51 +447,64 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
   const bool row = s < n;
   if (row) {
     const Vec4<Real> pi = pos[s];
-    const int2 m = __ldg(len + s);  // (plain, image) entries
+    const int2 m = __ldg(len + s);  // (near, far) entries
     const long long step = static_cast<long long>(TPP) * n;
     const int4* __restrict__ rows = reinterpret_cast<const int4*>(nbr);
-    // the plain groups g = lane, lane + TPP, ... (the last one padded with the phantom), G at a
-    // time, by a pointer (no 64-bit index product per group): raw differences. A group's entries
-    // are loaded an iteration ahead (their latency hides behind the pairs of the groups before);
-    // past the row's end the phantom's, whose pairs add nothing.
-    const int plain = (m.x + 3) >> 2;
-    const int4 none = make_int4(n, n, n, n);
+    const Positions<Real, LAYOUT> near = pos.from(s);  // near entries are slots relative to s
+    auto pair = [&](const Vec4<Real>& pj, bool valid) {  // valid: not the last group's padding
+      Real dx, dy, dz;
+      const Real r2 = entry_separation<false, FMA>(pi, pj, box, dx, dy, dz);
+      acc.add_where(f, dx, dy, dz, r2, f.inside(r2) && valid);
+    };
+    // the whole near groups g = lane, lane + TPP, ..., G at a time, by a pointer (no 64-bit index
+    // product per group): raw differences. Each group's entries are loaded an iteration ahead,
+    // so that their latency hides behind the pairs of the groups before.
+    const int full = m.x >> 3;
     const int4* __restrict__ p = rows + static_cast<long long>(lane) * n + s;
     int4 e[G];
 #pragma unroll
-    for (int u = 0; u < G; ++u) e[u] = lane + u * TPP < plain ? __ldg(p + u * step) : none;
+    for (int u = 0; u < G; ++u) e[u] = lane + u * TPP < full ? __ldg(p + u * step) : make_int4(0, 0, 0, 0);
+    int g = lane;
 #pragma unroll 1
-    for (int g = lane; g < plain; g += G * TPP) {
-      Vec4<Real> q[4 * G];
+    for (; g + (G - 1) * TPP < full; g += G * TPP) {
+      Vec4<Real> q[8 * G];
 #pragma unroll
-      for (int u = 0; u < G; ++u) {
-        q[4 * u] = pos[e[u].x];
-        q[4 * u + 1] = pos[e[u].y];
-        q[4 * u + 2] = pos[e[u].z];
-        q[4 * u + 3] = pos[e[u].w];
-      }
+      for (int v = 0; v < 8 * G; ++v) q[v] = near[near_of(e[v / 8], v % 8)];
       p += G * step;
 #pragma unroll
-      for (int u = 0; u < G; ++u) e[u] = g + (G + u) * TPP < plain ? __ldg(p + u * step) : none;
+      for (int u = 0; u < G; ++u) e[u] = g + (G + u) * TPP < full ? __ldg(p + u * step) : make_int4(0, 0, 0, 0);
 #pragma unroll
-      for (int v = 0; v < 4 * G; ++v) {
-        Real dx, dy, dz;
-        const Real r2 = entry_separation<false, FMA>(pi, q[v], box, dx, dy, dz);
-        acc.add_where(f, dx, dy, dz, r2, f.inside(r2));
+      for (int v = 0; v < 8 * G; ++v) pair(q[v], true);
+    }
+    if constexpr (G > 1) {
+      if (g < full) {  // one whole group left for this lane, loaded in e[0]
+        Vec4<Real> q[8];
+#pragma unroll
+        for (int v = 0; v < 8; ++v) q[v] = near[near_of(e[0], v)];
+#pragma unroll
+        for (int v = 0; v < 8; ++v) pair(q[v], true);
       }
     }
-    if constexpr (PBC) {  // the image groups, from the back of the row: the minimum image
-      const int top = 4 * row_groups(cap), first = top - m.y;  // entries first .. top - 1
-#pragma unroll 1
-      for (int gi = (first >> 2) + lane; gi < (top >> 2); gi += TPP) {
-        const int4 e = __ldg(rows + static_cast<long long>(gi) * n + s);
-        const Vec4<Real> q[4] = {pos[e.x], pos[e.y], pos[e.z], pos[e.w]};
+    if ((m.x & 7) && lane == full % TPP) {  // the last group, part padding (masked)
+      const int4 el = __ldg(rows + static_cast<long long>(full) * n + s);
+      Vec4<Real> q[8];
 #pragma unroll
-        for (int v = 0; v < 4; ++v) {
-          Real dx, dy, dz;
-          const Real r2 = entry_separation<true, FMA>(pi, q[v], box, dx, dy, dz);
-          acc.add_where(f, dx, dy, dz, r2, f.inside(r2) && 4 * gi + v >= first);  // the padding is not a pair
-        }
+      for (int v = 0; v < 8; ++v) q[v] = near[near_of(el, v)];
+#pragma unroll
+      for (int v = 0; v < 8; ++v) pair(q[v], v < (m.x & 7));
+    }
+    // the far groups, from the back of the row: the minimum image on a periodic box (an entry
+    // that is far only in slot takes it too, and keeps its separation: |d| < L / 2)
+    const int top = 4 * row_groups(cap), first = top - m.y;  // entries first .. top - 1
+#pragma unroll 1
+    for (int gi = (first >> 2) + lane; gi < (top >> 2); gi += TPP) {
+      const int4 ef = __ldg(rows + static_cast<long long>(gi) * n + s);
+      const Vec4<Real> q[4] = {pos[ef.x], pos[ef.y], pos[ef.z], pos[ef.w]};
+#pragma unroll
+      for (int v = 0; v < 4; ++v) {
+        Real dx, dy, dz;
+        const Real r2 = entry_separation<PBC, FMA>(pi, q[v], box, dx, dy, dz);
+        acc.add_where(f, dx, dy, dz, r2, f.inside(r2) && 4 * gi + v >= first);  // the padding is not a pair
       }
     }
   }
