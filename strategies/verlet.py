@@ -42,9 +42,12 @@ from .registry import register
 TPP_CHOICES = (1, 2, 4, 8, 16, 32)
 MINB_CHOICES = ("auto", 0, 8, 10, 12, 16)
 BATCH_CHOICES = ("auto", 8, 16)
-# 'auto' per output flavour {energy: value}: PROVISIONAL, to be measured on the rows in groups of 4
-AUTO_MINB = {False: 12, True: 0}
-AUTO_BATCH = {False: 8, True: 8}
+# 'auto' per output flavour {energy: value}, from the ninth session's sweep (H200, LJ 1M, fp32,
+# reports/2026-11-24-h200/bench/s9-call4-knobs.json, with a built list): forces only, 16 near
+# entries in flight under a cap of 10 blocks of 128 (0.151 ms; 8 under 12 blocks: 0.155); with
+# energy and virial, 8 at the compiler's register count (0.187 ms; any cap spills: 0.205-0.63)
+AUTO_MINB = {False: 10, True: 0}
+AUTO_BATCH = {False: 16, True: 8}
 PHANTOM = 1e30  # the padding slot's coordinates: beyond any cutoff from any particle (|x| << 1e30)
 MAX_THREADS_PER_SM = 2048  # every GPU from sm_80 to sm_90
 BUILD_FLAGS = (("false", "false"), ("false", "true"), ("true", "false"))  # (MINIMAGE, WINDOW) of the build

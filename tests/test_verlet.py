@@ -230,7 +230,7 @@ def _gpu_rows(p, **launch):
     length = plan.len.get()[:n]
     out = []
     for s, (a, b) in enumerate(length):
-        out.append(((near[s, :a] + s).tolist(), far[s, top - b:top].tolist()))
+        out.append(((near[s, :a].astype(np.int64) + s).tolist(), far[s, top - b:top].tolist()))
         pad = near[s, a:-(-a // 8) * 8].tolist()
         assert pad == [0] * len(pad), (s, a, pad)
         pad = far[s, top - -(-b // 4) * 4:top - b].tolist()

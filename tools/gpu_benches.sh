@@ -267,6 +267,14 @@ for b in ('warp',):
         --strategies verlet_thread_padded --launch tpp=8 --scenario lj_liquid --n 4000 --outputs forces,all \
         --name before-s9-tpp8 "${common[@]}")
     fi ;;
+  s9b)  # the ninth session's final Verlet kernels: three columns at LJ 4,000 (tpp 1, 8, 16) and 1M beside OpenMM's
+    # step, and the builds at 1M
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 4000,large --outputs forces,all \
+      --peers openmm --name after-s9b "${common[@]}"
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 4000 --outputs forces,all \
+      --sweep tpp=8:16 --name after-s9b-tpp "${common[@]}"
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large --outputs forces \
+      --sweep build=strip:cell --name s9b-build "${common[@]}" ;;
   large)  # the 'large' suite (every cell and list strategy at 1M, LJ and the sigma-12 Gaussian) with the three columns,
     # forces only and all: the headline points before and after a kernel change (name it with LARGE_NAME)
     $PY -m harness bench --suite large --outputs forces,all --name ${LARGE_NAME:-large} "${common[@]}" ;;
