@@ -275,6 +275,13 @@ for b in ('warp',):
       --sweep tpp=8:16 --name after-s9b-tpp "${common[@]}"
     $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large --outputs forces \
       --sweep build=strip:cell --name s9b-build "${common[@]}" ;;
+  md-s9)  # the MD loop with the Verlet list (fp32, CUDA graph): ms per whole step at LJ 4,000 (tpp 1, 8, 16) and 1M
+    for t in 1 8 16; do
+      $PY -m harness md --strategy verlet_thread_padded --launch tpp=$t --n 4000 --precision fp32 --steps 2000 \
+        --sample 500 --quiet --json "$out/bench/md-verlet-4000-tpp$t-s9.json"
+    done
+    $PY -m harness md --strategy verlet_thread_padded --n large --precision fp32 --steps 1000 --sample 250 --quiet \
+      --json "$out/bench/md-verlet-large-s9.json" ;;
   large)  # the 'large' suite (every cell and list strategy at 1M, LJ and the sigma-12 Gaussian) with the three columns,
     # forces only and all: the headline points before and after a kernel change (name it with LARGE_NAME)
     $PY -m harness bench --suite large --outputs forces,all --name ${LARGE_NAME:-large} "${common[@]}" ;;

@@ -21,6 +21,6 @@ struct LennardJones {
     const Real s2 = sigma2 * inv_r2;
     const Real s6 = s2 * s2 * s2;
     u = eps4 * s6 * (s6 - Real(1)) - shift;
-    return eps24 * s6 * fma(Real(2), s6, Real(-1)) * inv_r2;  // 2 s6 - 1: 2 s6 is exact, one rounding either way
+    return eps24 * s6 * (Real(2) * s6 - Real(1)) * inv_r2;  // 2 s6 is exact: contracted or not, one rounding
   }
 };
