@@ -2,10 +2,12 @@
 r_list = cutoff + skin, built from linked cells of side >= r_list and reused for as many steps as
 no particle has moved more than skin / 2 since its build.
 
-  verlet_thread_padded  CUDA: padded rows stored column-major in cell order (entries are sorted
-                        slots; the per-step check gathers the positions into that order,
-                        unwrapped since the build, so only entries found across a periodic face
-                        take a minimum image), TPP threads per row (launch parameter tpp), the
+  verlet_thread_padded  CUDA: padded rows in cell order, in 16-byte groups (near entries: the
+                        partner's slot relative to the row's in 16 bits; far entries, found
+                        across a periodic face or too far in slot: 32-bit slots; the per-step
+                        check gathers the positions into that order, unwrapped since the build,
+                        so only far entries take a minimum image), TPP threads per row (launch
+                        parameter tpp), the
                         displacement check and the guarded rebuild on the device every step (no
                         host synchronisation; kernels/verlet.cu)
   verlet_thread_cpu     numba: the same list and trigger on the CPU
@@ -43,7 +45,7 @@ TPP_CHOICES = (1, 2, 4, 8, 16, 32)
 MINB_CHOICES = ("auto", 0, 8, 10, 12, 16)
 BATCH_CHOICES = ("auto", 8, 16)
 # 'auto' per output flavour {energy: value}, from the ninth session's sweep (H200, LJ 1M, fp32,
-# reports/2026-11-24-h200/bench/s9-call4-knobs.json, with a built list): forces only, 16 near
+# reports/2026-11-24-h200/bench/s9-call3-s9-knobs.json, with a built list): forces only, 16 near
 # entries in flight under a cap of 10 blocks of 128 (0.151 ms; 8 under 12 blocks: 0.155); with
 # energy and virial, 8 at the compiler's register count (0.187 ms; any cap spills: 0.205-0.63)
 AUTO_MINB = {False: 10, True: 0}
@@ -133,7 +135,7 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
     name = "verlet_thread_padded"
     storage = "padded"
     source_file = "verlet.cu"
-    description = ("CUDA Verlet list (cutoff + skin), padded rows column-major, tpp threads per row; the "
+    description = ("CUDA Verlet list (cutoff + skin), padded rows of 16-bit near and 32-bit far entries, tpp threads per row; the "
                    "displacement check and rebuild decided on the device every step; layout aos4 (default), aos3 "
                    "or soa for the positions the force kernel gathers")
     # layout: how the force kernel's positions lie (aos4: the plan's Vec4 array; aos3, soa: a copy
