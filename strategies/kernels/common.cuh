@@ -174,13 +174,7 @@ struct Accumulator {
     fy += Acc(ay);
     fz += Acc(az);
     if constexpr (ENERGY) {
-      s[0] += Acc(in ? u : Real(0));
-      s[1] += Acc(ax * dx);
-      s[2] += Acc(ax * dy);
-      s[3] += Acc(ax * dz);
-      s[4] += Acc(ay * dy);
-      s[5] += Acc(ay * dz);
-      s[6] += Acc(az * dz);
+      energy_virial(in ? u : Real(0), ax, ay, az, dx, dy, dz);
       pairs += in ? 1u : 0u;
     }
   }
@@ -194,15 +188,20 @@ struct Accumulator {
     ay = fr * dy;
     az = fr * dz;
     if constexpr (ENERGY) {
-      s[0] += Acc(u);
-      s[1] += Acc(ax * dx);
-      s[2] += Acc(ax * dy);
-      s[3] += Acc(ax * dz);
-      s[4] += Acc(ay * dy);
-      s[5] += Acc(ay * dz);
-      s[6] += Acc(az * dz);
+      energy_virial(u, ax, ay, az, dx, dy, dz);
       ++pairs;
     }
+  }
+
+  // The pair energy u and the virial of the pair force (ax, ay, az) at separation d.
+  __device__ __forceinline__ void energy_virial(Real u, Real ax, Real ay, Real az, Real dx, Real dy, Real dz) {
+    s[0] += Acc(u);
+    s[1] += Acc(ax * dx);
+    s[2] += Acc(ax * dy);
+    s[3] += Acc(ax * dz);
+    s[4] += Acc(ay * dy);
+    s[5] += Acc(ay * dz);
+    s[6] += Acc(az * dz);
   }
 };
 
@@ -221,13 +220,7 @@ __device__ __forceinline__ void pair_selected(Accumulator<Real, Acc, ENERGY>& ac
   az = in ? fr * dz : Real(0);
   if constexpr (ENERGY) {
     if (in) {
-      acc.s[0] += Acc(u);
-      acc.s[1] += Acc(ax * dx);
-      acc.s[2] += Acc(ax * dy);
-      acc.s[3] += Acc(ax * dz);
-      acc.s[4] += Acc(ay * dy);
-      acc.s[5] += Acc(ay * dz);
-      acc.s[6] += Acc(az * dz);
+      acc.energy_virial(u, ax, ay, az, dx, dy, dz);
       ++acc.pairs;
     }
   }
