@@ -100,6 +100,15 @@ __device__ __forceinline__ int near_of(const int4& e, int v) {
   return (v & 1) ? (w >> 16) : static_cast<int>(static_cast<short>(w & 0xffff));
 }
 
+// Whether partner q of row s is stored as a far entry (32 bits, from the back of the row).
+__device__ __forceinline__ bool far_entry(int q, int s, bool img) { return img || q - s > kNear || q - s < -kNear; }
+
+// The far region (b entries below top) padded to whole groups with slot n (masked by the force
+// loop; a valid index into the positions).
+__device__ __forceinline__ void pad_far(int* __restrict__ nbr, int n, int s, int top, int b) {
+  for (int k = top - b - 1; k >= ((top - b) & ~3); --k) nbr[far_at(k, s, n)] = n;
+}
+
 // One row's writer. Near entries go through a register buffer to the front of the row, a whole
 // group (one 16-byte store) at a time; far entries, few, one at a time to the back of the row.
 // finish() pads both regions to whole groups, near with 0 (the force loop masks the last near
@@ -120,17 +129,16 @@ struct RowWriter {
     if ((++a & 7) == 0) reinterpret_cast<int4*>(nbr)[static_cast<long long>((a >> 3) - 1) * n + s] = buf;
   }
   __device__ __forceinline__ void add(int q, bool img) {
-    const int d = q - s;
-    if (img || d > kNear || d < -kNear) {
+    if (far_entry(q, s, img)) {
       nbr[far_at(top - 1 - b++, s, n)] = q;
     } else {
-      push(d);
+      push(q - s);
     }
   }
   __device__ __forceinline__ int2 finish() {
     const int near = a;
     while (a & 7) push(0);
-    for (int k = top - b - 1; k >= ((top - b) & ~3); --k) nbr[far_at(k, s, n)] = n;
+    pad_far(nbr, n, s, top, b);
     return make_int2(near, b);
   }
 };
@@ -315,7 +323,7 @@ verlet_build_warp(const Vec4<Real>* __restrict__ sorted, const int* __restrict__
         // the hits in lane order, as the strip kernel finds them: a hit is stored while the row
         // has room, near ones after the row's near entries, far ones before its far entries
         // (RowWriter's classes)
-        const bool far = img || q - k > kNear || q - k < -kNear;
+        const bool far = far_entry(q, k, img);
         const unsigned int below = (1u << lane) - 1u;
         const unsigned int hits = __ballot_sync(0xffffffffu, hit);
         const bool stored = hit && count + __popc(hits & below) < cap;
@@ -333,7 +341,7 @@ verlet_build_warp(const Vec4<Real>* __restrict__ sorted, const int* __restrict__
   }
   if (lane == 0) {  // both regions padded to whole groups (RowWriter::finish)
     for (int j = na; j & 7; ++j) reinterpret_cast<short*>(nbr)[near_at(j, k, n)] = 0;
-    for (int j = top - nb - 1; j >= ((top - nb) & ~3); --j) nbr[far_at(j, k, n)] = n;
+    pad_far(nbr, n, k, top, nb);
     len[k] = make_int2(na, nb);
     if (count > cap) atomicMax(overflow, count);
     ref[k] = pi;
