@@ -282,6 +282,9 @@ for b in ('warp',):
     done
     $PY -m harness md --strategy verlet_thread_padded --n large --precision fp32 --steps 1000 --sample 250 --quiet \
       --json "$out/bench/md-verlet-large-s9.json" ;;
+  tpp-s9)  # the Verlet force kernel's threads per row against the size (tpp 'auto'): LJ 4,000 to 1M, both flavours
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 4000,32000,256000,large \
+      --outputs forces,all --sweep tpp=1:2:4:8:16 --amortised 0 --name tpp-s9 "${common[@]}" ;;
   large)  # the 'large' suite (every cell and list strategy at 1M, LJ and the sigma-12 Gaussian) with the three columns,
     # forces only and all: the headline points before and after a kernel change (name it with LARGE_NAME)
     $PY -m harness bench --suite large --outputs forces,all --name ${LARGE_NAME:-large} "${common[@]}" ;;
