@@ -32,7 +32,7 @@ from . import schedules as S
 from .base import Plan
 from .binning import Binning
 from .cells import CellStrategy, grid_of, host_counts, pmask
-from .cuda import LAYOUTS, CudaPlan, CudaStrategy, Layout, cbool, ctypes, kernel, layout_expressions, sm_count
+from .cuda import LAYOUTS, CudaPlan, CudaStrategy, Layout, auto_tpp, cbool, ctypes, kernel, layout_expressions, sm_count
 from .registry import register
 
 STORAGES = {"csr": 0, "2d": 1, "nested": 2}
@@ -476,8 +476,7 @@ class FullshellCsrPlan(CellsPlan):
         self.block = strategy.launch["block"]
         tpp = strategy.launch["tpp"]
         if tpp == 0:  # enough threads for about half the GPU's resident threads, at most a warp per particle
-            want = max(1, -(-sm_count() * 1024 // max(problem.n, 1)))
-            tpp = min(32, 1 << (want - 1).bit_length())
+            tpp = auto_tpp(problem.n, 32)
         self.tpp = tpp
         self.grid = max(1, -(-problem.n * tpp // self.block))
         self.schedule_info = {"tpp": tpp, "reach": self.reach_cells, "minimage": self.minimage,

@@ -7,7 +7,7 @@ no particle has moved more than skin / 2 since its build.
                         across a periodic face or too far in slot: 32-bit slots; the per-step
                         check gathers the positions into that order, unwrapped since the build,
                         so only far entries take a minimum image), TPP threads per row (launch
-                        parameter tpp), the
+                        parameter tpp; 0, the default, from the size), the
                         displacement check and the guarded rebuild on the device every step (no
                         host synchronisation; kernels/verlet.cu)
   verlet_thread_cpu     numba: the same list and trigger on the CPU
@@ -37,11 +37,16 @@ from .binning import Binning
 from .cells import max_cells, pmask
 from .cells_cpu import _axis_range, _wrapi, bin_cells
 from .cpu import CpuPlan, pair_step, separation, store_sums
-from .cuda import LAYOUTS, CudaPlan, CudaStrategy, Layout, cbool, ctypes, kernel, layout_expressions
+from .cuda import LAYOUTS, CudaPlan, CudaStrategy, Layout, auto_tpp, cbool, ctypes, kernel, layout_expressions
 from .lists import SKIN, DeviceListPlan, ListStrategy, moved_beyond
 from .registry import register
 
-TPP_CHOICES = (1, 2, 4, 8, 16, 32)
+TPP_CHOICES = (0, 1, 2, 4, 8, 16, 32)
+# tpp=0: cuda.auto_tpp rounded down, at most AUTO_TPP_MOST (H200, LJ, with a built list,
+# reports/2026-11-24-h200/bench/s9-call8-tpp-s9.json; forces ms at tpp 1 / 2 / 4 / 8 / 16):
+# 4,000: 0.023 / 0.017 / 0.012 / 0.011 / 0.009; 32,000: 0.023 / 0.018 / 0.016 / 0.020 / 0.021;
+# 256,000: 0.053 / 0.055 / 0.064 / 0.094 / 0.109; 1M: 0.151 / 0.170 / 0.218 / 0.351 / 0.410
+AUTO_TPP_MOST = 16
 MINB_CHOICES = ("auto", 0, 8, 10, 12, 16)
 BATCH_CHOICES = ("auto", 8, 16)
 # 'auto' per output flavour {energy: value}, from the ninth session's sweep (H200, LJ 1M, fp32,
@@ -143,7 +148,7 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
     # minb: blocks per SM the force kernel's registers must leave room for (__launch_bounds__; 0:
     # the compiler's choice); batch: list entries a thread gathers before computing their pairs;
     # 'auto': each output flavour its own (AUTO_MINB, AUTO_BATCH)
-    launch_defaults = {**VerletStrategy.launch_defaults, "block": 128, "tpp": 1, "build": "auto", "window": 1,
+    launch_defaults = {**VerletStrategy.launch_defaults, "block": 128, "tpp": 0, "build": "auto", "window": 1,
                        "layout": "aos4", "minb": "auto", "batch": "auto"}
     launch_choices = {**VerletStrategy.launch_choices, "block": (64, 128, 256, 512), "tpp": TPP_CHOICES,
                       "build": ("auto", "strip", "cell", "warp"), "window": (0, 1), "layout": tuple(LAYOUTS),
@@ -157,11 +162,17 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
                              f"fit on one SM ({MAX_THREADS_PER_SM} threads): take minb <= "
                              f"{MAX_THREADS_PER_SM // self.launch['block']}")
 
-    def force_expression(self, precision: str, potential: Potential, energy: bool, pbc: bool) -> str:
+    def force_expression(self, precision: str, potential: Potential, energy: bool, pbc: bool, tpp: int) -> str:
+        """The force kernel for threads per row `tpp` (the plan's: launch tpp, or auto_tpp's where 0)."""
         real, acc = ctypes(precision)
         minb, batch = self.register_cap(energy, real), self.batch(energy)
         return (f"verlet_force<{real}, {acc}, {potential.functor}, {cbool(energy)}, {cbool(pbc)}, "
-                f"{self.launch['tpp']}, {self.launch['block']}, {LAYOUTS[self.launch['layout']]}, {minb}, {batch}>")
+                f"{tpp}, {self.launch['block']}, {LAYOUTS[self.launch['layout']]}, {minb}, {batch}>")
+
+    def tpps(self) -> tuple[int, ...]:
+        """The threads per row this launch may run with (tpp=0: every value auto_tpp may choose)."""
+        t = self.launch["tpp"]
+        return tuple(1 << k for k in range(AUTO_TPP_MOST.bit_length())) if t == 0 else (t,)
 
     def register_cap(self, energy: bool, real: str = "float") -> int:
         """minb for the flavour: 'auto' is AUTO_MINB's value (measured, H200, LJ 1M and 4,000) in
@@ -189,7 +200,8 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
         return out
 
     def default_expressions(self, potential: Potential) -> list[str]:
-        return [self.force_expression(p, potential, e, pbc) for p in MODES for e in (True, False) for pbc in (True, False)]
+        return [self.force_expression(p, potential, e, pbc, t) for t in self.tpps() for p in MODES for e in (True, False)
+                for pbc in (True, False)]
 
     def data_expressions(self) -> dict[str, list[str]]:
         reals = sorted({m.cxx_compute for m in MODES.values()})
@@ -210,7 +222,8 @@ class VerletPlan(DeviceListPlan):
 
     def __init__(self, strategy: VerletThreadPadded, problem: Problem):
         n = problem.n
-        self.tpp, self.block = strategy.launch["tpp"], strategy.launch["block"]
+        self.tpp = strategy.launch["tpp"] or auto_tpp(n, AUTO_TPP_MOST, round_up=False)
+        self.block = strategy.launch["block"]
         self.blocks = max(1, -(-(n * self.tpp) // self.block))
         super().__init__(strategy, problem, nparts=self.blocks if n else 0)
         cp = self.cp
@@ -320,7 +333,7 @@ class VerletPlan(DeviceListPlan):
         fn = self._force.get(self.outputs)
         if fn is None:
             p = self.problem
-            expr = self.strategy.force_expression(p.precision, p.potential, self.energy, self.pbc)
+            expr = self.strategy.force_expression(p.precision, p.potential, self.energy, self.pbc, self.tpp)
             fn = self._force[self.outputs] = kernel("verlet.cu", expr, p.potential)
         self.layout.fill(self.cur, n + 1)  # aos3, soa: the positions of this step (and the phantom), copied
         fn((self.blocks,), (self.block,), (*self.layout.args(self.cur), self.binning.order, self.nbr, self.len,

@@ -121,16 +121,35 @@ def test_the_force_kernel_launch_knobs_resolve_per_output_flavour():
     lj = LennardJones(cutoff=2.5)
     s = strategies.create("verlet_thread_padded")
     for energy in (False, True):
-        expr = s.force_expression("fp32", lj, energy, True)
+        expr = s.force_expression("fp32", lj, energy, True, 1)
         assert expr.endswith(f", {AUTO_MINB[energy]}, {AUTO_BATCH[energy]}>"), expr
     assert AUTO_MINB[False] * 512 > 2048  # so that the next line tests the fallback
     assert strategies.create("verlet_thread_padded", block=512).register_cap(False) == 0
     assert strategies.create("verlet_thread_padded", minb=8, batch=16).force_expression(
-        "fp32", lj, True, True).endswith(", 8, 16>")
+        "fp32", lj, True, True, 1).endswith(", 8, 16>")
     with pytest.raises(InputError, match="batch"):
         strategies.create("verlet_thread_padded", batch=4)
     with pytest.raises(InputError, match="do not fit on one SM"):
         strategies.create("verlet_thread_padded", minb=16, block=256)
+
+
+def test_threads_per_row_auto_follows_the_size(monkeypatch):
+    """tpp=0 (the default): about 1024 resident threads per SM, rounded down to a power of two, at
+    most 16 (measured: 16 at 4,000 particles, 4 at 32,000, 1 from 256,000 on, 132 SMs); the
+    compiled defaults hold every tpp it may choose."""
+    from mdcore.potentials import LennardJones
+    from strategies import cuda
+    from strategies.verlet import AUTO_TPP_MOST
+
+    monkeypatch.setattr(cuda, "sm_count", lambda: 132)
+    assert [cuda.auto_tpp(n, AUTO_TPP_MOST, round_up=False) for n in (100, 4000, 32000, 256000, 1_048_576)] == \
+        [16, 16, 4, 1, 1]
+    assert [cuda.auto_tpp(n, 32) for n in (4000, 32000, 1_048_576)] == [32, 8, 1]  # the full shell's, rounded up
+    s = strategies.create("verlet_thread_padded")
+    assert s.launch["tpp"] == 0 and s.tpps() == (1, 2, 4, 8, 16)
+    exprs = s.default_expressions(LennardJones(cutoff=2.5))
+    assert {e.split(", ")[5] for e in exprs} == {"1", "2", "4", "8", "16"}
+    assert strategies.create("verlet_thread_padded", tpp=8).tpps() == (8,)
 
 
 def test_the_automatic_build_follows_the_measured_crossovers():
