@@ -285,6 +285,12 @@ for b in ('warp',):
   tpp-s9)  # the Verlet force kernel's threads per row against the size (tpp 'auto'): LJ 4,000 to 1M, both flavours
     $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 4000,32000,256000,large \
       --outputs forces,all --sweep tpp=1:2:4:8:16 --amortised 0 --name tpp-s9 "${common[@]}" ;;
+  auto-s9)  # the Verlet list at its defaults (tpp from the size): three columns at LJ 4,000, 32,000 and 1M beside
+    # OpenMM's step; the MD loop at 4,000
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 4000,32000,large \
+      --outputs forces,all --peers openmm --name auto-s9 "${common[@]}"
+    $PY -m harness md --strategy verlet_thread_padded --n 4000 --precision fp32 --steps 2000 --sample 500 --quiet \
+      --json "$out/bench/md-verlet-4000-auto-s9.json" ;;
   large)  # the 'large' suite (every cell and list strategy at 1M, LJ and the sigma-12 Gaussian) with the three columns,
     # forces only and all: the headline points before and after a kernel change (name it with LARGE_NAME)
     $PY -m harness bench --suite large --outputs forces,all --name ${LARGE_NAME:-large} "${common[@]}" ;;
