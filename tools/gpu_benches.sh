@@ -361,6 +361,19 @@ for b in ('warp',):
       --sweep window=0:1 --sweep cell_factor=1.0:0.5 --name fs-window "${common[@]}"
     $PY -m harness bench --strategies fullshell_thread_csr --scenario gaussian --n large --outputs all,forces \
       --sweep window=0:1 --sweep cell_factor=1.0:0.5 --name fs-window-gauss "${common[@]}" ;;
+  diag-s10)  # where the time goes: the parts of one Verlet MD step (4,000, 32,000, 1M), ncu's full set on the Verlet
+    # forces kernel and the CSR full shell's (LJ 1M: raw metrics as CSV), the full shell at its defaults
+    $PY tools/step_parts.py --strategy verlet_thread_padded --n 4000,32000,large --json "$out/parts-verlet.json"
+    for s in verlet_thread_padded fullshell_thread_csr; do
+      ncu --nvtx --nvtx-include "force/$s/" --clock-control none --set full --launch-count 1 -f -o "$out/ncu-$s" \
+        $PY -m harness profile --inner --strategy $s --scenario lj_liquid --n large --precision fp32 --outputs forces \
+        >"$out/ncu-$s.log" 2>&1
+      ncu -i "$out/ncu-$s.ncu-rep" --page raw --csv >"$out/ncu-$s-raw.csv" 2>&1
+      ncu -i "$out/ncu-$s.ncu-rep" --page details >"$out/ncu-$s-details.txt" 2>&1
+      rm -f "$out/ncu-$s.ncu-rep"
+    done
+    $PY -m harness bench --strategies fullshell_thread_csr --scenario lj_liquid --n 4000,large --outputs all,forces \
+      --name fs-s10 "${common[@]}" ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
