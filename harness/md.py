@@ -7,8 +7,9 @@ CUDA strategies; strategies/integrate.py), every step is `kick_drift`, the strat
 
 Every `sample` steps the step computes energy and virial too (the all-outputs flavour) and the
 host reads kinetic and potential energy, temperature and pressure; the other steps compute
-forces only. On the GPU a forces-only step is captured once as a CUDA graph and replayed where
-the strategy allows (`graph` in the result says whether it did, or why not).
+forces only. On the GPU the forces-only steps are captured once as CUDA graphs (one step, and
+GRAPH_STEPS steps in one graph) and replayed where the strategy allows (`graph` in the result says
+whether it did, or why not).
 
 Units are reduced LJ units (mass 1, k_B = 1, time tau). Temperature counts 3N - 3 degrees of
 freedom (the start has zero total momentum). Pressure P = (2 K + tr W) / (3 V), W the virial.
@@ -31,6 +32,10 @@ from strategies.integrate import Integrator, check_periodic
 # the padded cell storages (2d, nested) get this much room per cell beyond the fullest cell at
 # the start (their capacity is fixed at prepare; an overflow is reported, never written over)
 HEADROOM = 1.0
+# forces-only steps one CUDA graph replays: the host launches a graph in about the time a step of
+# 4,000 particles takes (H200: 17.5 us per step with a graph per step, 13.4 with 20 per graph,
+# reports/2026-11-24-h200, tenth session)
+GRAPH_STEPS = 16
 
 
 class BlowUp(InputError):
@@ -180,28 +185,34 @@ def run(strategy: strategies.Strategy, problem: Problem, steps: int, dt: float, 
             out = _evaluate(strategy, plan, "all")
             _sample(res, integ, out, 0, 0.0, V, traj, frame_every, say)
             t0 = _clock(gpu)
-            graph_fn, res.graph = None, "cpu" if not gpu else ("off" if not graph else "")
+            graphs, res.graph = {}, "cpu" if not gpu else ("off" if not graph else "")
             step = 0
             try:
                 while step < steps:
-                    step += 1
-                    forces = out.forces  # the plan's force buffer (one buffer for both flavours)
-                    if step % sample == 0 or step == steps:
+                    if (step + 1) % sample == 0 or step + 1 == steps:
+                        step += 1
+                        forces = out.forces
                         with nvtx_range(f"md-step/{name}"):
                             integ.kick_drift(forces)
                             out = _evaluate(strategy, plan, "all")
                             integ.kick(out.forces)
-                        _sample(res, integ, out, step, step * dt, V, traj, frame_every, say)
+                        _sample(res, integ, out, step, step * dt, V, traj, frame_every, say)  # writes its frame
                         continue
-                    if graph_fn is not None:
-                        graph_fn()
+                    # forces-only steps up to (not including) the next sample, and up to the next frame
+                    run = _forces_only_run(step, steps, sample, frame_every if traj is not None else None)
+                    if graphs:  # replayed: GRAPH_STEPS steps per launch, then one at a time
+                        k = GRAPH_STEPS if run >= GRAPH_STEPS and GRAPH_STEPS in graphs else 1
+                        graphs[k]()
+                        step += k
                     else:
+                        step += 1
+                        forces = out.forces  # the plan's force buffer (one buffer for both flavours)
                         with nvtx_range(f"md-step/{name}"):
                             integ.kick_drift(forces)
                             out = _evaluate(strategy, plan, "forces")
                             integ.kick(out.forces)
-                        if gpu and graph and res.graph == "":  # capture this step once, replay it from now on
-                            graph_fn, res.graph = _capture(strategy, plan, integ, out.forces)
+                        if gpu and graph and res.graph == "":  # capture the step once, replay it from now on
+                            graphs, res.graph = _capture(strategy, plan, integ, out.forces)
                     if traj is not None and step % frame_every == 0:
                         traj.write(step, step * dt, integ.positions(), integ.velocities(), None)
             except (ZeroDivisionError, SystemError) as e:  # numba: a pair at distance 0 (thrown together)
@@ -263,25 +274,40 @@ def _evaluate(strategy, plan, outputs: str):
     return strategy.step(plan)
 
 
+def _forces_only_run(step: int, steps: int, sample: int, frame_every: int | None) -> int:
+    """How many forces-only steps follow `step` before the next sample step (or the last step),
+    ending at the next frame where a trajectory is written: at least 1."""
+    stop = min(steps, (step // sample + 1) * sample) - 1  # the last forces-only step before the sample
+    if frame_every is not None:
+        stop = min(stop, (step // frame_every + 1) * frame_every)
+    return max(1, stop - step)
+
+
 def _capture(strategy, plan, integ, forces):
-    """A CUDA graph of one forces-only step (kick_drift, step, kick) on the current stream, or
-    (None, why not). Its kernels read the plan's force buffer, the one `forces` is."""
+    """CUDA graphs of forces-only steps (kick_drift, step, kick) on the current stream: one step,
+    and GRAPH_STEPS steps in one graph (one host launch for them: at a few thousand particles a
+    step takes about as long as the host needs to launch a graph). Returns ({steps: launch}, "on")
+    or ({}, why not). The kernels read the plan's force buffer, the one `forces` is."""
     import cupy
 
     stream = cupy.cuda.get_current_stream()
+    graphs = {}
     try:
-        stream.begin_capture()
-        try:
-            integ.kick_drift(forces)
-            f = _evaluate(strategy, plan, "forces").forces
-            integ.kick(f)
-        finally:
-            g = stream.end_capture()
-        if f.data.ptr != forces.data.ptr:
-            return None, "not captured: the strategy returns its forces in a new buffer each step"
-        return (lambda: g.launch(stream)), "on"
+        for k in (1, GRAPH_STEPS):
+            stream.begin_capture()
+            try:
+                for _ in range(k):
+                    integ.kick_drift(forces)
+                    f = _evaluate(strategy, plan, "forces").forces
+                    integ.kick(f)
+            finally:
+                g = stream.end_capture()
+            if f.data.ptr != forces.data.ptr:
+                return {}, "not captured: the strategy returns its forces in a new buffer each step"
+            graphs[k] = (lambda g=g: g.launch(stream))
+        return graphs, "on"
     except Exception as e:
-        return None, f"not capturable: {type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}"
+        return {}, f"not capturable: {type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}"
 
 
 def _sample(res: MdResult, integ: Integrator, out, step: int, t: float, V: float, traj, frame_every: int,

@@ -25,6 +25,9 @@ SMALL_BLOCK = 1024
 SMALL_N = SMALL_BLOCK * 4  # kSmallPer in binning.cu
 SMALL_CELLS = 1536  # (2 cells + 1 + 2 n) 4-byte words within the 48 KiB of a launch
 RANK_MAX = 2048
+# blocks of 256 per SM for the guarded counting sort (the list strategies' per-step upkeep, which
+# skips it on most steps): a grid-stride loop over the particles instead of a block per 256
+GUARDED_BLOCKS_PER_SM = 8
 SCAN_TILE = 256 * 4  # kScanTile in binning.cu
 METHODS = ("small", "counting", "radix")
 
@@ -118,6 +121,8 @@ class Binning:
                             shared_mem=4 * (2 * self.ncells + 1 + 2 * n))
         elif self.method == "counting":
             blocks = -(-n // 256)  # a thread per particle: many atomics and loads in flight
+            if guard is not None:  # an MD step's upkeep: mostly skipped, and a skip costs a block each
+                blocks = min(blocks, GUARDED_BLOCKS_PER_SM * sm_count())
             self.k["bin_count"]((blocks,), (256,), (self.pos, np.int32(n), *geo, self.cell, self.slot, self.counts,
                                                      self.zkey, g))
             self.k["scan"]((self.ntiles,), (256,), (self.counts, np.int32(self.ncells), self.start, self.tiles,

@@ -111,7 +111,7 @@ class GpuIntegrator(Integrator):
         return ((count + BLOCK - 1) // BLOCK,)
 
     def kick_drift(self, forces) -> None:
-        self._kd(self._grid(self.n), (BLOCK,), (self.x, self.v, forces, np.int32(self.n), self.half, self.dt,
+        self._kd(self._grid(3 * self.n), (BLOCK,), (self.x, self.v, forces, np.int32(3 * self.n), self.half, self.dt,
                                                  *self.L_acc, self.plan.pos, self.stride, self.bad))
 
     def kick(self, forces) -> None:

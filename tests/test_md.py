@@ -235,3 +235,24 @@ def test_no_trajectory_is_recorded_where_the_cpu_would_take_long(monkeypatch):
         assert not isinstance(got, str)  # a GPU records it
     else:
         assert isinstance(got, str) and "on the CPU would take long" in got and "--amortised 0" in got
+
+
+def test_graph_chunks_stop_at_every_sample_and_frame():
+    """The forces-only steps a multi-step graph may replay after `step`: none of them is a sample
+    step or the last step, a frame step only at the end, and the run is as long as that allows."""
+    from harness.md import _forces_only_run
+
+    for steps in (1, 2, 7, 40, 101):
+        for sample in (1, 3, 20, 500):
+            for frame in (None, 1, 4, 20):
+                for step in range(steps):
+                    if (step + 1) % sample == 0 or step + 1 == steps:
+                        continue  # the loop samples here; no run is asked for
+                    run = _forces_only_run(step, steps, sample, frame)
+                    assert run >= 1
+                    covered = range(step + 1, step + run + 1)
+                    assert all(s % sample and s < steps for s in covered), (steps, sample, frame, step, run)
+                    if frame is not None:
+                        assert all(s % frame for s in covered[:-1]), (steps, sample, frame, step, run)
+                    last = step + run
+                    assert (last + 1) % sample == 0 or last + 1 == steps or (frame and last % frame == 0)

@@ -374,6 +374,20 @@ for b in ('warp',):
     done
     $PY -m harness bench --strategies fullshell_thread_csr --scenario lj_liquid --n 4000,large --outputs all,forces \
       --name fs-s10 "${common[@]}" ;;
+  md-s10)  # the MD loop with the Verlet list at its defaults (fp32): ms per whole step at LJ 4,000, 32,000 and 1M,
+    # the current tree and (.before/) an earlier one in the same call; the step's parts after
+    mkdir -p "$out/md"
+    for n in 4000 32000 large; do
+      steps=2000; [ $n = large ] && steps=1000
+      $PY -m harness md --strategy verlet_thread_padded --n $n --precision fp32 --steps $steps --sample 500 --quiet \
+        --json "$out/md/md-verlet-$n-${MD_NAME:-s10}.json"
+      if [ -d .before ]; then
+        (cd .before && HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness md \
+          --strategy verlet_thread_padded --n $n --precision fp32 --steps $steps --sample 500 --quiet \
+          --json "$out/md/md-verlet-$n-before-${MD_NAME:-s10}.json")
+      fi
+    done
+    $PY tools/step_parts.py --strategy verlet_thread_padded --n 4000,large --json "$out/parts-verlet-${MD_NAME:-s10}.json" ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
