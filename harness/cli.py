@@ -431,7 +431,9 @@ def cmd_md(args: argparse.Namespace) -> int:
     res = md.run(strategy, problem, args.steps, args.dt, temperature=args.temperature, sample=args.sample,
                  seed=args.seed, trajectory=args.out, frame_every=args.frame_every, graph=not args.no_graph, say=say)
     rebuilt = f"; list built {res.rebuilds} times" if res.rebuilds is not None else ""
-    print(f"{res.ms_per_step:.4f} ms per step ({args.steps} steps, samples included; CUDA graph: {res.graph}{rebuilt}); "
+    print(f"{res.ms_per_step:.4f} ms per step ({args.steps} steps, samples included; CUDA graph: {res.graph}"
+          f"{f', {md.GRAPH_STEPS} steps per replay, recorded in {res.capture_ms:.0f} ms before the clock' if res.graph == 'on' else ''}"
+          f"{rebuilt}); "
           f"energy drift {res.drift:+.3e} per particle per tau, largest |E - E0| {res.max_deviation:.3e} per particle"
           + (f"; {res.frames} frames -> {args.out}" if args.out else ""))
     if args.json:

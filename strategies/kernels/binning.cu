@@ -103,7 +103,7 @@ __device__ __forceinline__ int block_exclusive_scan(int v, int& total) {
 
 // start[c] = particles in cells before c (start[ncells] = n), in one pass: each block scans a
 // tile of kScanTile cells, publishes its sum, and adds the sums of the tiles before it (looking
-// back until a tile that has published its inclusive prefix). Tiles are numbered in the order the
+// back, a warp reading 32 tiles at once, until a tile that has published its inclusive prefix). Tiles are numbered in the order the
 // blocks start (a ticket), so a block only ever waits on blocks already running. Integer sums:
 // the same result whatever the order. The last block to finish clears the tile words and the
 // tickets for the next build; the counts are zeroed as they are read.
@@ -132,22 +132,29 @@ scan_counts(int* __restrict__ counts, const int ncells, int* __restrict__ start,
   for (int q = 0; q < kScanItems; ++q) sum += v[q];
   int total;
   const int excl = block_exclusive_scan<kScanBlock>(sum, total);
-  if (threadIdx.x == 0) {
+  if (threadIdx.x < 32) {  // the first warp publishes the tile and looks back, 32 tiles at a time
+    const int lane = threadIdx.x;
     long long before = 0;
     if (tile == 0) {
-      atomicExch(&tiles[0], kTilePrefix | static_cast<unsigned long long>(total));
+      if (lane == 0) atomicExch(&tiles[0], kTilePrefix | static_cast<unsigned long long>(total));
     } else {
-      atomicExch(&tiles[tile], kTileAggregate | static_cast<unsigned long long>(total));
-      for (int t = tile - 1; t >= 0;) {
-        const unsigned long long w = atomicAdd(&tiles[t], 0ull);  // read past every cache
-        if (w == 0ull) continue;  // tile t has not published yet: it is running, wait
-        before += static_cast<long long>(w & kTileValue);
-        if (w & kTilePrefix) break;
-        --t;
+      if (lane == 0) atomicExch(&tiles[tile], kTileAggregate | static_cast<unsigned long long>(total));
+      for (int last = tile - 1;;) {  // lane l reads tile last - l; tile 0 always ends the look-back
+        const int t = last - lane;
+        const unsigned long long w = t >= 0 ? atomicAdd(&tiles[t], 0ull) : kTilePrefix;  // read past every cache
+        if (__any_sync(0xffffffffu, w == 0ull)) continue;  // a tile of the window has not published yet: it runs, wait
+        const unsigned int prefixed = __ballot_sync(0xffffffffu, (w & kTilePrefix) != 0ull);
+        const int stop = prefixed ? __ffs(prefixed) - 1 : 31;  // the nearest tile with its inclusive prefix
+        long long v = lane <= stop ? static_cast<long long>(w & kTileValue) : 0ll;
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+        before += v;  // integer sums: the same whatever the order
+        if (prefixed) break;
+        last -= 32;
       }
-      atomicExch(&tiles[tile], kTilePrefix | static_cast<unsigned long long>(before + total));
+      if (lane == 0) atomicExch(&tiles[tile], kTilePrefix | static_cast<unsigned long long>(before + total));
     }
-    s_prefix = before;
+    if (lane == 0) s_prefix = before;
   }
   __syncthreads();
   const int running = static_cast<int>(s_prefix) + excl;
@@ -217,8 +224,7 @@ __global__ void rank_in_cell(const Vec4<Real>* __restrict__ pos, const int* __re
 // launch; at most BLOCK * kSmallPer particles): counts and starts (2 ncells + 1 ints), the slot
 // then the place order of each particle (n ints) and its z key (n floats) in shared memory
 // (dynamic, within the 48 KiB a launch gets without opting in: strategies/binning.py sizes
-// SMALL_N and SMALL_CELLS to it); a sorted slot's cell is found in the starts by bisection. Same
-// result as the four kernels.
+// SMALL_N and SMALL_CELLS to it). Same result as the four kernels.
 constexpr int kSmallPer = 4;
 
 template <typename Real, int BLOCK, bool WRITE_POS>
@@ -235,14 +241,15 @@ bin_small(const Vec4<Real>* __restrict__ pos, const int n, const Box<Real> box, 
   for (int c = threadIdx.x; c < ncells; c += BLOCK) s_count[c] = 0;
   __syncthreads();
   int cell[kSmallPer];  // this thread's particles i = threadIdx.x + q BLOCK (constant q: registers)
+  Vec4<Real> p[kSmallPer];
 #pragma unroll
   for (int q = 0; q < kSmallPer; ++q) {
     const int i = threadIdx.x + q * BLOCK;
     cell[q] = -1;
     if (i < n) {
-      const Vec4<Real> p = pos[i];
-      cell[q] = cell_of(p, box, g, isx, isy, isz);
-      s_z[i] = z_key(p);
+      p[q] = pos[i];
+      cell[q] = cell_of(p[q], box, g, isx, isy, isz);
+      s_z[i] = z_key(p[q]);
       s_order[i] = atomicAdd(&s_count[cell[q]], 1);
     }
   }
@@ -276,21 +283,13 @@ bin_small(const Vec4<Real>* __restrict__ pos, const int n, const Box<Real> box, 
     if (place[q] >= 0) s_order[place[q]] = threadIdx.x + q * BLOCK;
   }
   __syncthreads();
+  // each thread ranks its own particles: their cells are known (no search for a slot's cell) and
+  // their positions are still in registers (no second read)
 #pragma unroll
   for (int q = 0; q < kSmallPer; ++q) {
-    const int k = threadIdx.x + q * BLOCK;
-    if (k >= n) continue;
-    const int i = s_order[k];
-    int lo = 0, hi = ncells - 1;  // slot k's cell: the last c with start[c] <= k (a non-empty one)
-    while (lo < hi) {
-      const int mid = (lo + hi + 1) >> 1;
-      if (s_start[mid] <= k) {
-        lo = mid;
-      } else {
-        hi = mid - 1;
-      }
-    }
-    const int c = lo;
+    const int i = threadIdx.x + q * BLOCK;
+    if (i >= n) continue;
+    const int c = cell[q];
     const int b = s_start[c], e = s_start[c + 1];
     const float zi = s_z[i];
     int rank = 0;
@@ -300,7 +299,7 @@ bin_small(const Vec4<Real>* __restrict__ pos, const int n, const Box<Real> box, 
     }
     order[b + rank] = i;
     cell_sorted[b + rank] = c;
-    if constexpr (WRITE_POS) sorted[b + rank] = pos[i];
+    if constexpr (WRITE_POS) sorted[b + rank] = p[q];
   }
 }
 
