@@ -299,10 +299,13 @@ def _capture(strategy, plan, integ, forces):
         for k in (1, GRAPH_STEPS):
             stream.begin_capture()
             try:
-                for _ in range(k):
-                    integ.kick_drift(forces)
+                integ.kick_drift(forces)
+                for q in range(k):
                     f = _evaluate(strategy, plan, "forces").forces
-                    integ.kick(f)
+                    if q + 1 < k:
+                        integ.kick_kick_drift(f)  # this step's kick and the next one's kick_drift
+                    else:
+                        integ.kick(f)
             finally:
                 g = stream.end_capture()
             if f.data.ptr != forces.data.ptr:

@@ -26,7 +26,7 @@ BLOCK = 256
 # every specialisation the integrator launches: (compute, accumulate) type of each precision mode
 # with float sums (fixed point is a mode of force evaluations, not of the MD loop)
 _FLOAT = [MODES[p] for p in FLOAT_PRECISIONS]
-EXPRESSIONS = [f"kick_drift<{m.cxx_compute}, {m.cxx_accumulate}>" for m in _FLOAT] + \
+EXPRESSIONS = [f"{k}<{m.cxx_compute}, {m.cxx_accumulate}>" for k in ("kick_drift", "kick_kick_drift") for m in _FLOAT] + \
     sorted({f"kick<{m.cxx_accumulate}>" for m in _FLOAT})
 
 
@@ -65,6 +65,11 @@ class Integrator:
     def kick(self, forces) -> None:
         raise NotImplementedError
 
+    def kick_kick_drift(self, forces) -> None:
+        """kick(forces), then kick_drift(forces) of the next step (the same bits; one launch on the GPU)."""
+        self.kick(forces)
+        self.kick_drift(forces)
+
     def kinetic(self) -> tuple[float, np.ndarray]:
         """(kinetic energy, its 3x3 tensor sum m v v^T) in float64 on the host."""
         v = self.velocities()
@@ -97,6 +102,7 @@ class GpuIntegrator(Integrator):
         real_t, acc_t = ctypes(self.plan.problem.precision)
         self._kd = kernel("integrate.cu", f"kick_drift<{real_t}, {acc_t}>")
         self._k = kernel("integrate.cu", f"kick<{acc_t}>")
+        self._kkd = kernel("integrate.cu", f"kick_kick_drift<{real_t}, {acc_t}>")
         self.x, self.v = cupy.asarray(x), cupy.asarray(v)
         self.bad = cupy.zeros(1, dtype=np.int32)
         pos = self.plan.pos
@@ -113,6 +119,10 @@ class GpuIntegrator(Integrator):
     def kick_drift(self, forces) -> None:
         self._kd(self._grid(3 * self.n), (BLOCK,), (self.x, self.v, forces, np.int32(3 * self.n), self.half, self.dt,
                                                  *self.L_acc, self.plan.pos, self.stride, self.bad))
+
+    def kick_kick_drift(self, forces) -> None:
+        self._kkd(self._grid(3 * self.n), (BLOCK,), (self.x, self.v, forces, np.int32(3 * self.n), self.half, self.dt,
+                                                  *self.L_acc, self.plan.pos, self.stride, self.bad))
 
     def kick(self, forces) -> None:
         self._k(self._grid(3 * self.n), (BLOCK,), (self.v, forces, np.int32(3 * self.n), self.half))

@@ -41,7 +41,7 @@ __device__ __forceinline__ bool skipped(const int* guard) { return guard != null
 //                 counts, slots in arrival order)
 //   scan_counts   start = exclusive scan of the counts, one pass (decoupled look-back); resets the
 //                 counts for the next build
-//   place         order_tmp[start[cell] + slot] = particle
+//   place         placed[start[cell] + slot] = (particle, its z key)
 //   rank_in_cell  the final order inside each cell: by z (as a float), ties by particle index,
 //                 whatever order the atomics took, so that every build of the same positions gives
 //                 the same bits; writes order, cell_sorted and (CSR) the sorted positions. A
@@ -184,34 +184,36 @@ scan_counts(int* __restrict__ counts, const int ncells, int* __restrict__ start,
   }
 }
 
-__global__ void place(const int* __restrict__ cell, const int* __restrict__ slot, const int n,
-                      const int* __restrict__ start, int* __restrict__ order_tmp, const int* __restrict__ guard) {
+__global__ void place(const int* __restrict__ cell, const int* __restrict__ slot, const float* __restrict__ zkey,
+                      const int n, const int* __restrict__ start, int2* __restrict__ placed,
+                      const int* __restrict__ guard) {
   if (skipped(guard)) return;
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-    order_tmp[start[cell[i]] + slot[i]] = i;
+    placed[start[cell[i]] + slot[i]] = make_int2(i, __float_as_int(zkey[i]));
   }
 }
 
-// Particle order_tmp[k] goes to slot start[c] + (the number of particles of its cell that sort
+// Particle placed[k].x goes to slot start[c] + (the number of particles of its cell that sort
 // before it: sorts_before). O(count) per particle: for the cells of liquids and of the thesis's
 // Gaussians (up to ~10^3 particles); the plan sorts with a radix sort instead where set-up finds
-// fuller cells.
+// fuller cells. placed[] holds each particle with its key, so the cell's keys are read
+// contiguously (no gather per comparison).
 template <typename Real, bool WRITE_POS>
-__global__ void rank_in_cell(const Vec4<Real>* __restrict__ pos, const int* __restrict__ order_tmp,
-                             const int* __restrict__ cell, const float* __restrict__ zkey,
-                             const int* __restrict__ start, const int n, int* __restrict__ order,
-                             int* __restrict__ cell_sorted, Vec4<Real>* __restrict__ sorted,
+__global__ void rank_in_cell(const Vec4<Real>* __restrict__ pos, const int2* __restrict__ placed,
+                             const int* __restrict__ cell, const int* __restrict__ start, const int n,
+                             int* __restrict__ order, int* __restrict__ cell_sorted, Vec4<Real>* __restrict__ sorted,
                              const int* __restrict__ guard) {
   if (skipped(guard)) return;
   for (int k = blockIdx.x * blockDim.x + threadIdx.x; k < n; k += gridDim.x * blockDim.x) {
-    const int i = order_tmp[k];
+    const int2 me = placed[k];
+    const int i = me.x;
     const int c = cell[i];
     const int b = start[c], e = start[c + 1];
-    const float zi = zkey[i];
+    const float zi = __int_as_float(me.y);
     int rank = 0;
     for (int q = b; q < e; ++q) {
-      const int j = order_tmp[q];
-      rank += sorts_before(zkey[j], j, zi, i);
+      const int2 other = placed[q];
+      rank += sorts_before(__int_as_float(other.y), other.x, zi, i);
     }
     const int dest = b + rank;
     order[dest] = i;
@@ -224,7 +226,8 @@ __global__ void rank_in_cell(const Vec4<Real>* __restrict__ pos, const int* __re
 // launch; at most BLOCK * kSmallPer particles): counts and starts (2 ncells + 1 ints), the slot
 // then the place order of each particle (n ints) and its z key (n floats) in shared memory
 // (dynamic, within the 48 KiB a launch gets without opting in: strategies/binning.py sizes
-// SMALL_N and SMALL_CELLS to it). Same result as the four kernels.
+// SMALL_N and SMALL_CELLS to it); a sorted slot's cell is found in the starts by bisection. Same
+// result as the four kernels.
 constexpr int kSmallPer = 4;
 
 template <typename Real, int BLOCK, bool WRITE_POS>
@@ -241,15 +244,14 @@ bin_small(const Vec4<Real>* __restrict__ pos, const int n, const Box<Real> box, 
   for (int c = threadIdx.x; c < ncells; c += BLOCK) s_count[c] = 0;
   __syncthreads();
   int cell[kSmallPer];  // this thread's particles i = threadIdx.x + q BLOCK (constant q: registers)
-  Vec4<Real> p[kSmallPer];
 #pragma unroll
   for (int q = 0; q < kSmallPer; ++q) {
     const int i = threadIdx.x + q * BLOCK;
     cell[q] = -1;
     if (i < n) {
-      p[q] = pos[i];
-      cell[q] = cell_of(p[q], box, g, isx, isy, isz);
-      s_z[i] = z_key(p[q]);
+      const Vec4<Real> p = pos[i];
+      cell[q] = cell_of(p, box, g, isx, isy, isz);
+      s_z[i] = z_key(p);
       s_order[i] = atomicAdd(&s_count[cell[q]], 1);
     }
   }
@@ -283,13 +285,21 @@ bin_small(const Vec4<Real>* __restrict__ pos, const int n, const Box<Real> box, 
     if (place[q] >= 0) s_order[place[q]] = threadIdx.x + q * BLOCK;
   }
   __syncthreads();
-  // each thread ranks its own particles: their cells are known (no search for a slot's cell) and
-  // their positions are still in registers (no second read)
 #pragma unroll
   for (int q = 0; q < kSmallPer; ++q) {
-    const int i = threadIdx.x + q * BLOCK;
-    if (i >= n) continue;
-    const int c = cell[q];
+    const int k = threadIdx.x + q * BLOCK;
+    if (k >= n) continue;
+    const int i = s_order[k];
+    int lo = 0, hi = ncells - 1;  // slot k's cell: the last c with start[c] <= k (a non-empty one)
+    while (lo < hi) {
+      const int mid = (lo + hi + 1) >> 1;
+      if (s_start[mid] <= k) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    const int c = lo;
     const int b = s_start[c], e = s_start[c + 1];
     const float zi = s_z[i];
     int rank = 0;
@@ -299,7 +309,7 @@ bin_small(const Vec4<Real>* __restrict__ pos, const int n, const Box<Real> box, 
     }
     order[b + rank] = i;
     cell_sorted[b + rank] = c;
-    if constexpr (WRITE_POS) sorted[b + rank] = p[q];
+    if constexpr (WRITE_POS) sorted[b + rank] = pos[i];
   }
 }
 

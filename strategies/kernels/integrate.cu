@@ -7,6 +7,7 @@
 //   kick_drift:  v += (dt/2m) f;  x += dt v;  wrap x into [-L/2, L/2);  pos = Real(x)
 //   (strategy: build if needed, force)
 //   kick:        v += (dt/2m) f
+//   kick_kick_drift: kick then kick_drift of the next step in one launch (graphs of several steps)
 //
 // Both are in input order, like the strategies' forces. A non-finite coordinate sets *bad
 // (the host reads it at each sample): a blown-up run is reported, not silently continued.
@@ -20,16 +21,22 @@ __device__ __forceinline__ Acc wrap_centred(Acc x, Acc len, Acc inv_len) {
 }
 
 // A thread per coordinate k = 3 i + a: x, v and f are read and written with unit stride (a thread
-// per particle strode by three and took twice as long at 1M particles).
-template <typename Real, typename Acc>
-__global__ void kick_drift(Acc* __restrict__ x, Acc* __restrict__ v, const Acc* __restrict__ f, int n3,
-                           Acc half_dt_m, Acc dt, Acc lx, Acc ly, Acc lz, Real* __restrict__ pos, int pos_stride,
-                           int* __restrict__ bad) {
+// per particle strode by three and took twice as long at 1M particles). KICKS: the half kicks
+// applied before the drift, 1 (kick_drift) or 2 (the last step's closing kick fused with this
+// step's opening one, inside a graph of several steps: the same operations in the same order,
+// so the same bits as kick then kick_drift).
+template <typename Real, typename Acc, int KICKS>
+__device__ __forceinline__ void kicks_drift(Acc* __restrict__ x, Acc* __restrict__ v, const Acc* __restrict__ f,
+                                            int n3, Acc half_dt_m, Acc dt, Acc lx, Acc ly, Acc lz,
+                                            Real* __restrict__ pos, int pos_stride, int* __restrict__ bad) {
   const int k = blockIdx.x * blockDim.x + threadIdx.x;
   if (k >= n3) return;
   const int i = k / 3, a = k - 3 * i;
   const Acc len = a == 0 ? lx : (a == 1 ? ly : lz);
-  const Acc vk = v[k] + half_dt_m * f[k];
+  const Acc fk = f[k];
+  Acc vk = v[k];
+#pragma unroll
+  for (int q = 0; q < KICKS; ++q) vk = vk + half_dt_m * fk;
   Acc xk = x[k] + dt * vk;
   const bool finite = isfinite(xk);
   xk = wrap_centred(xk, len, Acc(1) / len);
@@ -37,6 +44,20 @@ __global__ void kick_drift(Acc* __restrict__ x, Acc* __restrict__ v, const Acc* 
   x[k] = xk;
   pos[static_cast<long long>(pos_stride) * i + a] = static_cast<Real>(xk);
   if (!finite) atomicOr(bad, 1);
+}
+
+template <typename Real, typename Acc>
+__global__ void kick_drift(Acc* __restrict__ x, Acc* __restrict__ v, const Acc* __restrict__ f, int n3,
+                           Acc half_dt_m, Acc dt, Acc lx, Acc ly, Acc lz, Real* __restrict__ pos, int pos_stride,
+                           int* __restrict__ bad) {
+  kicks_drift<Real, Acc, 1>(x, v, f, n3, half_dt_m, dt, lx, ly, lz, pos, pos_stride, bad);
+}
+
+template <typename Real, typename Acc>
+__global__ void kick_kick_drift(Acc* __restrict__ x, Acc* __restrict__ v, const Acc* __restrict__ f, int n3,
+                                Acc half_dt_m, Acc dt, Acc lx, Acc ly, Acc lz, Real* __restrict__ pos,
+                                int pos_stride, int* __restrict__ bad) {
+  kicks_drift<Real, Acc, 2>(x, v, f, n3, half_dt_m, dt, lx, ly, lz, pos, pos_stride, bad);
 }
 
 template <typename Acc>
