@@ -44,7 +44,7 @@ class Binning:
         m = max(n, 1)
         self.cell = cp.empty(m, np.int32)
         self.slot = cp.empty(m, np.int32)
-        self.placed = cp.empty((m, 2), np.int32)  # (particle, z key's bits) in cell order, before the rank
+        self.order_tmp = cp.empty(m, np.int32)
         self.order = cp.empty(m, np.int32)
         self.cell_sorted = cp.empty(m, np.int32)
         self.start = cp.zeros(self.ncells + 1, np.int32)
@@ -74,7 +74,7 @@ class Binning:
 
     @property
     def device_bytes(self) -> int:
-        arrays = [self.cell, self.slot, self.placed, self.order, self.cell_sorted, self.start, self.counts,
+        arrays = [self.cell, self.slot, self.order_tmp, self.order, self.cell_sorted, self.start, self.counts,
                   self.tiles, self.tickets, self.keys, self.zkey] + ([self.sorted] if self.sorted is not None else [])
         return int(sum(a.nbytes for a in arrays))
 
@@ -127,9 +127,9 @@ class Binning:
                                                      self.zkey, g))
             self.k["scan"]((self.ntiles,), (256,), (self.counts, np.int32(self.ncells), self.start, self.tiles,
                                                     self.tickets, np.int32(self.ntiles), g))
-            self.k["place"]((blocks,), (256,), (self.cell, self.slot, self.zkey, np.int32(n), self.start, self.placed, g))
-            self.k["rank"]((blocks,), (256,), (self.pos, self.placed, self.cell, self.start, np.int32(n), self.order,
-                                                self.cell_sorted, out, g))
+            self.k["place"]((blocks,), (256,), (self.cell, self.slot, np.int32(n), self.start, self.order_tmp, g))
+            self.k["rank"]((blocks,), (256,), (self.pos, self.order_tmp, self.cell, self.zkey, self.start, np.int32(n),
+                                                self.order, self.cell_sorted, out, g))
         else:  # radix: a stable sort by (cell, z) keeps index order among equal keys
             blocks = self._grid(n)
             self.counts.fill(0)

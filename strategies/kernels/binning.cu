@@ -37,11 +37,11 @@ __device__ __forceinline__ bool skipped(const int* guard) { return guard != null
 
 // --- the counting sort (the build phase of every cell strategy) -----------------------------
 //
-//   bin_count     cell of every particle, and its provisional slot in the cell (atomics: exact
-//                 counts, slots in arrival order)
+//   bin_count     cell of every particle, and its provisional slot in the cell (atomics, one per
+//                 cell a warp touches: exact counts, slots in arrival order)
 //   scan_counts   start = exclusive scan of the counts, one pass (decoupled look-back); resets the
 //                 counts for the next build
-//   place         placed[start[cell] + slot] = (particle, its z key)
+//   place         order_tmp[start[cell] + slot] = particle
 //   rank_in_cell  the final order inside each cell: by z (as a float), ties by particle index,
 //                 whatever order the atomics took, so that every build of the same positions gives
 //                 the same bits; writes order, cell_sorted and (CSR) the sorted positions. A
@@ -61,7 +61,14 @@ __global__ void bin_count(const Vec4<Real>* __restrict__ pos, const int n, const
     const int c = cell_of(p, box, g, isx, isy, isz);
     cell[i] = c;
     zkey[i] = z_key(p);
-    slot[i] = atomicAdd(&counts[c], 1);
+    // lanes of one cell take their slots with one atomic (particles given in space order share cells)
+    const unsigned int active = __activemask();
+    const unsigned int peers = __match_any_sync(active, c);
+    const int lane = threadIdx.x & 31, leader = __ffs(peers) - 1;
+    int base = 0;
+    if (lane == leader) base = atomicAdd(&counts[c], __popc(peers));
+    base = __shfl_sync(active, base, leader);
+    slot[i] = base + __popc(peers & ((1u << lane) - 1u));
   }
 }
 
@@ -103,8 +110,9 @@ __device__ __forceinline__ int block_exclusive_scan(int v, int& total) {
 
 // start[c] = particles in cells before c (start[ncells] = n), in one pass: each block scans a
 // tile of kScanTile cells, publishes its sum, and adds the sums of the tiles before it (looking
-// back, a warp reading 32 tiles at once, until a tile that has published its inclusive prefix). Tiles are numbered in the order the
-// blocks start (a ticket), so a block only ever waits on blocks already running. Integer sums:
+// back, a warp reading 32 tiles at once, until a tile that has published its inclusive prefix).
+// Tiles are numbered in the order the blocks start (a ticket), so a block only ever waits on
+// blocks already running. Integer sums:
 // the same result whatever the order. The last block to finish clears the tile words and the
 // tickets for the next build; the counts are zeroed as they are read.
 __global__ void __launch_bounds__(kScanBlock)
@@ -184,36 +192,34 @@ scan_counts(int* __restrict__ counts, const int ncells, int* __restrict__ start,
   }
 }
 
-__global__ void place(const int* __restrict__ cell, const int* __restrict__ slot, const float* __restrict__ zkey,
-                      const int n, const int* __restrict__ start, int2* __restrict__ placed,
-                      const int* __restrict__ guard) {
+__global__ void place(const int* __restrict__ cell, const int* __restrict__ slot, const int n,
+                      const int* __restrict__ start, int* __restrict__ order_tmp, const int* __restrict__ guard) {
   if (skipped(guard)) return;
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-    placed[start[cell[i]] + slot[i]] = make_int2(i, __float_as_int(zkey[i]));
+    order_tmp[start[cell[i]] + slot[i]] = i;
   }
 }
 
-// Particle placed[k].x goes to slot start[c] + (the number of particles of its cell that sort
+// Particle order_tmp[k] goes to slot start[c] + (the number of particles of its cell that sort
 // before it: sorts_before). O(count) per particle: for the cells of liquids and of the thesis's
 // Gaussians (up to ~10^3 particles); the plan sorts with a radix sort instead where set-up finds
-// fuller cells. placed[] holds each particle with its key, so the cell's keys are read
-// contiguously (no gather per comparison).
+// fuller cells.
 template <typename Real, bool WRITE_POS>
-__global__ void rank_in_cell(const Vec4<Real>* __restrict__ pos, const int2* __restrict__ placed,
-                             const int* __restrict__ cell, const int* __restrict__ start, const int n,
-                             int* __restrict__ order, int* __restrict__ cell_sorted, Vec4<Real>* __restrict__ sorted,
+__global__ void rank_in_cell(const Vec4<Real>* __restrict__ pos, const int* __restrict__ order_tmp,
+                             const int* __restrict__ cell, const float* __restrict__ zkey,
+                             const int* __restrict__ start, const int n, int* __restrict__ order,
+                             int* __restrict__ cell_sorted, Vec4<Real>* __restrict__ sorted,
                              const int* __restrict__ guard) {
   if (skipped(guard)) return;
   for (int k = blockIdx.x * blockDim.x + threadIdx.x; k < n; k += gridDim.x * blockDim.x) {
-    const int2 me = placed[k];
-    const int i = me.x;
+    const int i = order_tmp[k];
     const int c = cell[i];
     const int b = start[c], e = start[c + 1];
-    const float zi = __int_as_float(me.y);
+    const float zi = zkey[i];
     int rank = 0;
     for (int q = b; q < e; ++q) {
-      const int2 other = placed[q];
-      rank += sorts_before(__int_as_float(other.y), other.x, zi, i);
+      const int j = order_tmp[q];
+      rank += sorts_before(zkey[j], j, zi, i);
     }
     const int dest = b + rank;
     order[dest] = i;
