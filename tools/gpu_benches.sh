@@ -388,6 +388,17 @@ for b in ('warp',):
       fi
     done
     $PY tools/step_parts.py --strategy verlet_thread_padded --n 4000,large --json "$out/parts-verlet-${MD_NAME:-s10}.json" ;;
+  san-s10)  # compute-sanitizer's four tools on the tenth session's kernels: the counting sort (warp-aggregated
+    # atomics, the warp look-back; 20,000 particles take the counting path), the MD loop's multi-step graphs
+    # (kick_kick_drift) with the Verlet list
+    for t in memcheck racecheck synccheck initcheck; do
+      compute-sanitizer --tool $t --error-exitcode 9 $PY -c "import strategies; from harness import scenarios, md
+p = scenarios.make('uniform', 20000, seed=1)
+for s in ('fullshell_thread_csr', 'verlet_thread_padded'):
+    print(s, strategies.create(s).evaluate(p).pairs)
+r = md.run(strategies.create('verlet_thread_padded'), scenarios.make('lj_liquid', 5000), steps=40, dt=0.005, sample=20)
+print('md', r.graph, r.samples[-1].total)" || echo "sanitizer $t: FAILED"
+    done ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
