@@ -127,6 +127,114 @@ fullshell_thread_csr(const Real* __restrict__ pos_data, const int stride, const 
   }
 }
 
+// The same walk with the pair body deferred (launch parameter defer = QUEUE > 0): the lanes of
+// a warp walk whole strips in step (each run as many steps as the warp's longest; a lane past
+// its own run's end is masked), and a candidate inside the cutoff is only queued: its (dx, dy,
+// dz, r2) go to the lane's column of a per-warp shared-memory queue. When some lane's queue
+// could overflow within the next U candidates, and at the end, the warp flushes: every lane
+// adds its queued pairs in the order they were found. Without it the whole pair body runs,
+// predicated, for every candidate of the warp (about 1 in 6 interacts). With TPP 1 the pairs
+// are added in the order of the kernel above (whole strips, strip order): the same bits. The
+// particle itself is masked by slot (j != k), not split out of its strip, so that lanes stay in
+// step (with TPP > 1 lane `sub` takes every TPP-th candidate of the whole run, so the lanes'
+// shares differ from the kernel above; each is fixed run to run). Not for the column split
+// (TPP >= the stencil's columns: small systems).
+template <typename Real, typename Acc, template <typename> class Functor, int BLOCK, int TPP, int REACH, bool MINIMAGE,
+          bool ENERGY, int MINB, int QUEUE, int LAYOUT>
+__global__ void __launch_bounds__(BLOCK, MINB)
+fullshell_thread_csr_deferred(const Real* __restrict__ pos_data, const int stride, const int* __restrict__ start,
+                              const int* __restrict__ cell_sorted, const int* __restrict__ order, const int n,
+                              const Grid g, const Box<Real> box, const Real* __restrict__ fparams,
+                              const Real /* rc2: f.inside decides */, const Real /* margin: no windows */,
+                              Acc* __restrict__ force, Acc* __restrict__ partial, unsigned long long* __restrict__ pcount,
+                              unsigned int* __restrict__ ticket, Acc* __restrict__ out,
+                              unsigned long long* __restrict__ out_count) {
+  static_assert(TPP >= 1 && TPP <= 32 && (TPP & (TPP - 1)) == 0, "threads per particle: a power of 2 up to 32");
+  constexpr int kSide = 2 * REACH + 1, kColumns = kSide * kSide;
+  static_assert(TPP < kColumns, "the deferred walk has no column split");
+  constexpr int U = 4;  // candidates between two looks at the queues
+  static_assert(QUEUE > U, "a queue holds more than the candidates between two flushes");
+  static_assert(BLOCK % 32 == 0, "whole warps: the queues are per warp and flushes are warp-wide");
+  __shared__ Vec4<Real> s_queue[BLOCK / 32 * QUEUE * 32];
+  const Positions<Real, LAYOUT> pos{pos_data, stride};
+  const Functor<Real> f(fparams);
+  const int t = blockIdx.x * BLOCK + threadIdx.x;
+  const int k = t / TPP;
+  const int sub = t & (TPP - 1);
+  const bool mine = k < n;
+  // entry e of this lane's queue: s_queue[(warp * QUEUE + e) * 32 + lane] (consecutive lanes,
+  // consecutive 16-byte words: one wavefront per 8 lanes)
+  Vec4<Real>* const queue = s_queue + (threadIdx.x >> 5) * QUEUE * 32 + (threadIdx.x & 31);
+  int queued = 0;
+  Accumulator<Real, Acc, ENERGY> acc;
+  auto flush = [&]() {  // warp-uniform
+    const int most = __reduce_max_sync(0xffffffffu, queued);
+#pragma unroll 1
+    for (int e = 0; e < most; ++e) {
+      if (e < queued) {
+        const Vec4<Real> d = queue[e * 32];
+        acc.add(f, d.x, d.y, d.z, d.w);
+      }
+    }
+    queued = 0;
+  };
+  const Vec4<Real> pi = mine ? pos[k] : Vec4<Real>{Real(0), Real(0), Real(0), Real(0)};
+  const int c = mine ? cell_sorted[k] : 0;
+  const int cz = c % g.nz, cy = (c / g.nz) % g.ny, cx = c / (g.nz * g.ny);
+#pragma unroll 1
+  for (int col = 0; col < kColumns; ++col) {
+    const int ox = col / kSide - REACH, oy = col % kSide - REACH;
+    int x, y, b[2] = {0, 0}, e[2] = {0, 0};
+    Real sx, sy, sz[2] = {Real(0), Real(0)};
+    int runs = 0;
+    if (mine && axis_neighbour<MINIMAGE>(cx, ox, g.nx, g.pmask & 1, box.lx, x, sx) &&
+        axis_neighbour<MINIMAGE>(cy, oy, g.ny, g.pmask & 2, box.ly, y, sy)) {
+      runs = z_runs<REACH, MINIMAGE>(start, (x * g.ny + y) * g.nz, cz, g, box.lz, b, e, sz);
+    }
+#pragma unroll  // constant indices keep b, e, sz in registers
+    for (int r = 0; r < 2; ++r) {
+      const int lo = r < runs ? b[r] + sub : 0;
+      const int steps = r < runs && e[r] > lo ? (e[r] - lo + TPP - 1) / TPP : 0;  // this lane's candidates
+      const int most = __reduce_max_sync(0xffffffffu, steps);
+      if (most == 0) continue;  // warp-uniform
+      const Vec4<Real> p = shifted(pi, r < runs ? sx : Real(0), r < runs ? sy : Real(0), sz[r]);
+#pragma unroll 1
+      for (int s0 = 0; s0 < most; s0 += U) {
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          const int j = lo + (s0 + u) * TPP;
+          if (s0 + u < steps) {
+            const Vec4<Real> pj = pos[j];
+            Real dx, dy, dz;
+            const Real r2 = separation<MINIMAGE>(p, pj, box, dx, dy, dz);
+            if (f.inside(r2) && j != k) queue[32 * queued++] = {dx, dy, dz, r2};
+          }
+        }
+        if (__any_sync(0xffffffffu, queued > QUEUE - U)) flush();
+      }
+    }
+  }
+  flush();
+  if constexpr (TPP > 1) {  // the particle's TPP lanes add their forces (every lane of the warp takes part)
+#pragma unroll
+    for (int off = TPP / 2; off > 0; off >>= 1) {
+      acc.fx += __shfl_xor_sync(0xffffffffu, acc.fx, off);
+      acc.fy += __shfl_xor_sync(0xffffffffu, acc.fy, off);
+      acc.fz += __shfl_xor_sync(0xffffffffu, acc.fz, off);
+    }
+  }
+  if (mine && sub == 0) {
+    const int i = order[k];
+    force[3 * i + 0] = acc.fx;
+    force[3 * i + 1] = acc.fy;
+    force[3 * i + 2] = acc.fz;
+  }
+  if constexpr (ENERGY) {
+    fold_in_last_block<BLOCK>(acc.s, static_cast<unsigned long long>(acc.pairs), partial, pcount, blockIdx.x,
+                              gridDim.x, ticket, 1, out, out_count);
+  }
+}
+
 // --- full shell on the 2D and nested storages ---------------------------------------------
 
 // One thread per particle (in cell order) against every particle of its neighbour cells, one
