@@ -352,15 +352,6 @@ REG_CHOICES = (0, 32, 40, 48, 56, 64, 72, 80, 96, 128)
 AUTO_REGS = {("fp32", False): 56, ("fp32", True): 64, ("mixed", False): 56, ("mixed", True): 72,
              ("fp64", False): 80, ("fp64", True): 96, ("fixed", False): 56, ("fixed", True): 72}
 TPP_CHOICES = (0, 1, 2, 4, 8, 16, 32)
-# defer: -1 = AUTO_DEFER per precision, 0 = off, else the queue's depth (entries per lane)
-DEFER_CHOICES = (-1, 0, 8, 12, 16, 20)
-AUTO_DEFER = {"fp32": 16, "mixed": 16, "fixed": 16, "fp64": 8}
-QUEUE_SMEM_LIMIT = 40 * 1024  # bytes of queue per block (48 KiB of static shared memory, room for the fold)
-
-
-def queue_bytes(precision: str, defer: int, block: int) -> int:
-    """Shared memory of the deferred kernel's queues: a (dx, dy, dz, r2) Vec4 per entry and lane."""
-    return defer * block * (32 if ctypes(precision)[0] == "double" else 16)
 
 MAX_REACH = 4
 
@@ -392,14 +383,9 @@ class FullshellThreadCsr(CellsCuda):
     # sigma-12 Gaussian 8.06 against 7.29 ms. Whole strips are the default.
     # layout: how the sorted positions lie (aos4: the binning's Vec4 array; aos3, soa: a copy made
     # after the binning; kernels/layout.cuh)
-    # defer: queue depth per lane for the deferred pair body (kernels/cells.cu,
-    # fullshell_thread_csr_deferred); 0: the pair body runs (predicated) for every candidate; -1:
-    # AUTO_DEFER. It applies to whole strips (window 0) with fewer threads per particle than the
-    # stencil's columns.
-    launch_defaults = {"block": 128, "cell_factor": 1.0, "tpp": 0, "regs": 0, "window": 0, "layout": "aos4",
-                       "defer": -1}
+    launch_defaults = {"block": 128, "cell_factor": 1.0, "tpp": 0, "regs": 0, "window": 0, "layout": "aos4"}
     launch_choices = {"block": (64, 128, 256, 512), "tpp": TPP_CHOICES, "regs": REG_CHOICES, "window": (0, 1),
-                      "layout": tuple(LAYOUTS), "defer": DEFER_CHOICES}
+                      "layout": tuple(LAYOUTS)}
     min_cell_factor = 0.25
 
     def grid_applicable(self, dims, periodic) -> tuple[bool, str]:
@@ -411,11 +397,6 @@ class FullshellThreadCsr(CellsCuda):
             return ok, why
         dims = self.grid(problem)
         reach = reach_of(problem, dims)
-        defer, block = self.launch["defer"], self.launch["block"]
-        if defer > 0 and queue_bytes(problem.precision, defer, block) > QUEUE_SMEM_LIMIT:
-            need = queue_bytes(problem.precision, defer, block) / 1024
-            return False, (f"defer {defer} at block {block} needs {need:g} KiB of queue per block in "
-                           f"{problem.precision}, more than {QUEUE_SMEM_LIMIT // 1024}; use a smaller defer or block")
         if reach > MAX_REACH:
             return False, f"cells of side cutoff/{reach} need a stencil of reach {reach} (at most {MAX_REACH})"
         if reach > 1 and needs_minimage(dims, problem.box.periodic, reach):
@@ -439,33 +420,16 @@ class FullshellThreadCsr(CellsCuda):
     def data_specs(self, precision: str) -> dict[str, tuple[str, str]]:
         return {}  # the binning writes the sorted positions; the kernel writes forces in input order
 
-    def deferred(self, precision: str, tpp: int, reach: int, window: int | None = None,
-                 defer: int | None = None, block: int | None = None) -> int:
-        """The queue depth the kernel is built with: defer where it applies (whole strips, fewer
-        threads per particle than the stencil's columns), else 0. defer -1: AUTO_DEFER, or the
-        deepest smaller choice whose queues fit the block's shared memory (0 where none does)."""
-        window = self.launch["window"] if window is None else window
-        defer = self.launch["defer"] if defer is None else defer
-        block = block or self.launch["block"]
-        if defer < 0:
-            defer = max((d for d in DEFER_CHOICES if 0 < d <= AUTO_DEFER[precision]
-                         and queue_bytes(precision, d, block) <= QUEUE_SMEM_LIMIT), default=0)
-        return defer if defer and not window and tpp < (2 * reach + 1) ** 2 else 0
-
     def kernel_expression(self, precision: str, potential: Potential, energy: bool, minimage: bool, tpp: int,
                           reach: int, block: int | None = None, regs: int | None = None,
-                          window: int | None = None, layout: str | None = None, defer: int | None = None) -> str:
+                          window: int | None = None, layout: str | None = None) -> str:
         real, acc = ctypes(precision)
         block = block or self.launch["block"]
         regs = self.launch["regs"] if regs is None else regs
         regs = regs or AUTO_REGS[precision, energy]
         minb = max(1, 65536 // (block * regs))
-        code = LAYOUTS[layout or self.launch["layout"]]
-        queue = self.deferred(precision, tpp, reach, window, defer, block)
-        if queue:
-            return (f"fullshell_thread_csr_deferred<{real}, {acc}, {potential.functor}, {block}, {tpp}, {reach}, "
-                    f"{cbool(minimage)}, {cbool(energy)}, {minb}, {queue}, {code}>")
         window = (self.launch["window"] if window is None else window) and not minimage
+        code = LAYOUTS[layout or self.launch["layout"]]
         return (f"fullshell_thread_csr<{real}, {acc}, {potential.functor}, {block}, {tpp}, {reach}, {cbool(minimage)}, "
                 f"{cbool(energy)}, {minb}, {cbool(window)}, {code}>")
 
@@ -480,17 +444,12 @@ class FullshellThreadCsr(CellsCuda):
                for mi in (False, True)}
         out |= {self.kernel_expression("fp32", potential, en, False, t, r) for en in (True, False)
                 for t in TPP_CHOICES[1:] for r in range(1, MAX_REACH + 1)}
-        out |= {self.kernel_expression("fp32", potential, True, False, 1, 1, block=b, regs=g, defer=d)
-                for b in self.launch_choices["block"] for g in REG_CHOICES for d in (-1, 0)}
+        out |= {self.kernel_expression("fp32", potential, True, False, 1, 1, block=b, regs=g)
+                for b in self.launch_choices["block"] for g in REG_CHOICES}
         out |= {self.kernel_expression(p, potential, en, False, 1, r, window=w) for p in PRECISIONS
                 for en in (True, False) for w in (0, 1) for r in (1, 2)}
         out |= {self.kernel_expression(p, potential, en, False, 1, 1, layout=lay) for p in PRECISIONS
                 for en in (True, False) for lay in LAYOUTS}
-        out |= {self.kernel_expression(p, potential, en, mi, 1, 1, defer=d) for p in PRECISIONS
-                for en in (True, False) for mi in (False, True) for d in (-1, 0)}
-        out |= {self.kernel_expression("fp32", potential, en, False, t, r, defer=d) for en in (True, False)
-                for t in (1, 2, 4) for r in (1, 2) for d in DEFER_CHOICES
-                if d > 0 and queue_bytes("fp32", d, self.launch["block"]) <= QUEUE_SMEM_LIMIT}
         return sorted(out)
 
     def data_expressions(self) -> dict[str, list[str]]:
@@ -498,8 +457,8 @@ class FullshellThreadCsr(CellsCuda):
         return {**out, "layout.cu": layout_expressions()}
 
     def default_expressions(self, potential: Potential) -> list[str]:
-        return sorted({self.kernel_expression(p, potential, en, mi, 1, 1, defer=d) for p in PRECISIONS
-                       for en in (True, False) for mi in (False, True) for d in (-1, 0)})
+        return sorted({self.kernel_expression(p, potential, en, mi, 1, 1) for p in PRECISIONS
+                       for en in (True, False) for mi in (False, True)})
 
     def _prepare(self, problem: Problem) -> Plan:
         return FullshellCsrPlan(self, problem)
@@ -522,8 +481,7 @@ class FullshellCsrPlan(CellsPlan):
         self.grid = max(1, -(-problem.n * tpp // self.block))
         self.schedule_info = {"tpp": tpp, "reach": self.reach_cells, "minimage": self.minimage,
                               "regs": strategy.launch["regs"], "window": bool(strategy.launch["window"]) and not self.minimage,
-                              "layout": strategy.launch["layout"],
-                              "defer": strategy.deferred(problem.precision, tpp, self.reach_cells)}
+                              "layout": strategy.launch["layout"]}
         return self.grid
 
     def _upload_schedule(self) -> list:

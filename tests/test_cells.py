@@ -102,27 +102,6 @@ def test_cell_factor_below_one_only_where_the_traversal_reaches_further():
     assert not ok and "needs at least 5 cells along a periodic axis" in why
 
 
-def test_fullshell_csr_defers_where_it_applies_and_refuses_a_queue_too_large():
-    """defer: AUTO_DEFER per precision by default; off with windows or with a thread per
-    stencil column; a queue beyond the shared memory a block can have is refused with its size."""
-    s = strategies.create("fullshell_thread_csr")
-    assert s.deferred("fp32", 1, 1) == 16 and s.deferred("fp64", 4, 1) == 8
-    assert s.deferred("fp32", 16, 1) == 0 and s.deferred("fp32", 16, 2) == 16  # 9 columns; 25 at reach 2
-    assert strategies.create("fullshell_thread_csr", window=1).deferred("fp32", 1, 1) == 0
-    assert strategies.create("fullshell_thread_csr", defer=0).deferred("fp32", 1, 1) == 0
-    assert "fullshell_thread_csr_deferred<float, float, LennardJones, 128, 1, 1, false, true, 8, 16, 0>" == \
-        s.kernel_expression("fp32", LennardJones(), True, False, 1, 1)
-    p = scenarios.make("lj_liquid", "small", precision="fp64")
-    ok, why = strategies.create("fullshell_thread_csr", defer=20, block=256).supports(p, check_device=False)
-    assert not ok and why.startswith("defer 20 at block 256 needs 160 KiB of queue per block in fp64"), why
-    assert strategies.create("fullshell_thread_csr", defer=8).supports(p, check_device=False)[0]
-    # the default fits the block: 12 at block 128 in fp64 would not (48 KiB), 8 does; none at 512
-    assert strategies.create("fullshell_thread_csr", block=256).deferred("fp32", 1, 1) == 8
-    assert strategies.create("fullshell_thread_csr", block=512).deferred("fp32", 1, 1) == 0
-    with pytest.raises(InputError, match="defer"):
-        strategies.create("fullshell_thread_csr", defer=24)
-
-
 def test_work_counts_are_cell_checks():
     p = scenarios.make("k_per_cell", "small")
     full = strategies.create("fullshell_thread_cpu").work(p)

@@ -399,22 +399,6 @@ for s in ('fullshell_thread_csr', 'verlet_thread_padded'):
 r = md.run(strategies.create('verlet_thread_padded'), scenarios.make('lj_liquid', 5000), steps=40, dt=0.005, sample=20)
 print('md', r.graph, r.samples[-1].total)" || echo "sanitizer $t: FAILED"
     done ;;
-  defer-s11)  # the CSR full shell's deferred pair body: queue depths against the per-candidate body (defer=0), LJ 1M
-    # and 32,000 (threads per particle), cells of rc/2, the Gaussian; ncu's full set at the default (LJ 1M, forces)
-    $PY -m harness bench --strategies fullshell_thread_csr --scenario lj_liquid --n large --outputs all,forces \
-      --sweep defer=0:8:12:16:20 --name fs-defer-1m "${common[@]}"
-    $PY -m harness bench --strategies fullshell_thread_csr --scenario lj_liquid --n 32000 --outputs all,forces \
-      --sweep defer=0:16 --sweep tpp=1:2:4 --name fs-defer-32k "${common[@]}"
-    $PY -m harness bench --strategies fullshell_thread_csr --scenario lj_liquid --n large --outputs all,forces \
-      --launch cell_factor=0.5 --sweep defer=0:16 --name fs-defer-cf05 "${common[@]}"
-    $PY -m harness bench --strategies fullshell_thread_csr --scenario gaussian --n large --outputs all,forces \
-      --sweep defer=0:16 --name fs-defer-gauss "${common[@]}"
-    s=fullshell_thread_csr
-    ncu --nvtx --nvtx-include "force/$s/" --clock-control none --set full --launch-count 1 -f -o "$out/ncu-$s" \
-      $PY -m harness profile --inner --strategy $s --scenario lj_liquid --n large --precision fp32 --outputs forces \
-      >"$out/ncu-$s.log" 2>&1
-    ncu -i "$out/ncu-$s.ncu-rep" --page details >"$out/ncu-$s-details.txt" 2>&1
-    rm -f "$out/ncu-$s.ncu-rep" ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
