@@ -557,8 +557,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     for p in paths:
         if not p.exists():
             raise InputError(f"report: {p} does not exist")
+    before = [Path(p) for p in (args.before or [])]
+    for p in before:
+        if not p.is_file():
+            raise InputError(f"report: --before {p} does not exist")
     out = results.check_dir(Path(args.out) / args.name, "--out/--name")
-    index, md = report.build(paths, out, args.title or f"mdforce report: {args.name}")
+    index, md = report.build(paths, out, args.title or f"mdforce report: {args.name}", before=before)
     print(f"wrote {index} and {md} (from {len(paths)} result files)")
     return 0
 
@@ -693,7 +697,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("old", help="the earlier bench JSON")
     p.add_argument("new", help="the later bench JSON")
     p.add_argument("--threshold", default="5%", help="smallest change that counts, e.g. 5%% or 0.05 (default 5%%)")
-    p.add_argument("--metric", default="compute", choices=("compute", "graph", "with_list", "force"),
+    p.add_argument("--metric", default="compute", choices=("compute", "graph", "with_list", "force", "device"),
                    help="the phase compared (default compute: from scratch, events)")
     p.add_argument("--any-device", action="store_true", help="compare results of two different devices anyway")
     p.add_argument("--json", help="also write the comparison here")
@@ -750,6 +754,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--name", default="latest", help="report folder under --out (default latest)")
     p.add_argument("--out", default=str(ROOT / "reports"))
     p.add_argument("--title")
+    p.add_argument("--before", action="append", metavar="BENCH_JSON",
+                   help="an earlier bench result (repeatable): the section 'Before and after' compares every point it "
+                        "shares with the inputs (harness compare's rule: above 5%% and above the noise)")
     p.set_defaults(fn=cmd_report)
 
     p = sub.add_parser("tune", help="the fastest strategy and launch parameters for your particles (verified)")

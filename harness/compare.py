@@ -21,7 +21,9 @@ from pathlib import Path
 
 from mdcore import InputError
 
-METRICS = ("compute", "graph", "with_list", "force")
+METRICS = ("compute", "graph", "with_list", "force", "device")
+# device: what the report's verdict ranks by, the CUDA-graph replay from scratch where a row has
+# one (GPU strategies), else the compute time (CPU strategies; eager GPU rows)
 
 
 def parse_threshold(text: str) -> float:
@@ -49,6 +51,8 @@ def _label(r: dict) -> str:
 def _stats(r: dict, metric: str) -> tuple[float, float, bool] | None:
     """(median, noise, from quartiles) of the metric; peers time only their force."""
     m = "force" if r.get("backend") == "peer" else metric
+    if m == "device":
+        m = "graph" if r.get("graph_ms") else "compute"
     med = r.get(f"{m}_ms")
     if med is None or not isinstance(med, (int, float)) or not med > 0:
         return None
@@ -97,7 +101,12 @@ def compare(old_path: Path, new_path: Path, threshold: float = 0.05, metric: str
             any_device: bool = False) -> tuple[list[Change], dict]:
     if metric not in METRICS:
         raise InputError(f"--metric: expected one of {', '.join(METRICS)}, got {metric!r}")
-    old, new = _load(old_path), _load(new_path)
+    return compare_docs(_load(old_path), _load(new_path), old_path, new_path, threshold, metric, any_device)
+
+
+def compare_docs(old: dict, new: dict, old_path, new_path, threshold: float = 0.05, metric: str = "compute",
+                 any_device: bool = False) -> tuple[list[Change], dict]:
+    """compare() on two loaded bench results (harness.report.load)."""
     if _device(old) != _device(new) and not any_device:
         raise InputError(f"compare: {old_path} was measured on {_device(old)}, {new_path} on {_device(new)}; times "
                          f"of two devices say nothing about a change in the code (--any-device compares them anyway)")

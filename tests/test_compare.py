@@ -106,3 +106,16 @@ def test_two_real_bench_runs(tmp_path, capsys):
     code = cli.main(["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--threshold", "50%"])
     out = capsys.readouterr().out
     assert code in (0, 1) and "allpairs_thread_cpu uniform N=300 fp32 all" in out
+
+
+def test_device_metric_takes_the_graph_replay_where_a_row_has_one(tmp_path):
+    """--metric device: what the report's verdict ranks, the graph replay of a GPU row, the
+    compute time of a row without one (CPU strategies)."""
+    g = {"graph_ms": 0.5, "graph_q1_ms": 0.495, "graph_q3_ms": 0.505}
+    old = write(tmp_path / "old.json", [row("gpu", 1.0, **g), row("cpu", 1.0, backend="cpu")])
+    new = write(tmp_path / "new.json", [row("gpu", 1.0, **{**g, "graph_ms": 0.4}), row("cpu", 2.0, backend="cpu")])
+    got = {c.point.split()[0]: c for c in compare.compare(old, new, metric="device")[0]}
+    assert got["gpu"].verdict == "improvement" and got["gpu"].old_ms == 0.5 and got["gpu"].new_ms == 0.4
+    assert got["cpu"].verdict == "regression" and got["cpu"].new_ms == 2.0
+    same = {c.point.split()[0]: c.verdict for c in compare.compare(old, new, metric="compute")[0]}
+    assert same["gpu"] == "same"  # the compute medians did not move

@@ -201,3 +201,41 @@ def test_the_committed_gpu_results_build_a_report(tmp_path):
     assert "failed as they must" in text.split("## ", 1)[0]
     assert "issue-bound" in text or "latency-bound" in text
     assert (tmp_path / "r" / "roofline.svg").is_file()
+
+
+def test_before_and_after_compares_the_points_in_common(built, tmp_path, capsys):
+    """--before: every point shared with the bench inputs, by harness compare's rule; a strategy
+    made twice as slow in the earlier result shows as a 0.5 geometric mean and improvements."""
+    import json
+
+    from harness import cli
+
+    new = built.parent / "b.json"
+    doc = json.loads(new.read_text())
+    for r in doc["rows"]:
+        if r["strategy"] == "allpairs_thread_cpu" and r.get("status") == "ok":
+            for k in [k for k in r if k.startswith(("compute_", "graph_")) and k.endswith("_ms")]:
+                r[k] = 2.0 * r[k] if isinstance(r[k], (int, float)) else r[k]
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(doc))
+    assert cli.main(["report", str(new), "--before", str(old), "--out", str(tmp_path), "--name", "ba"]) == 0
+    part = (tmp_path / "ba" / "report.md").read_text().split("## Before and after")[1].split("\n## ")[0]
+    assert "old.json" in part and "points in common" in part and "improvement" in part
+    line = next(x for x in part.splitlines() if x.startswith("| allpairs_thread_cpu"))
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[2] == "0.5" and cells[5] == cells[1] and cells[6] == "0", cells  # all faster, none slower
+    # without --before the section says how to get it
+    assert "--before OLD.json" in (built / "report.md").read_text().split("## Before and after")[1].split("\n## ")[0]
+    capsys.readouterr()
+    assert cli.main(["report", str(new), "--before", str(tmp_path / "nope.json"), "--out", str(tmp_path)]) == 2
+    assert "--before" in capsys.readouterr().err
+    v = built.parent / "v.json"
+    assert cli.main(["report", str(new), "--before", str(v), "--out", str(tmp_path), "--name", "bv"]) == 2
+    assert "--before takes bench results" in capsys.readouterr().err
+    other = json.loads(new.read_text())
+    other["rows"] = [dict(r, n=r["n"] + 1) for r in other["rows"]]
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    assert cli.main(["report", str(new), "--before", str(tmp_path / "other.json"), "--out", str(tmp_path),
+                     "--name", "bo"]) == 2
+    assert "shares no point with the bench inputs" in capsys.readouterr().err
+    assert not (tmp_path / "bv").exists() and not (tmp_path / "bo").exists()  # nothing half-written

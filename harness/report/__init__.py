@@ -27,10 +27,15 @@ from .sections import SECTIONS
 __all__ = ["SECTIONS", "build", "default_inputs", "load"]
 
 
-def build(paths: list[Path], out_dir: Path, title: str) -> tuple[Path, Path]:
+def build(paths: list[Path], out_dir: Path, title: str, before: list[Path] | None = None) -> tuple[Path, Path]:
+    """before: earlier bench results for the section 'Before and after'."""
     data = load(paths)  # refuses bad input before anything is written
     if not data["bench"] and not data["verify"] and not data["profile"] and not data["nve"]:
         raise InputError("report: no results given (bench, verify, profile or NVE JSON)")
+    old = load(list(before or []))
+    if len(old["bench"]) != len(before or []):
+        raise InputError("report: --before takes bench results (the JSON of `harness bench`)")
+    found = S.before_after(data["bench"], data["bench_files"], old["bench"], old["bench_files"])
     out_dir.mkdir(parents=True, exist_ok=True)
     plots = render.Plots(out_dir)
     bench = []
@@ -44,6 +49,7 @@ def build(paths: list[Path], out_dir: Path, title: str) -> tuple[Path, Path]:
     S.correctness(sections["correctness"], plots, data["verify"])
     S.wins(sections["wins"], bench)
     S.timings(sections["timings"], bench)
+    S.changes(sections["changes"], found, bool(before))
     S.thesis(sections["thesis"], plots, bench)
     S.cpu_gpu(sections["cpu_gpu"], bench)
     S.parity(sections["parity"], plots, bench)

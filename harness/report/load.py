@@ -59,7 +59,8 @@ def normalise_row(r: dict, renamed: dict) -> dict:
 def load(paths: list[Path]) -> dict:
     """Classify result JSON files: bench, verify, profile; rows normalised to the current
     schema. 'renamed' lists the old names mapped."""
-    out: dict = {"bench": [], "verify": [], "profile": [], "nve": [], "files": [], "renamed": {}, "schemas": set()}
+    out: dict = {"bench": [], "verify": [], "profile": [], "nve": [], "files": [], "bench_files": [], "renamed": {},
+                 "schemas": set()}
     for p in paths:
         try:
             doc = json.loads(Path(p).read_text())
@@ -84,6 +85,7 @@ def load(paths: list[Path]) -> dict:
         elif doc.get("kind") == "bench" or ("rows" in doc and "device" in doc):
             _check_rows(p, doc)
             out["bench"].append(dict(doc, rows=[normalise_row(r, out["renamed"]) for r in doc["rows"]]))
+            out["bench_files"].append(str(p))
         else:
             raise InputError(f"report: {p} is neither a bench, a verify nor a profile result")
         out["files"].append(str(p))

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import pandas as pd
 
-from mdcore import PRECISIONS
+from mdcore import PRECISIONS, InputError
 
 from . import verdict as V
 from .render import Plots, Section
@@ -20,6 +20,7 @@ SECTIONS = [
     ("correctness", "Correctness"),
     ("wins", "Which strategy wins where, point by point"),
     ("timings", "From scratch, with a built list, amortised per MD step"),
+    ("changes", "Before and after"),
     ("thesis", "The thesis's measurements on this GPU"),
     ("cpu_gpu", "CPU (numba) against GPU"),
     ("parity", "Parity-plane traverser: the MarDyn cell processors"),
@@ -216,6 +217,70 @@ def timings(sec: Section, bench: list[dict]) -> None:
                       "" if r.get("list_bytes") is None else f"{r['list_bytes'] / 2**20:.1f}", bool(r.get("noisy"))])
     sec.table(["scenario", "N", "precision", "outputs", "strategy", "from scratch", "with list", "amortised",
                "rebuilds / frames", "skin", "list checks per interaction", "list MiB", "noisy"], table, noisy="noisy")
+
+
+def before_after(bench_docs: list[dict], bench_files: list[str], before_docs: list[dict],
+                 before_files: list[str]) -> list[tuple]:
+    """(Change, meta) for every point an earlier bench result (--before) shares with the bench
+    inputs (harness.compare, metric device); raises InputError for a --before file that shares
+    no point with them, or one of another device. Run before anything is written."""
+    from ..compare import compare_docs
+
+    found = []
+    for old, old_file in zip(before_docs, before_files):
+        old_keys = {_change_key(r) for r in old["rows"]}
+        pairs = [(new, f) for new, f in zip(bench_docs, bench_files)
+                 if Path(f).resolve() != Path(old_file).resolve() and old_keys & {_change_key(r) for r in new["rows"]}]
+        if not pairs:
+            raise InputError(f"report: --before {old_file} shares no point with the bench inputs")
+        for new, new_file in pairs:
+            cs, meta = compare_docs(old, new, old_file, new_file, metric="device")
+            found += [(c, meta) for c in cs if c.verdict not in ("new", "gone")]
+    return found
+
+
+def changes(sec: Section, found: list[tuple], given: bool) -> None:
+    """The points before_after() found: the time per evaluation as the verdict takes it (graph
+    replay from scratch on the GPU, host time on the CPU) before and now, by harness compare's
+    rule (a change counts above 5% and above the noise of both); per strategy the geometric mean
+    of now / before over its points."""
+    if not given:
+        return sec.empty("Give an earlier bench result of the same device: `python -m harness report NEW.json "
+                         "--before OLD.json` (e.g. the previous `make bench SUITE=full`).")
+    counts = Counter(c.verdict for c, _ in found)
+    metas = list({(m["old"], m["new"]): m for _, m in found}.values())
+    sec.text("Time per evaluation, median of each run: the CUDA-graph replay from scratch for GPU strategies, the host "
+             "time for CPU strategies (what the verdict ranks). A change counts above 5% and above the noise, the "
+             "larger interquartile range / median of the two rows (`harness compare --metric device`). Compared: "
+             + "; ".join(f"{Path(m['old']).name} ({m['old_commit']}) -> {Path(m['new']).name} ({m['new_commit']})"
+                         for m in metas)
+             + f". {len(found)} points in common: " + ", ".join(f"{counts[v]} {v}" for v in
+                                                            ("improvement", "regression", "same", "n/a") if counts[v]) + ".")
+    by = defaultdict(list)
+    for c, _ in found:
+        if c.change is not None:
+            by[c.point.split(" ", 1)[0]].append(c)
+    rows = []
+    for strat, cs in by.items():
+        ratios = [1.0 + c.change for c in cs]
+        gm = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
+        rows.append([strat, len(cs), f"{gm:.3f}", f"{min(ratios):.3f}", f"{max(ratios):.3f}",
+                     sum(c.verdict == "improvement" for c in cs), sum(c.verdict == "regression" for c in cs)])
+    rows.sort(key=lambda r: float(r[2]))
+    sec.table(["strategy", "points", "now / before (geometric mean)", "best", "worst", "faster", "slower"], rows)
+    order = {"regression": 0, "improvement": 1, "same": 2, "n/a": 3}
+    detail = sorted((c for c, _ in found), key=lambda c: (order.get(c.verdict, 9), -abs(c.change or 0.0)))
+    with sec.details(f"Every point ({len(detail)})"):
+        sec.table(["verdict", "point", "before ms", "now ms", "change", "noise", "note"],
+                  [[c.verdict, c.point, _fmt(c.old_ms), _fmt(c.new_ms),
+                    "" if c.change is None else f"{c.change:+.1%}", "" if c.noise is None else f"{c.noise:.0%}", c.note]
+                   for c in detail])
+
+
+def _change_key(r: dict) -> tuple:
+    from ..compare import _key
+
+    return _key(r)
 
 
 def repeat_check(rows: list[dict]) -> tuple[int, int, float] | None:
