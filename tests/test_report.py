@@ -201,6 +201,11 @@ def test_the_committed_gpu_results_build_a_report(tmp_path):
     assert "failed as they must" in text.split("## ", 1)[0]
     assert "issue-bound" in text or "latency-bound" in text
     assert (tmp_path / "r" / "roofline.svg").is_file()
+    # a peer's profile covers its whole MD step: the Roofline row is its nonbonded kernel, per evaluation
+    roof = text.split("## Roofline")[1].split("\n## ")[0]
+    rows = [x for x in roof.splitlines() if x.startswith("| peer:openmm")]
+    assert rows and all(x.startswith("| peer:openmm (computeNonbonded)") for x in rows), rows
+    assert any("0.3399" in x for x in rows), rows  # s9-call7: 0.340 ms, not the step's 3.45 ms over 3 evaluations
 
 
 def test_before_and_after_compares_the_points_in_common(built, tmp_path, capsys):
