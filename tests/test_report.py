@@ -244,3 +244,31 @@ def test_before_and_after_compares_the_points_in_common(built, tmp_path, capsys)
                      "--name", "bo"]) == 2
     assert "shares no point with the bench inputs" in capsys.readouterr().err
     assert not (tmp_path / "bv").exists() and not (tmp_path / "bo").exists()  # nothing half-written
+
+
+def test_strategies_against_the_fastest_name_their_bound_or_the_command():
+    """Issue 12's rule in the Roofline section: at the largest LJ liquid point, each strategy's
+    best launch against the fastest; one more than 3x behind gets the bound its profile names,
+    or the profile command where none was given."""
+    from harness.report import render, sections as S
+
+    dev = {"gpu": "GPU X"}
+
+    def row(strategy, ms, n=1000):
+        return {"strategy": strategy, "backend": "cuda", "scenario": "lj_liquid", "n": n, "precision": "fp32",
+                "outputs": "all", "status": "ok", "compute_ms": ms, "graph_ms": ms, "_device": dev}
+
+    bench = [row("fast", 1.0), row("near[block=64]", 2.5), row("near", 2.9), row("slow", 4.0), row("slower", 10.0),
+             row("fast", 0.001, n=10)]
+    heaviest = {"issue_active_pct": 81.0, "dram_throughput_pct": 2.0, "achieved_occupancy_pct": 50.0,
+                "top_stalls": [["wait", 1.0]]}
+    profiles = [{"strategy": "slow", "scenario": "lj_liquid", "n": 1000, "outputs": "all", "ncu": {"heaviest": heaviest}}]
+    sec = render.Section("roofline", "Roofline")
+    S._against_fastest(sec, bench, profiles)
+    text = sec.blocks[0]["text"]
+    assert "N=1,000" in text and "2 within 3x, 2 further behind, 1 of those with the bound a profile names" in text
+    md = sec.blocks[1]["md"]
+    lines = {x.split("|")[1].strip(): x for x in md.splitlines()[2:]}
+    assert "near[block=64]" in lines["near"] and "2.50x" in lines["near"]  # its fastest launch
+    assert "issue-bound (81% of issue slots" in lines["slow"] and "4.00x" in lines["slow"]
+    assert "python -m harness profile --strategy slower --scenario lj_liquid --n 1000" in lines["slower"]

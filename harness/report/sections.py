@@ -712,8 +712,51 @@ def roofline(sec: Section, plots: Plots, bench: list[dict], devices: list[dict],
         sec.table(["strategy", "scenario", "N", "outputs", "ncu ms", "issue bound ms", "FP32 floor ms", "issue %",
                    "warp instr. / 32 checks", "occupancy %", "SM %", "DRAM %", "L1 hit %", "L2 hit %", "regs",
                    "top stalls", "bound", "ncu/events"], table)
+    _against_fastest(sec, bench, profiles)
     if not rows and not profiles:
         sec.empty("Run `make bench` on a GPU, and `make profile` for ncu summaries.")
+
+
+FASTEST_FACTOR = 3.0  # issue 12: every strategy within 3x of the fastest, or its measured bound named
+
+
+def _against_fastest(sec: Section, bench: list[dict], profiles: list[dict]) -> None:
+    """At the largest LJ liquid point timed on the GPU (per device, fp32, all outputs): every
+    strategy's best time against the fastest's, and for those more than FASTEST_FACTOR behind the
+    bound its ncu summary names (a profile of that strategy near that N), or the command that
+    would measure it."""
+    rows = [r for r in _all_outputs(_ok(bench)) if r.get("backend") == "cuda" and r.get("precision") == "fp32"
+            and _family(r["scenario"]) == "lj_liquid"]
+    for dev in sorted({r["_device"].get("gpu", "") for r in rows}):
+        at = [r for r in rows if r["_device"].get("gpu", "") == dev]
+        n = max(r["n"] for r in at)
+        best: dict[str, dict] = {}
+        for r in at:
+            base = r["strategy"].split("[")[0]
+            if r["n"] == n and (base not in best or _device_ms(r) < _device_ms(best[base])):
+                best[base] = r
+        if len(best) < 2:
+            continue
+        fastest = min(_device_ms(r) for r in best.values())
+        table = []
+        for base, r in sorted(best.items(), key=lambda kv: _device_ms(kv[1])):
+            ratio = _device_ms(r) / fastest
+            prof = V._profile_for(profiles, base, "lj_liquid", n, "all")
+            if prof is not None:
+                why = f"{V._bound(prof['ncu']['heaviest'])}, ncu at N={prof.get('n', prof.get('size'))}"
+            elif ratio > FASTEST_FACTOR:
+                why = f"no profile given: `python -m harness profile --strategy {base} --scenario lj_liquid --n {n}`"
+            else:
+                why = ""
+            table.append([base, r["strategy"], _fmt(_device_ms(r)), f"{ratio:.2f}x",
+                          ratio <= FASTEST_FACTOR, why])
+        named = sum(1 for t in table if not t[4] and not t[5].startswith("no profile"))
+        behind = sum(1 for t in table if not t[4])
+        sec.text(f"Every strategy against the fastest at the largest LJ liquid point ({dev}, N={n:,}, fp32, all "
+                 f"outputs, the verdict's time; each strategy's fastest launch): {len(table) - behind} within "
+                 f"{FASTEST_FACTOR:g}x, {behind} further behind, {named} of those with the bound a profile names.")
+        sec.table(["strategy", "fastest launch", "ms", "x fastest", f"within {FASTEST_FACTOR:g}x",
+                   "bound (ncu, force phase)"], table)
 
 
 def claims(sec: Section, paths: list) -> None:
