@@ -64,12 +64,14 @@ timeline:
 	$(PYTHON) -m harness timeline --strategy $(STRATEGY) --scenario $(SCENARIO) --n $(N) --precision $(PRECISION)
 
 # report: from the newest reports/bench/*.json, reports/verify/verify.json and reports/profile/*.json,
-# or the result files named in INPUTS; into reports/$(REPORT)/
+# or the result files named in INPUTS; into reports/$(REPORT)/. BEFORE: earlier bench results for
+# the section 'Before and after' (e.g. the previous SUITE=full sweep)
 REPORT ?= latest
 INPUTS ?=
+BEFORE ?=
 report:
 	$(call boot,bench)
-	$(PYTHON) -m harness report $(INPUTS) --name $(REPORT) $(ARGS)
+	$(PYTHON) -m harness report $(INPUTS) $(foreach f,$(BEFORE),--before $(f)) --name $(REPORT) $(ARGS)
 
 # claims: the seed documents' claims, each with its measurement and a computed verdict, from the
 # bench, NVE and verify results under CLAIMS_FROM (CLAIMS_OUT: write the markdown table there)

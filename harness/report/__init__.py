@@ -9,8 +9,9 @@ it lies outside the report's results folder): the page works offline, its raw da
 
 The page opens with the verdict and the correctness line. Sections (each present in every
 report; one without data says which command produces it): verdict, correctness, wins, timings
-(three columns), thesis, cpu_gpu, parity processors, precision, the seeds' claims, peers,
-roofline, method.
+(three columns), before and after (--before: earlier bench results), thesis, cpu_gpu, parity
+processors, precision, the seeds' claims, peers, roofline (with every strategy against the
+fastest at the largest LJ liquid point), method.
 """
 from __future__ import annotations
 
