@@ -399,6 +399,27 @@ for s in ('fullshell_thread_csr', 'verlet_thread_padded'):
 r = md.run(strategies.create('verlet_thread_padded'), scenarios.make('lj_liquid', 5000), steps=40, dt=0.005, sample=20)
 print('md', r.graph, r.samples[-1].total)" || echo "sanitizer $t: FAILED"
     done ;;
+  bounds)  # issue 12's 3x rule: ncu of the strategies the s11 report lists beyond 3x without a profile (LJ 1M, all
+    # outputs; the mutex schedulers at their fastest launch), OpenMM's kernels in the same call
+    mkdir -p "$out/profile"
+    for s in c08_warp_nested parity_warpblock_twopass_atomic parity_thread_csr c08_thread_2d c08_thread_csr \
+             c08_thread_nested parity_warpblock_shared_mutex:warps=16 parity_warpblock_twopass_mutex:warps=16; do
+      name=${s%%:*}
+      launch=()
+      [ "$name" != "$s" ] && launch=(--launch "${s#*:}")
+      $PY -m harness profile --strategy "$name" "${launch[@]}" --scenario lj_liquid --n large --out "$out/profile" \
+        >"$out/profile-$name.log" 2>&1 || echo "profile $name failed"
+    done
+    $PY -m harness profile --peer openmm --scenario lj_liquid --n large --out "$out/profile" >"$out/profile-openmm.log" 2>&1 ;;
+  verlet-gauss)  # the Verlet list on the Gaussian at 64,000 from scratch by build (the s11 sweep found it 20% slower than
+    # the s8 sweep): the current tree and (.before/, e.g. 67fdadb) an earlier one in the same call
+    $PY -m harness bench --strategies verlet_thread_padded --scenario gaussian --n 64000 --sweep build=strip:cell:warp \
+      --amortised 0 --name verlet-gauss64k "${common[@]}"
+    if [ -d .before ]; then
+      (cd .before && HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness bench \
+        --strategies verlet_thread_padded --scenario gaussian --n 64000 --sweep build=strip:cell:warp --amortised 0 \
+        --name verlet-gauss64k-before "${common[@]}")
+    fi ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
