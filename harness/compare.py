@@ -38,7 +38,7 @@ def parse_threshold(text: str) -> float:
     return v
 
 
-def _key(r: dict) -> tuple:
+def point_key(r: dict) -> tuple:
     """The label names the launch parameters that differ from the defaults: a parameter added
     with its default later keeps the point's identity."""
     return r["strategy"], r.get("scenario"), int(r.get("n", 0)), r.get("precision"), r.get("outputs", "all")
@@ -110,8 +110,8 @@ def compare_docs(old: dict, new: dict, old_path, new_path, threshold: float = 0.
     if _device(old) != _device(new) and not any_device:
         raise InputError(f"compare: {old_path} was measured on {_device(old)}, {new_path} on {_device(new)}; times "
                          f"of two devices say nothing about a change in the code (--any-device compares them anyway)")
-    a = {_key(r): r for r in old["rows"]}
-    b = {_key(r): r for r in new["rows"]}
+    a = {point_key(r): r for r in old["rows"]}
+    b = {point_key(r): r for r in new["rows"]}
     if not set(a) & set(b):
         raise InputError(f"compare: {old_path} and {new_path} have no point in common")
     out: list[Change] = []

@@ -167,12 +167,13 @@ def _device_ms(r: dict) -> float:
     return r.get("graph_ms") or r["compute_ms"]
 
 
-def _one_per_label(rows: list[dict], key=_device_ms) -> list[dict]:
-    """A strategy measured twice at one point (two suites share it): its faster row."""
+def _one_per_label(rows: list[dict], key=_device_ms, label=lambda r: r["strategy"]) -> list[dict]:
+    """A strategy measured twice at one point (two suites share it): its faster row. label: what
+    counts as one strategy (the name without launch parameters: its fastest launch)."""
     best: dict[str, dict] = {}
     for r in rows:
-        if r["strategy"] not in best or key(r) < key(best[r["strategy"]]):
-            best[r["strategy"]] = r
+        if label(r) not in best or key(r) < key(best[label(r)]):
+            best[label(r)] = r
     return list(best.values())
 
 
@@ -224,13 +225,13 @@ def before_after(bench_docs: list[dict], bench_files: list[str], before_docs: li
     """(Change, meta) for every point an earlier bench result (--before) shares with the bench
     inputs (harness.compare, metric device); raises InputError for a --before file that shares
     no point with them, or one of another device. Run before anything is written."""
-    from ..compare import compare_docs
+    from ..compare import compare_docs, point_key
 
     found = []
     for old, old_file in zip(before_docs, before_files):
-        old_keys = {_change_key(r) for r in old["rows"]}
+        old_keys = {point_key(r) for r in old["rows"]}
         pairs = [(new, f) for new, f in zip(bench_docs, bench_files)
-                 if Path(f).resolve() != Path(old_file).resolve() and old_keys & {_change_key(r) for r in new["rows"]}]
+                 if Path(f).resolve() != Path(old_file).resolve() and old_keys & {point_key(r) for r in new["rows"]}]
         if not pairs:
             raise InputError(f"report: --before {old_file} shares no point with the bench inputs")
         for new, new_file in pairs:
@@ -275,12 +276,6 @@ def changes(sec: Section, found: list[tuple], given: bool) -> None:
                   [[c.verdict, c.point, _fmt(c.old_ms), _fmt(c.new_ms),
                     "" if c.change is None else f"{c.change:+.1%}", "" if c.noise is None else f"{c.noise:.0%}", c.note]
                    for c in detail])
-
-
-def _change_key(r: dict) -> tuple:
-    from ..compare import _key
-
-    return _key(r)
 
 
 def repeat_check(rows: list[dict]) -> tuple[int, int, float] | None:
@@ -720,6 +715,11 @@ def roofline(sec: Section, plots: Plots, bench: list[dict], devices: list[dict],
 FASTEST_FACTOR = 3.0  # issue 12: every strategy within 3x of the fastest, or its measured bound named
 
 
+def _base(r: dict) -> str:
+    """The strategy's name without its launch parameters."""
+    return r["strategy"].split("[")[0]
+
+
 def _against_fastest(sec: Section, bench: list[dict], profiles: list[dict]) -> None:
     """At the largest LJ liquid point timed on the GPU (per device, fp32, all outputs): every
     strategy's best time against the fastest's, and for those more than FASTEST_FACTOR behind the
@@ -730,17 +730,13 @@ def _against_fastest(sec: Section, bench: list[dict], profiles: list[dict]) -> N
     for dev in sorted({r["_device"].get("gpu", "") for r in rows}):
         at = [r for r in rows if r["_device"].get("gpu", "") == dev]
         n = max(r["n"] for r in at)
-        best: dict[str, dict] = {}
-        for r in at:
-            base = r["strategy"].split("[")[0]
-            if r["n"] == n and (base not in best or _device_ms(r) < _device_ms(best[base])):
-                best[base] = r
+        best = sorted(_one_per_label([r for r in at if r["n"] == n], label=_base), key=_device_ms)
         if len(best) < 2:
             continue
-        fastest = min(_device_ms(r) for r in best.values())
+        fastest = _device_ms(best[0])
         table = []
-        for base, r in sorted(best.items(), key=lambda kv: _device_ms(kv[1])):
-            ratio = _device_ms(r) / fastest
+        for r in best:
+            base, ratio = _base(r), _device_ms(r) / fastest
             prof = V._profile_for(profiles, base, "lj_liquid", n, "all")
             if prof is not None:
                 why = f"{V._bound(prof['ncu']['heaviest'])}, ncu at N={prof.get('n', prof.get('size'))}"
