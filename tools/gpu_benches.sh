@@ -402,15 +402,17 @@ print('md', r.graph, r.samples[-1].total)" || echo "sanitizer $t: FAILED"
   bounds)  # issue 12's 3x rule: ncu of the strategies the s11 report lists beyond 3x without a profile (LJ 1M, all
     # outputs; the mutex schedulers at their fastest launch), OpenMM's kernels in the same call
     mkdir -p "$out/profile"
-    for s in c08_warp_nested parity_warpblock_twopass_atomic parity_thread_csr c08_thread_2d c08_thread_csr \
-             c08_thread_nested parity_warpblock_shared_mutex:warps=16 parity_warpblock_twopass_mutex:warps=16; do
+    # BOUNDS: a subset (e.g. the rest after a call ran out of time); PEER=0: without OpenMM
+    for s in ${BOUNDS:-c08_warp_nested parity_warpblock_twopass_atomic parity_thread_csr c08_thread_2d c08_thread_csr \
+             c08_thread_nested parity_warpblock_shared_mutex:warps=16 parity_warpblock_twopass_mutex:warps=16}; do
       name=${s%%:*}
       launch=()
       [ "$name" != "$s" ] && launch=(--launch "${s#*:}")
       $PY -m harness profile --strategy "$name" "${launch[@]}" --scenario lj_liquid --n large --out "$out/profile" \
         >"$out/profile-$name.log" 2>&1 || echo "profile $name failed"
     done
-    $PY -m harness profile --peer openmm --scenario lj_liquid --n large --out "$out/profile" >"$out/profile-openmm.log" 2>&1 ;;
+    [ "${PEER:-1}" = 0 ] || $PY -m harness profile --peer openmm --scenario lj_liquid --n large --out "$out/profile" \
+      >"$out/profile-openmm.log" 2>&1 ;;
   verlet-gauss)  # the Verlet list on the Gaussian at 64,000 from scratch by build (the s11 sweep found it 20% slower than
     # the s8 sweep): the current tree and (.before/, e.g. 67fdadb) an earlier one in the same call
     $PY -m harness bench --strategies verlet_thread_padded --scenario gaussian --n 64000 --sweep build=strip:cell:warp \
