@@ -272,3 +272,18 @@ def test_strategies_against_the_fastest_name_their_bound_or_the_command():
     assert "near[block=64]" in lines["near"] and "2.50x" in lines["near"]  # its fastest launch
     assert "issue-bound (81% of issue slots" in lines["slow"] and "4.00x" in lines["slow"]
     assert "python -m harness profile --strategy slower --scenario lj_liquid --n 1000" in lines["slower"]
+
+
+def test_a_grid_smaller_than_the_gpu_is_named_as_the_bound():
+    """ncu's stalls of a kernel whose grid leaves SMs without a block (c08's one thread per base
+    step: 73 blocks on 132 SMs at 1M) read as latency; the bound is its parallelism. Without the
+    device's SM count, or with a grid that fills the SMs, the stalls and issue slots decide."""
+    from harness.report import verdict as V
+
+    k = {"issue_active_pct": 8.7, "dram_throughput_pct": 0.2, "achieved_occupancy_pct": 6.3, "grid_size": 73.0,
+         "block_size": 128.0, "top_stalls": [["long_scoreboard", 6.7]]}
+    assert V._bound(k, 132).startswith("parallelism-bound (a grid of 73 blocks of 128 threads for 132 SMs, 9% of issue")
+    assert V._bound(k).startswith("latency-bound (long-scoreboard stalls")
+    assert V._bound(dict(k, grid_size=8192.0), 132).startswith("latency-bound")
+    assert V._bound(dict(k, grid_size=8192.0, issue_active_pct=80.0), 132).startswith("issue-bound (80%")
+    assert V._sms({"device": {"sms": 132}}) == 132 and V._sms({}) is None

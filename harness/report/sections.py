@@ -695,7 +695,7 @@ def roofline(sec: Section, plots: Plots, bench: list[dict], devices: list[dict],
                           _fmt(k.get("achieved_occupancy_pct"), 3), _fmt(k.get("sm_throughput_pct"), 3),
                           _fmt(k.get("dram_throughput_pct"), 3), _fmt(k.get("l1_hit_pct"), 3), _fmt(k.get("l2_hit_pct"), 3),
                           _fmt(k.get("registers_per_thread")), ", ".join(n for n, _ in k.get("top_stalls", [])),
-                          V._bound(k), f"{c['ratio']:.3f}" if c.get("ratio") else ""])
+                          V._bound(k, V._sms(d)), f"{c['ratio']:.3f}" if c.get("ratio") else ""])
         sec.text("Nsight Compute summaries (heaviest kernel of the force phase; for a peer, whose whole MD step is "
                  "profiled, its nonbonded kernel: median duration over the evaluations) and the timing cross-check "
                  "(sum of kernel durations / event-timed force phase). 'issue bound': the phase's warp "
@@ -739,7 +739,7 @@ def _against_fastest(sec: Section, bench: list[dict], profiles: list[dict]) -> N
             base, ratio = _base(r), _device_ms(r) / fastest
             prof = V._profile_for(profiles, base, "lj_liquid", n, "all")
             if prof is not None:
-                why = f"{V._bound(prof['ncu']['heaviest'])}, ncu at N={prof.get('n', prof.get('size'))}"
+                why = f"{V._bound(prof['ncu']['heaviest'], V._sms(prof))}, ncu at N={prof.get('n', prof.get('size'))}"
             elif ratio > FASTEST_FACTOR:
                 why = f"no profile given: `python -m harness profile --strategy {base} --scenario lj_liquid --n {n}`"
             else:

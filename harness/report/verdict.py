@@ -114,17 +114,29 @@ def points(bench: list[dict]) -> pd.DataFrame:
     return res
 
 
-def _bound(k: dict) -> str:
+def _bound(k: dict, sms: int | None = None) -> str:
+    """What bounds a kernel, from its ncu summary k; sms (the profile's device) names a grid too
+    small to give every SM a block, whatever its stalls say."""
     issue, dram = _num(k.get("issue_active_pct")), _num(k.get("dram_throughput_pct"))
     stalls = k.get("top_stalls") or []
     occ = _num(k.get("achieved_occupancy_pct"))
     tail = f", occupancy {occ:.0f}%" if occ is not None else ""
+    grid, block = _num(k.get("grid_size")), _num(k.get("block_size"))
+    if sms and grid is not None and grid < sms:
+        threads = f" of {block:.0f} threads" if block else ""
+        return (f"parallelism-bound (a grid of {grid:.0f} blocks{threads} for {sms} SMs, {issue or 0:.0f}% of issue "
+                f"slots{tail})")
     if issue is not None and issue >= ISSUE_BOUND:
         return f"issue-bound ({issue:.0f}% of issue slots{tail})"
     if dram is not None and dram >= DRAM_BOUND:
         return f"DRAM-bound ({dram:.0f}% of bandwidth{tail})"
     top = stalls[0][0] if stalls else "?"
     return f"latency-bound ({top.replace('_', '-')} stalls, {issue or 0:.0f}% of issue slots{tail})"
+
+
+def _sms(profile: dict) -> int | None:
+    """The SM count of the device a profile ran on (None where it does not say)."""
+    return (profile.get("device") or {}).get("sms")
 
 
 def _profile_for(profiles: list[dict], strategy: str, family: str, n: int, outputs: str) -> dict | None:
@@ -157,7 +169,7 @@ def why(p: dict, profiles: list[dict]) -> str:
         if d and d.get("ncu", {}).get("heaviest"):
             other = d.get("outputs", "all")
             note = f" (profiled with outputs={other})" if other != p["outputs"] else ""
-            parts.append(f"{p[role]} {_bound(d['ncu']['heaviest'])}{note}")
+            parts.append(f"{p[role]} {_bound(d['ncu']['heaviest'], _sms(d))}{note}")
     if not parts:
         return "no checks or ncu summary for these rows"
     return "; ".join(parts)
