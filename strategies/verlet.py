@@ -65,16 +65,23 @@ GRID_DTYPE = np.dtype([("nx", np.int32), ("ny", np.int32), ("nz", np.int32), ("p
 # 4,000: 0.156 / 0.093 / 0.036; 32,000: 0.164 / 0.097 / 0.107; 256,000: 0.437 / 0.405 / 0.649;
 # 1,048,576: 1.44 / 1.49 / 2.51. A warp per row while its threads fit the GPU about twice
 # (rows <= 128 per SM), a warp per cell up to CELL_BUILD_MAX rows, then a thread per row.
+# A warp per cell takes its cell's particles 32 at a time against all of the cell's candidates:
+# a crowded cell keeps its warp busy long after the others (Gaussian sigma 12 at 64,000, ~260 per
+# cell at the centre: cell 54.8 ms against strip 2.03 and warp 1.62, bench/s12-call3-verlet-gauss64k.json),
+# so 'auto' takes it only while the fullest cell needs at most two rounds.
 WARP_ROWS_PER_SM = 128
 CELL_BUILD_MAX = 524_288
+CELL_BUILD_FULLEST = 64
 
 
-def build_kind(build: str, n: int, sms: int) -> str:
+def build_kind(build: str, n: int, sms: int, fullest: int = 0) -> str:
+    """The list build: an explicit choice is kept; 'auto' from the rows (n), the GPU's SMs and the
+    particles in the fullest cell of the binning (fullest)."""
     if build != "auto":
         return build
     if n <= WARP_ROWS_PER_SM * sms:
         return "warp"
-    return "cell" if n < CELL_BUILD_MAX else "strip"
+    return "cell" if n < CELL_BUILD_MAX and fullest <= CELL_BUILD_FULLEST else "strip"
 
 
 def groups_of(cap: int) -> int:
@@ -260,17 +267,19 @@ class VerletPlan(DeviceListPlan):
         # per-pair minimum image in the build only on a periodic axis of fewer than 3 cells; z-windows otherwise
         minimage = any(p and int(d) < 3 for d, p in zip(self.dims, problem.box.periodic))
         window = bool(strategy.launch["window"]) and not minimage
-        self.build_kind = build_kind(strategy.launch["build"], n, cp.cuda.Device().attributes["MultiProcessorCount"])
+        self.margin = self.real(8 * np.finfo(np.float32).eps * (0.5 * float(problem.box.array.max()) + self.rl))
+        self._force: dict[str, object] = {}
+        # first build: the binning method (and the fullest cell: the list build's), then the rows'
+        # lengths (capacity 0), then the list
+        if n:
+            self.upload()
+        counts = self.binning.choose()
+        self.build_kind = build_kind(strategy.launch["build"], n, cp.cuda.Device().attributes["MultiProcessorCount"],
+                                     int(counts.max()) if counts.size else 0)
         self.k_build = kernel("verlet.cu", {
             "cell": f"verlet_build_cells<{real_t}, {cbool(minimage)}>",
             "warp": f"verlet_build_warp<{real_t}, {cbool(minimage)}>",
         }.get(self.build_kind, f"verlet_build<{real_t}, {cbool(minimage)}, {cbool(window)}>"))
-        self.margin = self.real(8 * np.finfo(np.float32).eps * (0.5 * float(problem.box.array.max()) + self.rl))
-        self._force: dict[str, object] = {}
-        # first build: the binning method, then the rows' lengths (capacity 0), then the list
-        if n:
-            self.upload()
-        self.binning.choose()
         self.cap = int(strategy.launch["cap"])
         self.nbr = cp.zeros(1, np.int32)
         if n and self.cap == 0:
