@@ -272,6 +272,13 @@ def test_strategies_against_the_fastest_name_their_bound_or_the_command():
     assert "near[block=64]" in lines["near"] and "2.50x" in lines["near"]  # its fastest launch
     assert "issue-bound (81% of issue slots" in lines["slow"] and "4.00x" in lines["slow"]
     assert "python -m harness profile --strategy slower --scenario lj_liquid --n 1000" in lines["slower"]
+    # a profile at a smaller N (up to 8x) names the bound, with its N; further away it does not
+    for pn, named in ((125, True), (100, False)):
+        far = [{"strategy": "slower", "scenario": "lj_liquid", "n": pn, "outputs": "all", "ncu": {"heaviest": heaviest}}]
+        sec = render.Section("roofline", "Roofline")
+        S._against_fastest(sec, bench, profiles + far)
+        line = [x for x in sec.blocks[1]["md"].splitlines() if x.split("|")[1].strip() == "slower"][0]
+        assert (f"ncu at N={pn}" in line) is named and ("no profile given" in line) is not named, (pn, line)
 
 
 def test_a_grid_smaller_than_the_gpu_is_named_as_the_bound():

@@ -713,6 +713,7 @@ def roofline(sec: Section, plots: Plots, bench: list[dict], devices: list[dict],
 
 
 FASTEST_FACTOR = 3.0  # issue 12: every strategy within 3x of the fastest, or its measured bound named
+PROFILE_REACH = 8.0  # a profile this many times away in N still names a strategy's bound in that table (with its N)
 
 
 def _base(r: dict) -> str:
@@ -737,7 +738,8 @@ def _against_fastest(sec: Section, bench: list[dict], profiles: list[dict]) -> N
         table = []
         for r in best:
             base, ratio = _base(r), _device_ms(r) / fastest
-            prof = V._profile_for(profiles, base, "lj_liquid", n, "all")
+            # a kernel's bound (its grid, its stalls) rarely changes within 8x in N; the row names the N
+            prof = V._profile_for(profiles, base, "lj_liquid", n, "all", within=PROFILE_REACH)
             if prof is not None:
                 why = f"{V._bound(prof['ncu']['heaviest'], V._sms(prof))}, ncu at N={prof.get('n', prof.get('size'))}"
             elif ratio > FASTEST_FACTOR:

@@ -139,9 +139,10 @@ def _sms(profile: dict) -> int | None:
     return (profile.get("device") or {}).get("sms")
 
 
-def _profile_for(profiles: list[dict], strategy: str, family: str, n: int, outputs: str) -> dict | None:
+def _profile_for(profiles: list[dict], strategy: str, family: str, n: int, outputs: str,
+                 within: float = 4.0) -> dict | None:
     """The ncu summary of this strategy nearest in N on this scenario family (the same outputs
-    preferred), None where it was not profiled."""
+    preferred), None where it was not profiled or only more than `within` times away in N."""
     best = None
     for d in profiles:
         if d.get("strategy") != strategy or str(d.get("scenario", "")).split(":")[0] != family:
@@ -150,7 +151,7 @@ def _profile_for(profiles: list[dict], strategy: str, family: str, n: int, outpu
         score = (abs(math.log(max(dn, 1) / max(n, 1))), d.get("outputs", "all") != outputs)
         if best is None or score < best[0]:
             best = (score, d)
-    if best is None or best[0][0] > math.log(4):  # more than 4x away in N: not this point
+    if best is None or best[0][0] > math.log(within):  # too far away in N: not this point
         return None
     return best[1]
 
