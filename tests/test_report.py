@@ -215,8 +215,15 @@ def test_before_and_after_compares_the_points_in_common(built, tmp_path, capsys)
 
     from harness import cli
 
-    new = built.parent / "b.json"
-    doc = json.loads(new.read_text())
+    doc = json.loads((built.parent / "b.json").read_text())
+    # the sweep's own spread on a busy 2-core CI machine can exceed 50% (one point read "same" there):
+    # pin every quartile 1% from its median so the check is of the report, not of the machine
+    for r in doc["rows"]:
+        for m in ("compute", "graph"):
+            if isinstance(r.get(f"{m}_ms"), (int, float)) and f"{m}_q1_ms" in r:
+                r[f"{m}_q1_ms"], r[f"{m}_q3_ms"] = 0.99 * r[f"{m}_ms"], 1.01 * r[f"{m}_ms"]
+    new = tmp_path / "new.json"
+    new.write_text(json.dumps(doc))
     for r in doc["rows"]:
         if r["strategy"] == "allpairs_thread_cpu" and r.get("status") == "ok":
             for k in [k for k in r if k.startswith(("compute_", "graph_")) and k.endswith("_ms")]:
