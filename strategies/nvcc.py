@@ -39,10 +39,12 @@ def nvcc() -> str | None:
     return shutil.which("nvcc")
 
 
-def specialisations(potential: Potential | None = None) -> dict[str, tuple[list[str], bool]]:
+def specialisations(potential: Potential | None = None, defaults: bool = False) -> dict[str, tuple[list[str], bool]]:
     """Kernel file -> (every expression the registered GPU strategies (and the reduction) use,
     whether the file's unit needs the potential's functor). Traversal kernels are instantiated
-    with `potential` (default: Lennard-Jones)."""
+    with `potential` (default: Lennard-Jones); with `defaults`, only each strategy's default
+    launch (every precision, output flavour and periodicity: every traversal kernel template
+    with every type the functor is instantiated for, without the launch-parameter variants)."""
     import strategies
     from .cuda import CudaStrategy
 
@@ -63,7 +65,8 @@ def specialisations(potential: Potential | None = None) -> dict[str, tuple[list[
             data.setdefault(file, [])
             data[file] += [e for e in exprs if e not in data[file]]
         traversal.setdefault(s.source_file, [])
-        traversal[s.source_file] += [e for e in s.expressions(potential) if e not in traversal[s.source_file]]
+        exprs = s.default_expressions(potential) if defaults else s.expressions(potential)
+        traversal[s.source_file] += [e for e in exprs if e not in traversal[s.source_file]]
     out: dict[str, tuple[list[str], bool]] = {}
     for file in sorted(set(data) | set(traversal)):
         out[file] = (data.get(file, []) + traversal.get(file, []), file in traversal)
@@ -79,42 +82,62 @@ def translation_unit(file: str, expressions: list[str], functor: str | None = No
             f'const void* const instantiated[] = {{\n{body}\n}};\n')
 
 
+_ENTRY = "ptxas info    : Compiling entry function"
+
+
 def compile_unit(file: str, expressions: list[str], ptx: bool = False, arch: str = ARCH,
-                 potential: Potential | None = None) -> tuple[int, str, str]:
+                 potential: Potential | None = None, workers: int | None = None) -> tuple[int, str, str]:
     """Compile; returns (returncode, compiler output, PTX text if ptx else ''). `potential`: the
     functor the traversal kernels among the expressions are instantiated with. Expressions
     with different compiler options (strategies.cuda.options: the fixed-point ones) compile in
-    units of their own, as at run time; the results are joined."""
+    units of their own, as at run time; a long list is cut into up to `workers` units (default:
+    the CPU count) that nvcc compiles at once. The results are joined in the given order."""
+    return compile_units({file: expressions}, potential=potential, workers=workers, ptx=ptx, arch=arch)[file]
+
+
+# the fewest expressions worth an nvcc process of their own (each process parses the headers again)
+MIN_CHUNK = 8
+
+
+def _chunks(expressions: list[str], parts: int) -> list[tuple[tuple[str, ...], list[str]]]:
+    """(compiler options, expressions) units: one per option set, each cut into at most `parts`
+    consecutive slices of at least MIN_CHUNK expressions."""
     groups: dict[tuple, list[str]] = {}
     for e in expressions:
         groups.setdefault(options(e), []).append(e)
-    code, out, text = 0, "", ""
-    seen: set[str] = set()
+    out = []
     for opts, exprs in groups.items():
-        c, o, x = _compile(file, exprs, ptx, arch, potential, opts)
-        head, *blocks = o.split(_ENTRY)
-        for b in blocks:  # a file's non-template kernels compile in every unit: report them once
-            name = b.split("'")[1] if "'" in b else b
-            if name not in seen:
-                seen.add(name)
-                head += _ENTRY + b
-        code, out, text = max(code, c), out + head, text + x
-    return code, out, text
+        k = max(1, min(parts, len(exprs) // MIN_CHUNK))
+        size = -(-len(exprs) // k)
+        out += [(opts, exprs[i:i + size]) for i in range(0, len(exprs), size)]
+    return out
 
 
-def compile_units(units: dict[str, list[str]], potential: Potential | None = None,
-                  workers: int | None = None) -> dict[str, tuple[int, str, str]]:
+def compile_units(units: dict[str, list[str]], potential: Potential | None = None, workers: int | None = None,
+                  ptx: bool = False, arch: str = ARCH) -> dict[str, tuple[int, str, str]]:
     """compile_unit for several files at once (nvcc is one process per unit, each in a temporary
-    folder of its own): {file: (returncode, compiler output, '')}, in the order given."""
+    folder of its own, `workers` at a time): {file: (returncode, compiler output, PTX text if ptx
+    else '')}, in the order given. A file's kernels without template parameters compile in each
+    of its units: the output reports them once."""
     from concurrent.futures import ThreadPoolExecutor
 
-    workers = max(1, min(len(units), workers or os.cpu_count() or 1))
-    with ThreadPoolExecutor(max_workers=workers) as ex:
-        futures = {f: ex.submit(compile_unit, f, exprs, potential=potential) for f, exprs in units.items()}
-        return {f: fut.result() for f, fut in futures.items()}
-
-
-_ENTRY = "ptxas info    : Compiling entry function"
+    workers = max(1, workers or os.cpu_count() or 1)
+    jobs = [(file, opts, exprs) for file, all_exprs in units.items() for opts, exprs in _chunks(all_exprs, workers)]
+    with ThreadPoolExecutor(max_workers=max(1, min(len(jobs), workers))) as ex:
+        futures = [(file, ex.submit(_compile, file, exprs, ptx, arch, potential, opts)) for file, opts, exprs in jobs]
+        done = [(file, fut.result()) for file, fut in futures]
+    joined: dict[str, tuple[int, str, str]] = {}
+    seen: dict[str, set[str]] = {}
+    for file, (c, o, x) in done:
+        code, out, text = joined.get(file, (0, "", ""))
+        head, *blocks = o.split(_ENTRY)
+        for b in blocks:
+            name = b.split("'")[1] if "'" in b else b
+            if name not in seen.setdefault(file, set()):
+                seen[file].add(name)
+                head += _ENTRY + b
+        joined[file] = (max(code, c), out + head, text + x)
+    return {file: joined.get(file, (0, "", "")) for file in units}
 
 
 def _compile(file: str, expressions: list[str], ptx: bool, arch: str, potential: Potential | None,

@@ -85,11 +85,17 @@ def test_bad_parameters_are_named(spec, message):
 @pytest.mark.slow
 @pytest.mark.skipif(nvcc.nvcc() is None, reason="nvcc not found on PATH")
 def test_every_traversal_compiles_with_the_coordination_functor():
+    """Every traversal kernel with the coordination functor, at each strategy's default launch in
+    every precision and output flavour (the functor's interface does not depend on the launch
+    parameters; test_kernels compiles every launch variant, with Lennard-Jones)."""
     pot = Coordination()
-    units = {file: exprs for file, (exprs, needs_functor) in nvcc.specialisations(pot).items() if needs_functor}
-    assert units
+    units = {file: exprs for file, (exprs, needs_functor) in nvcc.specialisations(pot, defaults=True).items()
+             if needs_functor}
+    assert set(units) == {"allpairs.cu", "cells.cu", "clusterpair.cu", "parity.cu", "verlet.cu"}
     for file, (code, out, _) in nvcc.compile_units(units, potential=pot).items():
         assert code == 0, (file, out[:2000])
+        mine = [e for e in units[file] if "Coordination" in e]
+        assert mine and sum("Coordination" in r.expression for r in nvcc.resources(out)) == len(mine), file
 
 
 def test_verify_and_md_take_the_potential_on_the_command_line(tmp_path, capsys):

@@ -1,4 +1,5 @@
 """Every kernel specialisation compiles with nvcc, and the precision modes mean what they say."""
+import os
 import re
 
 import pytest
@@ -72,13 +73,27 @@ DATA_MOVEMENT = ("bin_cells", "bin_count", "bin_small", "rank_in_cell", "scatter
 FOLDS_REDUCTION = ("fullshell_thread_csr",)
 
 
-@pytest.mark.parametrize("file, expr", [(f, e) for f, e in EXPRS if _precision_of(e) is not None
-                                        and not (e.startswith(DATA_MOVEMENT) and _precision_of(e) == "fp64")])
-def test_precision_modes_in_ptx(file, expr):
+PTX_CASES = [(f, e) for f, e in EXPRS if _precision_of(e) is not None
+             and not (e.startswith(DATA_MOVEMENT) and _precision_of(e) == "fp64")]
+
+
+@pytest.fixture(scope="module")
+def ptx_of():
+    """(file, expression) -> (returncode, output, PTX) for every case below, each expression a unit
+    of its own (its PTX alone), compiled a CPU count at a time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as ex:
+        futures = {c: ex.submit(nvcc.compile_unit, c[0], [c[1]], ptx=True, potential=LJ, workers=1) for c in PTX_CASES}
+        return {c: fut.result() for c, fut in futures.items()}
+
+
+@pytest.mark.parametrize("file, expr", PTX_CASES)
+def test_precision_modes_in_ptx(file, expr, ptx_of):
     """fp32: no float64 arithmetic at all (an untyped literal would show up here); mixed: float64
     only in additions (the accumulators); fp64: float64 arithmetic present; fixed: no float64
     and no fused multiply-add (every kernel must round a pair's terms one way)."""
-    code, out, ptx = nvcc.compile_unit(file, [expr], ptx=True, potential=LJ)
+    code, out, ptx = ptx_of[(file, expr)]
     assert code == 0, out
     f64 = nvcc.f64_instructions(ptx)
     mode = _precision_of(expr)
