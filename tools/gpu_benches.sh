@@ -422,6 +422,22 @@ print('md', r.graph, r.samples[-1].total)" || echo "sanitizer $t: FAILED"
         --strategies verlet_thread_padded --scenario gaussian --n 64000 --sweep build=strip:cell:warp --amortised 0 \
         --name verlet-gauss64k-before "${common[@]}")
     fi ;;
+  build-s13)  # the strip build's z-window bounded by bisection at both ends (no exit in the candidate loop): the
+    # build and the whole MD step at LJ 1M, and the Gaussian at 64,000 (where 'auto' takes the strip build), with
+    # the tree in .before/ (BEFORE_COMMIT) in the same call
+    for tree in after before; do
+      if [ $tree = before ]; then [ -d .before ] || continue; cd .before; fi
+      HARNESS_COMMIT=$([ $tree = before ] && echo "${BEFORE_COMMIT:-before}" || echo "${HARNESS_COMMIT:-}") \
+        PYTHONPATH=/tmp/site:$PWD $PY -m harness bench --strategies verlet_thread_padded --launch build=strip \
+        --scenario lj_liquid --n large --outputs forces --amortised 0 --name build-s13-lj-$tree "${common[@]}"
+      HARNESS_COMMIT=$([ $tree = before ] && echo "${BEFORE_COMMIT:-before}" || echo "${HARNESS_COMMIT:-}") \
+        PYTHONPATH=/tmp/site:$PWD $PY -m harness bench --strategies verlet_thread_padded --launch build=strip \
+        --scenario gaussian --n 64000 --outputs forces --amortised 0 --name build-s13-gauss-$tree "${common[@]}"
+      HARNESS_COMMIT=$([ $tree = before ] && echo "${BEFORE_COMMIT:-before}" || echo "${HARNESS_COMMIT:-}") \
+        PYTHONPATH=/tmp/site:$PWD $PY -m harness md --strategy verlet_thread_padded --n large --precision fp32 \
+        --steps 2000 --sample 500 --quiet --json "$out/bench/md-verlet-large-s13-$tree.json"
+      if [ $tree = before ]; then cd ..; fi
+    done ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;

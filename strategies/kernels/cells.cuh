@@ -273,3 +273,17 @@ __device__ __forceinline__ int lower_bound_z(const P& pos, int b, int e, Real zl
   }
   return b;
 }
+
+// First index in [b, e) of a z-sorted run whose z is above zhi (e where none is).
+template <class P, typename Real>
+__device__ __forceinline__ int upper_bound_z(const P& pos, int b, int e, Real zhi) {
+  while (b < e) {
+    const int mid = (b + e) >> 1;
+    if (!(z_at(pos, mid) > zhi)) {
+      b = mid + 1;
+    } else {
+      e = mid;
+    }
+  }
+  return b;
+}

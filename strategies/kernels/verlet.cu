@@ -227,28 +227,27 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell
     auto walk = [&](int rb, int re, Real rsz) {
       const Vec4<Real> p = shifted(pi, sx, sy, rsz);
       const bool run_img = sx != Real(0) || sy != Real(0) || rsz != Real(0);
-      int first = rb;
-      if constexpr (WINDOW) first = lower_bound_z(sorted, rb, re, p.z - w);
-      const Real zmax = p.z + w;
+      // the window [z - w, z + w] as an index range, both ends found by bisection: the loop
+      // below then has no exit of its own, so its loads can be issued ahead of the checks
+      int first = rb, last = re;
+      if constexpr (WINDOW) {
+        first = lower_bound_z(sorted, rb, re, p.z - w);
+        last = upper_bound_z(sorted, first, re, p.z + w);
+      }
 #pragma unroll 1
       for (int part = 0; part < 2; ++part) {  // the run split at k
         const int lo = part ? max(first, k + 1) : first;
-        const int hi = part ? re : min(re, k);
+        const int hi = part ? last : min(last, k);
         // 32 candidates at a time: their hits as bits, then stored in slot order. The store
         // (the divergent part: ~3 in 10 candidates hit, so some lane almost always does) runs
         // once per hit of the lane, not once per candidate of the warp.
-        bool stop = false;
 #pragma unroll 1
-        for (int q0 = lo; q0 < hi && !stop; q0 += 32) {
+        for (int q0 = lo; q0 < hi; q0 += 32) {
           const int end = min(hi, q0 + 32);
           unsigned int bits = 0u, ibits = 0u;
 #pragma unroll 4
           for (int q = q0; q < end; ++q) {
             const Vec4<Real> pj = sorted[q];
-            if (WINDOW && pj.z > zmax) {
-              stop = true;
-              break;
-            }
             Real dx, dy, dz;
             const bool hit = separation<MINIMAGE>(p, pj, box, dx, dy, dz) < rlist2;
             bits |= static_cast<unsigned int>(hit) << (q - q0);
