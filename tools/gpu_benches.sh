@@ -426,16 +426,15 @@ print('md', r.graph, r.samples[-1].total)" || echo "sanitizer $t: FAILED"
     # build and the whole MD step at LJ 1M, and the Gaussian at 64,000 (where 'auto' takes the strip build), with
     # the tree in .before/ (BEFORE_COMMIT) in the same call
     for tree in after before; do
-      if [ $tree = before ]; then [ -d .before ] || continue; cd .before; fi
-      HARNESS_COMMIT=$([ $tree = before ] && echo "${BEFORE_COMMIT:-before}" || echo "${HARNESS_COMMIT:-}") \
-        PYTHONPATH=/tmp/site:$PWD $PY -m harness bench --strategies verlet_thread_padded --launch build=strip \
-        --scenario lj_liquid --n large --outputs forces --amortised 0 --name build-s13-lj-$tree "${common[@]}"
-      HARNESS_COMMIT=$([ $tree = before ] && echo "${BEFORE_COMMIT:-before}" || echo "${HARNESS_COMMIT:-}") \
-        PYTHONPATH=/tmp/site:$PWD $PY -m harness bench --strategies verlet_thread_padded --launch build=strip \
-        --scenario gaussian --n 64000 --outputs forces --amortised 0 --name build-s13-gauss-$tree "${common[@]}"
-      HARNESS_COMMIT=$([ $tree = before ] && echo "${BEFORE_COMMIT:-before}" || echo "${HARNESS_COMMIT:-}") \
-        PYTHONPATH=/tmp/site:$PWD $PY -m harness md --strategy verlet_thread_padded --n large --precision fp32 \
-        --steps 2000 --sample 500 --quiet --json "$out/bench/md-verlet-large-s13-$tree.json"
+      commit=${HARNESS_COMMIT:-}
+      if [ $tree = before ]; then [ -d .before ] || continue; cd .before; commit=${BEFORE_COMMIT:-before}; fi
+      export HARNESS_COMMIT=$commit PYTHONPATH=/tmp/site:$PWD
+      $PY -m harness bench --strategies verlet_thread_padded --launch build=strip --scenario lj_liquid --n large \
+        --outputs forces --amortised 0 --name build-s13-lj-$tree "${common[@]}"
+      $PY -m harness bench --strategies verlet_thread_padded --launch build=strip --scenario gaussian --n 64000 \
+        --outputs forces --amortised 0 --name build-s13-gauss-$tree "${common[@]}"
+      $PY -m harness md --strategy verlet_thread_padded --n large --precision fp32 --steps 2000 --sample 500 --quiet \
+        --json "$out/bench/md-verlet-large-s13-$tree.json"
       if [ $tree = before ]; then cd ..; fi
     done ;;
   *)

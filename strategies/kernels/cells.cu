@@ -9,7 +9,7 @@
 
 // --- full shell on the CSR storage ----------------------------------------------------------
 
-// The strip helpers (axis_neighbour, z_runs, z_reach, lateral_gap, lower_bound_z) are in cells.cuh:
+// The strip helpers (axis_neighbour, z_runs, z_reach, lateral_gap, bisect_z) are in cells.cuh:
 // the Verlet list's build walks the same strips.
 
 // One thread (TPP > 1: TPP threads) per particle k of the CSR storage, against the particles of
@@ -87,7 +87,7 @@ fullshell_thread_csr(const Real* __restrict__ pos_data, const int stride, const 
           if (r >= runs) break;
           const Vec4<Real> p = shifted(pi, sx, sy, sz[r]);
           int first = b[r];
-          if constexpr (WINDOW) first = lower_bound_z(pos, b[r], e[r], p.z - w);
+          if constexpr (WINDOW) first = bisect_z<false>(pos, b[r], e[r], p.z - w);
           const Real zmax = p.z + w;
           // the run split at k: [first, min(e, k)) and [max(first, k + 1), e); outside the run one is empty
 #pragma unroll 1

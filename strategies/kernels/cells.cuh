@@ -259,27 +259,14 @@ __device__ __forceinline__ Real lateral_gap(int o, Real lo, Real hi, Real side) 
   return o < 0 ? lo + Real(-o - 1) * side : (o > 0 ? hi + Real(o - 1) * side : Real(0));
 }
 
-// First index in [b, e) of a z-sorted run whose z is not below zlo (pos: a Vec4 array or a
-// Positions view, layout.cuh).
-template <class P, typename Real>
-__device__ __forceinline__ int lower_bound_z(const P& pos, int b, int e, Real zlo) {
+// First index in [b, e) of a z-sorted run whose z is not below z (ABOVE false) or is above z
+// (ABOVE true); e where none is (pos: a Vec4 array or a Positions view, layout.cuh).
+template <bool ABOVE, class P, typename Real>
+__device__ __forceinline__ int bisect_z(const P& pos, int b, int e, Real z) {
   while (b < e) {
     const int mid = (b + e) >> 1;
-    if (z_at(pos, mid) < zlo) {
-      b = mid + 1;
-    } else {
-      e = mid;
-    }
-  }
-  return b;
-}
-
-// First index in [b, e) of a z-sorted run whose z is above zhi (e where none is).
-template <class P, typename Real>
-__device__ __forceinline__ int upper_bound_z(const P& pos, int b, int e, Real zhi) {
-  while (b < e) {
-    const int mid = (b + e) >> 1;
-    if (!(z_at(pos, mid) > zhi)) {
+    const Real zm = z_at(pos, mid);
+    if (ABOVE ? !(zm > z) : zm < z) {
       b = mid + 1;
     } else {
       e = mid;

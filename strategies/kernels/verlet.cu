@@ -231,8 +231,8 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell
       // below then has no exit of its own, so its loads can be issued ahead of the checks
       int first = rb, last = re;
       if constexpr (WINDOW) {
-        first = lower_bound_z(sorted, rb, re, p.z - w);
-        last = upper_bound_z(sorted, first, re, p.z + w);
+        first = bisect_z<false>(sorted, rb, re, p.z - w);
+        last = bisect_z<true>(sorted, first, re, p.z + w);
       }
 #pragma unroll 1
       for (int part = 0; part < 2; ++part) {  // the run split at k
