@@ -49,12 +49,19 @@ TPP_CHOICES = (0, 1, 2, 4, 8, 16, 32)
 AUTO_TPP_MOST = 16
 MINB_CHOICES = ("auto", 0, 8, 10, 12, 16)
 BATCH_CHOICES = ("auto", 8, 16)
+# split: how a row's tpp lanes share its entries (kernels/verlet.cu, ENTRIES): 'groups' (lane t takes
+# whole groups of 8 entries t, t + tpp, ...), 'entries' (lane t takes entries t, t + tpp, ...: the
+# lanes of a row gather neighbouring entries together); 'auto': entries wherever tpp > 1
+SPLIT_CHOICES = ("auto", "groups", "entries")
 # 'auto' per output flavour {energy: value}, from the ninth session's sweep (H200, LJ 1M, fp32,
 # reports/2026-11-24-h200/bench/s9-call3-s9-knobs.json, with a built list): forces only, 16 near
 # entries in flight under a cap of 10 blocks of 128 (0.151 ms; 8 under 12 blocks: 0.155); with
 # energy and virial, 8 at the compiler's register count (0.187 ms; any cap spills: 0.205-0.63)
 AUTO_MINB = {False: 10, True: 0}
 AUTO_BATCH = {False: 16, True: 8}
+# split by entries keeps one 16-bit index per entry in flight beside its position: 16 in flight spill
+# under the forces flavour's register cap (compiled here: 300-600 bytes at tpp 2-8), 8 do not
+AUTO_BATCH_ENTRIES = 8
 PHANTOM = 1e30  # the padding slot's coordinates: beyond any cutoff from any particle (|x| << 1e30)
 MAX_THREADS_PER_SM = 2048  # every GPU from sm_80 to sm_90
 BUILD_FLAGS = (("false", "false"), ("false", "true"), ("true", "false"))  # (MINIMAGE, WINDOW) of the build
@@ -72,6 +79,12 @@ GRID_DTYPE = np.dtype([("nx", np.int32), ("ny", np.int32), ("nz", np.int32), ("p
 WARP_ROWS_PER_SM = 128
 CELL_BUILD_MAX = 524_288
 CELL_BUILD_FULLEST = 64
+# build 'tile': a warp per 32 consecutive rows in `groups` groups, each group scanning the union of
+# its rows' z-windows (kernels/verlet.cu, verlet_build_tile); periodic axes of 3 cells or more
+BUILD_CHOICES = ("auto", "strip", "cell", "warp", "tile")
+TILE_GROUPS = (1, 2, 4)
+TILE_WARPS = 4  # kTileWarps
+TILE_BLOCKS_PER_SM = 16  # the tile build's grid-stride grid: a guarded launch that skips costs few blocks
 
 
 def build_kind(build: str, n: int, sms: int, fullest: int = 0) -> str:
@@ -156,11 +169,11 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
     # the compiler's choice); batch: list entries a thread gathers before computing their pairs;
     # 'auto': each output flavour its own (AUTO_MINB, AUTO_BATCH)
     launch_defaults = {**VerletStrategy.launch_defaults, "block": 128, "tpp": 0, "build": "auto", "window": 1,
-                       "layout": "aos4", "minb": "auto", "batch": "auto"}
+                       "layout": "aos4", "minb": "auto", "batch": "auto", "split": "auto", "row_groups": 2}
     launch_choices = {**VerletStrategy.launch_choices, "block": (64, 128, 256, 512), "tpp": TPP_CHOICES,
-                      "build": ("auto", "strip", "cell", "warp"), "window": (0, 1), "layout": tuple(LAYOUTS),
+                      "build": BUILD_CHOICES, "window": (0, 1), "layout": tuple(LAYOUTS),
                       "minb": MINB_CHOICES,
-                      "batch": BATCH_CHOICES}
+                      "batch": BATCH_CHOICES, "split": SPLIT_CHOICES, "row_groups": TILE_GROUPS}
 
     def __init__(self, **launch):
         super().__init__(**launch)
@@ -172,9 +185,15 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
     def force_expression(self, precision: str, potential: Potential, energy: bool, pbc: bool, tpp: int) -> str:
         """The force kernel for threads per row `tpp` (the plan's: launch tpp, or auto_tpp's where 0)."""
         real, acc = ctypes(precision)
-        minb, batch = self.register_cap(energy, acc), self.batch(energy)
+        minb, batch = self.register_cap(energy, acc), self.batch(energy, self.entries(tpp))
         return (f"verlet_force<{real}, {acc}, {potential.functor}, {cbool(energy)}, {cbool(pbc)}, "
-                f"{tpp}, {self.launch['block']}, {LAYOUTS[self.launch['layout']]}, {minb}, {batch}>")
+                f"{tpp}, {self.launch['block']}, {LAYOUTS[self.launch['layout']]}, {minb}, {batch}, "
+                f"{cbool(self.entries(tpp))}>")
+
+    def entries(self, tpp: int) -> bool:
+        """Whether the row's tpp lanes split it by entries (split 'entries', or 'auto'); one lane
+        per row has nothing to split."""
+        return tpp > 1 and self.launch["split"] != "groups"
 
     def tpps(self) -> tuple[int, ...]:
         """The threads per row this launch may run with (tpp=0: every value auto_tpp may choose)."""
@@ -197,16 +216,18 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
             return m if m * self.launch["block"] <= MAX_THREADS_PER_SM else 0
         return m
 
-    def batch(self, energy: bool) -> int:
+    def batch(self, energy: bool, entries: bool = False) -> int:
         b = self.launch["batch"]
-        return AUTO_BATCH[energy] if b == "auto" else b
+        if b != "auto":
+            return b
+        return AUTO_BATCH_ENTRIES if entries else AUTO_BATCH[energy]
 
     def expressions(self, potential: Potential) -> list[str]:
         """Every tpp at the default block, every block at tpp 1, every layout, minb and batch, each
         flavour and precision."""
         variants = [{"tpp": t} for t in TPP_CHOICES] + [{"block": b} for b in self.launch_choices["block"]] + \
             [{"layout": lay} for lay in LAYOUTS] + [{"minb": m} for m in MINB_CHOICES] + \
-            [{"batch": b} for b in BATCH_CHOICES]
+            [{"batch": b} for b in BATCH_CHOICES] + [{"tpp": t, "split": "groups"} for t in TPP_CHOICES[2:]]
         out: list[str] = []
         for v in variants:
             s = VerletThreadPadded(**v)
@@ -223,7 +244,8 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
                                                                        for r in reals
                                                                        for m, w in BUILD_FLAGS] +
                               [f"verlet_build_cells<{r}, {m}>" for r in reals for m in ("false", "true")] +
-                              [f"verlet_build_warp<{r}, {m}>" for r in reals for m in ("false", "true")],
+                              [f"verlet_build_warp<{r}, {m}>" for r in reals for m in ("false", "true")] +
+                              [f"verlet_build_tile<{r}, {gr}>" for r in reals for gr in TILE_GROUPS],
                 "binning.cu": sorted({e for r in reals for e in Binning.expressions(r)}),
                 "layout.cu": layout_expressions()}
 
@@ -274,11 +296,14 @@ class VerletPlan(DeviceListPlan):
         if n:
             self.upload()
         counts = self.binning.choose()
-        self.build_kind = build_kind(strategy.launch["build"], n, cp.cuda.Device().attributes["MultiProcessorCount"],
-                                     int(counts.max()) if counts.size else 0)
+        self.sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+        self.build_kind = build_kind(strategy.launch["build"], n, self.sms, int(counts.max()) if counts.size else 0)
+        if self.build_kind == "tile" and minimage:  # the tile build takes one image shift per run
+            self.build_kind = "strip"
         self.k_build = kernel("verlet.cu", {
             "cell": f"verlet_build_cells<{real_t}, {cbool(minimage)}>",
             "warp": f"verlet_build_warp<{real_t}, {cbool(minimage)}>",
+            "tile": f"verlet_build_tile<{real_t}, {strategy.launch['row_groups']}>",
         }.get(self.build_kind, f"verlet_build<{real_t}, {cbool(minimage)}, {cbool(window)}>"))
         self.cap = int(strategy.launch["cap"])
         self.nbr = cp.zeros(1, np.int32)
@@ -316,6 +341,12 @@ class VerletPlan(DeviceListPlan):
         if self.build_kind == "warp":  # 32 threads per row
             self.k_build((-(-n * 32 // 128),), (128,), (b.sorted, b.cell_sorted, b.start, np.int32(n), self.grid_struct,
                                                          self.box, self.rlist2, np.int32(cap), *rows))
+            return
+        if self.build_kind == "tile":
+            blocks = max(1, min(-(-n // (32 * TILE_WARPS)), TILE_BLOCKS_PER_SM * self.sms))
+            self.k_build((blocks,), (32 * TILE_WARPS,), (b.sorted, b.cell_sorted, b.start, np.int32(n),
+                                                          self.grid_struct, self.box, self.rlist2, self.margin,
+                                                          np.int32(cap), *rows))
             return
         if self.build_kind == "cell":
             ncells = int(np.prod(self.dims))

@@ -116,17 +116,26 @@ def test_the_force_kernel_launch_knobs_resolve_per_output_flavour():
     would not fit on an SM, and an explicit impossible cap is refused; batch is whole groups of 4
     entries."""
     from mdcore.potentials import LennardJones
-    from strategies.verlet import AUTO_BATCH, AUTO_MINB
+    from strategies.verlet import AUTO_BATCH, AUTO_BATCH_ENTRIES, AUTO_MINB
 
     lj = LennardJones(cutoff=2.5)
     s = strategies.create("verlet_thread_padded")
     for energy in (False, True):
         expr = s.force_expression("fp32", lj, energy, True, 1)
-        assert expr.endswith(f", {AUTO_MINB[energy]}, {AUTO_BATCH[energy]}>"), expr
+        assert expr.endswith(f", {AUTO_MINB[energy]}, {AUTO_BATCH[energy]}, false>"), expr
+        # several lanes per row split it by entries ('auto'), with fewer entries in flight
+        expr = s.force_expression("fp32", lj, energy, True, 4)
+        assert expr.endswith(f", {AUTO_MINB[energy]}, {AUTO_BATCH_ENTRIES}, true>"), expr
+    assert strategies.create("verlet_thread_padded", split="groups").force_expression(
+        "fp32", lj, False, True, 4).endswith(f", {AUTO_BATCH[False]}, false>")
     assert AUTO_MINB[False] * 512 > 2048  # so that the next line tests the fallback
     assert strategies.create("verlet_thread_padded", block=512).register_cap(False) == 0
     assert strategies.create("verlet_thread_padded", minb=8, batch=16).force_expression(
-        "fp32", lj, True, True, 1).endswith(", 8, 16>")
+        "fp32", lj, True, True, 1).endswith(", 8, 16, false>")
+    with pytest.raises(InputError, match="split"):
+        strategies.create("verlet_thread_padded", split="rows")
+    with pytest.raises(InputError, match="row_groups"):
+        strategies.create("verlet_thread_padded", build="tile", row_groups=3)
     with pytest.raises(InputError, match="batch"):
         strategies.create("verlet_thread_padded", batch=4)
     with pytest.raises(InputError, match="do not fit on one SM"):
@@ -169,11 +178,13 @@ def test_the_automatic_build_follows_the_measured_crossovers():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("launch", [{"batch": 8}, {"batch": 16}, {"batch": 16, "tpp": 4}, {"minb": 0, "batch": 8},
-                                    {"minb": 16, "batch": 16}])
+                                    {"minb": 16, "batch": 16}, {"batch": 16, "tpp": 4, "split": "entries"},
+                                    {"batch": 16, "tpp": 2, "split": "entries"}, {"minb": 0, "tpp": 8, "split": "entries"},
+                                    {"batch": 16, "tpp": 32, "split": "entries"}])
 def test_gpu_force_kernel_knobs_give_the_same_sums(launch):
     """batch and minb change how the loop is scheduled, never the order of the sums: the same bits."""
     p = _problem("fp32", n=4000)
-    base = strategies.create("verlet_thread_padded", tpp=launch.get("tpp", 1)).evaluate(p)
+    base = strategies.create("verlet_thread_padded", tpp=launch.get("tpp", 1), split=launch.get("split", "auto")).evaluate(p)
     got = strategies.create("verlet_thread_padded", **{"tpp": 1, **launch}).evaluate(p)  # the same tpp as base
     assert got.pairs == base.pairs
     assert np.array_equal(got.forces, base.forces) and got.energy == base.energy
@@ -183,11 +194,13 @@ GPU_LISTS = strategies.select(traversal="verlet", backend="cuda")
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("tpp", [1, 2, 4, 8, 32])
+@pytest.mark.parametrize("tpp, split", [(1, "auto"), (2, "groups"), (4, "groups"), (8, "groups"), (32, "groups"),
+                                        (2, "entries"), (4, "entries"), (8, "entries"), (16, "entries"),
+                                        (32, "entries")])
 @pytest.mark.parametrize("precision", ["fp32", "mixed", "fp64"])
-def test_gpu_list_matches_the_cpu_list(tpp, precision):
+def test_gpu_list_matches_the_cpu_list(tpp, split, precision):
     p = _problem(precision, n=4000)
-    got = strategies.create("verlet_thread_padded", tpp=tpp).evaluate(p)
+    got = strategies.create("verlet_thread_padded", tpp=tpp, split=split).evaluate(p)
     cpu = strategies.create("verlet_thread_cpu").evaluate(p)
     assert got.pairs == cpu.pairs
     tol = 1e-12 if precision == "fp64" else 1e-5
@@ -222,14 +235,20 @@ def test_gpu_negative_control():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("n", [256, 500, 4000])
-def test_gpu_builds_give_the_same_list(n):
-    """The strip build with and without z-windows, the per-cell and the warp-per-row builds put the
-    same rows in the same order: the same bits (256: 2 cells per axis, the per-pair minimum image)."""
-    p = _problem("fp32", n=n)
+@pytest.mark.parametrize("n, spec", [(256, "lj_liquid"), (500, "lj_liquid"), (864, "lj_liquid"), (4000, "lj_liquid"),
+                                     (4000, "gaussian"),
+                                     (6000, "clump"), (20000, "uniform")])
+def test_gpu_builds_give_the_same_list(n, spec):
+    """The strip build with and without z-windows, the per-cell, the warp-per-row and the tile builds
+    put the same rows in the same order: the same bits (256 and 500: 2 cells per axis, the per-pair
+    minimum image, where the tile build takes the strip build; 864: 3 cells per axis, so a tile's
+    cells wrap onto themselves; the Gaussian and the clump: crowded cells, sparse columns, open
+    faces)."""
+    p = _problem("fp32", n=n, spec=spec)
     base = strategies.create("verlet_thread_padded", build="strip", window=0).evaluate(p)
     rows = _gpu_rows(p, build="strip", window=0)
-    for launch in ({"build": "strip", "window": 1}, {"build": "cell"}, {"build": "warp"}, {}):
+    for launch in ({"build": "strip", "window": 1}, {"build": "cell"}, {"build": "warp"}, {"build": "tile", "row_groups": 1},
+                   {"build": "tile", "row_groups": 2}, {"build": "tile", "row_groups": 4}, {}):
         got = strategies.create("verlet_thread_padded", **launch).evaluate(p)
         assert np.array_equal(got.forces, base.forces) and got.energy == base.energy, launch
         assert _gpu_rows(p, **launch) == rows, launch
@@ -266,7 +285,7 @@ def _gpu_rows(p, **launch):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("build", ["strip", "cell", "warp"])
+@pytest.mark.parametrize("build", ["strip", "cell", "warp", "tile"])
 def test_gpu_partners_too_far_in_slot_for_16_bits_are_far_entries(build):
     """A slab of 3 x 50 x 50 cells: the next x column of cells lies ~46,000 slots on, beyond a near
     entry's 16 bits. Those partners are stored as far entries (32-bit slots) and the forces are
@@ -286,7 +305,7 @@ def test_gpu_partners_too_far_in_slot_for_16_bits_are_far_entries(build):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("n, build", [(4000, "strip"), (4000, "warp"), (4000, "cell"), (256, "strip")])
+@pytest.mark.parametrize("n, build", [(4000, "strip"), (4000, "warp"), (4000, "cell"), (4000, "tile"), (256, "strip")])
 def test_gpu_kept_list_follows_particles_across_the_box(n, build):
     """The list is kept while no particle has moved more than skin/2, also where a particle crossed
     a periodic face (its wrapped coordinate jumped by a box length): the force phase reads the

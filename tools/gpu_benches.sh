@@ -437,6 +437,33 @@ print('md', r.graph, r.samples[-1].total)" || echo "sanitizer $t: FAILED"
         --json "$out/bench/md-verlet-large-s13-$tree.json"
       if [ $tree = before ]; then cd ..; fi
     done ;;
+  force-s14)  # the Verlet force kernel's rows split by entries among tpp lanes, against split by groups and tpp 1
+    # (LJ, with a built list, forces and all outputs), and its register cap and batch at 1M
+    for n in large 256000 32000 4000; do
+      $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n $n --outputs forces,all \
+        --amortised 0 --sweep tpp=1:2:4:8:16 --launch split=entries --name force-s14-entries-$n "${common[@]}"
+      $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n $n --outputs forces \
+        --amortised 0 --sweep tpp=2:4:8:16 --launch split=groups --name force-s14-groups-$n "${common[@]}"
+    done
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large --outputs forces,all \
+      --amortised 0 --launch tpp=4,split=entries --sweep minb=0:8:12 --sweep batch=8:16 --name force-s14-knobs \
+      "${common[@]}" ;;
+  build-s14)  # the tile build (a warp per 32 rows, union z-windows) against the strip, cell and warp builds
+    for n in large 256000 32000 4000; do
+      $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n $n --outputs forces \
+        --amortised 0 --sweep build=strip:cell:warp:tile --sweep row_groups=1:2:4 --name build-s14-$n "${common[@]}"
+    done
+    $PY -m harness bench --strategies verlet_thread_padded --scenario gaussian --n 64000 --outputs forces \
+      --amortised 0 --sweep build=strip:tile --sweep row_groups=1:2:4 --name build-s14-gauss64k "${common[@]}" ;;
+  md-s14)  # the whole MD step at LJ 1M and 4,000: the defaults against the tile build with tpp 4 split by entries
+    for launch in "" "build=tile,tpp=4,split=entries" "build=tile,row_groups=4,tpp=4,split=entries"; do
+      tag=${launch:-default}; tag=${tag//[=,]/-}
+      $PY -m harness md --strategy verlet_thread_padded ${launch:+--launch $launch} --n large --precision fp32 \
+        --steps 1000 --sample 500 --quiet --json "$out/bench/md-s14-large-$tag.json"
+    done
+    $PY tools/step_parts.py --strategy verlet_thread_padded --n large --json "$out/bench/parts-s14-default.json"
+    $PY tools/step_parts.py --strategy verlet_thread_padded --n large --launch build=tile,tpp=4,split=entries \
+      --json "$out/bench/parts-s14-tile-tpp4.json" ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;

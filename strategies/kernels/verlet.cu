@@ -348,6 +348,137 @@ verlet_build_warp(const Vec4<Real>* __restrict__ sorted, const int* __restrict__
   }
 }
 
+// The same rows, a warp per tile of 32 consecutive rows (consecutive slots: one column of cells,
+// or two where a column ends, sorted by z). The rows go in GROUPS groups of R = 32 / GROUPS lanes.
+// For each neighbour column, each group takes the union of its rows' z-windows, loads those
+// candidates R at a time (a lane each, coalesced) into shared memory, and every lane of the group
+// tests every candidate of the chunk against its own particle: one load per candidate and group
+// instead of one per row and candidate, every lane busy, one bisection per window and group. A
+// lane keeps a candidate only in its own three cells of the column (the strip walk's runs, each
+// with its own image shift), within r_list and not itself, in the strip kernel's order (columns;
+// cells in unwrapped z order; slots): the strip kernel's rows. The lanes of a tile that sit in
+// another column than the tile's first row take a second pass. Periodic axes need 3 cells or
+// more (no per-pair minimum image: build_kind takes the strip build otherwise). Grid-stride over
+// the tiles: a guarded launch that skips costs few blocks.
+constexpr int kTileWarps = 4;
+
+template <typename Real, int GROUPS>
+__global__ void verlet_build_tile(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell_sorted,
+                  const int* __restrict__ start, const int n, const Grid g, const Box<Real> box, const Real rlist2,
+                  const Real margin, const int cap, int* __restrict__ nbr, int2* __restrict__ len,
+                  Vec4<Real>* __restrict__ ref, Vec4<Real>* __restrict__ cur, int* __restrict__ overflow,
+                  const int* __restrict__ guard) {
+  static_assert(GROUPS == 1 || GROUPS == 2 || GROUPS == 4, "GROUPS: 1, 2 or 4 groups of rows per warp");
+  constexpr int R = 32 / GROUPS;  // lanes per group: candidates per chunk
+  __shared__ Vec4<Real> s_pos[kTileWarps][32];
+  if (guard != nullptr && *guard == 0) return;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int grp = lane / R, gl = lane % R;
+  const int tiles = (n + 31) >> 5;
+  const Real side_x = box.lx / Real(g.nx), side_y = box.ly / Real(g.ny);
+  const bool zper = (g.pmask & 4) != 0;
+  for (int tile = blockIdx.x * kTileWarps + warp; tile < tiles; tile += gridDim.x * kTileWarps) {
+    const int k = tile * 32 + lane;
+    const bool mine = k < n;
+    const Vec4<Real> pi = mine ? sorted[k] : Vec4<Real>{Real(0), Real(0), Real(0), Real(0)};
+    const int c = mine ? cell_sorted[k] : -1;
+    const int cz = mine ? c % g.nz : 0, col2 = mine ? c / g.nz : -1;  // col2: the column, x * ny + y
+    const int cx = mine ? col2 / g.ny : 0, cy = mine ? col2 % g.ny : 0;
+    const Real lo_x = pi.x + Real(0.5) * box.lx - Real(cx) * side_x, hi_x = side_x - lo_x;
+    const Real lo_y = pi.y + Real(0.5) * box.ly - Real(cy) * side_y, hi_y = side_y - lo_y;
+    int count = 0;
+    RowWriter row(nbr, n, mine ? k : 0, cap);
+    unsigned int pending = __ballot_sync(0xffffffffu, mine);
+    while (pending) {  // one pass per column among the tile's rows (warp-uniform)
+      const int lcol = __shfl_sync(0xffffffffu, col2, __ffs(pending) - 1);
+      const bool act = mine && col2 == lcol;
+      pending &= ~__ballot_sync(0xffffffffu, act);
+      const int lcx = lcol / g.ny, lcy = lcol % g.ny;
+#pragma unroll 1
+      for (int cidx = 0; cidx < 9; ++cidx) {
+        const int ox = cidx / 3 - 1, oy = cidx % 3 - 1;
+        int x, y;
+        Real sx, sy;
+        if (!axis_neighbour<false>(lcx, ox, g.nx, g.pmask & 1, box.lx, x, sx)) continue;
+        if (!axis_neighbour<false>(lcy, oy, g.ny, g.pmask & 2, box.ly, y, sy)) continue;
+        const Real w = act ? z_reach(lateral_gap(ox, lo_x, hi_x, side_x), lateral_gap(oy, lo_y, hi_y, side_y),
+                                     rlist2, margin)
+                           : Real(-1);
+        const bool want = w >= Real(0);
+        // the group's cells (unwrapped z) and z-window: unions over its wanting lanes
+        int ulo = want ? cz - 1 : 0x3fffffff, uhi = want ? cz + 1 : -0x3fffffff;
+        Real wlo = want ? pi.z - w : Real(1e30), whi = want ? pi.z + w : Real(-1e30);
+#pragma unroll
+        for (int off = R / 2; off > 0; off >>= 1) {
+          ulo = min(ulo, __shfl_xor_sync(0xffffffffu, ulo, off));
+          uhi = max(uhi, __shfl_xor_sync(0xffffffffu, uhi, off));
+          wlo = fmin(wlo, __shfl_xor_sync(0xffffffffu, wlo, off));
+          whi = fmax(whi, __shfl_xor_sync(0xffffffffu, whi, off));
+        }
+        if (!zper) {
+          ulo = max(ulo, 0);
+          uhi = min(uhi, g.nz - 1);
+        }
+        const int base = (x * g.ny + y) * g.nz;
+#pragma unroll 1
+        for (int part = 0; part < 3; ++part) {  // cells below 0 (one box length down), inside, past the top
+          const int plo = part == 0 ? ulo : (part == 1 ? max(ulo, 0) : max(ulo, g.nz));
+          const int phi = part == 0 ? min(uhi, -1) : (part == 1 ? min(uhi, g.nz - 1) : uhi);
+          const int poff = part == 0 ? g.nz : (part == 1 ? 0 : -g.nz);  // unwrapped cell + poff: the cell
+          const Real sz = part == 0 ? -box.lz : (part == 1 ? Real(0) : box.lz);
+          const bool some = plo <= phi;
+          if (!__any_sync(0xffffffffu, some)) continue;
+          int first = 0, last = 0;
+          if (some) {
+            first = bisect_z<false>(sorted, start[base + plo + poff], start[base + phi + poff + 1], wlo - sz);
+            last = bisect_z<true>(sorted, first, start[base + phi + poff + 1], whi - sz);
+          }
+          // this lane's own cells within the part: the candidates it may keep
+          const int alo = max(cz - 1, plo), ahi = min(cz + 1, phi);
+          const bool own = want && some && alo <= ahi;
+          const int lo = own ? max(first, start[base + alo + poff]) : 0;
+          const int span = own ? max(0, min(last, start[base + ahi + poff + 1]) - lo) : 0;
+          const Vec4<Real> p = shifted(pi, sx, sy, sz);
+          const bool img = sx != Real(0) || sy != Real(0) || sz != Real(0);
+          int most = last - first;
+#pragma unroll
+          for (int off = 16; off > 0; off >>= 1) most = max(most, __shfl_xor_sync(0xffffffffu, most, off));
+#pragma unroll 1
+          for (int c0 = 0; c0 < most; c0 += R) {
+            if (c0 + gl < last - first) s_pos[warp][lane] = sorted[first + c0 + gl];
+            __syncwarp();
+            const int d0 = first + c0 - lo;  // candidate t is slot first + c0 + t: kept where d0 + t in [0, span)
+            unsigned int bits = 0u;
+#pragma unroll
+            for (int t = 0; t < R; ++t) {
+              const Vec4<Real> pj = s_pos[warp][grp * R + t];
+              Real dx, dy, dz;
+              const bool hit = separation<false>(p, pj, box, dx, dy, dz) < rlist2;
+              bits |= static_cast<unsigned int>(hit && static_cast<unsigned int>(d0 + t) < static_cast<unsigned int>(span))
+                      << t;
+            }
+            __syncwarp();  // the chunk is read before the next one is stored
+            const int self = k - (first + c0);
+            if (self >= 0 && self < R) bits &= ~(1u << self);
+            while (bits) {
+              const int t = __ffs(bits) - 1;
+              bits &= bits - 1u;
+              if (count < cap) row.add(first + c0 + t, img);
+              ++count;
+            }
+          }
+        }
+      }
+    }
+    if (mine) {
+      len[k] = row.finish();  // the force phase reads what was stored; the overflow is reported
+      if (count > cap) atomicMax(overflow, count);
+      ref[k] = pi;
+      cur[k] = pi;
+    }
+  }
+}
+
 // The same rows, built per cell: one warp per cell loads the candidates of the cell's 9 z-strips
 // (each run's image shift applied as it is loaded) CHUNK at a time into shared memory, and every
 // particle of the cell (a lane each, 32 at a time) scans the chunk: one cooperative load per
@@ -436,6 +567,63 @@ verlet_build_cells(const Vec4<Real>* __restrict__ sorted, const int* __restrict_
   }
 }
 
+// A row's near entries split by entries among its TPP lanes (verlet_force with ENTRIES): lane t
+// takes entries t, t + TPP, ... The row's lanes read whole groups together, GPS groups at a time
+// (TPP / 8 for TPP >= 8, else 1), PER entries of each per lane (8 / TPP, else 1); lane t reads
+// group sub = t / 8 of each GPS and its entries t % 8 + w TPP as 16-bit loads of their own (one
+// register per entry in flight, whatever TPP). BATCH entries per lane are in flight: those of
+// STEPS = BATCH / PER groups, loaded an iteration ahead. pair(q, valid) adds one candidate; the
+// row's partial last group masks its padding (0: the row itself, never a pair).
+template <int TPP, int BATCH, class Near, class Pair>
+__device__ __forceinline__ void near_entries(const int* __restrict__ nbr, int n, int s, int lane, int m,
+                                             const Near& near, Pair& pair) {
+  constexpr int PER = TPP >= 8 ? 1 : 8 / TPP;
+  constexpr int GPS = TPP >= 8 ? TPP / 8 : 1;
+  constexpr int STEPS = BATCH / PER;
+  static_assert(BATCH % PER == 0, "BATCH: whole groups per lane");
+  const int sub = lane >> 3, pos0 = lane & 7;
+  const int full = m >> 3;
+  const int whole = full > sub ? (full - sub + GPS - 1) / GPS : 0;  // this lane's whole groups
+  const long long gstep = static_cast<long long>(GPS) * n * 8;       // 16-bit entries from one to the next
+  const short* __restrict__ base = reinterpret_cast<const short*>(nbr);
+  const short* __restrict__ p = base + (static_cast<long long>(sub) * n + s) * 8 + pos0;
+  int e[BATCH];
+#pragma unroll
+  for (int v = 0; v < BATCH; ++v) e[v] = v / PER < whole ? __ldg(p + (v / PER) * gstep + (v % PER) * TPP) : 0;
+  int t = 0;
+#pragma unroll 1
+  for (; t + STEPS <= whole; t += STEPS) {
+    decltype(near[0]) q[BATCH];
+#pragma unroll
+    for (int v = 0; v < BATCH; ++v) q[v] = near[e[v]];
+    p += STEPS * gstep;
+#pragma unroll
+    for (int v = 0; v < BATCH; ++v) {
+      e[v] = t + STEPS + v / PER < whole ? __ldg(p + (v / PER) * gstep + (v % PER) * TPP) : 0;
+    }
+#pragma unroll
+    for (int v = 0; v < BATCH; ++v) pair(q[v], true);
+  }
+#pragma unroll
+  for (int u = 0; u < STEPS - 1; ++u) {  // whole groups left (fewer than STEPS), loaded in e[]
+    if (t + u < whole) {
+      decltype(near[0]) q[PER];
+#pragma unroll
+      for (int w = 0; w < PER; ++w) q[w] = near[e[u * PER + w]];
+#pragma unroll
+      for (int w = 0; w < PER; ++w) pair(q[w], true);
+    }
+  }
+  if ((m & 7) && sub == full % GPS) {  // the row's partial last group, padded with 0 (the row itself)
+    const short* __restrict__ pl = base + (static_cast<long long>(full) * n + s) * 8 + pos0;
+    decltype(near[0]) q[PER];
+#pragma unroll
+    for (int w = 0; w < PER; ++w) q[w] = near[__ldg(pl + w * TPP)];
+#pragma unroll
+    for (int w = 0; w < PER; ++w) pair(q[w], pos0 + w * TPP < (m & 7));
+  }
+}
+
 // LAYOUT (layout.cuh): how the positions (cur: sorted order) lie: kAoS4 the plan's Vec4 array;
 // kAoS3, kSoA a copy made at the start of the force phase, `stride` elements per array in kSoA.
 // BATCH: near entries a thread gathers (whole groups of 8) before it computes their pairs
@@ -443,12 +631,18 @@ verlet_build_cells(const Vec4<Real>* __restrict__ sorted, const int* __restrict_
 // (__launch_bounds__'s second argument), a register cap. PBC: some axis is periodic (else far
 // entries are only far in slot, and take no minimum image).
 //
+// ENTRIES (TPP > 1): how a row's TPP lanes share its near entries. false: by groups (lane t
+// takes whole groups t, t + TPP, ...); true: by entries (lane t takes entries t, t + TPP, ... of
+// the row, its lanes loading each group together), so that the TPP lanes of a row gather
+// neighbouring entries of the row, mostly consecutive slots, in the same instruction: fewer
+// cache lines per warp gather (kernels/verlet.cu's lines model, tools/gather_lines.py).
+//
 // Each thread's pairs are added in a fixed order (its near groups, the row's last near group,
 // its far groups): the same sums, bit for bit, at every BATCH and MINB. The pair body runs for
 // every entry and keeps the pair where it lies inside the cutoff (Accumulator::add_where): about
 // 3 of 4 entries do, so a warp would run the body anyway, and a branch would only add to it.
 template <typename Real, typename Acc, template <typename> class Functor, bool ENERGY, bool PBC, int TPP, int BLOCK,
-          int LAYOUT, int MINB, int BATCH>
+          int LAYOUT, int MINB, int BATCH, bool ENTRIES = false>
 __global__ void __launch_bounds__(BLOCK, MINB)
 verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __restrict__ order,
              const int* __restrict__ nbr, const int2* __restrict__ len, const int n, const int cap,
@@ -457,6 +651,7 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
              unsigned int* __restrict__ rebuilds) {
   static_assert(TPP >= 1 && TPP <= 32 && (TPP & (TPP - 1)) == 0, "TPP: a power of two up to a warp");
   static_assert(BATCH == 8 || BATCH == 16, "BATCH: 8 or 16 near entries (one or two groups)");
+  static_assert(!ENTRIES || TPP > 1, "ENTRIES: a row shared by several lanes");
   constexpr int G = BATCH / 8;  // near groups in flight
   constexpr bool FMA = Contracted<Acc>::value;
   if (blockIdx.x == 0 && threadIdx.x == 0 && *flag) {  // the build of this step (if any) is complete
@@ -484,6 +679,9 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
     // product per group): raw differences. Each group's entries are loaded an iteration ahead,
     // so that their latency hides behind the pairs of the groups before.
     const int full = m.x >> 3;
+    if constexpr (ENTRIES) {
+      near_entries<TPP, BATCH>(nbr, n, s, lane, m.x, near, pair);
+    } else {
     const int4* __restrict__ p = rows + static_cast<long long>(lane) * n + s;
     int4 e[G];
 #pragma unroll
@@ -517,6 +715,7 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
 #pragma unroll
       for (int v = 0; v < 8; ++v) pair(q[v], v < (m.x & 7));
     }
+    }  // ENTRIES
     // the far groups, from the back of the row: the minimum image on a periodic box (an entry
     // that is far only in slot takes it too, and keeps its separation: |d| < L / 2)
     const int top = 4 * row_groups(cap), first = top - m.y;  // entries first .. top - 1
