@@ -438,23 +438,46 @@ print('md', r.graph, r.samples[-1].total)" || echo "sanitizer $t: FAILED"
       if [ $tree = before ]; then cd ..; fi
     done ;;
   force-s14)  # the Verlet force kernel's rows split by entries among tpp lanes, against split by groups and tpp 1
-    # (LJ, with a built list, forces and all outputs), and its register cap and batch at 1M
+    # (LJ, with a built list), and its register cap and batch at 1M
     for n in large 256000 32000 4000; do
-      $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n $n --outputs forces,all \
+      outs=forces; [ $n = large ] && outs=forces,all
+      $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n $n --outputs $outs \
         --amortised 0 --sweep tpp=1:2:4:8:16 --launch split=entries --name force-s14-entries-$n "${common[@]}"
-      $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n $n --outputs forces \
-        --amortised 0 --sweep tpp=2:4:8:16 --launch split=groups --name force-s14-groups-$n "${common[@]}"
     done
-    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large --outputs forces,all \
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large --outputs forces \
+      --amortised 0 --sweep tpp=2:4 --launch split=groups --name force-s14-groups-large "${common[@]}"
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large --outputs forces \
       --amortised 0 --launch tpp=4,split=entries --sweep minb=0:8:12 --sweep batch=8:16 --name force-s14-knobs \
       "${common[@]}" ;;
   build-s14)  # the tile build (a warp per 32 rows, union z-windows) against the strip, cell and warp builds
     for n in large 256000 32000 4000; do
       $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n $n --outputs forces \
-        --amortised 0 --sweep build=strip:cell:warp:tile --sweep row_groups=1:2:4 --name build-s14-$n "${common[@]}"
+        --amortised 0 --sweep build=strip:cell:warp --name build-s14-$n "${common[@]}"
+      $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n $n --outputs forces \
+        --amortised 0 --launch build=tile --sweep row_groups=1:2:4 --name build-s14-tile-$n "${common[@]}"
     done
     $PY -m harness bench --strategies verlet_thread_padded --scenario gaussian --n 64000 --outputs forces \
-      --amortised 0 --sweep build=strip:tile --sweep row_groups=1:2:4 --name build-s14-gauss64k "${common[@]}" ;;
+      --amortised 0 --sweep build=strip:tile --name build-s14-gauss64k "${common[@]}" ;;
+  ncu-s14)  # L1 requests, sectors and wavefronts of the force kernel's gathers (tpp 1; tpp 4 split by groups, by
+    # entries with 16-bit loads, by entries with int4 loads) and of the strip and tile builds, LJ 1M, forces only
+    mets=gpu__time_duration.sum,smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active
+    mets=$mets,smsp__thread_inst_executed_per_inst_executed.ratio,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum
+    mets=$mets,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__data_pipe_lsu_wavefronts.sum
+    mets=$mets,l1tex__throughput.avg.pct_of_peak_sustained_active,l1tex__t_sector_hit_rate.pct
+    mets=$mets,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active
+    mkdir -p "$out/profile"
+    for v in force:default force:tpp=4,split=groups force:tpp=4,split=entries force:tpp=4,split=entries4 \
+             build:build=strip build:build=tile,row_groups=4; do
+      phase=${v%%:*}; launch=${v#*:}; [ "$launch" = default ] && launch=
+      stem="$out/profile/ncu-s14-$phase-${launch:-default}"; stem=${stem//[=,]/-}
+      ncu --nvtx --nvtx-include "$phase/verlet_thread_padded/" --clock-control none --metrics $mets -f -o "$stem" \
+        $PY -m harness profile --inner --strategy verlet_thread_padded --scenario lj_liquid --n large \
+        --precision fp32 --outputs forces ${launch:+--launch $launch} > "$stem.log" 2>&1
+      ncu --import "$stem.ncu-rep" --csv --page raw > "$stem.csv" 2>>"$stem.log"
+      $PY tools/ncu_metrics.py "$stem.csv" | tail -n +2 | sed "s|^|$phase ${launch:-default}: |"
+    done
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large,32000 --outputs forces \
+      --amortised 0 --launch tpp=4 --sweep split=groups:entries:entries4 --name force-s14-split "${common[@]}" ;;
   md-s14)  # the whole MD step at LJ 1M and 4,000: the defaults against the tile build with tpp 4 split by entries
     for launch in "" "build=tile,tpp=4,split=entries" "build=tile,row_groups=4,tpp=4,split=entries"; do
       tag=${launch:-default}; tag=${tag//[=,]/-}

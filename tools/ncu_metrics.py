@@ -1,0 +1,87 @@
+"""Selected raw metrics of `harness profile` results (the <stem>.csv that ncu's raw page wrote), one
+line per kernel launch: time, warp instructions, issue slots, L1 requests, sectors and data-pipe
+wavefronts of global loads, and what they give per request. For comparing two variants of a
+kernel in one device call:
+
+    python3 tools/ncu_metrics.py reports/profile/*.csv [--match REGEX]
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import re
+import sys
+
+# label -> the raw metric names to try, first found wins (they differ between ncu versions)
+WANT = {
+    "us": ("gpu__time_duration.sum",),
+    "inst": ("smsp__inst_executed.sum",),
+    "issue%": ("smsp__issue_active.avg.pct_of_peak_sustained_active",),
+    "lanes": ("smsp__thread_inst_executed_per_inst_executed.ratio",),
+    "ld_req": ("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",),
+    "ld_sect": ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",),
+    "wavefr": ("l1tex__data_pipe_lsu_wavefronts_mem_lg.sum", "l1tex__data_pipe_lsu_wavefronts.sum"),
+    "l1_pct": ("l1tex__throughput.avg.pct_of_peak_sustained_active",),
+    "hit%": ("l1tex__t_sector_hit_rate.pct",),
+    "regs": ("launch__registers_per_thread",),
+    "occ%": ("sm__warps_active.avg.pct_of_peak_sustained_active",),
+}
+
+
+def _num(text: str) -> float | None:
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return None
+
+
+def rows(path: str, match: str | None) -> list[str]:
+    with open(path, newline="") as fh:
+        data = [r for r in csv.reader(fh) if r and not r[0].startswith("==")]
+    if len(data) < 3:
+        return [f"{path}: no kernel rows"]
+    names, units = data[0], data[1]
+    col = {n: i for i, n in enumerate(names)}
+    out = []
+    for r in data[2:]:
+        kernel = r[col["Kernel Name"]] if "Kernel Name" in col else "?"
+        if match and not re.search(match, kernel):
+            continue
+        vals = {}
+        for label, metrics in WANT.items():
+            for m in metrics:
+                if m in col and col[m] < len(r):
+                    v = _num(r[col[m]])
+                    if v is not None and label == "us":
+                        unit = units[col[m]]
+                        v *= {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3}.get(
+                            unit, float("nan"))
+                    vals[label] = v
+                    break
+        per = ""
+        if vals.get("ld_req"):
+            per = (f" sect/req {vals.get('ld_sect', 0) / vals['ld_req']:.2f}"
+                   f" wf/req {vals.get('wavefr', 0) / vals['ld_req']:.2f}")
+        text = " ".join(f"{k} {v:.4g}" for k, v in vals.items() if v is not None)
+        out.append(f"{kernel.split('(')[0][:48]:48s} {text}{per}")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("csv", nargs="+")
+    ap.add_argument("--match", help="only kernels whose name matches this regular expression")
+    a = ap.parse_args(argv)
+    for path in a.csv:
+        try:
+            lines = rows(path, a.match)
+        except OSError as e:
+            print(f"{path}: {e}", file=sys.stderr)
+            return 2
+        print(f"# {path}")
+        print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
