@@ -52,7 +52,7 @@ BATCH_CHOICES = ("auto", 8, 16)
 # split: how a row's tpp lanes share its entries (kernels/verlet.cu, ENTRIES): 'groups' (lane t takes
 # whole groups of 8 entries t, t + tpp, ...), 'entries' (lane t takes entries t, t + tpp, ...: the
 # lanes of a row gather neighbouring entries together); 'auto': entries wherever tpp > 1
-SPLIT_CHOICES = ("auto", "groups", "entries", "entries4")
+SPLIT_CHOICES = ("auto", "groups", "entries")
 # 'auto' per output flavour {energy: value}, from the ninth session's sweep (H200, LJ 1M, fp32,
 # reports/2026-11-24-h200/bench/s9-call3-s9-knobs.json, with a built list): forces only, 16 near
 # entries in flight under a cap of 10 blocks of 128 (0.151 ms; 8 under 12 blocks: 0.155); with
@@ -188,7 +188,7 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
         minb, batch = self.register_cap(energy, acc), self.batch(energy, self.entries(tpp))
         return (f"verlet_force<{real}, {acc}, {potential.functor}, {cbool(energy)}, {cbool(pbc)}, "
                 f"{tpp}, {self.launch['block']}, {LAYOUTS[self.launch['layout']]}, {minb}, {batch}, "
-                f"{(2 if self.launch['split'] == 'entries4' else 1) if self.entries(tpp) else 0}>")
+                f"{cbool(self.entries(tpp))}>")
 
     def entries(self, tpp: int) -> bool:
         """Whether the row's tpp lanes split it by entries (split 'entries', or 'auto'); one lane

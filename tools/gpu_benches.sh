@@ -478,6 +478,20 @@ print('md', r.graph, r.samples[-1].total)" || echo "sanitizer $t: FAILED"
     done
     $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large,32000 --outputs forces \
       --amortised 0 --launch tpp=4 --sweep split=groups:entries:entries4 --name force-s14-split "${common[@]}" ;;
+  tune-s14)  # after the tile build's staging fix: builds on the LJ liquid, the Gaussian and the clump; the force
+    # kernel's split (groups or entries) at the sizes where tpp 'auto' takes several lanes per row
+    for spec in lj_liquid:large lj_liquid:256000 lj_liquid:32000 gaussian:64000 clump:medium clump:large; do
+      sc=${spec%%:*}; n=${spec#*:}
+      $PY -m harness bench --strategies verlet_thread_padded --scenario $sc --n $n --outputs forces --amortised 0 \
+        --sweep build=strip:cell --name tune-s14-build-$sc-$n "${common[@]}"
+      $PY -m harness bench --strategies verlet_thread_padded --scenario $sc --n $n --outputs forces --amortised 0 \
+        --launch build=tile --sweep row_groups=1:2:4 --name tune-s14-tile-$sc-$n "${common[@]}"
+    done
+    for nt in 4000:8:16 32000:2:4:8 256000:2:4; do
+      n=${nt%%:*}
+      $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n $n --outputs forces,all \
+        --amortised 0 --sweep tpp=${nt#*:} --sweep split=groups:entries --name tune-s14-split-$n "${common[@]}"
+    done ;;
   md-s14)  # the whole MD step at LJ 1M and 4,000: the defaults against the tile build with tpp 4 split by entries
     for launch in "" "build=tile,tpp=4,split=entries" "build=tile,row_groups=4,tpp=4,split=entries"; do
       tag=${launch:-default}; tag=${tag//[=,]/-}

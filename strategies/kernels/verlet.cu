@@ -445,13 +445,13 @@ __global__ void verlet_build_tile(const Vec4<Real>* __restrict__ sorted, const i
           for (int off = 16; off > 0; off >>= 1) most = max(most, __shfl_xor_sync(0xffffffffu, most, off));
 #pragma unroll 1
           for (int c0 = 0; c0 < most; c0 += R) {
-            if (c0 + gl < last - first) s_pos[warp][lane] = sorted[first + c0 + gl];
+            if (c0 + gl < last - first) s_pos[warp][gl * GROUPS + grp] = sorted[first + c0 + gl];
             __syncwarp();
             const int d0 = first + c0 - lo;  // candidate t is slot first + c0 + t: kept where d0 + t in [0, span)
             unsigned int bits = 0u;
 #pragma unroll
             for (int t = 0; t < R; ++t) {
-              const Vec4<Real> pj = s_pos[warp][grp * R + t];
+              const Vec4<Real> pj = s_pos[warp][t * GROUPS + grp];  // the groups' reads in distinct banks
               Real dx, dy, dz;
               const bool hit = separation<false>(p, pj, box, dx, dy, dz) < rlist2;
               bits |= static_cast<unsigned int>(hit && static_cast<unsigned int>(d0 + t) < static_cast<unsigned int>(span))
@@ -624,69 +624,6 @@ __device__ __forceinline__ void near_entries(const int* __restrict__ nbr, int n,
   }
 }
 
-// EXPERIMENT (s14): near_entries with whole groups loaded as int4 (one load per PER entries), the
-// lane's entries extracted from the registers.
-template <int TPP>
-__device__ __forceinline__ int entry_of(const int4& e, int wsel, int hsh, int w) {
-  int word;
-  if constexpr (TPP == 2) {
-    word = w == 0 ? e.x : w == 1 ? e.y : w == 2 ? e.z : e.w;
-  } else if constexpr (TPP == 4) {
-    word = w == 0 ? (wsel ? e.y : e.x) : (wsel ? e.w : e.z);
-  } else {
-    word = (wsel & 2) ? ((wsel & 1) ? e.w : e.z) : ((wsel & 1) ? e.y : e.x);
-  }
-  return (word << (16 - hsh)) >> 16;
-}
-
-template <int TPP, int BATCH, class Near, class Pair>
-__device__ __forceinline__ void near_entries_int4(const int* __restrict__ nbr, int n, int s, int lane, int m,
-                                                  const Near& near, Pair& pair) {
-  constexpr int PER = TPP >= 8 ? 1 : 8 / TPP;
-  constexpr int GPS = TPP >= 8 ? TPP / 8 : 1;
-  constexpr int STEPS = BATCH / PER;
-  const int4* __restrict__ rows = reinterpret_cast<const int4*>(nbr);
-  const int sub = lane >> 3, pos0 = lane & 7;
-  const int wsel = pos0 >> 1, hsh = (pos0 & 1) << 4;
-  const int full = m >> 3;
-  const int whole = full > sub ? (full - sub + GPS - 1) / GPS : 0;
-  const long long gstep = static_cast<long long>(GPS) * n;
-  const int4* __restrict__ p = rows + static_cast<long long>(sub) * n + s;
-  int4 e[STEPS];
-#pragma unroll
-  for (int u = 0; u < STEPS; ++u) e[u] = u < whole ? __ldg(p + u * gstep) : make_int4(0, 0, 0, 0);
-  int t = 0;
-#pragma unroll 1
-  for (; t + STEPS <= whole; t += STEPS) {
-    decltype(near[0]) q[BATCH];
-#pragma unroll
-    for (int v = 0; v < BATCH; ++v) q[v] = near[entry_of<TPP>(e[v / PER], wsel, hsh, v % PER)];
-    p += STEPS * gstep;
-#pragma unroll
-    for (int u = 0; u < STEPS; ++u) e[u] = t + STEPS + u < whole ? __ldg(p + u * gstep) : make_int4(0, 0, 0, 0);
-#pragma unroll
-    for (int v = 0; v < BATCH; ++v) pair(q[v], true);
-  }
-#pragma unroll
-  for (int u = 0; u < STEPS - 1; ++u) {
-    if (t + u < whole) {
-      decltype(near[0]) q[PER];
-#pragma unroll
-      for (int w = 0; w < PER; ++w) q[w] = near[entry_of<TPP>(e[u], wsel, hsh, w)];
-#pragma unroll
-      for (int w = 0; w < PER; ++w) pair(q[w], true);
-    }
-  }
-  if ((m & 7) && sub == full % GPS) {
-    const int4 el = __ldg(rows + static_cast<long long>(full) * n + s);
-    decltype(near[0]) q[PER];
-#pragma unroll
-    for (int w = 0; w < PER; ++w) q[w] = near[entry_of<TPP>(el, wsel, hsh, w)];
-#pragma unroll
-    for (int w = 0; w < PER; ++w) pair(q[w], pos0 + w * TPP < (m & 7));
-  }
-}
-
 // LAYOUT (layout.cuh): how the positions (cur: sorted order) lie: kAoS4 the plan's Vec4 array;
 // kAoS3, kSoA a copy made at the start of the force phase, `stride` elements per array in kSoA.
 // BATCH: near entries a thread gathers (whole groups of 8) before it computes their pairs
@@ -705,7 +642,7 @@ __device__ __forceinline__ void near_entries_int4(const int* __restrict__ nbr, i
 // every entry and keeps the pair where it lies inside the cutoff (Accumulator::add_where): about
 // 3 of 4 entries do, so a warp would run the body anyway, and a branch would only add to it.
 template <typename Real, typename Acc, template <typename> class Functor, bool ENERGY, bool PBC, int TPP, int BLOCK,
-          int LAYOUT, int MINB, int BATCH, int ENTRIES = 0>
+          int LAYOUT, int MINB, int BATCH, bool ENTRIES = false>
 __global__ void __launch_bounds__(BLOCK, MINB)
 verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __restrict__ order,
              const int* __restrict__ nbr, const int2* __restrict__ len, const int n, const int cap,
@@ -742,9 +679,7 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
     // product per group): raw differences. Each group's entries are loaded an iteration ahead,
     // so that their latency hides behind the pairs of the groups before.
     const int full = m.x >> 3;
-    if constexpr (ENTRIES == 2) {
-      near_entries_int4<TPP, BATCH>(nbr, n, s, lane, m.x, near, pair);
-    } else if constexpr (ENTRIES == 1) {
+    if constexpr (ENTRIES) {
       near_entries<TPP, BATCH>(nbr, n, s, lane, m.x, near, pair);
     } else {
     const int4* __restrict__ p = rows + static_cast<long long>(lane) * n + s;
