@@ -51,8 +51,15 @@ MINB_CHOICES = ("auto", 0, 8, 10, 12, 16)
 BATCH_CHOICES = ("auto", 8, 16)
 # split: how a row's tpp lanes share its entries (kernels/verlet.cu, ENTRIES): 'groups' (lane t takes
 # whole groups of 8 entries t, t + tpp, ...), 'entries' (lane t takes entries t, t + tpp, ...: the
-# lanes of a row gather neighbouring entries together); 'auto': entries wherever tpp > 1
+# lanes of a row gather neighbouring entries together). 'auto': entries from tpp 4 (H100, LJ, with
+# a built list, forces / all ms, groups against entries, bench/s14-call3-tune-s14-split-*.json):
+# 32,000 tpp 4 0.0163 / 0.0222 against 0.0144 / 0.0204, tpp 8 0.0204 against 0.0173; 4,000 tpp 16
+# 0.0092 / 0.0126 against 0.0091 / 0.0122; at tpp 2 entries lose (32,000: 0.0184 against 0.0236;
+# the kernel spills under the forces flavour's register cap). At 1M (tpp 1 wins either way) ncu
+# shows why entries do not help there: the gathers take 10-17% fewer sectors but no fewer L1
+# data-pipe wavefronts (34.9M against 32.95M), and 37% more instructions (s14-call2 profiles).
 SPLIT_CHOICES = ("auto", "groups", "entries")
+SPLIT_ENTRIES_FROM = 4
 # 'auto' per output flavour {energy: value}, from the ninth session's sweep (H200, LJ 1M, fp32,
 # reports/2026-11-24-h200/bench/s9-call3-s9-knobs.json, with a built list): forces only, 16 near
 # entries in flight under a cap of 10 blocks of 128 (0.151 ms; 8 under 12 blocks: 0.155); with
@@ -76,11 +83,17 @@ GRID_DTYPE = np.dtype([("nx", np.int32), ("ny", np.int32), ("nz", np.int32), ("p
 # a crowded cell keeps its warp busy long after the others (Gaussian sigma 12 at 64,000, ~260 per
 # cell at the centre: cell 54.8 ms against strip 2.03 and warp 1.62, bench/s12-call3-verlet-gauss64k.json),
 # so 'auto' takes it only while the fullest cell needs at most two rounds.
+# build 'tile': a warp per 32 consecutive rows in `row_groups` groups, each group scanning the union
+# of its rows' z-windows (kernels/verlet.cu, verlet_build_tile); periodic axes of 3 cells or more.
+# On crowded inputs, where the strip build's lanes walk windows of very different lengths, it wins
+# (H100, fourteenth session, bench/s14-call3-tune-*.json; build ms strip / tile with 1, 2, 4
+# groups): Gaussian sigma 12 at 64,000 1.522 / 1.327 / 1.401 / 1.613; clump 24,000 0.392 / 0.325 /
+# 0.354 / 0.425; clump 48,000 0.742 / 0.609 / 0.656 / 0.792. On the LJ liquid the union of 32 rows'
+# windows holds ~2.7x a row's candidates and it loses: 1M 0.752 / 1.214 / 1.111 / 1.061; 256,000
+# 0.263 / 0.370 / 0.350 / 0.346. So 'auto' takes it (one group) where a cell is crowded.
 WARP_ROWS_PER_SM = 128
 CELL_BUILD_MAX = 524_288
 CELL_BUILD_FULLEST = 64
-# build 'tile': a warp per 32 consecutive rows in `groups` groups, each group scanning the union of
-# its rows' z-windows (kernels/verlet.cu, verlet_build_tile); periodic axes of 3 cells or more
 BUILD_CHOICES = ("auto", "strip", "cell", "warp", "tile")
 TILE_GROUPS = (1, 2, 4)
 TILE_WARPS = 4  # kTileWarps
@@ -94,7 +107,9 @@ def build_kind(build: str, n: int, sms: int, fullest: int = 0) -> str:
         return build
     if n <= WARP_ROWS_PER_SM * sms:
         return "warp"
-    return "cell" if n < CELL_BUILD_MAX and fullest <= CELL_BUILD_FULLEST else "strip"
+    if fullest > CELL_BUILD_FULLEST:
+        return "tile"
+    return "cell" if n < CELL_BUILD_MAX else "strip"
 
 
 def groups_of(cap: int) -> int:
@@ -169,7 +184,7 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
     # the compiler's choice); batch: list entries a thread gathers before computing their pairs;
     # 'auto': each output flavour its own (AUTO_MINB, AUTO_BATCH)
     launch_defaults = {**VerletStrategy.launch_defaults, "block": 128, "tpp": 0, "build": "auto", "window": 1,
-                       "layout": "aos4", "minb": "auto", "batch": "auto", "split": "auto", "row_groups": 2}
+                       "layout": "aos4", "minb": "auto", "batch": "auto", "split": "auto", "row_groups": 1}
     launch_choices = {**VerletStrategy.launch_choices, "block": (64, 128, 256, 512), "tpp": TPP_CHOICES,
                       "build": BUILD_CHOICES, "window": (0, 1), "layout": tuple(LAYOUTS),
                       "minb": MINB_CHOICES,
@@ -191,9 +206,10 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
                 f"{cbool(self.entries(tpp))}>")
 
     def entries(self, tpp: int) -> bool:
-        """Whether the row's tpp lanes split it by entries (split 'entries', or 'auto'); one lane
-        per row has nothing to split."""
-        return tpp > 1 and self.launch["split"] != "groups"
+        """Whether the row's tpp lanes split it by entries (split 'entries', or 'auto' from
+        SPLIT_ENTRIES_FROM lanes); one lane per row has nothing to split."""
+        split = self.launch["split"]
+        return tpp > 1 and (split == "entries" or (split == "auto" and tpp >= SPLIT_ENTRIES_FROM))
 
     def tpps(self) -> tuple[int, ...]:
         """The threads per row this launch may run with (tpp=0: every value auto_tpp may choose)."""

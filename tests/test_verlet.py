@@ -128,6 +128,10 @@ def test_the_force_kernel_launch_knobs_resolve_per_output_flavour():
         assert expr.endswith(f", {AUTO_MINB[energy]}, {AUTO_BATCH_ENTRIES}, true>"), expr
     assert strategies.create("verlet_thread_padded", split="groups").force_expression(
         "fp32", lj, False, True, 4).endswith(f", {AUTO_BATCH[False]}, false>")
+    # two lanes per row: by groups unless asked (by entries it spills under the register cap)
+    assert s.force_expression("fp32", lj, False, True, 2).endswith(", false>")
+    assert strategies.create("verlet_thread_padded", split="entries").force_expression(
+        "fp32", lj, False, True, 2).endswith(", true>")
     assert AUTO_MINB[False] * 512 > 2048  # so that the next line tests the fallback
     assert strategies.create("verlet_thread_padded", block=512).register_cap(False) == 0
     assert strategies.create("verlet_thread_padded", minb=8, batch=16).force_expression(
@@ -170,9 +174,10 @@ def test_the_automatic_build_follows_the_measured_crossovers():
     assert build_kind("auto", WARP_ROWS_PER_SM * sms + 1, sms) == "cell" and build_kind("auto", 256_000, sms) == "cell"
     assert build_kind("auto", CELL_BUILD_MAX, sms) == "strip" and build_kind("auto", 1_048_576, sms) == "strip"
     assert build_kind("warp", 1_048_576, sms) == "warp"  # an explicit choice is kept
-    # a crowded cell (a clump) keeps a warp per cell busy: the thread-per-row build instead
+    # a crowded cell (a clump) keeps a warp per cell busy: the tile build (a warp per 32 rows) instead
     assert build_kind("auto", 64_000, sms, fullest=CELL_BUILD_FULLEST) == "cell"
-    assert build_kind("auto", 64_000, sms, fullest=CELL_BUILD_FULLEST + 1) == "strip"
+    assert build_kind("auto", 64_000, sms, fullest=CELL_BUILD_FULLEST + 1) == "tile"
+    assert build_kind("auto", 1_048_576, sms, fullest=CELL_BUILD_FULLEST + 1) == "tile"
     assert build_kind("auto", 4000, sms, fullest=500) == "warp" and build_kind("cell", 64_000, sms, 500) == "cell"
 
 

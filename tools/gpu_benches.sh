@@ -492,6 +492,35 @@ print('md', r.graph, r.samples[-1].total)" || echo "sanitizer $t: FAILED"
       $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n $n --outputs forces,all \
         --amortised 0 --sweep tpp=${nt#*:} --sweep split=groups:entries --name tune-s14-split-$n "${common[@]}"
     done ;;
+  check-s14)  # the new 'auto' rules against the alternatives, the sanitizer on the new kernels, the MD step at the
+    # sizes whose defaults changed, OpenMM's step in the same run
+    for n in 64000 128000; do
+      $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n $n --outputs forces --amortised 0 \
+        --sweep build=strip:cell --name check-s14-build-$n "${common[@]}"
+    done
+    $PY -m harness bench --strategies verlet_thread_padded --scenario gaussian --n large --outputs forces \
+      --amortised 0 --sweep build=strip:tile --name check-s14-gauss-1m "${common[@]}"
+    for t in memcheck racecheck synccheck initcheck; do
+      compute-sanitizer --tool $t --error-exitcode 9 $PY -c "import strategies; from harness import scenarios, md
+for spec, n in (('uniform', 2048), ('clump', 3000), ('lj_liquid', 864)):
+    p = scenarios.make(spec, n, seed=1)
+    for g in (1, 2, 4):
+        print(spec, 'tile', g, strategies.create('verlet_thread_padded', build='tile', row_groups=g).evaluate(p).pairs)
+    for t in (2, 4, 8, 16, 32):
+        print(spec, 'entries', t, strategies.create('verlet_thread_padded', tpp=t, split='entries').evaluate(p).pairs)
+r = md.run(strategies.create('verlet_thread_padded', build='tile', tpp=4), scenarios.make('lj_liquid', 5000), steps=40,
+           dt=0.005, sample=20)
+print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s14-$t.log" 2>&1 || echo "sanitizer $t: FAILED"
+      tail -n 2 "$out/bench/san-s14-$t.log"
+    done
+    for n in 4000 32000; do
+      for split in auto groups; do
+        $PY -m harness md --strategy verlet_thread_padded --launch split=$split --n $n --precision fp32 --steps 2000 \
+          --sample 500 --quiet --json "$out/bench/md-s14-$n-$split.json"
+      done
+    done
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 4000,32000 --outputs forces \
+      --sweep split=groups:auto --peers openmm --name check-s14-peers "${common[@]}" ;;
   md-s14)  # the whole MD step at LJ 1M and 4,000: the defaults against the tile build with tpp 4 split by entries
     for launch in "" "build=tile,tpp=4,split=entries" "build=tile,row_groups=4,tpp=4,split=entries"; do
       tag=${launch:-default}; tag=${tag//[=,]/-}
