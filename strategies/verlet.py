@@ -90,10 +90,16 @@ GRID_DTYPE = np.dtype([("nx", np.int32), ("ny", np.int32), ("nz", np.int32), ("p
 # groups): Gaussian sigma 12 at 64,000 1.522 / 1.327 / 1.401 / 1.613; clump 24,000 0.392 / 0.325 /
 # 0.354 / 0.425; clump 48,000 0.742 / 0.609 / 0.656 / 0.792. On the LJ liquid the union of 32 rows'
 # windows holds ~2.7x a row's candidates and it loses: 1M 0.752 / 1.214 / 1.111 / 1.061; 256,000
-# 0.263 / 0.370 / 0.350 / 0.346. So 'auto' takes it (one group) where a cell is crowded.
+# 0.263 / 0.370 / 0.350 / 0.346. At 1M the Gaussian's crowded centre dominates either build: strip
+# 31.9, tile 32.9 ms (bench/s14-call4-check-s14-gauss-1m.json). So 'auto' takes it (one group) where
+# a cell is crowded, up to TILE_BUILD_MAX rows.
+# The cell build against the strip build on the LJ liquid (H100, s14-call3/4; ms): 32,000 0.106 /
+# 0.122; 62,500 0.122 / 0.134; 131,072 0.194 / 0.159; 256,000 0.324 / 0.263: the crossover lies
+# between 62,500 and 131,072 rows (the sixth session's 524,288 predates the strip build's rework).
 WARP_ROWS_PER_SM = 128
-CELL_BUILD_MAX = 524_288
+CELL_BUILD_MAX = 96_000
 CELL_BUILD_FULLEST = 64
+TILE_BUILD_MAX = 262_144
 BUILD_CHOICES = ("auto", "strip", "cell", "warp", "tile")
 TILE_GROUPS = (1, 2, 4)
 TILE_WARPS = 4  # kTileWarps
@@ -108,7 +114,7 @@ def build_kind(build: str, n: int, sms: int, fullest: int = 0) -> str:
     if n <= WARP_ROWS_PER_SM * sms:
         return "warp"
     if fullest > CELL_BUILD_FULLEST:
-        return "tile"
+        return "tile" if n <= TILE_BUILD_MAX else "strip"
     return "cell" if n < CELL_BUILD_MAX else "strip"
 
 

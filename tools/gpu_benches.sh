@@ -521,6 +521,9 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s14-$t.
     done
     $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 4000,32000 --outputs forces \
       --sweep split=groups:auto --peers openmm --name check-s14-peers "${common[@]}" ;;
+  gauss-s14)  # where the tile build stops winning on the Gaussian (64,000: tile, 1M: strip)
+    $PY -m harness bench --strategies verlet_thread_padded --scenario gaussian --n 256000 --outputs forces \
+      --amortised 0 --sweep build=strip:tile --name gauss-s14-256k "${common[@]}" ;;
   md-s14)  # the whole MD step at LJ 1M and 4,000: the defaults against the tile build with tpp 4 split by entries
     for launch in "" "build=tile,tpp=4,split=entries" "build=tile,row_groups=4,tpp=4,split=entries"; do
       tag=${launch:-default}; tag=${tag//[=,]/-}
