@@ -524,6 +524,21 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s14-$t.
   gauss-s14)  # where the tile build stops winning on the Gaussian (64,000: tile, 1M: strip)
     $PY -m harness bench --strategies verlet_thread_padded --scenario gaussian --n 256000 --outputs forces \
       --amortised 0 --sweep build=strip:tile --name gauss-s14-256k "${common[@]}" ;;
+  final-s14)  # the figures at the session's last kernels, with OpenMM in the same run: the three columns
+    # (LJ 4,000 and 1M, forces and all), the MD loop, and both force kernels under ncu (PROFILE=0 skips those)
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 4000,large --outputs forces,all \
+      --peers openmm --name final-s14-three "${common[@]}"
+    for n in 4000 large; do
+      $PY -m harness md --strategy verlet_thread_padded --n $n --precision fp32 --steps 2000 --sample 500 --quiet \
+        --json "$out/bench/md-final-s14-$n.json"
+    done
+    if [ "${PROFILE:-1}" = 1 ]; then
+      $PY -m harness profile --peer openmm --scenario lj_liquid --n large --out "$out/profile"
+      for o in forces all; do
+        $PY -m harness profile --strategy verlet_thread_padded --scenario lj_liquid --n large --outputs $o \
+          --out "$out/profile"
+      done
+    fi ;;
   md-s14)  # the whole MD step at LJ 1M and 4,000: the defaults against the tile build with tpp 4 split by entries
     for launch in "" "build=tile,tpp=4,split=entries" "build=tile,row_groups=4,tpp=4,split=entries"; do
       tag=${launch:-default}; tag=${tag//[=,]/-}

@@ -633,9 +633,11 @@ __device__ __forceinline__ void near_entries(const int* __restrict__ nbr, int n,
 //
 // ENTRIES (TPP > 1): how a row's TPP lanes share its near entries. false: by groups (lane t
 // takes whole groups t, t + TPP, ...); true: by entries (lane t takes entries t, t + TPP, ... of
-// the row, its lanes loading each group together), so that the TPP lanes of a row gather
-// neighbouring entries of the row, mostly consecutive slots, in the same instruction: fewer
-// cache lines per warp gather (kernels/verlet.cu's lines model, tools/gather_lines.py).
+// the row, each as a 16-bit load of its own: near_entries), so that the TPP lanes of a row gather
+// neighbouring entries of the row, mostly consecutive slots, in the same instruction. Measured
+// (H100, strategies/verlet.py, SPLIT_CHOICES): 12% faster at tpp 4 (32,000 particles); at 1M with
+// tpp 4 the gathers take fewer sectors, but the 16-bit index loads and 37% more instructions
+// outweigh it, and tpp 1 stays faster there.
 //
 // Each thread's pairs are added in a fixed order (its near groups, the row's last near group,
 // its far groups): the same sums, bit for bit, at every BATCH and MINB. The pair body runs for
