@@ -7,7 +7,9 @@ no particle has moved more than skin / 2 since its build.
                         across a periodic face or too far in slot: 32-bit slots; the per-step
                         check gathers the positions into that order, unwrapped since the build,
                         so only far entries take a minimum image), TPP threads per row (launch
-                        parameter tpp; 0, the default, from the size), the
+                        parameter tpp; 0, the default, from the size) sharing it by groups or by
+                        entries (split), the rows built by one of four kernels of the same rows
+                        (build: strip, cell, warp, tile; auto by size and the fullest cell), the
                         displacement check and the guarded rebuild on the device every step (no
                         host synchronisation; kernels/verlet.cu)
   verlet_thread_cpu     numba: the same list and trigger on the CPU
@@ -52,7 +54,8 @@ BATCH_CHOICES = ("auto", 8, 16)
 # split: how a row's tpp lanes share its entries (kernels/verlet.cu, ENTRIES): 'groups' (lane t takes
 # whole groups of 8 entries t, t + tpp, ...), 'entries' (lane t takes entries t, t + tpp, ...: the
 # lanes of a row gather neighbouring entries together). 'auto': entries from tpp 4 (H100, LJ, with
-# a built list, forces / all ms, groups against entries, bench/s14-call3-tune-s14-split-*.json):
+# a built list, forces / all ms, groups against entries, reports/2026-11-25-h100/bench/
+# s14-call3-tune-s14-split-*.json):
 # 32,000 tpp 4 0.0163 / 0.0222 against 0.0144 / 0.0204, tpp 8 0.0204 against 0.0173; 4,000 tpp 16
 # 0.0092 / 0.0126 against 0.0091 / 0.0122; at tpp 2 entries lose (32,000: 0.0184 against 0.0236;
 # the kernel spills under the forces flavour's register cap). At 1M (tpp 1 wins either way) ncu
@@ -86,16 +89,18 @@ GRID_DTYPE = np.dtype([("nx", np.int32), ("ny", np.int32), ("nz", np.int32), ("p
 # build 'tile': a warp per 32 consecutive rows in `row_groups` groups, each group scanning the union
 # of its rows' z-windows (kernels/verlet.cu, verlet_build_tile); periodic axes of 3 cells or more.
 # On crowded inputs, where the strip build's lanes walk windows of very different lengths, it wins
-# (H100, fourteenth session, bench/s14-call3-tune-*.json; build ms strip / tile with 1, 2, 4
-# groups): Gaussian sigma 12 at 64,000 1.522 / 1.327 / 1.401 / 1.613; clump 24,000 0.392 / 0.325 /
-# 0.354 / 0.425; clump 48,000 0.742 / 0.609 / 0.656 / 0.792. On the LJ liquid the union of 32 rows'
-# windows holds ~2.7x a row's candidates and it loses: 1M 0.752 / 1.214 / 1.111 / 1.061; 256,000
-# 0.263 / 0.370 / 0.350 / 0.346. At 1M the Gaussian's crowded centre dominates either build: strip
-# 31.9, tile 32.9 ms (bench/s14-call4-check-s14-gauss-1m.json). So 'auto' takes it (one group) where
-# a cell is crowded, up to TILE_BUILD_MAX rows.
-# The cell build against the strip build on the LJ liquid (H100, s14-call3/4; ms): 32,000 0.106 /
-# 0.122; 62,500 0.122 / 0.134; 131,072 0.194 / 0.159; 256,000 0.324 / 0.263: the crossover lies
-# between 62,500 and 131,072 rows (the sixth session's 524,288 predates the strip build's rework).
+# (H100, fourteenth session, reports/2026-11-25-h100/bench/s14-call3-tune-s14-*.json; build ms
+# strip / tile with 1, 2, 4 groups): Gaussian sigma 12 at 64,000 1.522 / 1.327 / 1.401 / 1.613;
+# clump 24,000 0.392 / 0.325 / 0.354 / 0.425; clump 48,000 0.742 / 0.609 / 0.656 / 0.792. On the LJ
+# liquid the union of 32 rows' windows holds ~2.7x a row's candidates and it loses: 1M 0.752 /
+# 1.214 / 1.111 / 1.061; 256,000 0.263 / 0.370 / 0.350 / 0.346. At 1M the Gaussian's crowded
+# centre dominates either build: strip 31.9, tile 32.9 ms (s14-call4-check-s14-gauss-1m.json); at
+# 256,000 tile still wins, 6.93 against 7.33 ms (s14-call5-gauss-s14-256k.json). So 'auto' takes
+# it (one group) where a cell is crowded, up to TILE_BUILD_MAX rows.
+# The cell build against the strip build on the LJ liquid (H100, the s14-call3 and -call4 files;
+# ms): 32,000 0.106 / 0.122; 62,500 0.122 / 0.134; 131,072 0.194 / 0.159; 256,000 0.324 / 0.263:
+# the crossover lies between 62,500 and 131,072 rows (the sixth session's 524,288 predates the
+# strip build's rework).
 WARP_ROWS_PER_SM = 128
 CELL_BUILD_MAX = 96_000
 CELL_BUILD_FULLEST = 64

@@ -186,12 +186,14 @@ def test_the_automatic_build_follows_the_measured_crossovers():
 @pytest.mark.gpu
 @pytest.mark.parametrize("launch", [{"batch": 8}, {"batch": 16}, {"batch": 16, "tpp": 4}, {"minb": 0, "batch": 8},
                                     {"minb": 16, "batch": 16}, {"batch": 16, "tpp": 4, "split": "entries"},
-                                    {"batch": 16, "tpp": 2, "split": "entries"}, {"minb": 0, "tpp": 8, "split": "entries"},
+                                    {"batch": 16, "tpp": 2, "split": "entries"},
+                                    {"minb": 0, "tpp": 8, "split": "entries"},
                                     {"batch": 16, "tpp": 32, "split": "entries"}])
 def test_gpu_force_kernel_knobs_give_the_same_sums(launch):
     """batch and minb change how the loop is scheduled, never the order of the sums: the same bits."""
     p = _problem("fp32", n=4000)
-    base = strategies.create("verlet_thread_padded", tpp=launch.get("tpp", 1), split=launch.get("split", "auto")).evaluate(p)
+    base = strategies.create("verlet_thread_padded", tpp=launch.get("tpp", 1),
+                             split=launch.get("split", "auto")).evaluate(p)
     got = strategies.create("verlet_thread_padded", **{"tpp": 1, **launch}).evaluate(p)  # the same tpp as base
     assert got.pairs == base.pairs
     assert np.array_equal(got.forces, base.forces) and got.energy == base.energy
@@ -254,8 +256,9 @@ def test_gpu_builds_give_the_same_list(n, spec):
     p = _problem("fp32", n=n, spec=spec)
     base = strategies.create("verlet_thread_padded", build="strip", window=0).evaluate(p)
     rows = _gpu_rows(p, build="strip", window=0)
-    for launch in ({"build": "strip", "window": 1}, {"build": "cell"}, {"build": "warp"}, {"build": "tile", "row_groups": 1},
-                   {"build": "tile", "row_groups": 2}, {"build": "tile", "row_groups": 4}, {}):
+    for launch in ({"build": "strip", "window": 1}, {"build": "cell"}, {"build": "warp"},
+                   {"build": "tile", "row_groups": 1}, {"build": "tile", "row_groups": 2},
+                   {"build": "tile", "row_groups": 4}, {}):
         got = strategies.create("verlet_thread_padded", **launch).evaluate(p)
         assert np.array_equal(got.forces, base.forces) and got.energy == base.energy, launch
         assert _gpu_rows(p, **launch) == rows, launch

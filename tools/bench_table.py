@@ -31,7 +31,8 @@ def lines(path: str) -> list[str]:
             out.append(f"{r.get('strategy', '?')[:64]:64s} {r.get('n', '?'):>8} {r.get('status', '')}: "
                        f"whole MD step {_ms(r, 'step_ms')} ms, forces to the host {_ms(r, 'force_ms')} ms")
             continue
-        out.append(f"{r.get('strategy', '?')[:64]:64s} {r.get('n', '?'):>8} {r.get('outputs') or '':6s} scratch {_ms(r, 'graph_ms', 'compute_ms')} "
+        out.append(f"{r.get('strategy', '?')[:64]:64s} {r.get('n', '?'):>8} {r.get('outputs') or '':6s} "
+                   f"scratch {_ms(r, 'graph_ms', 'compute_ms')} "
                    f"list {_ms(r, 'with_list_graph_ms', 'with_list_ms')} build {_ms(r, 'build_ms')} "
                    f"amort {_ms(r, 'amortised_ms')} rebuilds {r.get('rebuilds', '-')}")
     return out
