@@ -539,6 +539,14 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s14-$t.
           --out "$out/profile"
       done
     fi ;;
+  refactor-s14)  # the builds after column_neighbour (one helper for the 3 x 3 column walk): same instruction counts,
+    # another schedule; the builds against bench/s14-call3 and -call1 (LJ 1M, 256,000, 4,000; clump 24,000)
+    for spec in lj_liquid:large lj_liquid:256000 clump:medium; do
+      $PY -m harness bench --strategies verlet_thread_padded --scenario ${spec%%:*} --n ${spec#*:} --outputs forces \
+        --amortised 0 --sweep build=strip:tile --name refactor-s14-${spec%%:*}-${spec#*:} "${common[@]}"
+    done
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 4000 --outputs forces \
+      --amortised 0 --sweep build=warp:strip --name refactor-s14-lj_liquid-4000 "${common[@]}" ;;
   md-s14)  # the whole MD step at LJ 1M and 4,000: the defaults against the tile build with tpp 4 split by entries
     for launch in "" "build=tile,tpp=4,split=entries" "build=tile,row_groups=4,tpp=4,split=entries"; do
       tag=${launch:-default}; tag=${tag//[=,]/-}

@@ -183,6 +183,18 @@ __device__ __forceinline__ Real entry_separation(const Vec4<Real>& pi, const Vec
   }
 }
 
+// Column col (0..8: x offset col / 3 - 1, y offset col % 3 - 1) of the 3 x 3 columns around
+// column (cx, cy), the order every build walks them in: its offsets, coordinates and image shifts;
+// false where there is none (axis_neighbour).
+template <bool MINIMAGE, typename Real>
+__device__ __forceinline__ bool column_neighbour(int cx, int cy, int col, const Grid& g, const Box<Real>& box, int& ox,
+                                                 int& oy, int& x, int& y, Real& sx, Real& sy) {
+  ox = col / 3 - 1;
+  oy = col % 3 - 1;
+  return axis_neighbour<MINIMAGE>(cx, ox, g.nx, g.pmask & 1, box.lx, x, sx) &&
+         axis_neighbour<MINIMAGE>(cy, oy, g.ny, g.pmask & 2, box.ly, y, sy);
+}
+
 // One thread per row (sorted slot k), the full shell's walk (cells.cuh): 9 z-strips of the CSR
 // storage with one image shift per run (per-pair minimum image only with MINIMAGE: a periodic
 // axis of fewer than 3 cells), the particle itself split out of its strip. WINDOW: only the
@@ -210,11 +222,9 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell
   RowWriter row(nbr, n, k, cap);
 #pragma unroll 1
   for (int col = 0; col < 9; ++col) {
-    const int ox = col / 3 - 1, oy = col % 3 - 1;
-    int x, y;
+    int ox, oy, x, y;
     Real sx, sy;
-    if (!axis_neighbour<MINIMAGE>(cx, ox, g.nx, g.pmask & 1, box.lx, x, sx)) continue;
-    if (!axis_neighbour<MINIMAGE>(cy, oy, g.ny, g.pmask & 2, box.ly, y, sy)) continue;
+    if (!column_neighbour<MINIMAGE>(cx, cy, col, g, box, ox, oy, x, y, sx, sy)) continue;
     Real w = Real(0);
     if constexpr (WINDOW) {
       w = z_reach(lateral_gap(ox, lo_x, hi_x, side_x), lateral_gap(oy, lo_y, hi_y, side_y), rlist2, margin);
@@ -295,11 +305,9 @@ verlet_build_warp(const Vec4<Real>* __restrict__ sorted, const int* __restrict__
   const int top = 4 * row_groups(cap);
 #pragma unroll 1
   for (int col = 0; col < 9; ++col) {
-    const int ox = col / 3 - 1, oy = col % 3 - 1;
-    int x, y;
+    int ox, oy, x, y;
     Real sx, sy;
-    if (!axis_neighbour<MINIMAGE>(cx, ox, g.nx, g.pmask & 1, box.lx, x, sx)) continue;
-    if (!axis_neighbour<MINIMAGE>(cy, oy, g.ny, g.pmask & 2, box.ly, y, sy)) continue;
+    if (!column_neighbour<MINIMAGE>(cx, cy, col, g, box, ox, oy, x, y, sx, sy)) continue;
     int b[2], e[2];
     Real sz[2];
     const int runs = z_runs<1, MINIMAGE>(start, (x * g.ny + y) * g.nz, cz, g, box.lz, b, e, sz);
@@ -395,12 +403,10 @@ __global__ void verlet_build_tile(const Vec4<Real>* __restrict__ sorted, const i
       pending &= ~__ballot_sync(0xffffffffu, act);
       const int lcx = lcol / g.ny, lcy = lcol % g.ny;
 #pragma unroll 1
-      for (int cidx = 0; cidx < 9; ++cidx) {
-        const int ox = cidx / 3 - 1, oy = cidx % 3 - 1;
-        int x, y;
+      for (int col = 0; col < 9; ++col) {
+        int ox, oy, x, y;
         Real sx, sy;
-        if (!axis_neighbour<false>(lcx, ox, g.nx, g.pmask & 1, box.lx, x, sx)) continue;
-        if (!axis_neighbour<false>(lcy, oy, g.ny, g.pmask & 2, box.ly, y, sy)) continue;
+        if (!column_neighbour<false>(lcx, lcy, col, g, box, ox, oy, x, y, sx, sy)) continue;
         const Real w = act ? z_reach(lateral_gap(ox, lo_x, hi_x, side_x), lateral_gap(oy, lo_y, hi_y, side_y),
                                      rlist2, margin)
                            : Real(-1);
