@@ -547,6 +547,13 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s14-$t.
     done
     $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 4000 --outputs forces \
       --amortised 0 --sweep build=warp:strip --name refactor-s14-lj_liquid-4000 "${common[@]}" ;;
+  ncu32k-s14)  # where the defaults changed (32,000: tpp 4, rows split by entries): both splits and OpenMM's kernels
+    # under ncu in one call (LJ, fp32, forces only)
+    $PY -m harness profile --peer openmm --scenario lj_liquid --n 32000 --out "$out/profile"
+    for split in groups auto; do
+      $PY -m harness profile --strategy verlet_thread_padded --scenario lj_liquid --n 32000 --outputs forces \
+        --launch split=$split --out "$out/profile"
+    done ;;
   md-s14)  # the whole MD step at LJ 1M and 4,000: the defaults against the tile build with tpp 4 split by entries
     for launch in "" "build=tile,tpp=4,split=entries" "build=tile,row_groups=4,tpp=4,split=entries"; do
       tag=${launch:-default}; tag=${tag//[=,]/-}
