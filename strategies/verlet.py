@@ -250,11 +250,12 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
         return AUTO_BATCH_ENTRIES if entries else AUTO_BATCH[energy]
 
     def expressions(self, potential: Potential) -> list[str]:
-        """Every tpp at the default block, every block at tpp 1, every layout, minb and batch, each
-        flavour and precision."""
+        """Every tpp at the default block (split by groups and by entries), every block at tpp 1,
+        every layout, minb and batch, each flavour and precision."""
         variants = [{"tpp": t} for t in TPP_CHOICES] + [{"block": b} for b in self.launch_choices["block"]] + \
             [{"layout": lay} for lay in LAYOUTS] + [{"minb": m} for m in MINB_CHOICES] + \
-            [{"batch": b} for b in BATCH_CHOICES] + [{"tpp": t, "split": "groups"} for t in TPP_CHOICES[2:]]
+            [{"batch": b} for b in BATCH_CHOICES] + [{"tpp": t, "split": sp} for t in TPP_CHOICES[2:]
+                                                     for sp in ("groups", "entries")]
         out: list[str] = []
         for v in variants:
             s = VerletThreadPadded(**v)
@@ -349,7 +350,9 @@ class VerletPlan(DeviceListPlan):
         self.layout = Layout(cp, strategy.launch["layout"], self.real_t, self.real, n + 1)  # the phantom too
         self.launch_info = {"cells": self.dims.tolist(), "rlist": self.rl, "skin": self.skin, "cap": self.cap,
                             "tpp": self.tpp, "block": self.block, "build": self.binning.method,
-                            "list_build": self.build_kind,
+                            "list_build": self.build_kind + (f"/{strategy.launch['row_groups']}"
+                                                             if self.build_kind == "tile" else ""),
+                            "split": "entries" if strategy.entries(self.tpp) else "groups",
                             "layout": self.layout.name,
                             "list_bytes": int(self.nbr.nbytes + self.len.nbytes + self.ref.nbytes
                                               + self.cur.nbytes)}
