@@ -195,11 +195,12 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
     # the compiler's choice); batch: list entries a thread gathers before computing their pairs;
     # 'auto': each output flavour its own (AUTO_MINB, AUTO_BATCH)
     launch_defaults = {**VerletStrategy.launch_defaults, "block": 128, "tpp": 0, "build": "auto", "window": 1,
-                       "layout": "aos4", "minb": "auto", "batch": "auto", "split": "auto", "row_groups": 1}
+                       "layout": "aos4", "minb": "auto", "batch": "auto", "split": "auto", "row_groups": 1, "banks": 0}
     launch_choices = {**VerletStrategy.launch_choices, "block": (64, 128, 256, 512), "tpp": TPP_CHOICES,
                       "build": BUILD_CHOICES, "window": (0, 1), "layout": tuple(LAYOUTS),
                       "minb": MINB_CHOICES,
-                      "batch": BATCH_CHOICES, "split": SPLIT_CHOICES, "row_groups": TILE_GROUPS}
+                      "batch": BATCH_CHOICES, "split": SPLIT_CHOICES, "row_groups": TILE_GROUPS,
+                      "banks": (0, 1)}
 
     def __init__(self, **launch):
         super().__init__(**launch)
@@ -273,7 +274,8 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
                                                                        for m, w in BUILD_FLAGS] +
                               [f"verlet_build_cells<{r}, {m}>" for r in reals for m in ("false", "true")] +
                               [f"verlet_build_warp<{r}, {m}>" for r in reals for m in ("false", "true")] +
-                              [f"verlet_build_tile<{r}, {gr}>" for r in reals for gr in TILE_GROUPS],
+                              [f"verlet_build_tile<{r}, {gr}>" for r in reals for gr in TILE_GROUPS] +
+                              ["verlet_banks"],
                 "binning.cu": sorted({e for r in reals for e in Binning.expressions(r)}),
                 "layout.cu": layout_expressions()}
 
@@ -319,6 +321,9 @@ class VerletPlan(DeviceListPlan):
         window = bool(strategy.launch["window"]) and not minimage
         self.margin = self.real(8 * np.finfo(np.float32).eps * (0.5 * float(problem.box.array.max()) + self.rl))
         self._force: dict[str, object] = {}
+        self.banks = bool(strategy.launch["banks"])
+        self.entries = strategy.entries(self.tpp)
+        self.k_banks = kernel("verlet.cu", "verlet_banks") if self.banks else None
         # first build: the binning method (and the fullest cell: the list build's), then the rows'
         # lengths (capacity 0), then the list
         if n:
@@ -353,6 +358,7 @@ class VerletPlan(DeviceListPlan):
                             "list_build": self.build_kind + (f"/{strategy.launch['row_groups']}"
                                                              if self.build_kind == "tile" else ""),
                             "split": "entries" if strategy.entries(self.tpp) else "groups",
+                            "banks": int(self.banks),
                             "layout": self.layout.name,
                             "list_bytes": int(self.nbr.nbytes + self.len.nbytes + self.ref.nbytes
                                               + self.cur.nbytes)}
@@ -397,6 +403,12 @@ class VerletPlan(DeviceListPlan):
 
     def _rows(self, guard) -> None:
         self._build_rows(self.cap, guard)
+        if self.banks:  # the near groups reordered for the force kernel's gathers (kernels/verlet.cu, verlet_banks)
+            n = self.problem.n
+            groups = -(-self.cap // 8)
+            self.k_banks((-(-groups * n // 256),), (256,), (self.nbr, self.len, np.int32(n), np.int32(groups),
+                                                           np.int32(self.tpp), np.int32(self.entries),
+                                                           guard if guard is not None else np.uint64(0)))
 
     def listed_pairs(self) -> int:
         """Entries of the current list (each pair twice): the force phase's distance checks."""

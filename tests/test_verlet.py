@@ -295,6 +295,40 @@ def _gpu_rows(p, **launch):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("tpp, split", [(1, "auto"), (2, "groups"), (4, "entries"), (8, "groups")])
+def test_gpu_bank_order_permutes_each_group_and_spreads_the_bank_groups(tpp, split):
+    """banks=1 reorders the entries inside each whole near group only (the same pairs, the last
+    partial group and the far entries as built), the same bits on every run, and each quarter-warp's
+    gathers then reach more distinct 16-byte bank groups (slot % 8) than in strip order."""
+    p = _problem("fp32", n=4000)
+    plain, ordered = _gpu_rows(p, tpp=tpp, split=split), _gpu_rows(p, tpp=tpp, split=split, banks=1)
+    spread = {}
+    for key, rows in (("plain", plain), ("ordered", ordered)):
+        distinct = 0
+        for s0 in range(0, p.n - 31, 32):  # tpp 1: lane s % 32 reads position v of its group g in gather v
+            if tpp != 1:
+                break
+            for g in range(min(len(rows[s][0]) for s in range(s0, s0 + 32)) // 8):
+                for v in range(8):
+                    banks = [rows[s][0][8 * g + v] % 8 for s in range(s0, s0 + 32)]
+                    distinct += sum(len(set(banks[q:q + 8])) for q in range(0, 32, 8))
+        spread[key] = distinct
+    for s, ((a, fa), (b, fb)) in enumerate(zip(plain, ordered, strict=True)):
+        assert fa == fb and len(a) == len(b), s
+        whole = len(a) // 8 * 8
+        assert a[whole:] == b[whole:], s
+        for g in range(0, whole, 8):
+            assert sorted(a[g:g + 8]) == sorted(b[g:g + 8]), (s, g)
+    if tpp == 1:
+        assert spread["ordered"] > 1.2 * spread["plain"], spread
+    base = strategies.create("verlet_thread_padded", tpp=tpp, split=split).evaluate(p)
+    got = [strategies.create("verlet_thread_padded", tpp=tpp, split=split, banks=1).evaluate(p) for _ in range(2)]
+    assert got[0].pairs == got[1].pairs == base.pairs
+    assert np.array_equal(got[0].forces, got[1].forces) and got[0].energy == got[1].energy
+    assert np.abs(got[0].forces - base.forces).max() <= 1e-5 * np.abs(base.forces).max()
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("build", ["strip", "cell", "warp", "tile"])
 def test_gpu_partners_too_far_in_slot_for_16_bits_are_far_entries(build):
     """A slab of 3 x 50 x 50 cells: the next x column of cells lies ~46,000 slots on, beyond a near

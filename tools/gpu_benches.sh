@@ -563,6 +563,27 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s14-$t.
     $PY tools/step_parts.py --strategy verlet_thread_padded --n large --json "$out/bench/parts-s14-default.json"
     $PY tools/step_parts.py --strategy verlet_thread_padded --n large --launch build=tile,tpp=4,split=entries \
       --json "$out/bench/parts-s14-tile-tpp4.json" ;;
+  banks-s15)  # the near groups reordered by L1 bank group (banks=1) against strip order: the force kernel under
+    # ncu at LJ 1M (forces, all), the three columns at 1M, and with a built list at 256,000, 32,000 and 4,000
+    mets=gpu__time_duration.sum,smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active
+    mets=$mets,smsp__thread_inst_executed_per_inst_executed.ratio,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum
+    mets=$mets,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__data_pipe_lsu_wavefronts.sum
+    mets=$mets,l1tex__throughput.avg.pct_of_peak_sustained_active,l1tex__t_sector_hit_rate.pct
+    mets=$mets,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active
+    mkdir -p "$out/profile"
+    for v in force:forces:banks=0 force:forces:banks=1 force:all:banks=0 force:all:banks=1 build:forces:banks=1; do
+      IFS=: read -r phase outs launch <<<"$v"
+      stem="$out/profile/ncu-s15-$phase-$outs-$launch"; stem=${stem//[=,]/-}
+      ncu --nvtx --nvtx-include "$phase/verlet_thread_padded/" --clock-control none --metrics $mets -f -o "$stem" \
+        $PY -m harness profile --inner --strategy verlet_thread_padded --scenario lj_liquid --n large \
+        --precision fp32 --outputs $outs --launch $launch --phase $phase > "$stem.log" 2>&1
+      ncu --import "$stem.ncu-rep" --csv --page raw > "$stem.csv" 2>>"$stem.log"
+      $PY tools/ncu_metrics.py "$stem.csv" | tail -n +2 | sed "s|^|$phase $outs $launch: |"
+    done
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large --outputs forces,all \
+      --sweep banks=0:1 --name banks-s15-large "${common[@]}"
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 256000,32000,4000 \
+      --outputs forces,all --amortised 0 --sweep banks=0:1 --name banks-s15-small "${common[@]}" ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;

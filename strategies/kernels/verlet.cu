@@ -29,6 +29,8 @@
 //                  set to the build's positions; a row longer than the capacity raises *overflow
 //                  to its length and is never written past the capacity (the force phase reports
 //                  it)
+//   verlet_banks   (guarded; launch parameter banks) each whole near group's entries reordered so
+//                  that a quarter-warp's gathers read distinct L1 bank groups
 //   verlet_force   TPP threads per row: force on i = order[s] from its row; forces written in
 //                  input order; energy and virial per block (ENERGY). Block 0 clears *flag and
 //                  counts the rebuild.
@@ -571,6 +573,57 @@ verlet_build_cells(const Vec4<Real>* __restrict__ sorted, const int* __restrict_
       cur[k] = pi;
     }
   }
+}
+
+// The near entries of each whole group of 8 reordered so that the lanes of a quarter-warp gather
+// from distinct 16-byte bank groups in the force kernel (launch parameter banks). The L1 reads a
+// float4 gather 128 bytes per wavefront, one 16-byte chunk from each of its 8 bank groups (the
+// slot's low 3 bits in the Vec4 positions); lanes whose chunks share a bank group in different
+// lines take wavefronts of their own. A row's entries come out of the build in strip order, so a
+// group mostly holds runs of consecutive slots, one per bank group; the force kernel reads
+// position v of the group in its v-th gather, on lane l = (s tpp + t) % 32 of the warp (t: the
+// row's lane reading it: g % tpp split by groups, 0 by entries, whose lanes read positions t + w
+// tpp). Position v gets the entry whose slot has bank group (l + v) % 8 where the group has one:
+// each quarter-warp's 8 lanes then read 8 distinct bank groups. Entries left over (two of one
+// bank group) take the free positions in order. The same entries per group, so the same pairs;
+// the row's last partial group is kept as it is (the force loop masks it by position). Guarded
+// like the builds; one thread per (group, row).
+__global__ void verlet_banks(int* __restrict__ nbr, const int2* __restrict__ len, const int n, const int groups,
+                             const int tpp, const int by_entries, const int* __restrict__ guard) {
+  if (guard != nullptr && *guard == 0) return;
+  const long long t = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= static_cast<long long>(groups) * n) return;
+  const int s = static_cast<int>(t % n), g = static_cast<int>(t / n);
+  if (g >= (__ldg(&len[s].x) >> 3)) return;
+  int4* __restrict__ at = reinterpret_cast<int4*>(nbr) + static_cast<long long>(g) * n + s;
+  const int4 e = *at;
+  const int key = s * tpp + (by_entries ? 0 : g % tpp);  // lane of the warp, up to multiples of 8
+  int d[8], out[8];
+#pragma unroll
+  for (int v = 0; v < 8; ++v) {
+    d[v] = near_of(e, v);
+    out[v] = 0;
+  }
+  unsigned int free = 0xffu, left = 0u;
+#pragma unroll
+  for (int v = 0; v < 8; ++v) {  // each entry to its own position where that is free
+    const int want = (s + d[v] - key) & 7;
+    const bool ok = (free >> want) & 1u;
+#pragma unroll
+    for (int p = 0; p < 8; ++p) out[p] = ok && p == want ? d[v] : out[p];
+    free &= ok ? ~(1u << want) : 0xffu;
+    left |= ok ? 0u : 1u << v;
+  }
+#pragma unroll
+  for (int v = 0; v < 8; ++v) {  // the rest to the free positions, in order
+    const bool go = (left >> v) & 1u;
+    const int p0 = __ffs(free) - 1;
+#pragma unroll
+    for (int p = 0; p < 8; ++p) out[p] = go && p == p0 ? d[v] : out[p];
+    free &= go ? free - 1u : 0xffffffffu;
+  }
+  *at = make_int4(__byte_perm(out[0], out[1], 0x5410), __byte_perm(out[2], out[3], 0x5410),
+                  __byte_perm(out[4], out[5], 0x5410), __byte_perm(out[6], out[7], 0x5410));
 }
 
 // A row's near entries split by entries among its TPP lanes (verlet_force with ENTRIES): lane t
