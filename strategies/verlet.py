@@ -284,7 +284,7 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
                               [f"verlet_build_warp<{r}, {m}>" for r in reals for m in ("false", "true")] +
                               [f"verlet_build_tile<{r}, {gr}>" for r in reals for gr in TILE_GROUPS] +
                               [f"verlet_build<{r}, false, {w}, {st}>" for r in reals for w in ("false", "true")
-                               for st in (1, 2, 3)] +
+                               for st in (1, 2)] +
                               [f"verlet_stage_table<{r}>" for r in reals] + ["verlet_banks"],
                 "binning.cu": sorted({e for r in reals for e in Binning.expressions(r)}),
                 "layout.cu": layout_expressions()}
@@ -351,15 +351,13 @@ class VerletPlan(DeviceListPlan):
                 raise InputError(f"{strategy.name}: stage={self.stage} needs {why}; this launch has "
                                  f"tpp={self.tpp}, build={strategy.launch['build']}, cells {self.dims.tolist()}")
             self.build_kind = "strip"
-        # the strip build orders each group as it stores it where one thread takes a row; else verlet_banks
-        in_build = self.banks and self.tpp == 1 and self.build_kind == "strip" and not minimage
-        staged = (1 if self.stage else 0) | (2 if in_build else 0)
+        staged = (2 if self.banks else 1) if self.stage else 0
         self.k_build = kernel("verlet.cu", {
             "cell": f"verlet_build_cells<{real_t}, {cbool(minimage)}>",
             "warp": f"verlet_build_warp<{real_t}, {cbool(minimage)}>",
             "tile": f"verlet_build_tile<{real_t}, {strategy.launch['row_groups']}>",
         }.get(self.build_kind, f"verlet_build<{real_t}, {cbool(minimage)}, {cbool(window)}, {staged}>"))
-        self.k_banks = kernel("verlet.cu", "verlet_banks") if self.banks and not in_build else None
+        self.k_banks = kernel("verlet.cu", "verlet_banks") if self.banks and not self.stage else None
         # the staged force kernel's ranges: kStageRanges per block of rows, rewritten at each build
         self.table = cp.zeros((self.blocks * STAGE_RANGES if self.stage else 1, 4), np.int32)
         self.stage_capacity = self.stage * 1024 // (4 * np.dtype(self.real).itemsize)  # Vec4<Real> elements

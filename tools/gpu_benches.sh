@@ -607,26 +607,6 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s14-$t.
       --amortised 0 --launch tpp=1,banks=1 --sweep stage=0:16:24:32:40 --name stage-s15-sweep "${common[@]}"
     $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large --outputs forces,all \
       --launch tpp=1 --sweep stage=0:32 --name stage-s15-three "${common[@]}" ;;
-  order-s15)  # each near group bank-ordered by the strip build (banks=1, one thread per row), with global gathers
-    # and with the staged kernel (stage=24, 32), LJ 1M: ncu of the force kernel and of the build, three columns
-    mets=gpu__time_duration.sum,smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active
-    mets=$mets,smsp__thread_inst_executed_per_inst_executed.ratio,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum
-    mets=$mets,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__data_pipe_lsu_wavefronts.sum
-    mets=$mets,l1tex__throughput.avg.pct_of_peak_sustained_active,l1tex__t_sector_hit_rate.pct
-    mets=$mets,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active
-    mets=$mets,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum
-    mkdir -p "$out/profile"
-    for v in force:banks=1 force:stage=32,banks=1 force:stage=24,banks=1 build:banks=1 build:banks=0; do
-      IFS=: read -r phase launch <<<"$v"
-      stem="$out/profile/ncu-s15o-$phase-$launch"; stem=${stem//[=,]/-}
-      ncu --nvtx --nvtx-include "$phase/verlet_thread_padded/" --clock-control none --metrics $mets -f -o "$stem" \
-        $PY -m harness profile --inner --strategy verlet_thread_padded --scenario lj_liquid --n large \
-        --precision fp32 --outputs forces --launch tpp=1,$launch > "$stem.log" 2>&1
-      ncu --import "$stem.ncu-rep" --csv --page raw > "$stem.csv" 2>>"$stem.log"
-      $PY tools/ncu_metrics.py "$stem.csv" | tail -n +2 | sed "s|^|$phase $launch: |"
-    done
-    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large --outputs forces,all \
-      --launch tpp=1 --sweep banks=0:1 --sweep stage=0:24:32 --name order-s15-three "${common[@]}" ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;

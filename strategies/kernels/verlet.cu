@@ -111,63 +111,44 @@ __device__ __forceinline__ void pad_far(int* __restrict__ nbr, int n, int s, int
   for (int k = top - b - 1; k >= ((top - b) & ~3); --k) nbr[far_at(k, s, n)] = n;
 }
 
-// A whole near group reordered for the force kernel's gathers (verlet_banks below): entry d goes to
-// position (d + base) % 8 where that is free, the rest to the free positions in order. base: the
-// bank group of position 0 minus the lane's (see verlet_banks).
-__device__ __forceinline__ int4 bank_ordered(const int4& e, int base) {
-  int d[8], out[8];
-#pragma unroll
-  for (int v = 0; v < 8; ++v) {
-    d[v] = near_of(e, v);
-    out[v] = 0;
-  }
-  unsigned int free = 0xffu, left = 0u;
-#pragma unroll
-  for (int v = 0; v < 8; ++v) {  // each entry to its own position where that is free
-    const int want = (d[v] + base) & 7;
-    const bool ok = (free >> want) & 1u;
-#pragma unroll
-    for (int p = 0; p < 8; ++p) out[p] = ok && p == want ? d[v] : out[p];
-    free &= ok ? ~(1u << want) : 0xffu;
-    left |= ok ? 0u : 1u << v;
-  }
-#pragma unroll
-  for (int v = 0; v < 8; ++v) {  // the rest to the free positions, in order
-    const bool go = (left >> v) & 1u;
-    const int p0 = __ffs(free) - 1;
-#pragma unroll
-    for (int p = 0; p < 8; ++p) out[p] = go && p == p0 ? d[v] : out[p];
-    free &= go ? free - 1u : 0xffffffffu;
-  }
-  return make_int4(__byte_perm(out[0], out[1], 0x5410), __byte_perm(out[2], out[3], 0x5410),
-                   __byte_perm(out[4], out[5], 0x5410), __byte_perm(out[6], out[7], 0x5410));
-}
-
 // One row's writer. Near entries go through a register buffer to the front of the row, a whole
 // group (one 16-byte store) at a time; far entries, few, one at a time to the back of the row.
 // finish() pads both regions to whole groups, near with 0 (the force loop masks the last near
 // group) and far with `phantom` (slot n of the positions, far from every particle; the far loop
 // masks it too), and returns (near, far). The caller stores at most cap entries.
 //
-// ORDER (one thread per row): each whole group is stored bank_ordered with `base` (0 for relative
-// entries, -s for the staged rows' shared-memory indices): the order verlet_banks gives.
-template <bool ORDER = false>
+// ROTATE (the staged force kernel's rows, one thread per row): each whole group is rotated as it
+// is stored so that its first entry sits at the position whose gather, on lane s % 32, reads it
+// from shared-memory bank group (s + position) % 8: a group that holds a run of consecutive
+// indices (the common case: a stretch of one z-window) then has every quarter-warp's 8 lanes in 8
+// distinct bank groups at every gather (verlet_banks' rule, at the cost of a rotation).
+template <bool ROTATE = false>
 struct RowWriter {
   int* __restrict__ nbr;
   int n, s, top;  // top: 4 * row_groups(cap), far entries from top - 1 down
-  int a = 0, b = 0, base = 0;
+  int a = 0, b = 0;
   int4 buf = make_int4(0, 0, 0, 0);
 
-  __device__ __forceinline__ RowWriter(int* __restrict__ nbr_, int n_, int s_, int cap, int base_ = 0)
-      : nbr(nbr_), n(n_), s(s_), top(4 * row_groups(cap)), base(base_) {}
+  __device__ __forceinline__ RowWriter(int* __restrict__ nbr_, int n_, int s_, int cap)
+      : nbr(nbr_), n(n_), s(s_), top(4 * row_groups(cap)) {}
 
+  // the 8 entries of buf moved up by k positions (entry v to (v + k) % 8; position v: bits 16 v..)
+  __device__ __forceinline__ static int4 rotated(int4 e, int k) {
+    if (k & 2) e = make_int4(e.w, e.x, e.y, e.z);
+    if (k & 4) e = make_int4(e.z, e.w, e.x, e.y);
+    if (k & 1) {
+      e = make_int4(__funnelshift_l(e.w, e.x, 16), __funnelshift_l(e.x, e.y, 16), __funnelshift_l(e.y, e.z, 16),
+                    __funnelshift_l(e.z, e.w, 16));
+    }
+    return e;
+  }
   __device__ __forceinline__ void push(int d, bool last = false) {  // shifts d in at the back of the buffer
     buf = make_int4(__funnelshift_r(buf.x, buf.y, 16), __funnelshift_r(buf.y, buf.z, 16),
                     __funnelshift_r(buf.z, buf.w, 16), __funnelshift_r(buf.w, d, 16));
     if ((++a & 7) == 0) {
       int4 out = buf;
-      if constexpr (ORDER) {
-        if (!last) out = bank_ordered(buf, base);  // the row's partial last group keeps its order
+      if constexpr (ROTATE) {
+        if (!last) out = rotated(buf, (buf.x - s) & 7);  // the row's partial last group keeps its order
       }
       reinterpret_cast<int4*>(nbr)[static_cast<long long>((a >> 3) - 1) * n + s] = out;
     }
@@ -303,10 +284,9 @@ __global__ void verlet_stage_table(const int* __restrict__ cell_sorted, const in
 // order: the same rows with and without WINDOW.
 // (The builds take no __launch_bounds__(128): with it ptxas aims at full occupancy and spills.)
 //
-// STAGE, two bits: 1 the rows of the staged force kernel (near entries: indices into its block's
-// shared memory, from table, rows per block `rows`), else those of every other force kernel (near
-// entries: relative slots); 2 each whole group bank_ordered as it is stored, for one thread per row
-// (RowWriter's ORDER).
+// STAGE: 0 the rows of every other force kernel (near entries relative slots); 1 those of the staged
+// force kernel (near entries: indices into its block's shared memory, from table, rows per block
+// `rows`); 2 the same, each whole group rotated for the gathers' bank groups (RowWriter's ROTATE).
 template <typename Real, bool MINIMAGE, bool WINDOW, int STAGE = 0>
 __global__ void
 verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell_sorted,
@@ -315,7 +295,7 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell
              Vec4<Real>* __restrict__ ref, Vec4<Real>* __restrict__ cur, int* __restrict__ overflow,
              const int* __restrict__ guard, const int4* __restrict__ table, const int rows) {
   static_assert(!(WINDOW && MINIMAGE), "z-windows need one image shift per strip");
-  static_assert((STAGE & 1) == 0 || !MINIMAGE, "the staged rows take one image shift per column");
+  static_assert(STAGE == 0 || !MINIMAGE, "the staged rows take one image shift per column");
   if (guard != nullptr && *guard == 0) return;
   const int k = blockIdx.x * blockDim.x + threadIdx.x;
   if (k >= n) return;
@@ -326,16 +306,16 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell
   const Real lo_x = pi.x + Real(0.5) * box.lx - Real(cx) * side_x, hi_x = side_x - lo_x;
   const Real lo_y = pi.y + Real(0.5) * box.ly - Real(cy) * side_y, hi_y = side_y - lo_y;
   int count = 0;  // hits
-  RowWriter<(STAGE & 2) != 0> row(nbr, n, k, cap, (STAGE & 1) ? -k : 0);
+  RowWriter<STAGE == 2> row(nbr, n, k, cap);
   // STAGE: this row's column among its block's (the ranges of the first kStageColumns)
-  const int4* __restrict__ tab = (STAGE & 1) ? table + static_cast<long long>(k / rows) * kStageRanges : nullptr;
-  const int kk = (STAGE & 1) ? c / g.nz - tab[0].w : 0;
+  const int4* __restrict__ tab = STAGE ? table + static_cast<long long>(k / rows) * kStageRanges : nullptr;
+  const int kk = STAGE ? c / g.nz - tab[0].w : 0;
 #pragma unroll 1
   for (int col = 0; col < 9; ++col) {
     int ox, oy, x, y;
     Real sx, sy;
     if (!column_neighbour<MINIMAGE>(cx, cy, col, g, box, ox, oy, x, y, sx, sy)) continue;
-    const int4 rg = (STAGE & 1) && kk < kStageColumns ? tab[kk * 9 + col] : make_int4(0, 0, 0, 0);
+    const int4 rg = STAGE && kk < kStageColumns ? tab[kk * 9 + col] : make_int4(0, 0, 0, 0);
     Real w = Real(0);
     if constexpr (WINDOW) {
       w = z_reach(lateral_gap(ox, lo_x, hi_x, side_x), lateral_gap(oy, lo_y, hi_y, side_y), rlist2, margin);
@@ -378,7 +358,7 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell
             const int t = __ffs(bits) - 1;
             bits &= bits - 1u;
             if (count < cap) {
-              if constexpr ((STAGE & 1) != 0) {
+              if constexpr (STAGE != 0) {
                 row.add_staged(q0 + t, run_img, rg);
               } else {
                 row.add(q0 + t, MINIMAGE ? ((ibits >> t) & 1u) != 0u : run_img);
@@ -713,7 +693,32 @@ __global__ void verlet_banks(int* __restrict__ nbr, const int2* __restrict__ len
   int4* __restrict__ at = reinterpret_cast<int4*>(nbr) + static_cast<long long>(g) * n + s;
   const int4 e = *at;
   const int key = s * tpp + (by_entries ? 0 : g % tpp);  // lane of the warp, up to multiples of 8
-  *at = bank_ordered(e, s - key);
+  int d[8], out[8];
+#pragma unroll
+  for (int v = 0; v < 8; ++v) {
+    d[v] = near_of(e, v);
+    out[v] = 0;
+  }
+  unsigned int free = 0xffu, left = 0u;
+#pragma unroll
+  for (int v = 0; v < 8; ++v) {  // each entry to its own position where that is free
+    const int want = (s + d[v] - key) & 7;
+    const bool ok = (free >> want) & 1u;
+#pragma unroll
+    for (int p = 0; p < 8; ++p) out[p] = ok && p == want ? d[v] : out[p];
+    free &= ok ? ~(1u << want) : 0xffu;
+    left |= ok ? 0u : 1u << v;
+  }
+#pragma unroll
+  for (int v = 0; v < 8; ++v) {  // the rest to the free positions, in order
+    const bool go = (left >> v) & 1u;
+    const int p0 = __ffs(free) - 1;
+#pragma unroll
+    for (int p = 0; p < 8; ++p) out[p] = go && p == p0 ? d[v] : out[p];
+    free &= go ? free - 1u : 0xffffffffu;
+  }
+  *at = make_int4(__byte_perm(out[0], out[1], 0x5410), __byte_perm(out[2], out[3], 0x5410),
+                  __byte_perm(out[4], out[5], 0x5410), __byte_perm(out[6], out[7], 0x5410));
 }
 
 // A row's near entries split by entries among its TPP lanes (verlet_force with ENTRIES): lane t
