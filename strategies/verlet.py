@@ -62,11 +62,6 @@ BATCH_CHOICES = ("auto", 8, 16)
 # shows why entries do not help there: the gathers take 10-17% fewer sectors but no fewer L1
 # data-pipe wavefronts (34.9M against 32.95M), and 37% more instructions (s14-call2 profiles).
 SPLIT_CHOICES = ("auto", "groups", "entries")
-# stage: kilobytes of shared memory per block the force kernel stages its rows' neighbour cells in
-# (kernels/verlet.cu, verlet_stage_table; one thread per row, the strip build); 0: gathers from
-# global memory
-STAGE_CHOICES = (0, 16, 24, 32, 40)
-STAGE_RANGES = 18  # kStageRanges
 SPLIT_ENTRIES_FROM = 4
 # 'auto' per output flavour {energy: value}, from the ninth session's sweep (H200, LJ 1M, fp32,
 # reports/2026-11-24-h200/bench/s9-call3-s9-knobs.json, with a built list): forces only, 16 near
@@ -200,13 +195,12 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
     # the compiler's choice); batch: list entries a thread gathers before computing their pairs;
     # 'auto': each output flavour its own (AUTO_MINB, AUTO_BATCH)
     launch_defaults = {**VerletStrategy.launch_defaults, "block": 128, "tpp": 0, "build": "auto", "window": 1,
-                       "layout": "aos4", "minb": "auto", "batch": "auto", "split": "auto", "row_groups": 1, "banks": 0,
-                       "stage": 0}
+                       "layout": "aos4", "minb": "auto", "batch": "auto", "split": "auto", "row_groups": 1, "banks": 0}
     launch_choices = {**VerletStrategy.launch_choices, "block": (64, 128, 256, 512), "tpp": TPP_CHOICES,
                       "build": BUILD_CHOICES, "window": (0, 1), "layout": tuple(LAYOUTS),
                       "minb": MINB_CHOICES,
                       "batch": BATCH_CHOICES, "split": SPLIT_CHOICES, "row_groups": TILE_GROUPS,
-                      "banks": (0, 1), "stage": STAGE_CHOICES}
+                      "banks": (0, 1)}
 
     def __init__(self, **launch):
         super().__init__(**launch)
@@ -219,10 +213,9 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
         """The force kernel for threads per row `tpp` (the plan's: launch tpp, or auto_tpp's where 0)."""
         real, acc = ctypes(precision)
         minb, batch = self.register_cap(energy, acc), self.batch(energy, self.entries(tpp))
-        stage = self.launch["stage"] if tpp == 1 else 0
         return (f"verlet_force<{real}, {acc}, {potential.functor}, {cbool(energy)}, {cbool(pbc)}, "
                 f"{tpp}, {self.launch['block']}, {LAYOUTS[self.launch['layout']]}, {minb}, {batch}, "
-                f"{cbool(self.entries(tpp))}, {stage}>")
+                f"{cbool(self.entries(tpp))}>")
 
     def entries(self, tpp: int) -> bool:
         """Whether the row's tpp lanes split it by entries (split 'entries', or 'auto' from
@@ -263,8 +256,7 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
         variants = [{"tpp": t} for t in TPP_CHOICES] + [{"block": b} for b in self.launch_choices["block"]] + \
             [{"layout": lay} for lay in LAYOUTS] + [{"minb": m} for m in MINB_CHOICES] + \
             [{"batch": b} for b in BATCH_CHOICES] + [{"tpp": t, "split": sp} for t in TPP_CHOICES[2:]
-                                                     for sp in ("groups", "entries")] + \
-            [{"tpp": 1, "stage": k} for k in STAGE_CHOICES[1:]]
+                                                     for sp in ("groups", "entries")]
         out: list[str] = []
         for v in variants:
             s = VerletThreadPadded(**v)
@@ -283,9 +275,7 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
                               [f"verlet_build_cells<{r}, {m}>" for r in reals for m in ("false", "true")] +
                               [f"verlet_build_warp<{r}, {m}>" for r in reals for m in ("false", "true")] +
                               [f"verlet_build_tile<{r}, {gr}>" for r in reals for gr in TILE_GROUPS] +
-                              [f"verlet_build<{r}, false, {w}, {st}>" for r in reals for w in ("false", "true")
-                               for st in (1, 2)] +
-                              [f"verlet_stage_table<{r}>" for r in reals] + ["verlet_banks"],
+                              ["verlet_banks"],
                 "binning.cu": sorted({e for r in reals for e in Binning.expressions(r)}),
                 "layout.cu": layout_expressions()}
 
@@ -333,7 +323,7 @@ class VerletPlan(DeviceListPlan):
         self._force: dict[str, object] = {}
         self.banks = bool(strategy.launch["banks"])
         self.entries = strategy.entries(self.tpp)
-        self.stage = int(strategy.launch["stage"])
+        self.k_banks = kernel("verlet.cu", "verlet_banks") if self.banks else None
         # first build: the binning method (and the fullest cell: the list build's), then the rows'
         # lengths (capacity 0), then the list
         if n:
@@ -343,25 +333,11 @@ class VerletPlan(DeviceListPlan):
         self.build_kind = build_kind(strategy.launch["build"], n, self.sms, int(counts.max()) if counts.size else 0)
         if self.build_kind == "tile" and minimage:  # the tile build takes one image shift per run
             self.build_kind = "strip"
-        if self.stage:
-            why = ("one thread per row (tpp=1)" if self.tpp != 1 else
-                   "the strip build (build=strip or auto)" if strategy.launch["build"] not in ("auto", "strip") else
-                   "3 or more cells along each periodic axis" if minimage else "")
-            if why:
-                raise InputError(f"{strategy.name}: stage={self.stage} needs {why}; this launch has "
-                                 f"tpp={self.tpp}, build={strategy.launch['build']}, cells {self.dims.tolist()}")
-            self.build_kind = "strip"
-        staged = (2 if self.banks else 1) if self.stage else 0
         self.k_build = kernel("verlet.cu", {
             "cell": f"verlet_build_cells<{real_t}, {cbool(minimage)}>",
             "warp": f"verlet_build_warp<{real_t}, {cbool(minimage)}>",
             "tile": f"verlet_build_tile<{real_t}, {strategy.launch['row_groups']}>",
-        }.get(self.build_kind, f"verlet_build<{real_t}, {cbool(minimage)}, {cbool(window)}, {staged}>"))
-        self.k_banks = kernel("verlet.cu", "verlet_banks") if self.banks and not self.stage else None
-        # the staged force kernel's ranges: kStageRanges per block of rows, rewritten at each build
-        self.table = cp.zeros((self.blocks * STAGE_RANGES if self.stage else 1, 4), np.int32)
-        self.stage_capacity = self.stage * 1024 // (4 * np.dtype(self.real).itemsize)  # Vec4<Real> elements
-        self.k_table = kernel("verlet.cu", f"verlet_stage_table<{real_t}>") if self.stage else None
+        }.get(self.build_kind, f"verlet_build<{real_t}, {cbool(minimage)}, {cbool(window)}>"))
         self.cap = int(strategy.launch["cap"])
         self.nbr = cp.zeros(1, np.int32)
         if n and self.cap == 0:
@@ -382,7 +358,7 @@ class VerletPlan(DeviceListPlan):
                             "list_build": self.build_kind + (f"/{strategy.launch['row_groups']}"
                                                              if self.build_kind == "tile" else ""),
                             "split": "entries" if strategy.entries(self.tpp) else "groups",
-                            "banks": int(self.banks), "stage": self.stage,
+                            "banks": int(self.banks),
                             "layout": self.layout.name,
                             "list_bytes": int(self.nbr.nbytes + self.len.nbytes + self.ref.nbytes
                                               + self.cur.nbytes)}
@@ -413,13 +389,8 @@ class VerletPlan(DeviceListPlan):
             self.k_build((ncells,), (32,), (b.sorted, b.start, np.int32(n), self.grid_struct, self.box, self.rlist2,
                                             np.int32(cap), *rows))
             return
-        if self.stage:  # the ranges first: the build writes indices into them
-            self.k_table((-(-self.blocks // 128),), (128,), (b.cell_sorted, b.start, np.int32(n), self.grid_struct,
-                                                             self.box, np.int32(self.block), np.int32(self.stage_capacity),
-                                                             self.table, g))
         self.k_build((-(-n // 128),), (128,), (b.sorted, b.cell_sorted, b.start, np.int32(n), self.grid_struct,
-                                               self.box, self.rlist2, self.margin, np.int32(cap), *rows, self.table,
-                                               np.int32(self.block)))
+                                               self.box, self.rlist2, self.margin, np.int32(cap), *rows))
 
     def _check(self, flag=None) -> None:
         """The trigger (flag) and cur: the positions the MD loop moved, in the list's order."""
@@ -432,7 +403,7 @@ class VerletPlan(DeviceListPlan):
 
     def _rows(self, guard) -> None:
         self._build_rows(self.cap, guard)
-        if self.k_banks is not None:  # the near groups reordered for the force kernel's gathers (kernels/verlet.cu, verlet_banks)
+        if self.banks:  # the near groups reordered for the force kernel's gathers (kernels/verlet.cu, verlet_banks)
             n = self.problem.n
             groups = -(-self.cap // 8)
             self.k_banks((-(-groups * n // 256),), (256,), (self.nbr, self.len, np.int32(n), np.int32(groups),
@@ -456,7 +427,7 @@ class VerletPlan(DeviceListPlan):
         self.layout.fill(self.cur, n + 1)  # aos3, soa: the positions of this step (and the phantom), copied
         fn((self.blocks,), (self.block,), (*self.layout.args(self.cur), self.binning.order, self.nbr, self.len,
                                            np.int32(n), np.int32(self.cap), self.box, self.fparams, self.forces, self.partial,
-                                           self.pcount, self.flag, self.rebuilds, self.table))
+                                           self.pcount, self.flag, self.rebuilds))
 
     def output(self) -> Forces:
         out = super().output()

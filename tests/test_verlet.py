@@ -122,20 +122,20 @@ def test_the_force_kernel_launch_knobs_resolve_per_output_flavour():
     s = strategies.create("verlet_thread_padded")
     for energy in (False, True):
         expr = s.force_expression("fp32", lj, energy, True, 1)
-        assert expr.endswith(f", {AUTO_MINB[energy]}, {AUTO_BATCH[energy]}, false, 0>"), expr
+        assert expr.endswith(f", {AUTO_MINB[energy]}, {AUTO_BATCH[energy]}, false>"), expr
         # several lanes per row split it by entries ('auto'), with fewer entries in flight
         expr = s.force_expression("fp32", lj, energy, True, 4)
-        assert expr.endswith(f", {AUTO_MINB[energy]}, {AUTO_BATCH_ENTRIES}, true, 0>"), expr
+        assert expr.endswith(f", {AUTO_MINB[energy]}, {AUTO_BATCH_ENTRIES}, true>"), expr
     assert strategies.create("verlet_thread_padded", split="groups").force_expression(
-        "fp32", lj, False, True, 4).endswith(f", {AUTO_BATCH[False]}, false, 0>")
+        "fp32", lj, False, True, 4).endswith(f", {AUTO_BATCH[False]}, false>")
     # two lanes per row: by groups unless asked (by entries it spills under the register cap)
-    assert s.force_expression("fp32", lj, False, True, 2).endswith(", false, 0>")
+    assert s.force_expression("fp32", lj, False, True, 2).endswith(", false>")
     assert strategies.create("verlet_thread_padded", split="entries").force_expression(
-        "fp32", lj, False, True, 2).endswith(", true, 0>")
+        "fp32", lj, False, True, 2).endswith(", true>")
     assert AUTO_MINB[False] * 512 > 2048  # so that the next line tests the fallback
     assert strategies.create("verlet_thread_padded", block=512).register_cap(False) == 0
     assert strategies.create("verlet_thread_padded", minb=8, batch=16).force_expression(
-        "fp32", lj, True, True, 1).endswith(", 8, 16, false, 0>")
+        "fp32", lj, True, True, 1).endswith(", 8, 16, false>")
     with pytest.raises(InputError, match="split"):
         strategies.create("verlet_thread_padded", split="rows")
     with pytest.raises(InputError, match="row_groups"):
@@ -144,11 +144,6 @@ def test_the_force_kernel_launch_knobs_resolve_per_output_flavour():
         strategies.create("verlet_thread_padded", batch=4)
     with pytest.raises(InputError, match="do not fit on one SM"):
         strategies.create("verlet_thread_padded", minb=16, block=256)
-    # stage: the kilobytes of shared memory the one-thread-per-row kernel stages its rows' cells in
-    assert strategies.create("verlet_thread_padded", stage=32).force_expression(
-        "fp32", lj, False, True, 1).endswith(", false, 32>")
-    with pytest.raises(InputError, match="stage"):
-        strategies.create("verlet_thread_padded", stage=8)
 
 
 def test_threads_per_row_auto_follows_the_size(monkeypatch):
@@ -297,45 +292,6 @@ def _gpu_rows(p, **launch):
     if p.n >= 4000 and all(p.box.periodic):  # rows found across the periodic faces
         assert sum(len(b) for _, b in out) > 0
     return out
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("n, spec", [(864, "lj_liquid"), (4000, "lj_liquid"), (6000, "clump"), (20000, "uniform"),
-                                     (4000, "gaussian")])
-@pytest.mark.parametrize("stage, banks", [(16, 0), (32, 1), (40, 0)])
-def test_gpu_staged_rows_give_the_same_pairs(n, spec, stage, banks):
-    """The staged force kernel (rows' near partners from shared memory; partners outside the block's
-    ranges, or beyond its capacity, as far entries) finds the same pairs and forces as the global
-    gathers, bit for bit on a second run (864: 3 cells per axis, blocks spanning several columns; the
-    clump and the Gaussian: crowded cells past the capacity)."""
-    p = _problem("fp32", n=n, spec=spec)
-    base = strategies.create("verlet_thread_padded", tpp=1, build="strip").evaluate(p)
-    got = [strategies.create("verlet_thread_padded", tpp=1, stage=stage, banks=banks).evaluate(p) for _ in range(2)]
-    assert got[0].pairs == got[1].pairs == base.pairs
-    assert np.array_equal(got[0].forces, got[1].forces) and got[0].energy == got[1].energy
-    assert np.abs(got[0].forces - base.forces).max() <= 1e-5 * np.abs(base.forces).max()
-    assert got[0].energy == pytest.approx(base.energy, rel=1e-5)
-
-
-@pytest.mark.gpu
-def test_gpu_staged_rows_follow_the_trajectory():
-    """A staged list through the MD loop (graph replay, rebuilds on the device): the energies of
-    the global-gather kernel's run."""
-    p = _problem(n=4000)
-    a = md.run(strategies.create("verlet_thread_padded", tpp=1), p, steps=200, dt=0.005, sample=100, seed=3)
-    b = md.run(strategies.create("verlet_thread_padded", tpp=1, stage=32, banks=1), p, steps=200, dt=0.005,
-               sample=100, seed=3)
-    assert b.rebuilds == a.rebuilds > 1
-    for x, y in zip(a.samples, b.samples, strict=True):
-        assert y.total == pytest.approx(x.total, rel=1e-5)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("launch, message", [({"tpp": 4}, "needs one thread per row"),
-                                             ({"tpp": 1, "build": "tile"}, "needs the strip build")])
-def test_gpu_staged_rows_refuse_what_they_cannot_stage(launch, message):
-    with pytest.raises(InputError, match=message):
-        strategies.create("verlet_thread_padded", stage=32, **launch).evaluate(_problem(n=4000))
 
 
 @pytest.mark.gpu

@@ -584,29 +584,6 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s14-$t.
       --sweep banks=0:1 --name banks-s15-large "${common[@]}"
     $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 256000,32000,4000 \
       --outputs forces,all --amortised 0 --sweep banks=0:1 --name banks-s15-small "${common[@]}" ;;
-  stage-s15)  # the staged force kernel (rows' cells in shared memory) against the global gathers, LJ 1M: ncu of
-    # the force kernel, the stage size and the bank-group rotation with a built list, and the three columns
-    mets=gpu__time_duration.sum,smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active
-    mets=$mets,smsp__thread_inst_executed_per_inst_executed.ratio,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum
-    mets=$mets,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__data_pipe_lsu_wavefronts.sum
-    mets=$mets,l1tex__throughput.avg.pct_of_peak_sustained_active,l1tex__t_sector_hit_rate.pct
-    mets=$mets,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active
-    mets=$mets,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum
-    mkdir -p "$out/profile"
-    for v in forces:stage=0 forces:stage=32,banks=0 forces:stage=32,banks=1 forces:stage=24,banks=1 \
-             all:stage=0 all:stage=32,banks=1; do
-      IFS=: read -r outs launch <<<"$v"
-      stem="$out/profile/ncu-s15-$outs-$launch"; stem=${stem//[=,]/-}
-      ncu --nvtx --nvtx-include "force/verlet_thread_padded/" --clock-control none --metrics $mets -f -o "$stem" \
-        $PY -m harness profile --inner --strategy verlet_thread_padded --scenario lj_liquid --n large \
-        --precision fp32 --outputs $outs --launch tpp=1,$launch > "$stem.log" 2>&1
-      ncu --import "$stem.ncu-rep" --csv --page raw > "$stem.csv" 2>>"$stem.log"
-      $PY tools/ncu_metrics.py "$stem.csv" | tail -n +2 | sed "s|^|$outs $launch: |"
-    done
-    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large,256000 --outputs forces,all \
-      --amortised 0 --launch tpp=1,banks=1 --sweep stage=0:16:24:32:40 --name stage-s15-sweep "${common[@]}"
-    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large --outputs forces,all \
-      --launch tpp=1 --sweep stage=0:32 --name stage-s15-three "${common[@]}" ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;

@@ -116,13 +116,6 @@ __device__ __forceinline__ void pad_far(int* __restrict__ nbr, int n, int s, int
 // finish() pads both regions to whole groups, near with 0 (the force loop masks the last near
 // group) and far with `phantom` (slot n of the positions, far from every particle; the far loop
 // masks it too), and returns (near, far). The caller stores at most cap entries.
-//
-// ROTATE (the staged force kernel's rows, one thread per row): each whole group is rotated as it
-// is stored so that its first entry sits at the position whose gather, on lane s % 32, reads it
-// from shared-memory bank group (s + position) % 8: a group that holds a run of consecutive
-// indices (the common case: a stretch of one z-window) then has every quarter-warp's 8 lanes in 8
-// distinct bank groups at every gather (verlet_banks' rule, at the cost of a rotation).
-template <bool ROTATE = false>
 struct RowWriter {
   int* __restrict__ nbr;
   int n, s, top;  // top: 4 * row_groups(cap), far entries from top - 1 down
@@ -132,26 +125,10 @@ struct RowWriter {
   __device__ __forceinline__ RowWriter(int* __restrict__ nbr_, int n_, int s_, int cap)
       : nbr(nbr_), n(n_), s(s_), top(4 * row_groups(cap)) {}
 
-  // the 8 entries of buf moved up by k positions (entry v to (v + k) % 8; position v: bits 16 v..)
-  __device__ __forceinline__ static int4 rotated(int4 e, int k) {
-    if (k & 2) e = make_int4(e.w, e.x, e.y, e.z);
-    if (k & 4) e = make_int4(e.z, e.w, e.x, e.y);
-    if (k & 1) {
-      e = make_int4(__funnelshift_l(e.w, e.x, 16), __funnelshift_l(e.x, e.y, 16), __funnelshift_l(e.y, e.z, 16),
-                    __funnelshift_l(e.z, e.w, 16));
-    }
-    return e;
-  }
-  __device__ __forceinline__ void push(int d, bool last = false) {  // shifts d in at the back of the buffer
+  __device__ __forceinline__ void push(int d) {  // shifts d in at the back of the buffer
     buf = make_int4(__funnelshift_r(buf.x, buf.y, 16), __funnelshift_r(buf.y, buf.z, 16),
                     __funnelshift_r(buf.z, buf.w, 16), __funnelshift_r(buf.w, d, 16));
-    if ((++a & 7) == 0) {
-      int4 out = buf;
-      if constexpr (ROTATE) {
-        if (!last) out = rotated(buf, (buf.x - s) & 7);  // the row's partial last group keeps its order
-      }
-      reinterpret_cast<int4*>(nbr)[static_cast<long long>((a >> 3) - 1) * n + s] = out;
-    }
+    if ((++a & 7) == 0) reinterpret_cast<int4*>(nbr)[static_cast<long long>((a >> 3) - 1) * n + s] = buf;
   }
   __device__ __forceinline__ void add(int q, bool img) {
     if (far_entry(q, s, img)) {
@@ -160,20 +137,9 @@ struct RowWriter {
       push(q - s);
     }
   }
-  // The staged rows: a partner in the row's block's range rg (first slot, length, shared-memory
-  // offset: verlet_stage_table) found without an image shift is a near entry holding its index in
-  // shared memory; any other is a far entry.
-  __device__ __forceinline__ void add_staged(int q, bool img, const int4& rg) {
-    const unsigned int u = static_cast<unsigned int>(q - rg.x);
-    if (!img && u < static_cast<unsigned int>(rg.y)) {
-      push(rg.z + static_cast<int>(u));
-    } else {
-      nbr[far_at(top - 1 - b++, s, n)] = q;
-    }
-  }
   __device__ __forceinline__ int2 finish() {
     const int near = a;
-    while (a & 7) push(0, true);
+    while (a & 7) push(0);
     pad_far(nbr, n, s, top, b);
     return make_int2(near, b);
   }
@@ -231,71 +197,20 @@ __device__ __forceinline__ bool column_neighbour(int cx, int cy, int col, const 
          axis_neighbour<MINIMAGE>(cy, oy, g.ny, g.pmask & 2, box.ly, y, sy);
 }
 
-// The staged force kernel (verlet_force with STAGE): block b's rows (BLOCK consecutive slots, one
-// thread each) gather their near partners from shared memory, where the block first copies, with
-// coalesced loads, the slots of the neighbour cells of its rows: for each of the (at most two) x-y
-// columns its rows lie in, and each of the 9 columns around it reached without an image shift,
-// the cells from one below the block's lowest row in that column to one above its highest, one
-// contiguous range of slots each (kStageRanges ranges, packed in order, as many as fit in the
-// kernel's STAGE_KB kilobytes). verlet_stage_table writes the ranges per block at each build: int4 (first slot,
-// length, offset in shared memory, the block's first column). A gather from shared memory costs
-// the L1 only its bank conflicts, not the lines it touches; partners outside the ranges (found
-// across a periodic face, or cut off by the capacity) are far entries, read from global memory.
-constexpr int kStageColumns = 2;
-constexpr int kStageRanges = 9 * kStageColumns;
-
-template <typename Real>
-__global__ void verlet_stage_table(const int* __restrict__ cell_sorted, const int* __restrict__ start, const int n,
-                                   const Grid g, const Box<Real> box, const int rows, const int capacity,
-                                   int4* __restrict__ table, const int* __restrict__ guard) {
-  if (guard != nullptr && *guard == 0) return;
-  const int blk = blockIdx.x * blockDim.x + threadIdx.x;
-  if (static_cast<long long>(blk) * rows >= n) return;
-  const int s0 = blk * rows, s1 = min(n, s0 + rows) - 1;
-  const int c0 = cell_sorted[s0], c1 = cell_sorted[s1];
-  const int col0 = c0 / g.nz, col1 = c1 / g.nz;
-  int off = 0;
-#pragma unroll 1
-  for (int kk = 0; kk < kStageColumns; ++kk) {
-    const int cc = col0 + kk;
-    const int zlo = kk == 0 ? c0 % g.nz : 0, zhi = cc == col1 ? c1 % g.nz : g.nz - 1;
-    const int cx = cc / g.ny, cy = cc % g.ny;
-#pragma unroll 1
-    for (int col = 0; col < 9; ++col) {
-      int first = 0, len = 0;
-      int ox, oy, x, y;
-      Real sx, sy;
-      if (cc <= col1 && column_neighbour<false>(cx, cy, col, g, box, ox, oy, x, y, sx, sy) && sx == Real(0) &&
-          sy == Real(0)) {
-        const int base = (x * g.ny + y) * g.nz;
-        first = start[base + max(zlo - 1, 0)];
-        len = min(start[base + min(zhi + 1, g.nz - 1) + 1] - first, capacity - off);
-      }
-      table[static_cast<long long>(blk) * kStageRanges + kk * 9 + col] = make_int4(first, len, off, col0);
-      off += len;
-    }
-  }
-}
-
 // One thread per row (sorted slot k), the full shell's walk (cells.cuh): 9 z-strips of the CSR
 // storage with one image shift per run (per-pair minimum image only with MINIMAGE: a periodic
 // axis of fewer than 3 cells), the particle itself split out of its strip. WINDOW: only the
 // z-window a strip's column can reach (the strips are sorted by z). Hits are appended in strip
 // order: the same rows with and without WINDOW.
 // (The builds take no __launch_bounds__(128): with it ptxas aims at full occupancy and spills.)
-//
-// STAGE: 0 the rows of every other force kernel (near entries relative slots); 1 those of the staged
-// force kernel (near entries: indices into its block's shared memory, from table, rows per block
-// `rows`); 2 the same, each whole group rotated for the gathers' bank groups (RowWriter's ROTATE).
-template <typename Real, bool MINIMAGE, bool WINDOW, int STAGE = 0>
+template <typename Real, bool MINIMAGE, bool WINDOW>
 __global__ void
 verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell_sorted,
              const int* __restrict__ start, const int n, const Grid g, const Box<Real> box, const Real rlist2,
              const Real margin, const int cap, int* __restrict__ nbr, int2* __restrict__ len,
              Vec4<Real>* __restrict__ ref, Vec4<Real>* __restrict__ cur, int* __restrict__ overflow,
-             const int* __restrict__ guard, const int4* __restrict__ table, const int rows) {
+             const int* __restrict__ guard) {
   static_assert(!(WINDOW && MINIMAGE), "z-windows need one image shift per strip");
-  static_assert(STAGE == 0 || !MINIMAGE, "the staged rows take one image shift per column");
   if (guard != nullptr && *guard == 0) return;
   const int k = blockIdx.x * blockDim.x + threadIdx.x;
   if (k >= n) return;
@@ -306,16 +221,12 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell
   const Real lo_x = pi.x + Real(0.5) * box.lx - Real(cx) * side_x, hi_x = side_x - lo_x;
   const Real lo_y = pi.y + Real(0.5) * box.ly - Real(cy) * side_y, hi_y = side_y - lo_y;
   int count = 0;  // hits
-  RowWriter<STAGE == 2> row(nbr, n, k, cap);
-  // STAGE: this row's column among its block's (the ranges of the first kStageColumns)
-  const int4* __restrict__ tab = STAGE ? table + static_cast<long long>(k / rows) * kStageRanges : nullptr;
-  const int kk = STAGE ? c / g.nz - tab[0].w : 0;
+  RowWriter row(nbr, n, k, cap);
 #pragma unroll 1
   for (int col = 0; col < 9; ++col) {
     int ox, oy, x, y;
     Real sx, sy;
     if (!column_neighbour<MINIMAGE>(cx, cy, col, g, box, ox, oy, x, y, sx, sy)) continue;
-    const int4 rg = STAGE && kk < kStageColumns ? tab[kk * 9 + col] : make_int4(0, 0, 0, 0);
     Real w = Real(0);
     if constexpr (WINDOW) {
       w = z_reach(lateral_gap(ox, lo_x, hi_x, side_x), lateral_gap(oy, lo_y, hi_y, side_y), rlist2, margin);
@@ -357,13 +268,7 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell
           while (bits) {
             const int t = __ffs(bits) - 1;
             bits &= bits - 1u;
-            if (count < cap) {
-              if constexpr (STAGE != 0) {
-                row.add_staged(q0 + t, run_img, rg);
-              } else {
-                row.add(q0 + t, MINIMAGE ? ((ibits >> t) & 1u) != 0u : run_img);
-              }
-            }
+            if (count < cap) row.add(q0 + t, MINIMAGE ? ((ibits >> t) & 1u) != 0u : run_img);
             ++count;
           }
         }
@@ -492,7 +397,7 @@ __global__ void verlet_build_tile(const Vec4<Real>* __restrict__ sorted, const i
     const Real lo_x = pi.x + Real(0.5) * box.lx - Real(cx) * side_x, hi_x = side_x - lo_x;
     const Real lo_y = pi.y + Real(0.5) * box.ly - Real(cy) * side_y, hi_y = side_y - lo_y;
     int count = 0;
-    RowWriter<> row(nbr, n, mine ? k : 0, cap);
+    RowWriter row(nbr, n, mine ? k : 0, cap);
     unsigned int pending = __ballot_sync(0xffffffffu, mine);
     while (pending) {  // one pass per column among the tile's rows (warp-uniform)
       const int lcol = __shfl_sync(0xffffffffu, col2, __ffs(pending) - 1);
@@ -636,7 +541,7 @@ verlet_build_cells(const Vec4<Real>* __restrict__ sorted, const int* __restrict_
     const int k = first + base + lane;
     const Vec4<Real> pi = mine ? sorted[k] : Vec4<Real>{};
     int count = 0;  // hits
-    RowWriter<> row(nbr, n, mine ? k : 0, cap);
+    RowWriter row(nbr, n, mine ? k : 0, cap);
     for (int chunk = 0; chunk < total; chunk += kBuildChunk) {
       const int m = min(kBuildChunk, total - chunk);
       for (int t = lane; t < m; t += 32) {  // cooperative load, shifts applied
@@ -797,25 +702,17 @@ __device__ __forceinline__ void near_entries(const int* __restrict__ nbr, int n,
 // its far groups): the same sums, bit for bit, at every BATCH and MINB. The pair body runs for
 // every entry and keeps the pair where it lies inside the cutoff (Accumulator::add_where): about
 // 3 of 4 entries do, so a warp would run the body anyway, and a branch would only add to it.
-//
-// STAGE_KB (one thread per row, split by groups): the near entries index the block's STAGE_KB
-// kilobytes of shared memory, filled from `table` first (verlet_stage_table); the far entries as
-// above.
 template <typename Real, typename Acc, template <typename> class Functor, bool ENERGY, bool PBC, int TPP, int BLOCK,
-          int LAYOUT, int MINB, int BATCH, bool ENTRIES = false, int STAGE_KB = 0>
+          int LAYOUT, int MINB, int BATCH, bool ENTRIES = false>
 __global__ void __launch_bounds__(BLOCK, MINB)
 verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __restrict__ order,
              const int* __restrict__ nbr, const int2* __restrict__ len, const int n, const int cap,
              const Box<Real> box, const Real* __restrict__ params, Acc* __restrict__ forces,
              Acc* __restrict__ partial, unsigned long long* __restrict__ count, int* __restrict__ flag,
-             unsigned int* __restrict__ rebuilds, const int4* __restrict__ table) {
+             unsigned int* __restrict__ rebuilds) {
   static_assert(TPP >= 1 && TPP <= 32 && (TPP & (TPP - 1)) == 0, "TPP: a power of two up to a warp");
   static_assert(BATCH == 8 || BATCH == 16, "BATCH: 8 or 16 near entries (one or two groups)");
   static_assert(!ENTRIES || TPP > 1, "ENTRIES: a row shared by several lanes");
-  static_assert(STAGE_KB == 0 || (TPP == 1 && !ENTRIES), "STAGE_KB: one thread per row");
-  static_assert(STAGE_KB >= 0 && STAGE_KB <= 48, "STAGE_KB: static shared memory, up to 48 KB");
-  constexpr bool STAGE = STAGE_KB > 0;
-  __shared__ Vec4<Real> s_pos[STAGE ? STAGE_KB * 1024 / static_cast<int>(sizeof(Vec4<Real>)) : 1];
   constexpr int G = BATCH / 8;  // near groups in flight
   constexpr bool FMA = Contracted<Acc>::value;
   if (blockIdx.x == 0 && threadIdx.x == 0 && *flag) {  // the build of this step (if any) is complete
@@ -823,16 +720,6 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
     ++*rebuilds;
   }
   const Positions<Real, LAYOUT> pos{pos_data, stride};
-  if constexpr (STAGE) {  // the block's ranges, coalesced, packed in order (the last one's end: all of them)
-    const int4* __restrict__ tab = table + static_cast<long long>(blockIdx.x) * kStageRanges;
-#pragma unroll 1
-    for (int r = 0; r < kStageRanges; ++r) {
-      const int4 rg = tab[r];
-      for (int i = threadIdx.x; i < rg.y; i += BLOCK) s_pos[rg.z + i] = pos[rg.x + i];
-    }
-    if (threadIdx.x == 0 && tab[kStageRanges - 1].z + tab[kStageRanges - 1].y == 0) s_pos[0] = pos[n];  // padding's
-    __syncthreads();
-  }
   const Functor<Real> f(params);
   Accumulator<Real, Acc, ENERGY> acc;
   const int t = blockIdx.x * BLOCK + threadIdx.x;
@@ -844,13 +731,6 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
     const long long step = static_cast<long long>(TPP) * n;
     const int4* __restrict__ rows = reinterpret_cast<const int4*>(nbr);
     const Positions<Real, LAYOUT> near = pos.from(s);  // near entries are slots relative to s
-    auto gather = [&](int e) -> Vec4<Real> {           // STAGE: indices into shared memory
-      if constexpr (STAGE) {
-        return s_pos[e];
-      } else {
-        return near[e];
-      }
-    };
     auto pair = [&](const Vec4<Real>& pj, bool valid) {  // valid: not the last group's padding
       Real dx, dy, dz;
       const Real r2 = entry_separation<false, FMA>(pi, pj, box, dx, dy, dz);
@@ -872,7 +752,7 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
     for (; g + (G - 1) * TPP < full; g += G * TPP) {
       Vec4<Real> q[8 * G];
 #pragma unroll
-      for (int v = 0; v < 8 * G; ++v) q[v] = gather(near_of(e[v / 8], v % 8));
+      for (int v = 0; v < 8 * G; ++v) q[v] = near[near_of(e[v / 8], v % 8)];
       p += G * step;
 #pragma unroll
       for (int u = 0; u < G; ++u) e[u] = g + (G + u) * TPP < full ? __ldg(p + u * step) : make_int4(0, 0, 0, 0);
@@ -883,7 +763,7 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
       if (g < full) {  // one whole group left for this lane, loaded in e[0]
         Vec4<Real> q[8];
 #pragma unroll
-        for (int v = 0; v < 8; ++v) q[v] = gather(near_of(e[0], v));
+        for (int v = 0; v < 8; ++v) q[v] = near[near_of(e[0], v)];
 #pragma unroll
         for (int v = 0; v < 8; ++v) pair(q[v], true);
       }
@@ -892,7 +772,7 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
       const int4 el = __ldg(rows + static_cast<long long>(full) * n + s);
       Vec4<Real> q[8];
 #pragma unroll
-      for (int v = 0; v < 8; ++v) q[v] = gather(near_of(el, v));
+      for (int v = 0; v < 8; ++v) q[v] = near[near_of(el, v)];
 #pragma unroll
       for (int v = 0; v < 8; ++v) pair(q[v], v < (m.x & 7));
     }
