@@ -9,7 +9,8 @@ no particle has moved more than skin / 2 since its build.
                         so only far entries take a minimum image), TPP threads per row (launch
                         parameter tpp; 0, the default, from the size) sharing it by groups or by
                         entries (split), the rows built by one of four kernels of the same rows
-                        (build: strip, cell, warp, tile; auto by size and the fullest cell), the
+                        (build: strip, cell, warp, tile; auto by size and the fullest cell), each
+                        near group optionally reordered for the L1's bank groups (banks), the
                         displacement check and the guarded rebuild on the device every step (no
                         host synchronisation; kernels/verlet.cu)
   verlet_thread_cpu     numba: the same list and trigger on the CPU
@@ -72,6 +73,15 @@ AUTO_BATCH = {False: 16, True: 8}
 # split by entries keeps one 16-bit index per entry in flight beside its position: 16 in flight spill
 # under the forces flavour's register cap (compiled here: 300-600 bytes at tpp 2-8), 8 do not
 AUTO_BATCH_ENTRIES = 8
+# banks=1: each whole near group reordered after the build (kernels/verlet.cu, verlet_banks) so that
+# a quarter-warp's gathers read distinct 16-byte L1 bank groups where the group allows. Measured
+# (H100, LJ 1M, tpp 1, fifteenth session, reports/2026-11-25-h100/bench/s15-call1-*, profile/s15-
+# call1-*): the force kernel's L1 data-pipe wavefronts 32.8M -> 28.0M, forces only 0.1523 -> 0.1403 ms
+# with a built list (all outputs, issue-bound: 0.1861 -> 0.1848), but the pass takes 0.28 ms per
+# build (10M groups, ~300 instructions each): amortised per step 0.274 -> 0.327 ms. Off by default:
+# it pays only where a list is kept for many more steps than the LJ liquid's ~8. Done in the strip
+# build as each group is stored instead, the build took 2.85 ms against 0.75 (91 registers, and
+# the warp runs the ordering once per lane that fills a group: s15-call3).
 PHANTOM = 1e30  # the padding slot's coordinates: beyond any cutoff from any particle (|x| << 1e30)
 MAX_THREADS_PER_SM = 2048  # every GPU from sm_80 to sm_90
 BUILD_FLAGS = (("false", "false"), ("false", "true"), ("true", "false"))  # (MINIMAGE, WINDOW) of the build

@@ -587,7 +587,11 @@ verlet_build_cells(const Vec4<Real>* __restrict__ sorted, const int* __restrict_
 // each quarter-warp's 8 lanes then read 8 distinct bank groups. Entries left over (two of one
 // bank group) take the free positions in order. The same entries per group, so the same pairs;
 // the row's last partial group is kept as it is (the force loop masks it by position). Guarded
-// like the builds; one thread per (group, row).
+// like the builds; one thread per (group, row). Measured (H100, LJ 1M, tpp 1): 15% fewer data-pipe
+// wavefronts (28.0M against 32.8M), not the half this model promises: a row's hits are sparse in
+// slot order (about 1 candidate in 3), so a group's 8 entries share bank groups and ~1 in 3 lands
+// at a free position instead of its own. The same order staged in shared memory (tried, fifteenth
+// session) took 9 wavefronts per 128-bit gather and lost (strategies/verlet.py, banks).
 __global__ void verlet_banks(int* __restrict__ nbr, const int2* __restrict__ len, const int n, const int groups,
                              const int tpp, const int by_entries, const int* __restrict__ guard) {
   if (guard != nullptr && *guard == 0) return;
