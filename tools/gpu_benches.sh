@@ -584,6 +584,18 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s14-$t.
       --sweep banks=0:1 --name banks-s15-large "${common[@]}"
     $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 256000,32000,4000 \
       --outputs forces,all --amortised 0 --sweep banks=0:1 --name banks-s15-small "${common[@]}" ;;
+  san-s15)  # compute-sanitizer on the bank-group pass (banks=1) at every tpp and split, and through MD steps
+    for t in memcheck racecheck synccheck initcheck; do
+      compute-sanitizer --tool $t --error-exitcode 9 $PY -c "import strategies; from harness import scenarios, md
+for spec, n in (('uniform', 2048), ('clump', 3000), ('lj_liquid', 864)):
+    p = scenarios.make(spec, n, seed=1)
+    for t, split in ((1, 'auto'), (2, 'groups'), (4, 'entries'), (8, 'groups'), (32, 'entries')):
+        print(spec, t, split, strategies.create('verlet_thread_padded', tpp=t, split=split, banks=1).evaluate(p).pairs)
+r = md.run(strategies.create('verlet_thread_padded', tpp=1, banks=1), scenarios.make('lj_liquid', 5000), steps=40,
+           dt=0.005, sample=20)
+print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s15-$t.log" 2>&1 || echo "sanitizer $t: FAILED"
+      tail -n 2 "$out/bench/san-s15-$t.log"
+    done ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
