@@ -585,6 +585,7 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s14-$t.
     $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 256000,32000,4000 \
       --outputs forces,all --amortised 0 --sweep banks=0:1 --name banks-s15-small "${common[@]}" ;;
   san-s15)  # compute-sanitizer on the bank-group pass (banks=1) at every tpp and split, and through MD steps
+    mkdir -p "$out/bench"
     for t in memcheck racecheck synccheck initcheck; do
       compute-sanitizer --tool $t --error-exitcode 9 $PY -c "import strategies; from harness import scenarios, md
 for spec, n in (('uniform', 2048), ('clump', 3000), ('lj_liquid', 864)):
