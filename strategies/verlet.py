@@ -367,7 +367,7 @@ class VerletPlan(DeviceListPlan):
                             "tpp": self.tpp, "block": self.block, "build": self.binning.method,
                             "list_build": self.build_kind + (f"/{strategy.launch['row_groups']}"
                                                              if self.build_kind == "tile" else ""),
-                            "split": "entries" if strategy.entries(self.tpp) else "groups",
+                            "split": "entries" if self.entries else "groups",
                             "banks": int(self.banks),
                             "layout": self.layout.name,
                             "list_bytes": int(self.nbr.nbytes + self.len.nbytes + self.ref.nbytes

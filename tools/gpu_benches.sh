@@ -7,6 +7,22 @@ name=$1
 out=$2
 PY=${PY:-python3}
 common=(--min-time 0.1 --repeat 10 --quiet --out "$out/bench")
+# the L1 figures of a kernel's loads under ncu (tools/ncu_metrics.py prints them as one line per kernel)
+L1_METRICS=gpu__time_duration.sum,smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active
+L1_METRICS=$L1_METRICS,smsp__thread_inst_executed_per_inst_executed.ratio,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum
+L1_METRICS=$L1_METRICS,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__data_pipe_lsu_wavefronts.sum
+L1_METRICS=$L1_METRICS,l1tex__throughput.avg.pct_of_peak_sustained_active,l1tex__t_sector_hit_rate.pct
+L1_METRICS=$L1_METRICS,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active
+
+ncu_verlet() {  # STEM PHASE OUTPUTS [LAUNCH]: one verlet_thread_padded point (LJ 1M, fp32) under ncu: STEM.ncu-rep,
+  # STEM.csv (raw page), STEM.log; prints ncu_metrics.py's lines for the phase's kernels
+  local stem=$1 phase=$2 outs=$3 launch=${4:-}
+  ncu --nvtx --nvtx-include "$phase/verlet_thread_padded/" --clock-control none --metrics $L1_METRICS -f -o "$stem" \
+    $PY -m harness profile --inner --strategy verlet_thread_padded --scenario lj_liquid --n large \
+    --precision fp32 --outputs $outs ${launch:+--launch $launch} > "$stem.log" 2>&1
+  ncu --import "$stem.ncu-rep" --csv --page raw > "$stem.csv" 2>>"$stem.log"
+  $PY tools/ncu_metrics.py "$stem.csv" | tail -n +2
+}
 case "$name" in
   ab)  # before/after at LJ 4,000 and 1,048,576, fp32, the strategies issue 12 names
     $PY -m harness bench --strategies fullshell_thread_csr,c08_warp_csr,parity_block_csr,parity_warpblock_shared_atomic \
@@ -460,21 +476,12 @@ print('md', r.graph, r.samples[-1].total)" || echo "sanitizer $t: FAILED"
       --amortised 0 --sweep build=strip:tile --name build-s14-gauss64k "${common[@]}" ;;
   ncu-s14)  # L1 requests, sectors and wavefronts of the force kernel's gathers (tpp 1; tpp 4 split by groups, by
     # entries with 16-bit loads, by entries with int4 loads) and of the strip and tile builds, LJ 1M, forces only
-    mets=gpu__time_duration.sum,smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active
-    mets=$mets,smsp__thread_inst_executed_per_inst_executed.ratio,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum
-    mets=$mets,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__data_pipe_lsu_wavefronts.sum
-    mets=$mets,l1tex__throughput.avg.pct_of_peak_sustained_active,l1tex__t_sector_hit_rate.pct
-    mets=$mets,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active
     mkdir -p "$out/profile"
     for v in force:default force:tpp=4,split=groups force:tpp=4,split=entries force:tpp=4,split=entries4 \
              build:build=strip build:build=tile,row_groups=4; do
       phase=${v%%:*}; launch=${v#*:}; [ "$launch" = default ] && launch=
       stem="$out/profile/ncu-s14-$phase-${launch:-default}"; stem=${stem//[=,]/-}
-      ncu --nvtx --nvtx-include "$phase/verlet_thread_padded/" --clock-control none --metrics $mets -f -o "$stem" \
-        $PY -m harness profile --inner --strategy verlet_thread_padded --scenario lj_liquid --n large \
-        --precision fp32 --outputs forces ${launch:+--launch $launch} > "$stem.log" 2>&1
-      ncu --import "$stem.ncu-rep" --csv --page raw > "$stem.csv" 2>>"$stem.log"
-      $PY tools/ncu_metrics.py "$stem.csv" | tail -n +2 | sed "s|^|$phase ${launch:-default}: |"
+      ncu_verlet "$stem" "$phase" forces "$launch" | sed "s|^|$phase ${launch:-default}: |"
     done
     $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large,32000 --outputs forces \
       --amortised 0 --launch tpp=4 --sweep split=groups:entries:entries4 --name force-s14-split "${common[@]}" ;;
@@ -565,20 +572,11 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s14-$t.
       --json "$out/bench/parts-s14-tile-tpp4.json" ;;
   banks-s15)  # the near groups reordered by L1 bank group (banks=1) against strip order: the force kernel under
     # ncu at LJ 1M (forces, all), the three columns at 1M, and with a built list at 256,000, 32,000 and 4,000
-    mets=gpu__time_duration.sum,smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active
-    mets=$mets,smsp__thread_inst_executed_per_inst_executed.ratio,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum
-    mets=$mets,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__data_pipe_lsu_wavefronts.sum
-    mets=$mets,l1tex__throughput.avg.pct_of_peak_sustained_active,l1tex__t_sector_hit_rate.pct
-    mets=$mets,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active
     mkdir -p "$out/profile"
     for v in force:forces:banks=0 force:forces:banks=1 force:all:banks=0 force:all:banks=1 build:forces:banks=1; do
       IFS=: read -r phase outs launch <<<"$v"
       stem="$out/profile/ncu-s15-$phase-$outs-$launch"; stem=${stem//[=,]/-}
-      ncu --nvtx --nvtx-include "$phase/verlet_thread_padded/" --clock-control none --metrics $mets -f -o "$stem" \
-        $PY -m harness profile --inner --strategy verlet_thread_padded --scenario lj_liquid --n large \
-        --precision fp32 --outputs $outs --launch $launch --phase $phase > "$stem.log" 2>&1
-      ncu --import "$stem.ncu-rep" --csv --page raw > "$stem.csv" 2>>"$stem.log"
-      $PY tools/ncu_metrics.py "$stem.csv" | tail -n +2 | sed "s|^|$phase $outs $launch: |"
+      ncu_verlet "$stem" "$phase" "$outs" "$launch" | sed "s|^|$phase $outs $launch: |"
     done
     $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large --outputs forces,all \
       --sweep banks=0:1 --name banks-s15-large "${common[@]}"

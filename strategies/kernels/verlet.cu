@@ -578,9 +578,8 @@ verlet_build_cells(const Vec4<Real>* __restrict__ sorted, const int* __restrict_
 // The near entries of each whole group of 8 reordered so that the lanes of a quarter-warp gather
 // from distinct 16-byte bank groups in the force kernel (launch parameter banks). The L1 reads a
 // float4 gather 128 bytes per wavefront, one 16-byte chunk from each of its 8 bank groups (the
-// slot's low 3 bits in the Vec4 positions); lanes whose chunks share a bank group in different
-// lines take wavefronts of their own. A row's entries come out of the build in strip order, so a
-// group mostly holds runs of consecutive slots, one per bank group; the force kernel reads
+// slot's low 3 bits in the float Vec4 positions); lanes whose chunks share a bank group in different
+// lines take wavefronts of their own (the model; the measurement below). The force kernel reads
 // position v of the group in its v-th gather, on lane l = (s tpp + t) % 32 of the warp (t: the
 // row's lane reading it: g % tpp split by groups, 0 by entries, whose lanes read positions t + w
 // tpp). Position v gets the entry whose slot has bank group (l + v) % 8 where the group has one:
