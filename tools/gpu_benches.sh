@@ -595,6 +595,14 @@ r = md.run(strategies.create('verlet_thread_padded', tpp=1, banks=1), scenarios.
 print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s15-$t.log" 2>&1 || echo "sanitizer $t: FAILED"
       tail -n 2 "$out/bench/san-s15-$t.log"
     done ;;
+  final-s15)  # the last commit's force kernel under ncu at LJ 1M (forces: plain order and banks=1; all outputs)
+    # beside OpenMM's kernels in the same call
+    $PY -m harness profile --peer openmm --scenario lj_liquid --n large --out "$out/profile"
+    for v in forces: forces:banks=1 all:; do
+      launch=${v#*:}
+      $PY -m harness profile --strategy verlet_thread_padded --scenario lj_liquid --n large --outputs ${v%%:*} \
+        ${launch:+--launch $launch} --out "$out/profile"
+    done ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
