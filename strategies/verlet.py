@@ -82,6 +82,13 @@ AUTO_BATCH_ENTRIES = 8
 # it pays only where a list is kept for many more steps than the LJ liquid's ~8. Done in the strip
 # build as each group is stored instead, the build took 2.85 ms against 0.75 (91 registers, and
 # the warp runs the ordering once per lane that fills a group: s15-call3).
+# banks=2: each row permuted after the build (kernels/verlet.cu, verlet_rotate) so that its gather t
+# reads bank group (slot + t) % 8 where the row has an entry there: a quarter-warp's 8 rows then
+# read 8 distinct groups (tools/l1_probe.py measures what that is worth). A thread per row, its row
+# in ROTATE_BLOCK x most 16-bit words of shared memory; rows longer than ROTATE_SHARED allows keep
+# the build's order.
+ROTATE_BLOCK = 64
+ROTATE_SHARED = 48 * 1024
 PHANTOM = 1e30  # the padding slot's coordinates: beyond any cutoff from any particle (|x| << 1e30)
 MAX_THREADS_PER_SM = 2048  # every GPU from sm_80 to sm_90
 BUILD_FLAGS = (("false", "false"), ("false", "true"), ("true", "false"))  # (MINIMAGE, WINDOW) of the build
@@ -210,7 +217,7 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
                       "build": BUILD_CHOICES, "window": (0, 1), "layout": tuple(LAYOUTS),
                       "minb": MINB_CHOICES,
                       "batch": BATCH_CHOICES, "split": SPLIT_CHOICES, "row_groups": TILE_GROUPS,
-                      "banks": (0, 1)}
+                      "banks": (0, 1, 2)}
 
     def __init__(self, **launch):
         super().__init__(**launch)
@@ -285,7 +292,7 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
                               [f"verlet_build_cells<{r}, {m}>" for r in reals for m in ("false", "true")] +
                               [f"verlet_build_warp<{r}, {m}>" for r in reals for m in ("false", "true")] +
                               [f"verlet_build_tile<{r}, {gr}>" for r in reals for gr in TILE_GROUPS] +
-                              ["verlet_banks"],
+                              ["verlet_banks", f"verlet_rotate<{ROTATE_BLOCK}>"],
                 "binning.cu": sorted({e for r in reals for e in Binning.expressions(r)}),
                 "layout.cu": layout_expressions()}
 
@@ -331,9 +338,13 @@ class VerletPlan(DeviceListPlan):
         window = bool(strategy.launch["window"]) and not minimage
         self.margin = self.real(8 * np.finfo(np.float32).eps * (0.5 * float(problem.box.array.max()) + self.rl))
         self._force: dict[str, object] = {}
-        self.banks = bool(strategy.launch["banks"])
+        self.banks = int(strategy.launch["banks"])
+        if self.banks == 2 and self.tpp != 1:
+            raise StrategyError(f"{strategy.name}: banks=2 orders each row for one thread per row, but this run "
+                                f"takes tpp={self.tpp} ({n:,} particles): take tpp=1, or banks=0 or 1")
         self.entries = strategy.entries(self.tpp)
-        self.k_banks = kernel("verlet.cu", "verlet_banks") if self.banks else None
+        self.k_banks = kernel("verlet.cu", {1: "verlet_banks", 2: f"verlet_rotate<{ROTATE_BLOCK}>"}[self.banks]) \
+            if self.banks else None
         # first build: the binning method (and the fullest cell: the list build's), then the rows'
         # lengths (capacity 0), then the list
         if n:
@@ -368,7 +379,7 @@ class VerletPlan(DeviceListPlan):
                             "list_build": self.build_kind + (f"/{strategy.launch['row_groups']}"
                                                              if self.build_kind == "tile" else ""),
                             "split": "entries" if self.entries else "groups",
-                            "banks": int(self.banks),
+                            "banks": self.banks,
                             "layout": self.layout.name,
                             "list_bytes": int(self.nbr.nbytes + self.len.nbytes + self.ref.nbytes
                                               + self.cur.nbytes)}
@@ -413,8 +424,13 @@ class VerletPlan(DeviceListPlan):
 
     def _rows(self, guard) -> None:
         self._build_rows(self.cap, guard)
-        if self.banks:  # the near groups reordered for the force kernel's gathers (kernels/verlet.cu, verlet_banks)
-            n = self.problem.n
+        n = self.problem.n
+        if self.banks == 2:  # each row permuted for the force kernel's gathers (kernels/verlet.cu, verlet_rotate)
+            most = min(self.cap, ROTATE_SHARED // (2 * ROTATE_BLOCK))
+            self.k_banks((-(-n // ROTATE_BLOCK),), (ROTATE_BLOCK,), (self.nbr, self.len, np.int32(n), np.int32(most),
+                                                                  guard if guard is not None else np.uint64(0)),
+                         shared_mem=2 * ROTATE_BLOCK * most)
+        elif self.banks:  # the near groups reordered for the force kernel's gathers (kernels/verlet.cu, verlet_banks)
             groups = -(-self.cap // 8)
             self.k_banks((-(-groups * n // 256),), (256,), (self.nbr, self.len, np.int32(n), np.int32(groups),
                                                            np.int32(self.tpp), np.int32(self.entries),

@@ -330,6 +330,65 @@ def test_gpu_bank_order_permutes_each_group_and_spreads_the_bank_groups(tpp, spl
     assert np.abs(got[0].forces - base.forces).max() <= 1e-5 * np.abs(base.forces).max()
 
 
+def _rotated(row, s, most=384):
+    """banks=2's order of row s (partner slots), written from its definition: group b = slot % 8
+    owns the positions t with (s + t) % 8 == b; its first entries (build order) take its own
+    positions, the rest fill the positions other groups left free, in group order. Rows longer
+    than the kernel's shared buffer (most) keep the build's order."""
+    m = len(row)
+    if m > most:
+        return list(row)
+    out = [None] * m
+    free, over = [], []
+    for b in range(8):
+        mine = [q for q in row if q % 8 == b]
+        slots = list(range((b - s) % 8, m, 8))
+        for t, q in zip(slots, mine):
+            out[t] = q
+        free += slots[len(mine):]
+        over += mine[len(slots):]
+    for t, q in zip(free, over, strict=True):
+        out[t] = q
+    return out
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n, spec", [(4000, "lj_liquid"), (32000, "lj_liquid"), (6000, "clump")])
+def test_gpu_row_rotation_is_the_defined_permutation(n, spec):
+    """banks=2 permutes each row's near entries exactly as defined (_rotated; far entries as built),
+    most gathers then read their own bank group, and the forces are the plain list's (other sums:
+    the same to rounding, bit-repeatable)."""
+    p = _problem("fp32", n=n, spec=spec)
+    plain, rotated = _gpu_rows(p, tpp=1), _gpu_rows(p, tpp=1, banks=2)
+    own = total = 0
+    for s, ((a, fa), (b, fb)) in enumerate(zip(plain, rotated, strict=True)):
+        assert fb == fa, s
+        assert b == _rotated(a, s), s
+        own += sum(q % 8 == (s + t) % 8 for t, q in enumerate(b))
+        total += len(b)
+    assert own > 0.8 * total, (own, total)
+    base = strategies.create("verlet_thread_padded", tpp=1).evaluate(p)
+    got = [strategies.create("verlet_thread_padded", tpp=1, banks=2).evaluate(p) for _ in range(2)]
+    assert got[0].pairs == got[1].pairs == base.pairs
+    assert np.array_equal(got[0].forces, got[1].forces) and got[0].energy == got[1].energy
+    assert np.abs(got[0].forces - base.forces).max() <= 1e-5 * np.abs(base.forces).max()
+
+
+@pytest.mark.gpu
+def test_gpu_row_rotation_needs_one_thread_per_row():
+    p = _problem("fp32", n=4000)
+    with pytest.raises(StrategyError, match="banks=2 orders each row for one thread per row.*tpp=4"):
+        strategies.create("verlet_thread_padded", tpp=4, banks=2).prepare(p)
+
+
+def test_rotated_reference_on_a_hand_made_row():
+    """The test's own definition of banks=2 on a row it can check by hand: row 3 with partners in
+    bank groups 3, 4, 4, 5 (own positions 0, 1, 2, 3 for groups 3, 4, 5, 6): group 4's second entry
+    takes the position group 6 leaves free."""
+    assert _rotated([11, 12, 20, 13], 3) == [11, 12, 13, 20]
+    assert _rotated(list(range(8, 1008)), 5, most=384) == list(range(8, 1008))
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("build", ["strip", "cell", "warp", "tile"])
 def test_gpu_partners_too_far_in_slot_for_16_bits_are_far_entries(build):

@@ -603,6 +603,31 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s15-$t.
       $PY -m harness profile --strategy verlet_thread_padded --scenario lj_liquid --n large --outputs ${v%%:*} \
         ${launch:+--launch $launch} --out "$out/profile"
     done ;;
+  rotate-s16)  # each row permuted by L1 bank group (banks=2) against strip order and banks=1: the force kernel
+    # and the build phase (with the pass) under ncu at LJ 1M, the three columns at 1M, and with a built list at
+    # 256,000 (tpp 1); the gathers' own cost by pattern (tools/l1_probe.py)
+    mkdir -p "$out/profile" "$out/bench"
+    for v in force:forces:banks=0 force:forces:banks=2 force:all:banks=0 force:all:banks=2 build:forces:banks=2; do
+      IFS=: read -r phase outs launch <<<"$v"
+      stem="$out/profile/ncu-s16-$phase-$outs-$launch"; stem=${stem//[=,]/-}
+      ncu_verlet "$stem" "$phase" "$outs" "$launch" | sed "s|^|$phase $outs $launch: |"
+    done
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large --outputs forces,all \
+      --sweep banks=0:1:2 --name rotate-s16-large "${common[@]}"
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 256000 --launch tpp=1 \
+      --outputs forces,all --amortised 0 --sweep banks=0:2 --name rotate-s16-256k "${common[@]}" ;;
+  san-s16)  # compute-sanitizer on the row permutation (banks=2), through the builds and MD steps
+    mkdir -p "$out/bench"
+    for t in memcheck racecheck synccheck initcheck; do
+      compute-sanitizer --tool $t --error-exitcode 9 $PY -c "import strategies; from harness import scenarios, md
+for spec, n in (('uniform', 2048), ('clump', 3000), ('lj_liquid', 864), ('gaussian', 4000)):
+    p = scenarios.make(spec, n, seed=1)
+    print(spec, strategies.create('verlet_thread_padded', tpp=1, banks=2).evaluate(p).pairs)
+r = md.run(strategies.create('verlet_thread_padded', tpp=1, banks=2), scenarios.make('lj_liquid', 5000), steps=40,
+           dt=0.005, sample=20)
+print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s16-$t.log" 2>&1 || echo "sanitizer $t: FAILED"
+      tail -n 2 "$out/bench/san-s16-$t.log"
+    done ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;

@@ -29,8 +29,10 @@
 //                  set to the build's positions; a row longer than the capacity raises *overflow
 //                  to its length and is never written past the capacity (the force phase reports
 //                  it)
-//   verlet_banks   (guarded; launch parameter banks) each whole near group's entries reordered so
+//   verlet_banks   (guarded; launch parameter banks=1) each whole near group's entries reordered so
 //                  that a quarter-warp's gathers read distinct L1 bank groups
+//   verlet_rotate  (guarded; banks=2, tpp 1) each row's near entries permuted so that its gather t
+//                  reads bank group (s + t) % 8 where it can: the same for a whole row
 //   verlet_force   TPP threads per row: force on i = order[s] from its row; forces written in
 //                  input order; energy and virial per block (ENERGY). Block 0 clears *flag and
 //                  counts the rebuild.
@@ -627,6 +629,101 @@ __global__ void verlet_banks(int* __restrict__ nbr, const int2* __restrict__ len
   }
   *at = make_int4(__byte_perm(out[0], out[1], 0x5410), __byte_perm(out[2], out[3], 0x5410),
                   __byte_perm(out[4], out[5], 0x5410), __byte_perm(out[6], out[7], 0x5410));
+}
+
+// banks=2 (tpp 1, verlet_rotate): each row's near entries permuted so that entry t of row s
+// reads bank group (s + t) % 8 wherever the row has an entry there. The 8 rows of a quarter-warp
+// (8 consecutive slots) then read 8 distinct bank groups at each step of the force loop, and a
+// 128-bit gather takes one L1 wavefront per quarter-warp instead of one per 16-byte chunk that
+// shares a group with another lane's (measured on the H100 with tools/l1_probe.py: lines per lane
+// with the quarter-warps' groups distinct take 4.08 wavefronts per gather, one group 32, the LJ
+// rows as built 10.55). Row s owns the entries t = (b - s) % 8 + 8 r of group b, the first
+// min(c_b, own_b) of its c_b entries go there in build order; the entries beyond a group's own
+// positions fill the positions left free by the groups with fewer, in group order (a
+// deterministic permutation; those entries share a group with another lane's gather). A thread
+// per row: counts per group, then every entry to its position in shared memory, then the row's
+// groups stored. Rows longer than `most` (the shared buffer) keep the build's order.
+__device__ __forceinline__ int field16(unsigned long long lo, unsigned long long hi, int b) {
+  return static_cast<int>((((b & 4) ? hi : lo) >> ((b & 3) << 4)) & 0xffffull);
+}
+__device__ __forceinline__ void add16(unsigned long long& lo, unsigned long long& hi, int b, int v) {
+  const unsigned long long inc = static_cast<unsigned long long>(v) << ((b & 3) << 4);
+  if (b & 4) {
+    hi += inc;
+  } else {
+    lo += inc;
+  }
+}
+
+template <int BLOCK>
+__global__ void __launch_bounds__(BLOCK)
+verlet_rotate(int* __restrict__ nbr, const int2* __restrict__ len, const int n, const int most,
+              const int* __restrict__ guard) {
+  if (guard != nullptr && *guard == 0) return;
+  extern __shared__ unsigned short s_row[];  // [most][BLOCK]: entry t of this thread's row at t * BLOCK + tid
+  const int s = blockIdx.x * BLOCK + threadIdx.x;
+  if (s >= n) return;  // no barrier below: each thread reads and writes its own column
+  const int m = __ldg(&len[s].x);
+  if (m > most) return;
+  int4* __restrict__ rows = reinterpret_cast<int4*>(nbr);
+  const int groups = (m + 7) >> 3;
+  unsigned long long clo = 0ull, chi = 0ull;  // entries per bank group (16-bit fields)
+#pragma unroll 1
+  for (int g = 0; g < groups; ++g) {
+    const int4 e = rows[static_cast<long long>(g) * n + s];
+#pragma unroll
+    for (int v = 0; v < 8; ++v) {
+      if (8 * g + v < m) add16(clo, chi, (s + near_of(e, v)) & 7, 1);
+    }
+  }
+  // per group b (compile-time indices: registers): its count, first own position, own positions,
+  // and where its overflow starts among all overflows (e) and its free positions among all (f)
+  int cnt[8], base[8], own[8], fstart[8], freeb[8];
+  unsigned long long olo = 0ull, ohi = 0ull, elo = 0ull, ehi = 0ull;
+  int e_acc = 0, f_acc = 0;
+#pragma unroll
+  for (int b = 0; b < 8; ++b) {
+    cnt[b] = field16(clo, chi, b);
+    base[b] = (b - s) & 7;
+    own[b] = m > base[b] ? (m - base[b] + 7) >> 3 : 0;
+    add16(olo, ohi, b, own[b]);
+    add16(elo, ehi, b, e_acc);
+    e_acc += max(cnt[b] - own[b], 0);
+    fstart[b] = f_acc;
+    freeb[b] = max(own[b] - cnt[b], 0);
+    f_acc += freeb[b];
+  }
+  unsigned long long rlo = 0ull, rhi = 0ull;  // entries of each group placed so far
+#pragma unroll 1
+  for (int g = 0; g < groups; ++g) {
+    const int4 e = rows[static_cast<long long>(g) * n + s];
+#pragma unroll
+    for (int v = 0; v < 8; ++v) {
+      if (8 * g + v < m) {
+        const int d = near_of(e, v);
+        const int b = (s + d) & 7;
+        const int r = field16(rlo, rhi, b), o = field16(olo, ohi, b);
+        add16(rlo, rhi, b, 1);
+        int t = ((b - s) & 7) + 8 * r;
+        if (r >= o) {  // beyond the group's own positions: the x-th free position, groups in order
+          const int x = field16(elo, ehi, b) + r - o;
+#pragma unroll
+          for (int c = 0; c < 8; ++c) {
+            if (x >= fstart[c] && x < fstart[c] + freeb[c]) t = base[c] + 8 * (cnt[c] + x - fstart[c]);
+          }
+        }
+        s_row[t * BLOCK + threadIdx.x] = static_cast<unsigned short>(d);
+      }
+    }
+  }
+#pragma unroll 1
+  for (int g = 0; g < groups; ++g) {
+    unsigned int h[8];
+#pragma unroll
+    for (int v = 0; v < 8; ++v) h[v] = 8 * g + v < m ? s_row[(8 * g + v) * BLOCK + threadIdx.x] : 0u;  // padding 0
+    rows[static_cast<long long>(g) * n + s] = make_int4(static_cast<int>(h[0] | h[1] << 16), static_cast<int>(h[2] | h[3] << 16),
+                                                        static_cast<int>(h[4] | h[5] << 16), static_cast<int>(h[6] | h[7] << 16));
+  }
 }
 
 // A row's near entries split by entries among its TPP lanes (verlet_force with ENTRIES): lane t
