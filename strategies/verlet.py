@@ -85,9 +85,10 @@ AUTO_BATCH_ENTRIES = 8
 # banks=2: each row permuted after the build (kernels/verlet.cu, verlet_rotate) so that its gather t
 # reads bank group (slot + t) % 8 where the row has an entry there: a quarter-warp's 8 rows then
 # read 8 distinct groups (tools/l1_probe.py measures what that is worth). A thread per row, its row
-# in ROTATE_BLOCK x most 16-bit words of shared memory; rows longer than ROTATE_SHARED allows keep
-# the build's order.
+# and its free positions in 3 bytes per entry of shared memory; rows longer than ROTATE_MOST (8-bit
+# counts) or than ROTATE_SHARED holds keep the build's order.
 ROTATE_BLOCK = 64
+ROTATE_MOST = 255
 ROTATE_SHARED = 48 * 1024
 PHANTOM = 1e30  # the padding slot's coordinates: beyond any cutoff from any particle (|x| << 1e30)
 MAX_THREADS_PER_SM = 2048  # every GPU from sm_80 to sm_90
@@ -426,10 +427,10 @@ class VerletPlan(DeviceListPlan):
         self._build_rows(self.cap, guard)
         n = self.problem.n
         if self.banks == 2:  # each row permuted for the force kernel's gathers (kernels/verlet.cu, verlet_rotate)
-            most = min(self.cap, ROTATE_SHARED // (2 * ROTATE_BLOCK))
+            most = min(self.cap, ROTATE_MOST, ROTATE_SHARED // (3 * ROTATE_BLOCK))
             self.k_banks((-(-n // ROTATE_BLOCK),), (ROTATE_BLOCK,), (self.nbr, self.len, np.int32(n), np.int32(most),
                                                                   guard if guard is not None else np.uint64(0)),
-                         shared_mem=2 * ROTATE_BLOCK * most)
+                         shared_mem=3 * ROTATE_BLOCK * most)
         elif self.banks:  # the near groups reordered for the force kernel's gathers (kernels/verlet.cu, verlet_banks)
             groups = -(-self.cap // 8)
             self.k_banks((-(-groups * n // 256),), (256,), (self.nbr, self.len, np.int32(n), np.int32(groups),

@@ -616,6 +616,10 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s15-$t.
       --sweep banks=0:1:2 --name rotate-s16-large "${common[@]}"
     $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 256000 --launch tpp=1 \
       --outputs forces,all --amortised 0 --sweep banks=0:2 --name rotate-s16-256k "${common[@]}" ;;
+  knobs-s16)  # the force kernel's register cap and entries in flight on rows permuted by bank group (banks=2),
+    # LJ 1M, with a built list
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large --outputs forces,all \
+      --launch banks=2 --amortised 0 --sweep minb=0:8:12:16 --sweep batch=8:16 --name knobs-s16 "${common[@]}" ;;
   san-s16)  # compute-sanitizer on the row permutation (banks=2), through the builds and MD steps
     mkdir -p "$out/bench"
     for t in memcheck racecheck synccheck initcheck; do

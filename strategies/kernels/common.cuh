@@ -164,7 +164,8 @@ struct Accumulator {
   // are unchanged elsewhere. For loops where most candidates interact (a Verlet row), whose
   // warps would run the body anyway. The functor is evaluated at every r2 (beyond the cutoff,
   // infinity for padding): what it gives there is selected away, never multiplied.
-  template <class Functor>
+  // VIRIAL = false: energy and count only, the pair's virial left to row_virial().
+  template <bool VIRIAL = true, class Functor>
   __device__ __forceinline__ void add_where(const Functor& f, Real dx, Real dy, Real dz, Real r2, bool in) {
     Real u;
     const Real all = f.force_over_r(r2, u);  // evaluated for every candidate, then selected
@@ -174,8 +175,28 @@ struct Accumulator {
     fy += Acc(ay);
     fz += Acc(az);
     if constexpr (ENERGY) {
-      energy_virial(in ? u : Real(0), ax, ay, az, dx, dy, dz);
+      if constexpr (VIRIAL) {
+        energy_virial(in ? u : Real(0), ax, ay, az, dx, dy, dz);
+      } else {
+        s[0] += Acc(in ? u : Real(0));
+      }
       pairs += in ? 1u : 0u;
+    }
+  }
+
+  // The virial of the pairs summed into (fx, fy, fz) without theirs (add_where<false>), from the
+  // force on i and i's position: 2 r_i (x) F_i. Over all rows of a full list whose pairs all take
+  // d = r_i - r_j (no image), sum_i 2 r_i (x) F_i is the sum over both directions of d (x) f, what
+  // energy_virial adds pair by pair (the F.r virial of LAMMPS, GROMACS's single-sum virial).
+  __device__ __forceinline__ void row_virial(Real x, Real y, Real z) {
+    if constexpr (ENERGY) {
+      const Acc two = Acc(2);
+      s[1] += two * fx * Acc(x);
+      s[2] += two * fx * Acc(y);
+      s[3] += two * fx * Acc(z);
+      s[4] += two * fy * Acc(y);
+      s[5] += two * fy * Acc(z);
+      s[6] += two * fz * Acc(z);
     }
   }
 

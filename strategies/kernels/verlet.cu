@@ -149,6 +149,18 @@ struct RowWriter {
 
 // Whether the kernel is built with contraction (fmad): every accumulation type but Fixed, whose
 // kernels are built with --fmad=false (strategies/cuda.py, FIXED_OPTIONS).
+// Whether the force kernel takes the near entries' virial from the rows' forces (row_virial,
+// common.cuh): every accumulation type but Fixed, whose sums must not depend on how terms are
+// grouped, and which keeps the pair-by-pair virial.
+template <typename Acc>
+struct RowVirial {
+  static constexpr bool value = true;
+};
+template <>
+struct RowVirial<Fixed> {
+  static constexpr bool value = false;
+};
+
 template <typename Acc>
 struct Contracted {
   static constexpr bool value = true;
@@ -641,13 +653,14 @@ __global__ void verlet_banks(int* __restrict__ nbr, const int2* __restrict__ len
 // min(c_b, own_b) of its c_b entries go there in build order; the entries beyond a group's own
 // positions fill the positions left free by the groups with fewer, in group order (a
 // deterministic permutation; those entries share a group with another lane's gather). A thread
-// per row: counts per group, then every entry to its position in shared memory, then the row's
-// groups stored. Rows longer than `most` (the shared buffer) keep the build's order.
-__device__ __forceinline__ int field16(unsigned long long lo, unsigned long long hi, int b) {
-  return static_cast<int>((((b & 4) ? hi : lo) >> ((b & 3) << 4)) & 0xffffull);
+// per row: counts per group (8-bit fields), the free positions in order, then every entry to its
+// position in shared memory, then the row's groups stored. Rows longer than `most` (at most 255,
+// and what the shared buffer holds) keep the build's order.
+__device__ __forceinline__ int field8(unsigned int lo, unsigned int hi, int b) {
+  return static_cast<int>(((b & 4) ? hi : lo) >> ((b & 3) << 3)) & 0xff;
 }
-__device__ __forceinline__ void add16(unsigned long long& lo, unsigned long long& hi, int b, int v) {
-  const unsigned long long inc = static_cast<unsigned long long>(v) << ((b & 3) << 4);
+__device__ __forceinline__ void add8(unsigned int& lo, unsigned int& hi, int b, int v) {
+  const unsigned int inc = static_cast<unsigned int>(v) << ((b & 3) << 3);
   if (b & 4) {
     hi += inc;
   } else {
@@ -660,40 +673,40 @@ __global__ void __launch_bounds__(BLOCK)
 verlet_rotate(int* __restrict__ nbr, const int2* __restrict__ len, const int n, const int most,
               const int* __restrict__ guard) {
   if (guard != nullptr && *guard == 0) return;
-  extern __shared__ unsigned short s_row[];  // [most][BLOCK]: entry t of this thread's row at t * BLOCK + tid
+  // this thread's row (entry t at t * BLOCK + tid), then its free positions (x at the same in the
+  // byte array after the rows)
+  extern __shared__ unsigned short s_row[];
+  unsigned char* s_free = reinterpret_cast<unsigned char*>(s_row + most * BLOCK);
   const int s = blockIdx.x * BLOCK + threadIdx.x;
   if (s >= n) return;  // no barrier below: each thread reads and writes its own column
   const int m = __ldg(&len[s].x);
   if (m > most) return;
   int4* __restrict__ rows = reinterpret_cast<int4*>(nbr);
   const int groups = (m + 7) >> 3;
-  unsigned long long clo = 0ull, chi = 0ull;  // entries per bank group (16-bit fields)
+  unsigned int clo = 0u, chi = 0u;  // entries per bank group
 #pragma unroll 1
   for (int g = 0; g < groups; ++g) {
     const int4 e = rows[static_cast<long long>(g) * n + s];
 #pragma unroll
     for (int v = 0; v < 8; ++v) {
-      if (8 * g + v < m) add16(clo, chi, (s + near_of(e, v)) & 7, 1);
+      if (8 * g + v < m) add8(clo, chi, (s + near_of(e, v)) & 7, 1);
     }
   }
-  // per group b (compile-time indices: registers): its count, first own position, own positions,
-  // and where its overflow starts among all overflows (e) and its free positions among all (f)
-  int cnt[8], base[8], own[8], fstart[8], freeb[8];
-  unsigned long long olo = 0ull, ohi = 0ull, elo = 0ull, ehi = 0ull;
-  int e_acc = 0, f_acc = 0;
+  // per group b: its own positions (olo/ohi) and where its overflow starts among all (elo/ehi);
+  // the free positions, group by group, into s_free
+  unsigned int olo = 0u, ohi = 0u, elo = 0u, ehi = 0u;
+  int e_acc = 0, x = 0;
 #pragma unroll
   for (int b = 0; b < 8; ++b) {
-    cnt[b] = field16(clo, chi, b);
-    base[b] = (b - s) & 7;
-    own[b] = m > base[b] ? (m - base[b] + 7) >> 3 : 0;
-    add16(olo, ohi, b, own[b]);
-    add16(elo, ehi, b, e_acc);
-    e_acc += max(cnt[b] - own[b], 0);
-    fstart[b] = f_acc;
-    freeb[b] = max(own[b] - cnt[b], 0);
-    f_acc += freeb[b];
+    const int c = field8(clo, chi, b), base = (b - s) & 7;
+    const int own = m > base ? (m - base + 7) >> 3 : 0;
+    add8(olo, ohi, b, own);
+    add8(elo, ehi, b, e_acc);
+    e_acc += max(c - own, 0);
+#pragma unroll 1
+    for (int t = base + 8 * c; t < m; t += 8) s_free[(x++) * BLOCK + threadIdx.x] = static_cast<unsigned char>(t);
   }
-  unsigned long long rlo = 0ull, rhi = 0ull;  // entries of each group placed so far
+  unsigned int rlo = 0u, rhi = 0u;  // entries of each group placed so far
 #pragma unroll 1
   for (int g = 0; g < groups; ++g) {
     const int4 e = rows[static_cast<long long>(g) * n + s];
@@ -702,16 +715,9 @@ verlet_rotate(int* __restrict__ nbr, const int2* __restrict__ len, const int n, 
       if (8 * g + v < m) {
         const int d = near_of(e, v);
         const int b = (s + d) & 7;
-        const int r = field16(rlo, rhi, b), o = field16(olo, ohi, b);
-        add16(rlo, rhi, b, 1);
-        int t = ((b - s) & 7) + 8 * r;
-        if (r >= o) {  // beyond the group's own positions: the x-th free position, groups in order
-          const int x = field16(elo, ehi, b) + r - o;
-#pragma unroll
-          for (int c = 0; c < 8; ++c) {
-            if (x >= fstart[c] && x < fstart[c] + freeb[c]) t = base[c] + 8 * (cnt[c] + x - fstart[c]);
-          }
-        }
+        const int r = field8(rlo, rhi, b), o = field8(olo, ohi, b);
+        add8(rlo, rhi, b, 1);
+        const int t = r < o ? ((b - s) & 7) + 8 * r : s_free[(field8(elo, ehi, b) + r - o) * BLOCK + threadIdx.x];
         s_row[t * BLOCK + threadIdx.x] = static_cast<unsigned short>(d);
       }
     }
@@ -799,7 +805,10 @@ __device__ __forceinline__ void near_entries(const int* __restrict__ nbr, int n,
 // outweigh it, and tpp 1 stays faster there.
 //
 // Each thread's pairs are added in a fixed order (its near groups, the row's last near group,
-// its far groups): the same sums, bit for bit, at every BATCH and MINB. The pair body runs for
+// its far groups): the same sums, bit for bit, at every BATCH and MINB. With energy (and sums not
+// in fixed point) the near entries' virial is 2 r_i (x) F_i of the row's near force, added once per
+// lane before its far entries (Accumulator::row_virial): 6 products per lane instead of 6 per
+// entry; the far entries, whose d takes an image, add theirs pair by pair. The pair body runs for
 // every entry and keeps the pair where it lies inside the cutoff (Accumulator::add_where): about
 // 3 of 4 entries do, so a warp would run the body anyway, and a branch would only add to it.
 template <typename Real, typename Acc, template <typename> class Functor, bool ENERGY, bool PBC, int TPP, int BLOCK,
@@ -815,6 +824,9 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
   static_assert(!ENTRIES || TPP > 1, "ENTRIES: a row shared by several lanes");
   constexpr int G = BATCH / 8;  // near groups in flight
   constexpr bool FMA = Contracted<Acc>::value;
+  // the near entries' virial from the forces (their d is the raw difference, and near is
+  // symmetric: |q - s| and the image are the same from either row); far entries add their own
+  constexpr bool ROW_VIRIAL = ENERGY && RowVirial<Acc>::value;
   if (blockIdx.x == 0 && threadIdx.x == 0 && *flag) {  // the build of this step (if any) is complete
     *flag = 0;
     ++*rebuilds;
@@ -834,7 +846,7 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
     auto pair = [&](const Vec4<Real>& pj, bool valid) {  // valid: not the last group's padding
       Real dx, dy, dz;
       const Real r2 = entry_separation<false, FMA>(pi, pj, box, dx, dy, dz);
-      acc.add_where(f, dx, dy, dz, r2, f.inside(r2) && valid);
+      acc.template add_where<!ROW_VIRIAL>(f, dx, dy, dz, r2, f.inside(r2) && valid);
     };
     // the whole near groups g = lane, lane + TPP, ..., G at a time, by a pointer (no 64-bit index
     // product per group): raw differences. Each group's entries are loaded an iteration ahead,
@@ -877,6 +889,7 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
       for (int v = 0; v < 8; ++v) pair(q[v], v < (m.x & 7));
     }
     }  // ENTRIES
+    if constexpr (ROW_VIRIAL) acc.row_virial(pi.x, pi.y, pi.z);  // before the far entries add their forces
     // the far groups, from the back of the row: the minimum image on a periodic box (an entry
     // that is far only in slot takes it too, and keeps its separation: |d| < L / 2)
     const int top = 4 * row_groups(cap), first = top - m.y;  // entries first .. top - 1
