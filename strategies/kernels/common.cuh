@@ -188,15 +188,17 @@ struct Accumulator {
   // force on i and i's position: 2 r_i (x) F_i. Over all rows of a full list whose pairs all take
   // d = r_i - r_j (no image), sum_i 2 r_i (x) F_i is the sum over both directions of d (x) f, what
   // energy_virial adds pair by pair (the F.r virial of LAMMPS, GROMACS's single-sum virial).
+  // The products in Real, as the pair terms are (the mixed mode: float arithmetic, double sums).
   __device__ __forceinline__ void row_virial(Real x, Real y, Real z) {
     if constexpr (ENERGY) {
-      const Acc two = Acc(2);
-      s[1] += two * fx * Acc(x);
-      s[2] += two * fx * Acc(y);
-      s[3] += two * fx * Acc(z);
-      s[4] += two * fy * Acc(y);
-      s[5] += two * fy * Acc(z);
-      s[6] += two * fz * Acc(z);
+      const Real ax = Real(2) * static_cast<Real>(fx), ay = Real(2) * static_cast<Real>(fy),
+                 az = Real(2) * static_cast<Real>(fz);
+      s[1] += Acc(ax * x);
+      s[2] += Acc(ax * y);
+      s[3] += Acc(ax * z);
+      s[4] += Acc(ay * y);
+      s[5] += Acc(ay * z);
+      s[6] += Acc(az * z);
     }
   }
 
