@@ -620,6 +620,9 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s15-$t.
     # LJ 1M, with a built list
     $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large --outputs forces,all \
       --launch banks=2 --amortised 0 --sweep minb=0:8:12:16 --sweep batch=8:16 --name knobs-s16 "${common[@]}" ;;
+  knobs2-s16)  # the register cap and entries in flight with the row virial (both orders), LJ 1M, with a built list
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large --outputs forces,all \
+      --amortised 0 --sweep banks=0:2 --sweep minb=0:8:10 --sweep batch=8:16 --name knobs2-s16 "${common[@]}" ;;
   san-s16)  # compute-sanitizer on the row permutation (banks=2), through the builds and MD steps
     mkdir -p "$out/bench"
     for t in memcheck racecheck synccheck initcheck; do
