@@ -67,8 +67,13 @@ SPLIT_ENTRIES_FROM = 4
 # 'auto' per output flavour {energy: value}, from the ninth session's sweep (H200, LJ 1M, fp32,
 # reports/2026-11-24-h200/bench/s9-call3-s9-knobs.json, with a built list): forces only, 16 near
 # entries in flight under a cap of 10 blocks of 128 (0.151 ms; 8 under 12 blocks: 0.155); with
-# energy and virial, 8 at the compiler's register count (0.187 ms; any cap spills: 0.205-0.63)
-AUTO_MINB = {False: 10, True: 0}
+# energy and virial, 8 at the compiler's register count (0.187 ms; any cap spilled then: 0.205-0.63).
+# Since the near entries' virial comes from the row's force (row_virial, sixteenth session), the
+# energy flavour fits a cap of 8 blocks (64 registers, no spill at any tpp) and runs faster under
+# it (H100, LJ 1M, reports/2026-11-25-h100/bench/s16-call4-knobs2-s16.json, with a built list, ms
+# at minb 0 / 8 / 10, 8 entries in flight): 0.1909 / 0.1818 / 0.1844; rows permuted (banks=2)
+# 0.1866 / 0.1659 / 0.1751.
+AUTO_MINB = {False: 10, True: 8}
 AUTO_BATCH = {False: 16, True: 8}
 # split by entries keeps one 16-bit index per entry in flight beside its position: 16 in flight spill
 # under the forces flavour's register cap (compiled here: 300-600 bytes at tpp 2-8), 8 do not

@@ -623,6 +623,21 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s15-$t.
   knobs2-s16)  # the register cap and entries in flight with the row virial (both orders), LJ 1M, with a built list
     $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large --outputs forces,all \
       --amortised 0 --sweep banks=0:2 --sweep minb=0:8:10 --sweep batch=8:16 --name knobs2-s16 "${common[@]}" ;;
+  final-s16)  # the last commit's force kernel (plain and banks=2; forces and all outputs) and OpenMM's under ncu
+    # in one call; the energy flavour's register cap (minb auto = 8 against 0) at the smaller sizes; the MD loop at 1M
+    mkdir -p "$out/profile" "$out/bench"
+    $PY -m harness profile --peer openmm --scenario lj_liquid --n large --out "$out/profile"
+    for v in forces: forces:banks=2 all: all:banks=2; do
+      launch=${v#*:}
+      $PY -m harness profile --strategy verlet_thread_padded --scenario lj_liquid --n large --outputs ${v%%:*} \
+        ${launch:+--launch $launch} --out "$out/profile"
+    done
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 4000,32000,256000 --outputs all \
+      --amortised 0 --sweep minb=0:auto --name final-s16-minb "${common[@]}"
+    for launch in banks=0 banks=2; do
+      $PY -m harness md --strategy verlet_thread_padded --launch $launch --n large --steps 2000 --sample 500 --quiet \
+        --json "$out/bench/final-s16-md-$launch.json"
+    done ;;
   san-s16)  # compute-sanitizer on the row permutation (banks=2), through the builds and MD steps
     mkdir -p "$out/bench"
     for t in memcheck racecheck synccheck initcheck; do
