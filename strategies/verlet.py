@@ -10,7 +10,8 @@ no particle has moved more than skin / 2 since its build.
                         parameter tpp; 0, the default, from the size) sharing it by groups or by
                         entries (split), the rows built by one of four kernels of the same rows
                         (build: strip, cell, warp, tile; auto by size and the fullest cell), each
-                        near group optionally reordered for the L1's bank groups (banks), the
+                        near group or whole row optionally reordered for the L1's bank groups
+                        (banks=1, 2), the
                         displacement check and the guarded rebuild on the device every step (no
                         host synchronisation; kernels/verlet.cu)
   verlet_thread_cpu     numba: the same list and trigger on the CPU
@@ -89,7 +90,12 @@ AUTO_BATCH_ENTRIES = 8
 # the warp runs the ordering once per lane that fills a group: s15-call3).
 # banks=2: each row permuted after the build (kernels/verlet.cu, verlet_rotate) so that its gather t
 # reads bank group (slot + t) % 8 where the row has an entry there: a quarter-warp's 8 rows then
-# read 8 distinct groups (tools/l1_probe.py measures what that is worth). A thread per row, its row
+# read 8 distinct groups (tools/l1_probe.py measured the rule: per quarter-warp, one wavefront per
+# 16-byte chunk sharing a group). Measured (H100, LJ 1M, sixteenth session, reports/2026-11-25-h100/
+# bench/s16-call3-rotate-s16-large.json, profile/s16-call3-*): wavefronts 32.9M -> 23.8M, forces
+# with a built list 0.1526 -> 0.1343 ms (all outputs 0.1903 -> 0.1855), but the pass takes 0.27 ms
+# per build (172M instructions): amortised per step 0.273 -> 0.297 ms, so off by default; it beats
+# banks=1 in every column. A thread per row, its row
 # and its free positions in 3 bytes per entry of shared memory; rows longer than ROTATE_MOST (8-bit
 # counts) or than ROTATE_SHARED holds keep the build's order.
 ROTATE_BLOCK = 64
