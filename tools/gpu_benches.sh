@@ -605,7 +605,7 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s15-$t.
     done ;;
   rotate-s16)  # each row permuted by L1 bank group (banks=2) against strip order and banks=1: the force kernel
     # and the build phase (with the pass) under ncu at LJ 1M, the three columns at 1M, and with a built list at
-    # 256,000 (tpp 1); the gathers' own cost by pattern (tools/l1_probe.py)
+    # 256,000 (tpp 1)
     mkdir -p "$out/profile" "$out/bench"
     for v in force:forces:banks=0 force:forces:banks=2 force:all:banks=0 force:all:banks=2 build:forces:banks=2; do
       IFS=: read -r phase outs launch <<<"$v"
