@@ -14,6 +14,28 @@ L1_METRICS=$L1_METRICS,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__dat
 L1_METRICS=$L1_METRICS,l1tex__throughput.avg.pct_of_peak_sustained_active,l1tex__t_sector_hit_rate.pct
 L1_METRICS=$L1_METRICS,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active
 
+ncu_points() {  # TAG POINT...: ncu_verlet for each PHASE:OUTPUTS:LAUNCH point, into $out/profile/ncu-TAG-*
+  local tag=$1 v phase outs launch stem
+  shift
+  mkdir -p "$out/profile"
+  for v in "$@"; do
+    IFS=: read -r phase outs launch <<<"$v"
+    stem="$out/profile/ncu-$tag-$phase-$outs-$launch"; stem=${stem//[=,]/-}
+    ncu_verlet "$stem" "$phase" "$outs" "$launch" | sed "s|^|$phase $outs $launch: |"
+  done
+}
+
+profile_points() {  # OUTPUTS:LAUNCH...: OpenMM's kernels, then `harness profile` of verlet_thread_padded at each
+  # point (LJ 1M, fp32), into $out/profile
+  local v launch
+  $PY -m harness profile --peer openmm --scenario lj_liquid --n large --out "$out/profile"
+  for v in "$@"; do
+    launch=${v#*:}
+    $PY -m harness profile --strategy verlet_thread_padded --scenario lj_liquid --n large --outputs ${v%%:*} \
+      ${launch:+--launch $launch} --out "$out/profile"
+  done
+}
+
 ncu_verlet() {  # STEM PHASE OUTPUTS [LAUNCH]: one verlet_thread_padded point (LJ 1M, fp32) under ncu: STEM.ncu-rep,
   # STEM.csv (raw page), STEM.log; prints ncu_metrics.py's lines for the phase's kernels
   local stem=$1 phase=$2 outs=$3 launch=${4:-}
@@ -572,12 +594,7 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s14-$t.
       --json "$out/bench/parts-s14-tile-tpp4.json" ;;
   banks-s15)  # the near groups reordered by L1 bank group (banks=1) against strip order: the force kernel under
     # ncu at LJ 1M (forces, all), the three columns at 1M, and with a built list at 256,000, 32,000 and 4,000
-    mkdir -p "$out/profile"
-    for v in force:forces:banks=0 force:forces:banks=1 force:all:banks=0 force:all:banks=1 build:forces:banks=1; do
-      IFS=: read -r phase outs launch <<<"$v"
-      stem="$out/profile/ncu-s15-$phase-$outs-$launch"; stem=${stem//[=,]/-}
-      ncu_verlet "$stem" "$phase" "$outs" "$launch" | sed "s|^|$phase $outs $launch: |"
-    done
+    ncu_points s15 force:forces:banks=0 force:forces:banks=1 force:all:banks=0 force:all:banks=1 build:forces:banks=1
     $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large --outputs forces,all \
       --sweep banks=0:1 --name banks-s15-large "${common[@]}"
     $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 256000,32000,4000 \
@@ -597,21 +614,12 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s15-$t.
     done ;;
   final-s15)  # the last commit's force kernel under ncu at LJ 1M (forces: plain order and banks=1; all outputs)
     # beside OpenMM's kernels in the same call
-    $PY -m harness profile --peer openmm --scenario lj_liquid --n large --out "$out/profile"
-    for v in forces: forces:banks=1 all:; do
-      launch=${v#*:}
-      $PY -m harness profile --strategy verlet_thread_padded --scenario lj_liquid --n large --outputs ${v%%:*} \
-        ${launch:+--launch $launch} --out "$out/profile"
-    done ;;
+    profile_points forces: forces:banks=1 all: ;;
   rotate-s16)  # each row permuted by L1 bank group (banks=2) against strip order and banks=1: the force kernel
     # and the build phase (with the pass) under ncu at LJ 1M, the three columns at 1M, and with a built list at
     # 256,000 (tpp 1)
     mkdir -p "$out/profile" "$out/bench"
-    for v in force:forces:banks=0 force:forces:banks=2 force:all:banks=0 force:all:banks=2 build:forces:banks=2; do
-      IFS=: read -r phase outs launch <<<"$v"
-      stem="$out/profile/ncu-s16-$phase-$outs-$launch"; stem=${stem//[=,]/-}
-      ncu_verlet "$stem" "$phase" "$outs" "$launch" | sed "s|^|$phase $outs $launch: |"
-    done
+    ncu_points s16 force:forces:banks=0 force:forces:banks=2 force:all:banks=0 force:all:banks=2 build:forces:banks=2
     $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large --outputs forces,all \
       --sweep banks=0:1:2 --name rotate-s16-large "${common[@]}"
     $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 256000 --launch tpp=1 \
@@ -626,12 +634,7 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s15-$t.
   final-s16)  # the last commit's force kernel (plain and banks=2; forces and all outputs) and OpenMM's under ncu
     # in one call; the energy flavour's register cap (minb auto = 8 against 0) at the smaller sizes; the MD loop at 1M
     mkdir -p "$out/profile" "$out/bench"
-    $PY -m harness profile --peer openmm --scenario lj_liquid --n large --out "$out/profile"
-    for v in forces: forces:banks=2 all: all:banks=2; do
-      launch=${v#*:}
-      $PY -m harness profile --strategy verlet_thread_padded --scenario lj_liquid --n large --outputs ${v%%:*} \
-        ${launch:+--launch $launch} --out "$out/profile"
-    done
+    profile_points forces: forces:banks=2 all: all:banks=2
     $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 4000,32000,256000 --outputs all \
       --amortised 0 --sweep minb=0:auto --name final-s16-minb "${common[@]}"
     for launch in banks=0 banks=2; do

@@ -188,17 +188,12 @@ struct Accumulator {
   // force on i and i's position: 2 r_i (x) F_i. Over all rows of a full list whose pairs all take
   // d = r_i - r_j (no image), sum_i 2 r_i (x) F_i is the sum over both directions of d (x) f, what
   // energy_virial adds pair by pair (the F.r virial of LAMMPS, GROMACS's single-sum virial).
-  // The products in Real, as the pair terms are (the mixed mode: float arithmetic, double sums).
+  // energy_virial's terms with 2 F_i for the pair force and r_i for d (no energy), the products
+  // in Real as the pair terms are (the mixed mode: float arithmetic, double sums).
   __device__ __forceinline__ void row_virial(Real x, Real y, Real z) {
     if constexpr (ENERGY) {
-      const Real ax = Real(2) * static_cast<Real>(fx), ay = Real(2) * static_cast<Real>(fy),
-                 az = Real(2) * static_cast<Real>(fz);
-      s[1] += Acc(ax * x);
-      s[2] += Acc(ax * y);
-      s[3] += Acc(ax * z);
-      s[4] += Acc(ay * y);
-      s[5] += Acc(ay * z);
-      s[6] += Acc(az * z);
+      energy_virial(Real(0), Real(2) * static_cast<Real>(fx), Real(2) * static_cast<Real>(fy),
+                    Real(2) * static_cast<Real>(fz), x, y, z);
     }
   }
 

@@ -149,18 +149,6 @@ struct RowWriter {
 
 // Whether the kernel is built with contraction (fmad): every accumulation type but Fixed, whose
 // kernels are built with --fmad=false (strategies/cuda.py, FIXED_OPTIONS).
-// Whether the force kernel takes the near entries' virial from the rows' forces (row_virial,
-// common.cuh): every accumulation type but Fixed, whose sums must not depend on how terms are
-// grouped, and which keeps the pair-by-pair virial.
-template <typename Acc>
-struct RowVirial {
-  static constexpr bool value = true;
-};
-template <>
-struct RowVirial<Fixed> {
-  static constexpr bool value = false;
-};
-
 template <typename Acc>
 struct Contracted {
   static constexpr bool value = true;
@@ -825,8 +813,10 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
   constexpr int G = BATCH / 8;  // near groups in flight
   constexpr bool FMA = Contracted<Acc>::value;
   // the near entries' virial from the forces (their d is the raw difference, and near is
-  // symmetric: |q - s| and the image are the same from either row); far entries add their own
-  constexpr bool ROW_VIRIAL = ENERGY && RowVirial<Acc>::value;
+  // symmetric: |q - s| and the image are the same from either row); far entries add their own.
+  // Not in fixed point (the one type built without contraction), whose sums must not depend on
+  // how terms are grouped: it keeps the pair-by-pair virial.
+  constexpr bool ROW_VIRIAL = ENERGY && FMA;
   if (blockIdx.x == 0 && threadIdx.x == 0 && *flag) {  // the build of this step (if any) is complete
     *flag = 0;
     ++*rebuilds;
