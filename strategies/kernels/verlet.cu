@@ -285,6 +285,100 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell
   cur[k] = pi;
 }
 
+// The same rows, the strip kernel's walk flattened (build 'flat'; z-windows, one image shift per
+// run). In the strip kernel each lane walks 9 windows of its own length in turn (the side
+// columns' windows shrink with the lateral gap, which differs from lane to lane), and its hits
+// in rounds of 32 candidates: a warp runs the longest of its lanes' windows for every column and
+// the most hits of its lanes for every round (17 of 32 lanes active at 1M LJ). Here a lane first
+// finds its windows (the strip kernel's bisections) and keeps them in shared memory, then walks
+// all of them as one sequence of candidates: the warp runs the longest of its lanes' totals (over
+// all 9 columns, whose lengths vary far less), and a hit is stored in the step that finds it. The
+// candidate order is the strip kernel's (columns, runs, slots; the particle itself skipped), so
+// the rows are the same. A run is (first, last) and an image code (ix + 1) + 3 (iy + 1) + 9 (iz +
+// 1) for the shift (ix lx, iy ly, iz lz) the strip kernel subtracts (13: none).
+constexpr int kFlatRuns = 18;  // 9 columns, 2 runs each at most (a periodic z wrapped)
+
+template <typename Real>
+__global__ void
+verlet_build_flat(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell_sorted,
+                  const int* __restrict__ start, const int n, const Grid g, const Box<Real> box, const Real rlist2,
+                  const Real margin, const int cap, int* __restrict__ nbr, int2* __restrict__ len,
+                  Vec4<Real>* __restrict__ ref, Vec4<Real>* __restrict__ cur, int* __restrict__ overflow,
+                  const int* __restrict__ guard) {
+  if (guard != nullptr && *guard == 0) return;
+  extern __shared__ int2 s_run[];  // run r of this thread at r * blockDim.x + threadIdx.x
+  unsigned char* s_code = reinterpret_cast<unsigned char*>(s_run + kFlatRuns * blockDim.x);
+  const int k = blockIdx.x * blockDim.x + threadIdx.x;
+  if (k >= n) return;  // no barrier below: each thread reads and writes its own runs
+  const Vec4<Real> pi = sorted[k];
+  const int c = cell_sorted[k];
+  const int cz = c % g.nz, cy = (c / g.nz) % g.ny, cx = c / (g.nz * g.ny);
+  const Real side_x = box.lx / Real(g.nx), side_y = box.ly / Real(g.ny);
+  const Real lo_x = pi.x + Real(0.5) * box.lx - Real(cx) * side_x, hi_x = side_x - lo_x;
+  const Real lo_y = pi.y + Real(0.5) * box.ly - Real(cy) * side_y, hi_y = side_y - lo_y;
+  int nr = 0;  // the non-empty windows, in the strip kernel's order
+#pragma unroll 1
+  for (int col = 0; col < 9; ++col) {
+    int ox, oy, x, y;
+    Real sx, sy;
+    if (!column_neighbour<false>(cx, cy, col, g, box, ox, oy, x, y, sx, sy)) continue;
+    const Real w = z_reach(lateral_gap(ox, lo_x, hi_x, side_x), lateral_gap(oy, lo_y, hi_y, side_y), rlist2, margin);
+    if (w < Real(0)) continue;
+    int b[2], e[2];
+    Real sz[2];
+    const int runs = z_runs<1, false>(start, (x * g.ny + y) * g.nz, cz, g, box.lz, b, e, sz);
+    const int code_xy = (sx > Real(0) ? 2 : sx < Real(0) ? 0 : 1) + 3 * (sy > Real(0) ? 2 : sy < Real(0) ? 0 : 1);
+#pragma unroll 1
+    for (int r = 0; r < runs; ++r) {
+      const int rb = r ? b[1] : b[0], re = r ? e[1] : e[0];
+      const Real rsz = r ? sz[1] : sz[0];
+      const Real pz = pi.z - rsz;  // shifted(pi, sx, sy, rsz).z
+      const int first = bisect_z<false>(sorted, rb, re, pz - w);
+      const int last = bisect_z<true>(sorted, first, re, pz + w);
+      if (first < last) {
+        s_run[nr * blockDim.x + threadIdx.x] = make_int2(first, last);
+        s_code[nr * blockDim.x + threadIdx.x] =
+            static_cast<unsigned char>(code_xy + 9 * (rsz > Real(0) ? 2 : rsz < Real(0) ? 0 : 1));
+        ++nr;
+      }
+    }
+  }
+  int count = 0;  // hits
+  RowWriter row(nbr, n, k, cap);
+  if (nr > 0) {
+    int r = 0;
+    int2 run = s_run[threadIdx.x];
+    int q = run.x;
+    Vec4<Real> p;
+    bool img;
+    auto enter = [&](int code) {  // the run's shift, as the strip kernel applies it (shifted)
+      const int ix = code % 3 - 1, iy = (code / 3) % 3 - 1, iz = code / 9 - 1;
+      p = shifted(pi, Real(ix) * box.lx, Real(iy) * box.ly, Real(iz) * box.lz);
+      img = code != 13;
+    };
+    enter(s_code[threadIdx.x]);
+#pragma unroll 1
+    for (;;) {
+      const Vec4<Real> pj = sorted[q];
+      Real dx, dy, dz;
+      if (separation<false>(p, pj, box, dx, dy, dz) < rlist2 && q != k) {
+        if (count < cap) row.add(q, img);
+        ++count;
+      }
+      if (++q == run.y) {
+        if (++r == nr) break;
+        run = s_run[r * blockDim.x + threadIdx.x];
+        q = run.x;
+        enter(s_code[r * blockDim.x + threadIdx.x]);
+      }
+    }
+  }
+  len[k] = row.finish();  // the force phase reads what was stored; the overflow is reported
+  if (count > cap) atomicMax(overflow, count);
+  ref[k] = pi;
+  cur[k] = pi;
+}
+
 // The same rows, a warp per row: the strip kernel's walk (9 columns, their runs in order, each
 // run's image shift applied once), 32 candidates at a time, one per lane; the hits of a round
 // are compacted in lane order with a ballot, so the row is the strip kernel's, in the same order
