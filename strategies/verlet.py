@@ -134,9 +134,7 @@ WARP_ROWS_PER_SM = 128
 CELL_BUILD_MAX = 96_000
 CELL_BUILD_FULLEST = 64
 TILE_BUILD_MAX = 262_144
-BUILD_CHOICES = ("auto", "strip", "flat", "cell", "warp", "tile")
-FLAT_RUNS = 18  # kFlatRuns: the flat build keeps each thread's windows in shared memory, 9 bytes each
-FLAT_BLOCK = 128
+BUILD_CHOICES = ("auto", "strip", "cell", "warp", "tile")
 TILE_GROUPS = (1, 2, 4)
 TILE_WARPS = 4  # kTileWarps
 TILE_BLOCKS_PER_SM = 16  # the tile build's grid-stride grid: a guarded launch that skips costs few blocks
@@ -305,7 +303,6 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
                                                                        for m, w in BUILD_FLAGS] +
                               [f"verlet_build_cells<{r}, {m}>" for r in reals for m in ("false", "true")] +
                               [f"verlet_build_warp<{r}, {m}>" for r in reals for m in ("false", "true")] +
-                              [f"verlet_build_flat<{r}>" for r in reals] +
                               [f"verlet_build_tile<{r}, {gr}>" for r in reals for gr in TILE_GROUPS] +
                               ["verlet_banks", f"verlet_rotate<{ROTATE_BLOCK}>"],
                 "binning.cu": sorted({e for r in reals for e in Binning.expressions(r)}),
@@ -367,15 +364,12 @@ class VerletPlan(DeviceListPlan):
         counts = self.binning.choose()
         self.sms = cp.cuda.Device().attributes["MultiProcessorCount"]
         self.build_kind = build_kind(strategy.launch["build"], n, self.sms, int(counts.max()) if counts.size else 0)
-        if self.build_kind in ("tile", "flat") and minimage:  # these take one image shift per run
-            self.build_kind = "strip"
-        if self.build_kind == "flat" and not window:  # the flat build walks z-windows
+        if self.build_kind == "tile" and minimage:  # the tile build takes one image shift per run
             self.build_kind = "strip"
         self.k_build = kernel("verlet.cu", {
             "cell": f"verlet_build_cells<{real_t}, {cbool(minimage)}>",
             "warp": f"verlet_build_warp<{real_t}, {cbool(minimage)}>",
             "tile": f"verlet_build_tile<{real_t}, {strategy.launch['row_groups']}>",
-            "flat": f"verlet_build_flat<{real_t}>",
         }.get(self.build_kind, f"verlet_build<{real_t}, {cbool(minimage)}, {cbool(window)}>"))
         self.cap = int(strategy.launch["cap"])
         self.nbr = cp.zeros(1, np.int32)
@@ -428,12 +422,8 @@ class VerletPlan(DeviceListPlan):
             self.k_build((ncells,), (32,), (b.sorted, b.start, np.int32(n), self.grid_struct, self.box, self.rlist2,
                                             np.int32(cap), *rows))
             return
-        args = (b.sorted, b.cell_sorted, b.start, np.int32(n), self.grid_struct, self.box, self.rlist2, self.margin,
-                np.int32(cap), *rows)
-        if self.build_kind == "flat":
-            self.k_build((-(-n // FLAT_BLOCK),), (FLAT_BLOCK,), args, shared_mem=FLAT_RUNS * 9 * FLAT_BLOCK)
-            return
-        self.k_build((-(-n // 128),), (128,), args)
+        self.k_build((-(-n // 128),), (128,), (b.sorted, b.cell_sorted, b.start, np.int32(n), self.grid_struct,
+                                               self.box, self.rlist2, self.margin, np.int32(cap), *rows))
 
     def _check(self, flag=None) -> None:
         """The trigger (flag) and cur: the positions the MD loop moved, in the list's order."""

@@ -248,7 +248,7 @@ def test_gpu_negative_control():
                                      (4000, "gaussian"),
                                      (6000, "clump"), (20000, "uniform")])
 def test_gpu_builds_give_the_same_list(n, spec):
-    """The strip build with and without z-windows, the flat, the per-cell, the warp-per-row and the tile builds
+    """The strip build with and without z-windows, the per-cell, the warp-per-row and the tile builds
     put the same rows in the same order: the same bits (256 and 500: 2 cells per axis, the per-pair
     minimum image, where the tile build takes the strip build; 864: 3 cells per axis, so a tile's
     cells wrap onto themselves; the Gaussian and the clump: crowded cells, sparse columns, open
@@ -256,7 +256,7 @@ def test_gpu_builds_give_the_same_list(n, spec):
     p = _problem("fp32", n=n, spec=spec)
     base = strategies.create("verlet_thread_padded", build="strip", window=0).evaluate(p)
     rows = _gpu_rows(p, build="strip", window=0)
-    for launch in ({"build": "strip", "window": 1}, {"build": "flat"}, {"build": "cell"}, {"build": "warp"},
+    for launch in ({"build": "strip", "window": 1}, {"build": "cell"}, {"build": "warp"},
                    {"build": "tile", "row_groups": 1}, {"build": "tile", "row_groups": 2},
                    {"build": "tile", "row_groups": 4}, {}):
         got = strategies.create("verlet_thread_padded", **launch).evaluate(p)
@@ -390,7 +390,7 @@ def test_rotated_reference_on_a_hand_made_row():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("build", ["strip", "flat", "cell", "warp", "tile"])
+@pytest.mark.parametrize("build", ["strip", "cell", "warp", "tile"])
 def test_gpu_partners_too_far_in_slot_for_16_bits_are_far_entries(build):
     """A slab of 3 x 50 x 50 cells: the next x column of cells lies ~46,000 slots on, beyond a near
     entry's 16 bits. Those partners are stored as far entries (32-bit slots) and the forces are
@@ -410,8 +410,7 @@ def test_gpu_partners_too_far_in_slot_for_16_bits_are_far_entries(build):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("n, build", [(4000, "strip"), (4000, "flat"), (4000, "warp"), (4000, "cell"), (4000, "tile"),
-                                      (256, "strip")])
+@pytest.mark.parametrize("n, build", [(4000, "strip"), (4000, "warp"), (4000, "cell"), (4000, "tile"), (256, "strip")])
 def test_gpu_kept_list_follows_particles_across_the_box(n, build):
     """The list is kept while no particle has moved more than skin/2, also where a particle crossed
     a periodic face (its wrapped coordinate jumped by a box length): the force phase reads the

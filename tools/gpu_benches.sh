@@ -653,16 +653,6 @@ r = md.run(strategies.create('verlet_thread_padded', tpp=1, banks=2), scenarios.
 print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s16-$t.log" 2>&1 || echo "sanitizer $t: FAILED"
       tail -n 2 "$out/bench/san-s16-$t.log"
     done ;;
-  flat-s17)  # the flat build (each lane's windows walked as one sequence) against the strip build: the build phase
-    # under ncu at LJ 1M, the three columns at 1M, from scratch at 256,000 and 32,000, and the crowded Gaussian
-    mkdir -p "$out/profile" "$out/bench"
-    ncu_points s17 build:forces:build=strip build:forces:build=flat
-    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large --outputs forces \
-      --sweep build=strip:flat --name flat-s17-large "${common[@]}"
-    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 256000,32000 --outputs forces \
-      --amortised 0 --sweep build=strip:flat:cell --name flat-s17-small "${common[@]}"
-    $PY -m harness bench --strategies verlet_thread_padded --scenario gaussian --n 64000 --outputs forces \
-      --amortised 0 --sweep build=strip:flat:tile --name flat-s17-gauss "${common[@]}" ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
