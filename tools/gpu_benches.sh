@@ -653,6 +653,27 @@ r = md.run(strategies.create('verlet_thread_padded', tpp=1, banks=2), scenarios.
 print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s16-$t.log" 2>&1 || echo "sanitizer $t: FAILED"
       tail -n 2 "$out/bench/san-s16-$t.log"
     done ;;
+  buildsrc-s17)  # the strip build under ncu's source counters (LJ 1M): instructions executed and threads active
+    # per SASS instruction, exported as CSV beside the report
+    mkdir -p "$out/profile"
+    stem="$out/profile/ncu-s17-build-source"
+    ncu --nvtx --nvtx-include "build/verlet_thread_padded/" -k regex:verlet_build --clock-control none \
+      --section SourceCounters --section WarpStateStats -f -o "$stem" $PY -m harness profile --inner \
+      --strategy verlet_thread_padded --scenario lj_liquid --n large --precision fp32 --outputs forces \
+      > "$stem.log" 2>&1
+    ncu --import "$stem.ncu-rep" --page source --csv --print-source sass > "$stem-sass.csv" 2>>"$stem.log"
+    ncu --import "$stem.ncu-rep" --page details --csv > "$stem-details.csv" 2>>"$stem.log"
+    tail -n 3 "$stem.log"; wc -l "$stem-sass.csv" ;;
+  state-s17)  # the issue's figures on this GPU with OpenMM in the same run: the three columns of both list
+    # strategies (LJ 4,000 and 1M, forces and all), the MD loop, and the force kernels under ncu beside OpenMM's
+    $PY -m harness bench --strategies verlet_thread_padded,clusterpair_warp_padded,clusterpair_warp_newton3 \
+      --scenario lj_liquid --n 4000,large --outputs forces,all --peers openmm --name state-s17-three "${common[@]}"
+    for n in 4000 large; do
+      $PY -m harness md --strategy verlet_thread_padded --n $n --precision fp32 --steps 2000 --sample 500 --quiet \
+        --json "$out/bench/state-s17-md-$n.json"
+    done
+    mkdir -p "$out/profile"
+    profile_points forces: all: ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
