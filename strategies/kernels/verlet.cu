@@ -123,14 +123,18 @@ struct RowWriter {
   int n, s, top;  // top: 4 * row_groups(cap), far entries from top - 1 down
   int a = 0, b = 0;
   int4 buf = make_int4(0, 0, 0, 0);
+  int4* __restrict__ next;  // where the next whole near group goes (group a / 8 of row s)
 
   __device__ __forceinline__ RowWriter(int* __restrict__ nbr_, int n_, int s_, int cap)
-      : nbr(nbr_), n(n_), s(s_), top(4 * row_groups(cap)) {}
+      : nbr(nbr_), n(n_), s(s_), top(4 * row_groups(cap)), next(reinterpret_cast<int4*>(nbr_) + s_) {}
 
   __device__ __forceinline__ void push(int d) {  // shifts d in at the back of the buffer
     buf = make_int4(__funnelshift_r(buf.x, buf.y, 16), __funnelshift_r(buf.y, buf.z, 16),
                     __funnelshift_r(buf.z, buf.w, 16), __funnelshift_r(buf.w, d, 16));
-    if ((++a & 7) == 0) reinterpret_cast<int4*>(nbr)[static_cast<long long>((a >> 3) - 1) * n + s] = buf;
+    if ((++a & 7) == 0) {
+      *next = buf;
+      next += n;
+    }
   }
   __device__ __forceinline__ void add(int q, bool img) {
     if (far_entry(q, s, img)) {
@@ -266,6 +270,18 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell
             const bool hit = separation<MINIMAGE>(p, pj, box, dx, dy, dz) < rlist2;
             bits |= static_cast<unsigned int>(hit) << (q - q0);
             if constexpr (MINIMAGE) ibits |= static_cast<unsigned int>(hit && crosses(pi, pj, box)) << (q - q0);
+          }
+          // the common case: every hit of the round a near entry (no image, |q - k| within 16 bits for
+          // the whole round) and room for all of them, so that a hit takes no test of its own
+          const int hits = __popc(bits);
+          if (!MINIMAGE && !run_img && count + hits <= cap && q0 - k >= -kNear && end - 1 - k <= kNear) {
+            const int d0 = q0 - k;
+            while (bits) {
+              const int t = __ffs(bits) - 1;
+              bits &= bits - 1u;
+              row.push(d0 + t);
+            }
+            count += hits;
           }
           while (bits) {
             const int t = __ffs(bits) - 1;
