@@ -674,17 +674,18 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s16-$t.
     done
     mkdir -p "$out/profile"
     profile_points forces: all: ;;
-  hits-s17)  # the strip build's hits stored without per-hit tests where a whole round is near and fits, and a running
-    # group pointer: the build phase under ncu at LJ 1M, the three columns at 1M, the build at 256,000 and 32,000,
-    # the crowded Gaussian (the 'before' stage times the previous tree's build in the same call)
+  hits-s17|pair-s17)  # the strip build's hits stored without per-hit tests where a whole round is near and fits,
+    # and a running group pointer (pair-s17: the same points after bisect_z_window): the build phase under ncu at
+    # LJ 1M, the three columns at 1M, the build at 256,000 and 32,000, the crowded Gaussian (the 'before' stage
+    # times the previous tree's build in the same call)
     mkdir -p "$out/profile" "$out/bench"
-    ncu_points s17h build:forces:
+    ncu_points ${name%-s17} build:forces:
     $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large --outputs forces \
-      --name hits-s17-large "${common[@]}"
+      --name $name-large "${common[@]}"
     $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 256000,32000 --outputs forces \
-      --amortised 0 --sweep build=strip:cell --name hits-s17-small "${common[@]}"
+      --amortised 0 --sweep build=strip:cell --name $name-small "${common[@]}"
     $PY -m harness bench --strategies verlet_thread_padded --scenario gaussian --n 64000 --outputs forces \
-      --amortised 0 --sweep build=strip:tile --name hits-s17-gauss "${common[@]}" ;;
+      --amortised 0 --sweep build=strip:tile --name $name-gauss "${common[@]}" ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;

@@ -274,3 +274,33 @@ __device__ __forceinline__ int bisect_z(const P& pos, int b, int e, Real z) {
   }
   return b;
 }
+
+// Both ends of the window [lo, hi] of a z-sorted run [b, e) at once: first = bisect_z<false>(lo),
+// last = bisect_z<true>(hi) (lo <= hi: in a run sorted by z the second search over [b, e) ends
+// where the same search over [first, e) would). The two searches' loads are independent and
+// issued together, so a window costs the latency of one chain of dependent loads, not two.
+template <class P, typename Real>
+__device__ __forceinline__ void bisect_z_window(const P& pos, int b, int e, Real lo, Real hi, int& first, int& last) {
+  int b1 = b, e1 = e;
+  while (b < e || b1 < e1) {
+    const int mid = (b + e) >> 1, mid1 = (b1 + e1) >> 1;
+    const Real zm = b < e ? z_at(pos, mid) : Real(0);
+    const Real zm1 = b1 < e1 ? z_at(pos, mid1) : Real(0);
+    if (b < e) {
+      if (zm < lo) {
+        b = mid + 1;
+      } else {
+        e = mid;
+      }
+    }
+    if (b1 < e1) {
+      if (!(zm1 > hi)) {
+        b1 = mid1 + 1;
+      } else {
+        e1 = mid1;
+      }
+    }
+  }
+  first = b;
+  last = b1;
+}

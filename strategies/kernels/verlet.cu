@@ -245,12 +245,12 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell
     auto walk = [&](int rb, int re, Real rsz) {
       const Vec4<Real> p = shifted(pi, sx, sy, rsz);
       const bool run_img = sx != Real(0) || sy != Real(0) || rsz != Real(0);
-      // the window [z - w, z + w] as an index range, both ends found by bisection: the loop
-      // below then has no exit of its own, so its loads can be issued ahead of the checks
+      // the window [z - w, z + w] as an index range, both ends found by bisection (the two
+      // searches side by side, bisect_z_window): the loop below then has no exit of its own, so
+      // its loads can be issued ahead of the checks
       int first = rb, last = re;
       if constexpr (WINDOW) {
-        first = bisect_z<false>(sorted, rb, re, p.z - w);
-        last = bisect_z<true>(sorted, first, re, p.z + w);
+        bisect_z_window(sorted, rb, re, p.z - w, p.z + w, first, last);
       }
 #pragma unroll 1
       for (int part = 0; part < 2; ++part) {  // the run split at k
