@@ -130,13 +130,17 @@ GRID_DTYPE = np.dtype([("nx", np.int32), ("ny", np.int32), ("nz", np.int32), ("p
 # ms): 32,000 0.106 / 0.122; 62,500 0.122 / 0.134; 131,072 0.194 / 0.159; 256,000 0.324 / 0.263:
 # the crossover lies between 62,500 and 131,072 rows (the sixth session's 524,288 predates the
 # strip build's rework).
-# Tried and dropped (seventeenth session, H200, reports/2026-11-25-h100/bench/s17-call1-*): the strip
+# Tried and dropped (seventeenth session, H200, reports/2026-11-25-h200/bench/s17-call1-*): the strip
 # walk flattened, each lane's 9 windows found first (kept in shared memory) and then walked as one
 # sequence of candidates, so that a warp would run the longest of its lanes' totals instead of the
 # longest window of every column. At LJ 1M it took 1.26 ms against the strip build's 0.74: the lanes
 # drift apart into different columns, so the L1 hit rate fell from 93% to 18% (wavefronts 145M
 # against 84M), and fewer lanes were active (14.9 of 32 against 17.2: a hit's store and a run's
 # change are branches of their own). 256,000: 0.44 against 0.26 ms; Gaussian 64,000: 4.4 against 1.6.
+# After the strip build's hit stores lost their per-hit tests and its windows took one paired
+# bisection (same session, s17-call3 and -call4): LJ 1M 0.678 ms (0.742 before), 256,000 0.239
+# (0.259), Gaussian 64,000 1.135 (1.629): now ahead of the tile build there (1.233), which 'auto'
+# still takes where a cell is crowded, until a sweep of the crowded cases decides again.
 WARP_ROWS_PER_SM = 128
 CELL_BUILD_MAX = 96_000
 CELL_BUILD_FULLEST = 64
