@@ -95,9 +95,9 @@ AUTO_BATCH_ENTRIES = 8
 # bench/s16-call3-rotate-s16-large.json, profile/s16-call3-*): wavefronts 32.9M -> 23.8M, forces
 # with a built list 0.1526 -> 0.1343 ms (all outputs 0.1903 -> 0.1855), but the pass takes 0.27 ms
 # per build (172M instructions): amortised per step 0.273 -> 0.297 ms, so off by default; it beats
-# banks=1 in every column. A thread per row, its row
-# and its free positions in 3 bytes per entry of shared memory; rows longer than ROTATE_MOST (8-bit
-# counts) or than ROTATE_SHARED holds keep the build's order.
+# banks=1 in every column. A thread per row, its row and its free positions in 3 bytes per entry of
+# shared memory; rows longer than ROTATE_MOST (8-bit counts) or than ROTATE_SHARED holds keep the
+# build's order.
 ROTATE_BLOCK = 64
 ROTATE_MOST = 255
 ROTATE_SHARED = 48 * 1024

@@ -272,7 +272,8 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell
             if constexpr (MINIMAGE) ibits |= static_cast<unsigned int>(hit && crosses(pi, pj, box)) << (q - q0);
           }
           // the common case: every hit of the round a near entry (no image, |q - k| within 16 bits for
-          // the whole round) and room for all of them, so that a hit takes no test of its own
+          // the whole round) and room for all of them, so that a hit takes no test of its own; it
+          // leaves no bits for the general loop below
           const int hits = __popc(bits);
           if (!MINIMAGE && !run_img && count + hits <= cap && q0 - k >= -kNear && end - 1 - k <= kNear) {
             const int d0 = q0 - k;
