@@ -686,6 +686,20 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s16-$t.
       --amortised 0 --sweep build=strip:cell --name $name-small "${common[@]}"
     $PY -m harness bench --strategies verlet_thread_padded --scenario gaussian --n 64000 --outputs forces \
       --amortised 0 --sweep build=strip:tile --name $name-gauss "${common[@]}" ;;
+  pair2-s18)  # the LJ functor's brackets as fused multiply-adds and the strip build's hits two a step: the build
+    # and both force flavours under ncu at LJ 1M, the three columns at 1M, the build at 256,000 and 32,000, and
+    # the crowded inputs where build 'auto' takes the tile build (strip, tile and cell; the 'before' stage times
+    # the previous tree in the same call)
+    mkdir -p "$out/profile" "$out/bench"
+    ncu_points s18 build:forces: force:forces: force:all:
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large --outputs forces,all \
+      --name $name-large "${common[@]}"
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 256000,32000 --outputs forces \
+      --amortised 0 --sweep build=strip:cell --name $name-small "${common[@]}"
+    for spec in gaussian:64000 gaussian:256000 clump:24000 clump:48000; do
+      $PY -m harness bench --strategies verlet_thread_padded --scenario ${spec%%:*} --n ${spec#*:} --outputs forces \
+        --amortised 0 --sweep build=strip:tile:auto --name $name-crowded-${spec%%:*}-${spec#*:} "${common[@]}"
+    done ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
