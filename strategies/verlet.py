@@ -124,8 +124,9 @@ GRID_DTYPE = np.dtype([("nx", np.int32), ("ny", np.int32), ("nz", np.int32), ("p
 # liquid the union of 32 rows' windows holds ~2.7x a row's candidates and it loses: 1M 0.752 /
 # 1.214 / 1.111 / 1.061; 256,000 0.263 / 0.370 / 0.350 / 0.346. At 1M the Gaussian's crowded
 # centre dominates either build: strip 31.9, tile 32.9 ms (s14-call4-check-s14-gauss-1m.json); at
-# 256,000 tile still wins, 6.93 against 7.33 ms (s14-call5-gauss-s14-256k.json). So 'auto' takes
-# it (one group) where a cell is crowded, up to TILE_BUILD_MAX rows.
+# 256,000 tile still wins, 6.93 against 7.33 ms (s14-call5-gauss-s14-256k.json). So 'auto' took
+# it (one group) where a cell was crowded, up to 262,144 rows, until the strip build's rework in the
+# seventeenth session (below: 'auto' takes the strip build there now).
 # The cell build against the strip build on the LJ liquid (H100, the s14-call3 and -call4 files;
 # ms): 32,000 0.106 / 0.122; 62,500 0.122 / 0.134; 131,072 0.194 / 0.159; 256,000 0.324 / 0.263:
 # the crossover lies between 62,500 and 131,072 rows (the sixth session's 524,288 predates the
@@ -139,12 +140,21 @@ GRID_DTYPE = np.dtype([("nx", np.int32), ("ny", np.int32), ("nz", np.int32), ("p
 # change are branches of their own). 256,000: 0.44 against 0.26 ms; Gaussian 64,000: 4.4 against 1.6.
 # After the strip build's hit stores lost their per-hit tests and its windows took one paired
 # bisection (same session, s17-call3 and -call4): LJ 1M 0.678 ms (0.742 before), 256,000 0.239
-# (0.259), Gaussian 64,000 1.135 (1.629): now ahead of the tile build there (1.233), which 'auto'
-# still takes where a cell is crowded, until a sweep of the crowded cases decides again.
+# (0.259), Gaussian 64,000 1.135 (1.629): now ahead of the tile build there (1.233).
+# Tried and dropped (eighteenth session, H200, reports/2026-11-26-h200/, s18-call1): a round's near
+# hits stored two a step (a 32-bit word shifted into the row's buffer; the mask reversed once, a
+# hit's offset one count of leading zeros), to halve the steps of the lane with most hits. The
+# branch where the first of the two completes a group and the buffer's moves outweighed it: 496.5M
+# instructions (18.3 lanes active) against 461M, 628.5 against 633.9 us under ncu, 0.681 against
+# 0.679 ms by events in the same call.
+# The crowded inputs again (same call, H200, build ms strip / tile; fullest cell of r_list):
+# Gaussian sigma 12 at 64,000 (930) 1.196 / 1.233, at 256,000 (938) 6.233 / 5.996; clump at 24,000
+# (249) 0.287 / 0.339, at 48,000 (429) 0.567 / 0.614; at 1M the strip build won already (s14). The
+# tile build wins one of the four, by 4%, and loses the clump by 8-15%: 'auto' takes the strip
+# build on crowded inputs; the tile build stays a choice.
 WARP_ROWS_PER_SM = 128
 CELL_BUILD_MAX = 96_000
 CELL_BUILD_FULLEST = 64
-TILE_BUILD_MAX = 262_144
 BUILD_CHOICES = ("auto", "strip", "cell", "warp", "tile")
 TILE_GROUPS = (1, 2, 4)
 TILE_WARPS = 4  # kTileWarps
@@ -159,7 +169,7 @@ def build_kind(build: str, n: int, sms: int, fullest: int = 0) -> str:
     if n <= WARP_ROWS_PER_SM * sms:
         return "warp"
     if fullest > CELL_BUILD_FULLEST:
-        return "tile" if n <= TILE_BUILD_MAX else "strip"
+        return "strip"
     return "cell" if n < CELL_BUILD_MAX else "strip"
 
 

@@ -664,13 +664,13 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s16-$t.
     ncu --import "$stem.ncu-rep" --page source --csv --print-source sass > "$stem-sass.csv" 2>>"$stem.log"
     ncu --import "$stem.ncu-rep" --page details --csv > "$stem-details.csv" 2>>"$stem.log"
     tail -n 3 "$stem.log"; wc -l "$stem-sass.csv" ;;
-  state-s17)  # the figures on this GPU with OpenMM in the same run: the three columns of both list
-    # strategies (LJ 4,000 and 1M, forces and all), the MD loop, and the force kernels under ncu beside OpenMM's
+  state-s17|state-s18)  # the figures on this GPU with OpenMM in the same run: the three columns of both
+    # list strategies (LJ 4,000 and 1M, forces and all), the MD loop, and the force kernels under ncu beside OpenMM's
     $PY -m harness bench --strategies verlet_thread_padded,clusterpair_warp_padded,clusterpair_warp_newton3 \
-      --scenario lj_liquid --n 4000,large --outputs forces,all --peers openmm --name state-s17-three "${common[@]}"
+      --scenario lj_liquid --n 4000,large --outputs forces,all --peers openmm --name $name-three "${common[@]}"
     for n in 4000 large; do
       $PY -m harness md --strategy verlet_thread_padded --n $n --precision fp32 --steps 2000 --sample 500 --quiet \
-        --json "$out/bench/state-s17-md-$n.json"
+        --json "$out/bench/$name-md-$n.json"
     done
     mkdir -p "$out/profile"
     profile_points forces: all: ;;
@@ -686,6 +686,12 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s16-$t.
       --amortised 0 --sweep build=strip:cell --name $name-small "${common[@]}"
     $PY -m harness bench --strategies verlet_thread_padded --scenario gaussian --n 64000 --outputs forces \
       --amortised 0 --sweep build=strip:tile --name $name-gauss "${common[@]}" ;;
+  auto-s18)  # build 'auto' on the crowded inputs after the sweep (strip wherever a cell is crowded): auto against
+    # strip and tile, fp32, the build from scratch
+    for spec in gaussian:64000 clump:24000 clump:48000; do
+      $PY -m harness bench --strategies verlet_thread_padded --scenario ${spec%%:*} --n ${spec#*:} --outputs forces \
+        --amortised 0 --sweep build=auto:strip:tile --name $name-${spec%%:*}-${spec#*:} "${common[@]}"
+    done ;;
   pair2-s18)  # the LJ functor's brackets as fused multiply-adds and the strip build's hits two a step: the build
     # and both force flavours under ncu at LJ 1M, the three columns at 1M, the build at 256,000 and 32,000, and
     # the crowded inputs where build 'auto' takes the tile build (strip, tile and cell; the 'before' stage times

@@ -136,25 +136,6 @@ struct RowWriter {
       next += n;
     }
   }
-  // Two near entries in one step (d0 first): the buffer shifts by a whole word. Where d0 completes
-  // a group (a % 8 == 7) that group is stored with d0 shifted in, and d1 alone goes into the
-  // newest half: the older halves are shifted out before the next group is stored.
-  __device__ __forceinline__ void push2(int d0, int d1) {
-    const int w = __byte_perm(d0, d1, 0x5410);
-    if ((a & 7) == 7) {
-      *next = make_int4(__funnelshift_r(buf.x, buf.y, 16), __funnelshift_r(buf.y, buf.z, 16),
-                        __funnelshift_r(buf.z, buf.w, 16), __funnelshift_r(buf.w, d0, 16));
-      next += n;
-      buf.w = w;
-    } else {
-      buf = make_int4(buf.y, buf.z, buf.w, w);
-      if (((a + 2) & 7) == 0) {
-        *next = buf;
-        next += n;
-      }
-    }
-    a += 2;
-  }
   __device__ __forceinline__ void add(int q, bool img) {
     if (far_entry(q, s, img)) {
       nbr[far_at(top - 1 - b++, s, n)] = q;
@@ -293,22 +274,14 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell
           // the common case: every hit of the round a near entry (no image, |q - k| within 16 bits for
           // the whole round) and room for all of them, so that a hit takes no test of its own; it
           // leaves no bits for the general loop below
-          // (two hits a step: half the steps of the lane with most hits, which the warp waits
-          // for; the mask reversed once, so that a hit's offset is one count of leading zeros)
           const int hits = __popc(bits);
           if (!MINIMAGE && !run_img && count + hits <= cap && q0 - k >= -kNear && end - 1 - k <= kNear) {
             const int d0 = q0 - k;
-            unsigned int rb = __brev(bits);
-            bits = 0u;
-#pragma unroll 1
-            for (int left = hits; left >= 2; left -= 2) {
-              const int t0 = __clz(rb);
-              rb &= 0x7fffffffu >> t0;  // clears that hit (the bits above it are clear)
-              const int t1 = __clz(rb);
-              rb &= 0x7fffffffu >> t1;
-              row.push2(d0 + t0, d0 + t1);
+            while (bits) {
+              const int t = __ffs(bits) - 1;
+              bits &= bits - 1u;
+              row.push(d0 + t);
             }
-            if (rb) row.push(d0 + __clz(rb));
             count += hits;
           }
           while (bits) {
