@@ -692,6 +692,13 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s16-$t.
       $PY -m harness bench --strategies verlet_thread_padded --scenario ${spec%%:*} --n ${spec#*:} --outputs forces \
         --amortised 0 --sweep build=auto:strip:tile --name $name-${spec%%:*}-${spec#*:} "${common[@]}"
     done ;;
+  block-s18)  # the force kernel's block size (rows of consecutive slots per block: 128 to 512) at LJ 1M, both
+    # flavours with a built list, and its L1 under ncu: do larger slabs of rows per block share more of their
+    # neighbourhood in the L1 (fewer first touches per row)?
+    mkdir -p "$out/profile" "$out/bench"
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large --outputs forces,all \
+      --amortised 0 --sweep block=128:256:512 --name $name "${common[@]}"
+    ncu_points s18 force:forces:block=256 force:forces:block=512 force:all:block=512 ;;
   pair2-s18)  # the LJ functor's brackets as fused multiply-adds and the strip build's hits two a step: the build
     # and both force flavours under ncu at LJ 1M, the three columns at 1M, the build at 256,000 and 32,000, and
     # the crowded inputs where build 'auto' takes the tile build (strip, tile and cell; the 'before' stage times
