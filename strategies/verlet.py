@@ -75,6 +75,13 @@ SPLIT_ENTRIES_FROM = 4
 # at minb 0 / 8 / 10, 8 entries in flight): 0.1909 / 0.1818 / 0.1844; rows permuted (banks=2)
 # 0.1866 / 0.1659 / 0.1751.
 AUTO_MINB = {False: 10, True: 8}
+# The block size AUTO_MINB was measured at: 'auto' keeps its threads per SM (its register budget)
+# at other block sizes. Taken as a count of blocks it capped 8 blocks of 256 (2,048 threads, 32
+# registers) and the all-outputs kernel spilled: 0.354 against 0.178 ms at 128 (H200, LJ 1M, with a
+# built list, reports/2026-11-26-h200/, s18-call6). The same call found no L1 gain in larger slabs
+# of rows per block: hit rate 83.3% at 128, 84.5% at 256, 84.8% at 512 (first touches of a block's
+# neighbourhood barely shrink per row), forces 0.152 / 0.155 / 0.174 ms.
+AUTO_MINB_BLOCK = 128
 AUTO_BATCH = {False: 16, True: 8}
 # split by entries keeps one 16-bit index per entry in flight beside its position: 16 in flight spill
 # under the forces flavour's register cap (compiled here: 300-600 bytes at tpp 2-8), 8 do not
@@ -285,13 +292,16 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
         return (t[0], t[-1]) if len(t) > 1 else t
 
     def register_cap(self, energy: bool, acc: str = "float") -> int:
-        """minb for the flavour: 'auto' is AUTO_MINB's value (measured, H200, LJ, fp32) where the
-        sums are float, none otherwise (mixed, fixed point and fp64 spilled under it), capped so
-        that minb blocks fit on an SM."""
-        m = self.launch["minb"]
+        """minb for the flavour: 'auto' is AUTO_MINB's threads per SM (measured, H200, LJ, fp32,
+        blocks of AUTO_MINB_BLOCK) in blocks of this size where the sums are float, none otherwise
+        (mixed, fixed point and fp64 spilled under it), dropped where those blocks do not fit on an
+        SM."""
+        m, block = self.launch["minb"], self.launch["block"]
         if m == "auto":
-            m = AUTO_MINB[energy] if acc == "float" else 0
-            return m if m * self.launch["block"] <= MAX_THREADS_PER_SM else 0
+            if acc != "float":
+                return 0
+            m = max(1, AUTO_MINB[energy] * AUTO_MINB_BLOCK // block)
+            return m if m * block <= MAX_THREADS_PER_SM else 0
         return m
 
     def batch(self, energy: bool, entries: bool = False) -> int:

@@ -132,8 +132,13 @@ def test_the_force_kernel_launch_knobs_resolve_per_output_flavour():
     assert s.force_expression("fp32", lj, False, True, 2).endswith(", false>")
     assert strategies.create("verlet_thread_padded", split="entries").force_expression(
         "fp32", lj, False, True, 2).endswith(", true>")
-    assert AUTO_MINB[False] * 512 > 2048  # so that the next line tests the fallback
-    assert strategies.create("verlet_thread_padded", block=512).register_cap(False) == 0
+    # 'auto' keeps the measured threads per SM at every block size (a count of blocks capped 8 blocks
+    # of 256 at 32 registers, and the kernel spilled); an explicit cap that does not fit is refused
+    assert AUTO_MINB == {False: 10, True: 8}  # the table below is theirs at 128 threads a block
+    for block, caps in {64: (20, 16), 128: (10, 8), 256: (5, 4), 512: (2, 2)}.items():
+        s = strategies.create("verlet_thread_padded", block=block)
+        assert (s.register_cap(False), s.register_cap(True)) == caps, block
+    assert strategies.create("verlet_thread_padded", block=512).register_cap(False, "double") == 0
     assert strategies.create("verlet_thread_padded", minb=8, batch=16).force_expression(
         "fp32", lj, True, True, 1).endswith(", 8, 16, false>")
     with pytest.raises(InputError, match="split"):
