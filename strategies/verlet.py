@@ -77,10 +77,11 @@ SPLIT_ENTRIES_FROM = 4
 AUTO_MINB = {False: 10, True: 8}
 # The block size AUTO_MINB was measured at: 'auto' keeps its threads per SM (its register budget)
 # at other block sizes. Taken as a count of blocks it capped 8 blocks of 256 (2,048 threads, 32
-# registers) and the all-outputs kernel spilled: 0.354 against 0.178 ms at 128 (H200, LJ 1M, with a
-# built list, reports/2026-11-26-h200/, s18-call6). The same call found no L1 gain in larger slabs
-# of rows per block: hit rate 83.3% at 128, 84.5% at 256, 84.8% at 512 (first touches of a block's
-# neighbourhood barely shrink per row), forces 0.152 / 0.155 / 0.174 ms.
+# registers) and the all-outputs kernel spilled: 0.354 against 0.178 ms at 128 (H200, LJ 1M, with
+# a built list, reports/2026-11-26-h200/, s18-call5); 0.178 at 256 under this rule (s18-call6).
+# Larger slabs of rows per block bought no L1 locality (s18-call1 and -call5, ncu): hit rate
+# 83.3% at 128, 84.5% at 256, 84.8% at 512 (the first touches of a block's neighbourhood barely
+# shrink per row); forces 0.152 / 0.153 / 0.177 ms (s18-call6).
 AUTO_MINB_BLOCK = 128
 AUTO_BATCH = {False: 16, True: 8}
 # split by entries keeps one 16-bit index per entry in flight beside its position: 16 in flight spill
