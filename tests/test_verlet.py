@@ -133,7 +133,7 @@ def test_the_force_kernel_launch_knobs_resolve_per_output_flavour():
     assert strategies.create("verlet_thread_padded", split="entries").force_expression(
         "fp32", lj, False, True, 2).endswith(", true>")
     # 'auto' keeps the measured threads per SM at every block size (a count of blocks capped 8 blocks
-    # of 256 at 32 registers, and the kernel spilled); an explicit cap that does not fit is refused
+    # of 256 at 32 registers, and the kernel spilled); none where the sums are not float
     assert AUTO_MINB == {False: 10, True: 8}  # the table below is theirs at 128 threads a block
     for block, caps in {64: (20, 16), 128: (10, 8), 256: (5, 4), 512: (2, 2)}.items():
         s = strategies.create("verlet_thread_padded", block=block)

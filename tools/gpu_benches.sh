@@ -701,7 +701,7 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s16-$t.
     ncu_points s18 force:forces:block=256 force:forces:block=512 force:all:block=512 ;;
   pair2-s18)  # the LJ functor's brackets as fused multiply-adds and the strip build's hits two a step: the build
     # and both force flavours under ncu at LJ 1M, the three columns at 1M, the build at 256,000 and 32,000, and
-    # the crowded inputs where build 'auto' takes the tile build (strip, tile and cell; the 'before' stage times
+    # the crowded inputs where build 'auto' took the tile build (strip, tile and auto; the 'before' stage times
     # the previous tree in the same call)
     mkdir -p "$out/profile" "$out/bench"
     ncu_points s18 build:forces: force:forces: force:all:

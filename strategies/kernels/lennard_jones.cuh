@@ -18,7 +18,7 @@ struct LennardJones {
   // For r2 inside the cutoff: |F| / r (positive = repulsive) and the pair energy u. Each bracket
   // is one fused multiply-add of constants (48 eps s6 - 24 eps, 4 eps s6 - 4 eps), spelled out so
   // that every kernel (the fixed-point mode's, built without contraction, too) rounds a pair one
-  // way: 7 floating-point instructions after s6 for both, against 9 as
+  // way: 5 floating-point instructions after s6 for both, against 7 as
   // eps24 s6 (2 s6 - 1) / r2 and eps4 s6 (s6 - 1) - shift (the hot loops' issue slots).
   __device__ __forceinline__ Real force_over_r(Real r2, Real& u) const {
     const Real inv_r2 = Math<Real>::rcp(r2);
