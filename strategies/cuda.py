@@ -23,8 +23,9 @@ KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
 REDUCE_BLOCK = 256
 COMPILE_OPTIONS = ("-std=c++17",)
 # The fixed-point mode's kernels (Acc = Fixed): no fused multiply-adds, so that every kernel
-# rounds a pair's r^2, force and energy one way (mdcore.fixed).
-FIXED_OPTIONS = ("--fmad=false",)
+# rounds a pair's r^2, force and energy one way (mdcore.fixed); NO_CONTRACTION tells the pair
+# functors not to spell one out (kernels/lennard_jones.cuh).
+FIXED_OPTIONS = ("--fmad=false", "-DNO_CONTRACTION")
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.M)
 
 

@@ -25,7 +25,8 @@ def lj_pair(r2, prm):
     inv = one / r2
     s2 = prm[0] * inv
     s6 = s2 * s2 * s2
-    # the functor's brackets: 48 eps s6 - 24 eps and 4 eps s6 - 4 eps (2 x 24 eps is exact)
+    # the functor's brackets (its float form): 48 eps s6 - 24 eps and 4 eps s6 - 4 eps (2 x 24 eps
+    # is exact)
     return s6 * ((two * prm[1]) * s6 - prm[1]) * inv, s6 * (prm[2] * s6 - prm[2]) - prm[4]
 
 
