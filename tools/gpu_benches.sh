@@ -699,6 +699,12 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s16-$t.
     $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large --outputs forces,all \
       --amortised 0 --sweep block=128:256:512 --name $name "${common[@]}"
     ncu_points s18 force:forces:block=256 force:forces:block=512 force:all:block=512 ;;
+  banks-s18)  # rows permuted by bank group (banks=2) on the fused functor, where both force flavours are L1-bound:
+    # the three columns at LJ 1M against plain order, and the force kernel's L1 under ncu
+    mkdir -p "$out/profile" "$out/bench"
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large --outputs forces,all \
+      --sweep banks=0:2 --name $name "${common[@]}"
+    ncu_points s18 force:all:banks=2 ;;
   pair2-s18)  # the LJ functor's brackets as fused multiply-adds and the strip build's hits two a step: the build
     # and both force flavours under ncu at LJ 1M, the three columns at 1M, the build at 256,000 and 32,000, and
     # the crowded inputs where build 'auto' took the tile build (strip, tile and auto; the 'before' stage times
