@@ -705,6 +705,12 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s16-$t.
     $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large --outputs forces,all \
       --sweep banks=0:2 --name $name "${common[@]}"
     ncu_points s18 force:all:banks=2 ;;
+  ab-s18)  # the session's last tree at LJ 1M (both flavours, the three columns) with OpenMM's step in the same run,
+    # then OpenMM's kernels and both Verlet force kernels under ncu (the 'before' stage times 8b3b9d1 in the call)
+    mkdir -p "$out/profile" "$out/bench"
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large --outputs forces,all \
+      --peers openmm --name $name-after "${common[@]}"
+    profile_points forces: all: ;;
   pair2-s18)  # the LJ functor's brackets as fused multiply-adds and the strip build's hits two a step: the build
     # and both force flavours under ncu at LJ 1M, the three columns at 1M, the build at 256,000 and 32,000, and
     # the crowded inputs where build 'auto' took the tile build (strip, tile and auto; the 'before' stage times
