@@ -37,7 +37,7 @@ from mdcore import MODES, Forces, InputError, Potential, Problem, StrategyError
 
 from . import schedules as S
 from .base import Plan
-from .binning import Binning
+from .binning import SCAN_TILE, Binning
 from .cells import max_cells, pmask
 from .cells_cpu import _axis_range, _wrapi, bin_cells
 from .cpu import CpuPlan, pair_step, separation, store_sums
@@ -259,6 +259,8 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
                       "minb": MINB_CHOICES,
                       "batch": BATCH_CHOICES, "split": SPLIT_CHOICES, "row_groups": TILE_GROUPS,
                       "banks": (0, 1, 2)}
+    auto_minb: ClassVar[dict] = AUTO_MINB
+    auto_batch: ClassVar[dict] = AUTO_BATCH
 
     def __init__(self, **launch):
         super().__init__(**launch)
@@ -301,7 +303,7 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
         if m == "auto":
             if acc != "float":
                 return 0
-            m = max(1, AUTO_MINB[energy] * AUTO_MINB_BLOCK // block)
+            m = max(1, self.auto_minb[energy] * AUTO_MINB_BLOCK // block)
             return m if m * block <= MAX_THREADS_PER_SM else 0
         return m
 
@@ -309,7 +311,7 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
         b = self.launch["batch"]
         if b != "auto":
             return b
-        return AUTO_BATCH_ENTRIES if entries else AUTO_BATCH[energy]
+        return AUTO_BATCH_ENTRIES if entries else self.auto_batch[energy]
 
     def expressions(self, potential: Potential) -> list[str]:
         """Every tpp at the default block (split by groups and by entries), every block at tpp 1,
@@ -349,9 +351,10 @@ class VerletPlan(DeviceListPlan):
 
     def __init__(self, strategy: VerletThreadPadded, problem: Problem):
         n = problem.n
-        self.tpp = strategy.launch["tpp"] or auto_tpp(n, AUTO_TPP_MOST, round_up=False)
+        self.tpp = strategy.launch.get("tpp", 1) or auto_tpp(n, AUTO_TPP_MOST, round_up=False)
         self.block = strategy.launch["block"]
-        self.blocks = max(1, -(-(n * self.tpp) // self.block))
+        self.rows = self.row_count(strategy, problem)
+        self.blocks = max(1, -(-(self.rows * self.tpp) // self.block))
         super().__init__(strategy, problem, nparts=self.blocks if n else 0)
         cp = self.cp
         self.skin = strategy.launch["skin"]
@@ -374,15 +377,15 @@ class VerletPlan(DeviceListPlan):
         # padded with (kernels/verlet.cu, RowWriter), so far that no pair with it lies inside a cutoff
         self.cur = cp.zeros((m + 1, 4), self.real)
         self.cur[n, :3] = PHANTOM
-        self.len = cp.zeros((m, 2), np.int32)  # per row: plain entries, image entries
+        self.len = cp.zeros((max(self.rows, 1), 2), np.int32)  # per row: plain entries, image entries
         real_t = self.real_t
         self.k_check = kernel("verlet.cu", f"verlet_refresh<{real_t}>")
         # per-pair minimum image in the build only on a periodic axis of fewer than 3 cells; z-windows otherwise
         minimage = any(p and int(d) < 3 for d, p in zip(self.dims, problem.box.periodic))
-        window = bool(strategy.launch["window"]) and not minimage
+        window = bool(strategy.launch.get("window", 1)) and not minimage
         self.margin = self.real(8 * np.finfo(np.float32).eps * (0.5 * float(problem.box.array.max()) + self.rl))
         self._force: dict[str, object] = {}
-        self.banks = int(strategy.launch["banks"])
+        self.banks = int(strategy.launch.get("banks", 0))
         if self.banks == 2 and self.tpp != 1:
             raise StrategyError(f"{strategy.name}: banks=2 orders each row for one thread per row, but this run "
                                 f"takes tpp={self.tpp} ({n:,} particles): take tpp=1, or banks=0 or 1")
@@ -395,14 +398,15 @@ class VerletPlan(DeviceListPlan):
             self.upload()
         counts = self.binning.choose()
         self.sms = cp.cuda.Device().attributes["MultiProcessorCount"]
-        self.build_kind = build_kind(strategy.launch["build"], n, self.sms, int(counts.max()) if counts.size else 0)
+        self.build_kind = build_kind(strategy.launch.get("build", "strip"), n, self.sms, int(counts.max()) if counts.size else 0)
         if self.build_kind == "tile" and minimage:  # the tile build takes one image shift per run
             self.build_kind = "strip"
         self.k_build = kernel("verlet.cu", {
             "cell": f"verlet_build_cells<{real_t}, {cbool(minimage)}>",
             "warp": f"verlet_build_warp<{real_t}, {cbool(minimage)}>",
-            "tile": f"verlet_build_tile<{real_t}, {strategy.launch['row_groups']}>",
+            "tile": f"verlet_build_tile<{real_t}, {strategy.launch.get('row_groups', 1)}>",
         }.get(self.build_kind, f"verlet_build<{real_t}, {cbool(minimage)}, {cbool(window)}>"))
+        self._row_tables()
         self.cap = int(strategy.launch["cap"])
         self.nbr = cp.zeros(1, np.int32)
         if n and self.cap == 0:
@@ -410,13 +414,14 @@ class VerletPlan(DeviceListPlan):
             longest = int(self.overflow.get()[0])
             self.overflow.fill(0)
             self.cap = cap_of(longest)
-        need = groups_of(self.cap) * 4 * m * 4
+        rows = max(self.rows, 1)
+        need = groups_of(self.cap) * 4 * rows * 4
         free = self._free_bytes()
         if need > free:
-            raise StrategyError(f"{strategy.name}: the list needs {need / 2**30:.2f} GiB ({m:,} rows x {self.cap} "
+            raise StrategyError(f"{strategy.name}: the list needs {need / 2**30:.2f} GiB ({rows:,} rows x {self.cap} "
                                 f"neighbours within {self.rl:g}) but the GPU has {free / 2**30:.2f} GiB free; take a "
                                 "smaller skin")
-        self.nbr = cp.empty(groups_of(self.cap) * 4 * m, np.int32)
+        self.nbr = cp.empty(groups_of(self.cap) * 4 * rows, np.int32)
         self.layout = Layout(cp, strategy.launch["layout"], self.real_t, self.real, n + 1)  # the phantom too
         self.launch_info = {"cells": self.dims.tolist(), "rlist": self.rl, "skin": self.skin, "cap": self.cap,
                             "tpp": self.tpp, "block": self.block, "build": self.binning.method,
@@ -427,6 +432,14 @@ class VerletPlan(DeviceListPlan):
                             "layout": self.layout.name,
                             "list_bytes": int(self.nbr.nbytes + self.len.nbytes + self.ref.nbytes
                                               + self.cur.nbytes)}
+
+    @staticmethod
+    def row_count(strategy, problem: Problem) -> int:
+        """Rows of the list: one per particle."""
+        return problem.n
+
+    def _row_tables(self) -> None:
+        """What the rows need beside the binning (nothing: row s is slot s)."""
 
     @property
     def device_bytes(self) -> int:
@@ -506,6 +519,154 @@ class VerletPlan(DeviceListPlan):
                                       f"list was not complete: give the launch parameter cap (>= {{value}}) or prepare "
                                       "again"),)
         return out
+
+
+# Rows of two particles (verlet_thread_pairrows): each gathered partner serves two pairs. Modelled on
+# uniform random points at the LJ density with r_list 2.8 in the binning's order (two consecutive
+# slots of a cell, a column's particles sorted by z): the union of two rows holds 1.38 times one
+# row's entries, so the gathers per interaction fall to 0.69 of a row per particle's (the L1 data
+# pipe's wavefronts bound that kernel at 1M) while the distance checks rise 1.38 times (issue);
+# rows of four would gather 0.44 as much but check 1.77 times as much.
+
+
+PAIR_AUTO_MINB = {False: 10, True: 8}
+PAIR_AUTO_BATCH = {False: 8, True: 8}
+
+
+@register
+class VerletThreadPairrows(VerletThreadPadded):
+    name = "verlet_thread_pairrows"
+    description = ("CUDA Verlet list (cutoff + skin) in rows of two particles of one cell (the union of their "
+                   "neighbours: one gather for two pairs), padded rows of 16-bit near and 32-bit far entries, a thread "
+                   "per row; the displacement check and rebuild decided on the device every step")
+    launch_defaults = {**VerletStrategy.launch_defaults, "block": 128, "layout": "aos4", "minb": "auto",
+                       "batch": "auto"}
+    launch_choices = {**VerletStrategy.launch_choices, "block": (64, 128, 256, 512), "layout": tuple(LAYOUTS),
+                      "minb": MINB_CHOICES, "batch": BATCH_CHOICES}
+    # two particles' sums per thread: 8 entries in flight under a cap of 10 blocks of 128 (48
+    # registers) with forces only, 8 under 8 blocks (64) with energy and virial; neither spills
+    # (compiled for sm_90). To be measured.
+    auto_minb: ClassVar[dict] = PAIR_AUTO_MINB
+    auto_batch: ClassVar[dict] = PAIR_AUTO_BATCH
+
+    def supports(self, problem: Problem, check_device: bool = True) -> tuple[bool, str]:
+        ok, why = super().supports(problem, check_device)
+        if not ok:
+            return ok, why
+        dims = self.grid(problem)
+        for a, (d, per) in enumerate(zip(dims, problem.box.periodic)):
+            if per and int(d) < 3:
+                return False, (f"rows of two take one image shift per run: a periodic axis of 3 cells or more, "
+                               f"and {'xyz'[a]} has {int(d)} of side >= {self.rlist(problem):g}")
+        return True, ""
+
+    def entries(self, tpp: int) -> bool:
+        return False
+
+    def tpps(self) -> tuple[int, ...]:
+        return (1,)
+
+    def force_expression(self, precision: str, potential: Potential, energy: bool, pbc: bool, tpp: int = 1) -> str:
+        real, acc = ctypes(precision)
+        return (f"verlet_force_pairs<{real}, {acc}, {potential.functor}, {cbool(energy)}, {cbool(pbc)}, "
+                f"{self.launch['block']}, {LAYOUTS[self.launch['layout']]}, {self.register_cap(energy, acc)}, "
+                f"{self.batch(energy)}>")
+
+    def expressions(self, potential: Potential) -> list[str]:
+        """Every block, layout, minb and batch, each flavour and precision."""
+        variants = [{"block": b} for b in self.launch_choices["block"]] + [{"layout": lay} for lay in LAYOUTS] + \
+            [{"minb": m} for m in MINB_CHOICES] + [{"batch": b} for b in BATCH_CHOICES]
+        out: list[str] = []
+        for v in variants:
+            out += [e for e in VerletThreadPairrows(**v).default_expressions(potential) if e not in out]
+        return out
+
+    def data_expressions(self) -> dict[str, list[str]]:
+        reals = sorted({m.cxx_compute for m in MODES.values()})
+        return {"verlet.cu": [f"verlet_refresh<{r}>" for r in reals] + [f"verlet_build_pairs<{r}>" for r in reals] +
+                             ["pair_rows_count", "pair_rows_place"],
+                "binning.cu": sorted({e for r in reals for e in Binning.expressions(r)}),
+                "layout.cu": layout_expressions()}
+
+    def _prepare(self, problem: Problem) -> Plan:
+        return VerletPairPlan(self, problem)
+
+
+class VerletPairPlan(VerletPlan):
+    """Rows of two (kernels/verlet.cu, verlet_build_pairs and verlet_force_pairs): the cells' rows
+    numbered at each build on the device (pair_rows_count, the binning's scan, pair_rows_place)."""
+
+    def __init__(self, strategy: VerletThreadPairrows, problem: Problem):
+        super().__init__(strategy, problem)
+        self.launch_info["rows"] = self.rows
+        self.launch_info["list_bytes"] += int(self.row_slot.nbytes + self.row_of.nbytes)
+
+    @staticmethod
+    def row_count(strategy, problem: Problem) -> int:
+        """The most rows a build can make: (count + 1) / 2 per cell."""
+        return (problem.n + int(np.prod(strategy.grid(problem)))) // 2 if problem.n else 0
+
+    def _row_tables(self) -> None:
+        cp, n = self.cp, self.problem.n
+        self.ncells = int(np.prod(self.dims))
+        self.pcounts = cp.zeros(self.ncells, np.int32)
+        self.rfirst = cp.zeros(self.ncells + 1, np.int32)
+        self.ntiles = -(-self.ncells // SCAN_TILE)
+        self.tiles = cp.zeros(self.ntiles, np.uint64)
+        self.tickets = cp.zeros(2, np.uint32)
+        self.row_slot = cp.zeros(max(self.rows, 1), np.int32)
+        self.row_of = cp.zeros(max(n, 1), np.int32)
+        self.build_kind = "pairs"
+        self.k_build = kernel("verlet.cu", f"verlet_build_pairs<{self.real_t}>")
+        self.k_count = kernel("verlet.cu", "pair_rows_count")
+        self.k_scan = kernel("binning.cu", "scan_counts")
+        self.k_place = kernel("verlet.cu", "pair_rows_place")
+
+    def _tables(self) -> list:
+        return [self.pcounts, self.rfirst, self.tiles, self.tickets, self.row_slot, self.row_of]
+
+    @property
+    def device_bytes(self) -> int:
+        return VerletPlan.device_bytes.fget(self) + int(sum(a.nbytes for a in self._tables()))
+
+    def _build_rows(self, cap: int, guard=None) -> None:
+        n = self.problem.n
+        g = guard if guard is not None else np.uint64(0)
+        b = self.binning
+        self.k_count((-(-self.ncells // 256),), (256,), (b.start, np.int32(self.ncells), self.pcounts, g))
+        self.k_scan((self.ntiles,), (256,), (self.pcounts, np.int32(self.ncells), self.rfirst, self.tiles, self.tickets,
+                                             np.int32(self.ntiles), g))
+        self.k_place((-(-n // 256),), (256,), (b.cell_sorted, b.start, self.rfirst, np.int32(n), self.row_slot,
+                                               self.row_of, g))
+        self.k_build((-(-self.rows // 128),), (128,), (b.sorted, b.cell_sorted, b.start, self.rfirst, self.row_slot,
+                                                       self.row_of, np.int32(n), np.int32(self.rows), self.grid_struct,
+                                                       self.box, self.rlist2, self.margin, np.int32(cap), self.nbr,
+                                                       self.len, self.ref, self.cur, self.overflow, g))
+
+    def listed_pairs(self) -> int:
+        """Distance checks of the force phase: each entry against the row's one or two particles,
+        and a row's own pair once."""
+        if not self.problem.n:
+            return 0
+        rows = int(self.rfirst[self.ncells].get())
+        two = (self.row_slot[:rows] & 1).astype(np.int64)
+        entries = self.len[:rows].sum(axis=1, dtype=np.int64)
+        return int((entries * (1 + two) + two).sum())
+
+    def force(self) -> None:
+        n = self.problem.n
+        if not n:
+            return
+        fn = self._force.get(self.outputs)
+        if fn is None:
+            p = self.problem
+            expr = self.strategy.force_expression(p.precision, p.potential, self.energy, self.pbc)
+            fn = self._force[self.outputs] = kernel("verlet.cu", expr, p.potential)
+        self.layout.fill(self.cur, n + 1)
+        fn((self.blocks,), (self.block,), (*self.layout.args(self.cur), self.binning.order, self.row_slot,
+                                           self.rfirst[self.ncells:], self.nbr, self.len, np.int32(n),
+                                           np.int32(self.rows), np.int32(self.cap), self.box, self.fparams, self.forces,
+                                           self.partial, self.pcount, self.flag, self.rebuilds))
 
 
 # --- CPU ------------------------------------------------------------------------------------

@@ -71,7 +71,8 @@ def test_select_by_attributes():
     assert "fullshell_thread_csr" not in n3 and "c08_warp_csr" in n3
     assert strategies.select(traversal="parity", processor="warpblock", newton3=False) == [
         "parity_warpblock_twopass_atomic", "parity_warpblock_twopass_mutex"]
-    assert set(strategies.select(list_reuse=True)) == {"verlet_thread_padded", "verlet_thread_cpu", "clusterpair_thread_cpu",
+    assert set(strategies.select(list_reuse=True)) == {"verlet_thread_padded", "verlet_thread_pairrows", "verlet_thread_cpu",
+                                                       "clusterpair_thread_cpu",
                                                        "clusterpair_warp_padded", "clusterpair_warp_newton3"}
     assert set(strategies.select(potentials="lj")) == set(strategies.ordered())
     with pytest.raises(InputError, match="unknown strategy attribute"):

@@ -466,3 +466,152 @@ def test_gpu_replay_passes_and_the_negative_control_fails():
         assert good["status"] == "pass", good["detail"]
     bad = verify.replay_cell(strategies.create("verlet_thread_padded", rebuild="never"), case, "fp32", frames)
     assert bad["status"] == "FAIL" and "pair count" in bad["detail"]
+
+
+# --- rows of two (verlet_thread_pairrows) ---------------------------------------------------------
+
+def _gpu_pair_rows(p, **launch):
+    """The built rows of two, [(a, two, near partner slots, far partner slots)] per row of this
+    build, read from the storage the force kernel reads (as _gpu_rows, with row r's near entries
+    relative to its first slot a and far padding the phantom slot n); checks that the rows cover
+    every slot once, two consecutive slots of one cell, and the plan's count of distance checks."""
+    from strategies.verlet import groups_of
+
+    s_ = strategies.create("verlet_thread_pairrows", **launch)
+    plan = s_.prepare(p)
+    plan.upload()
+    s_.compute(plan)
+    n, rows, groups = p.n, plan.rows, groups_of(plan.cap)
+    now = int(plan.rfirst.get()[-1])
+    assert 0 < now <= rows
+    words = plan.nbr.get().reshape(groups, rows, 4)
+    near = words.view(np.int16).transpose(1, 0, 2).reshape(rows, -1)
+    far = words.transpose(1, 0, 2).reshape(rows, -1)
+    top = 4 * groups
+    length, slot = plan.len.get(), plan.row_slot.get()
+    cells = plan.binning.cell_sorted.get()
+    out, seen = [], []
+    for r in range(now):
+        a, two = int(slot[r]) >> 1, bool(slot[r] & 1)
+        seen += [a, a + 1] if two else [a]
+        if two:
+            assert cells[a] == cells[a + 1], r
+        k, b = length[r]
+        out.append((a, two, (near[r, :k].astype(np.int64) + a).tolist(), far[r, top - b:top].tolist()))
+        pad = near[r, k:-(-k // 8) * 8].tolist()
+        assert pad == [0] * len(pad), (r, k, pad)
+        pad = far[r, top - -(-b // 4) * 4:top - b].tolist()
+        assert pad == [n] * len(pad), (r, b, pad)
+    assert sorted(seen) == list(range(n))
+    assert not length[now:].any()  # no rows past this build's
+    assert sum((len(c) + len(d)) * (1 + two) + two for _, two, c, d in out) == plan.listed_pairs()
+    return out
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n, spec", [(864, "lj_liquid"), (4000, "lj_liquid"), (6000, "clump"), (20000, "uniform")])
+def test_gpu_pair_rows_hold_the_union_of_both_particles_rows(n, spec):
+    """A row of two holds exactly the partners within r_list of either of its particles (each
+    once, the two themselves left out): the union of the per-particle list's two rows."""
+    p = _problem("fp32", n=n, spec=spec)
+    single = _gpu_rows(p, build="strip")
+    pairs = _gpu_pair_rows(p)
+    longer = 0
+    for a, two, near, far in pairs:
+        got = near + far
+        assert len(got) == len(set(got)), a
+        want = set(single[a][0] + single[a][1])
+        if two:
+            want |= set(single[a + 1][0] + single[a + 1][1])
+        assert set(got) == want - {a, a + 1}, a
+        assert all(abs(q - a) <= 32767 for q in near)
+        longer += len(got) > len(single[a][0]) + len(single[a][1])
+    assert longer > len(pairs) // 2  # the union is longer than one row in most rows
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("precision", ["fp32", "mixed", "fp64", "fixed"])
+@pytest.mark.parametrize("n, spec", [(864, "lj_liquid"), (4000, "lj_liquid"), (6000, "clump")])
+def test_gpu_pair_rows_match_the_reference_and_repeat_their_bits(precision, n, spec):
+    p = _problem(precision, n=n, spec=spec)
+    ref = reference.compute(p)
+    got = [strategies.create("verlet_thread_pairrows").evaluate(p) for _ in range(2)]
+    assert got[0].pairs == got[1].pairs == ref.pairs
+    assert np.array_equal(got[0].forces, got[1].forces) and got[0].energy == got[1].energy
+    assert np.array_equal(got[0].virial, got[1].virial)
+    tol = 1e-10 if precision == "fp64" else 1e-5
+    scale = np.abs(ref.forces).max()
+    assert np.abs(got[0].forces - ref.forces).max() <= tol * scale
+    assert got[0].energy == pytest.approx(ref.energy, rel=tol, abs=tol * abs(ref.energy))
+    assert np.abs(got[0].virial - ref.virial).max() <= tol * np.abs(ref.virial).max()
+
+
+@pytest.mark.gpu
+def test_gpu_pair_rows_far_in_slot_keep_the_virial():
+    """The slab of test_gpu_partners_too_far_in_slot_for_16_bits_are_far_entries: partners beyond
+    16 bits of slot are far entries, the near relation is the same from both rows (the near
+    entries' virial comes from the rows' forces), and forces, energy and virial are the reference's."""
+    from mdcore.potentials import LennardJones
+
+    L = np.array([8.4, 140.0, 140.0])
+    x = np.random.default_rng(3).uniform(0.0, 1.0, (int(0.8442 * L.prod()), 3)) * L
+    p = Problem.make(x, L, LennardJones(cutoff=2.5), "fp64", periodic=(True, False, False))
+    rows = _gpu_pair_rows(p)
+    assert max(abs(q - a) for a, _, _, far in rows for q in far) > 32767
+    out = strategies.create("verlet_thread_pairrows").evaluate(p)
+    ref = reference.compute(p)
+    assert out.pairs == ref.pairs
+    assert np.abs(out.forces - ref.forces).max() <= 1e-10 * np.abs(ref.forces).max()
+    assert out.energy == pytest.approx(ref.energy, rel=1e-10)
+    assert np.abs(out.virial - ref.virial).max() <= 1e-10 * np.abs(ref.virial).max()
+
+
+@pytest.mark.gpu
+def test_gpu_pair_rows_kept_list_follows_particles_across_the_box():
+    p = _problem("fp64", n=4000, spec="uniform")
+    s = strategies.create("verlet_thread_pairrows")
+    plan = s.prepare(p)
+    plan.upload()
+    s.compute(plan)
+    L = p.box.array
+    start = np.mod(p.positions, L)
+    x = np.mod(start + np.random.default_rng(5).uniform(-0.08, 0.08, start.shape), L)
+    assert np.any(np.abs(x - start) > 0.5 * L, axis=1).sum() >= 3
+    plan.pos[:p.n, :3] = plan.cp.asarray(x - 0.5 * L, dtype=plan.real)
+    out = s.step(plan).to_host()
+    assert plan.rebuild_count() == 1
+    ref = reference.compute(_moved(p, x))
+    assert out.pairs == ref.pairs
+    assert np.abs(out.forces - ref.forces).max() <= 1e-10 * np.abs(ref.forces).max()
+
+
+@pytest.mark.gpu
+def test_gpu_pair_rows_md_rebuilds_replay_and_negative_control():
+    """The device trigger and rebuilds under graph replay follow the CPU list; a replayed
+    trajectory passes at every frame and fails with the trigger off; an overflow is reported."""
+    from harness import md as M
+
+    p = _problem(n=4000)
+    cpu = md.run(strategies.create("verlet_thread_cpu"), p, steps=300, dt=0.005, sample=100, seed=3)
+    gpu = md.run(strategies.create("verlet_thread_pairrows"), p, steps=300, dt=0.005, sample=100, seed=3)
+    assert gpu.graph == "on"
+    assert abs(gpu.rebuilds - cpu.rebuilds) <= 1 and gpu.rebuilds > 3
+    for a, b in zip(cpu.samples, gpu.samples, strict=True):
+        assert b.total == pytest.approx(a.total, rel=1e-10)
+    case = verify.Case("lj_liquid", scenarios.make("lj_liquid", "small", seed=1))
+    frames = M.record(case.problem, 101)
+    good = verify.replay_cell(strategies.create("verlet_thread_pairrows"), case, "fp32", frames)
+    assert good["status"] == "pass", good["detail"]
+    bad = verify.replay_cell(strategies.create("verlet_thread_pairrows", rebuild="never"), case, "fp32", frames)
+    assert bad["status"] == "FAIL" and "pair count" in bad["detail"]
+    with pytest.raises(StrategyError, match="more than the list's capacity 5"):
+        strategies.create("verlet_thread_pairrows", cap=5).evaluate(p)
+
+
+def test_pair_rows_need_three_cells_on_periodic_axes():
+    s = strategies.create("verlet_thread_pairrows")
+    ok, why = s.supports(_problem(n=256), check_device=False)  # 2 cells of side r_list per axis
+    assert not ok and "3 cells or more" in why
+    assert s.supports(_problem(n=864), check_device=False) == (True, "")
+    assert s.force_expression("fp32", _problem(n=864).potential, True, True) == (
+        "verlet_force_pairs<float, float, LennardJones, true, true, 128, 0, 8, 8>")

@@ -36,11 +36,11 @@ profile_points() {  # OUTPUTS:LAUNCH...: OpenMM's kernels, then `harness profile
   done
 }
 
-ncu_verlet() {  # STEM PHASE OUTPUTS [LAUNCH]: one verlet_thread_padded point (LJ 1M, fp32) under ncu: STEM.ncu-rep,
-  # STEM.csv (raw page), STEM.log; prints ncu_metrics.py's lines for the phase's kernels
-  local stem=$1 phase=$2 outs=$3 launch=${4:-}
-  ncu --nvtx --nvtx-include "$phase/verlet_thread_padded/" --clock-control none --metrics $L1_METRICS -f -o "$stem" \
-    $PY -m harness profile --inner --strategy verlet_thread_padded --scenario lj_liquid --n large \
+ncu_verlet() {  # STEM PHASE OUTPUTS [LAUNCH]: one point of $VS (default verlet_thread_padded; LJ 1M, fp32) under
+  # ncu: STEM.ncu-rep, STEM.csv (raw page), STEM.log; prints ncu_metrics.py's lines for the phase's kernels
+  local stem=$1 phase=$2 outs=$3 launch=${4:-} vs=${VS:-verlet_thread_padded}
+  ncu --nvtx --nvtx-include "$phase/$vs/" --clock-control none --metrics $L1_METRICS -f -o "$stem" \
+    $PY -m harness profile --inner --strategy $vs --scenario lj_liquid --n large \
     --precision fp32 --outputs $outs ${launch:+--launch $launch} > "$stem.log" 2>&1
   ncu --import "$stem.ncu-rep" --csv --page raw > "$stem.csv" 2>>"$stem.log"
   $PY tools/ncu_metrics.py "$stem.csv" | tail -n +2
@@ -711,6 +711,17 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s16-$t.
     $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large --outputs forces,all \
       --peers openmm --name $name-after "${common[@]}"
     profile_points forces: all: ;;
+  pairs-s19)  # rows of two particles (verlet_thread_pairrows) against rows of one at LJ 1M: the three columns for
+    # both flavours, the register cap and batch per flavour, 256,000 and 4,000; the force kernels and builds under ncu
+    mkdir -p "$out/profile" "$out/bench"
+    $PY -m harness bench --strategies verlet_thread_padded,verlet_thread_pairrows --scenario lj_liquid --n large \
+      --outputs forces,all --name $name-large "${common[@]}"
+    $PY -m harness bench --strategies verlet_thread_pairrows --scenario lj_liquid --n large --outputs forces,all \
+      --sweep minb=0:8:10 --sweep batch=8:16 --name $name-knobs "${common[@]}"
+    $PY -m harness bench --strategies verlet_thread_padded,verlet_thread_pairrows --scenario lj_liquid \
+      --n 256000,4000 --outputs forces,all --name $name-sizes "${common[@]}"
+    ncu_points s19-one force:forces: force:all: build:forces:
+    VS=verlet_thread_pairrows ncu_points s19-two force:forces: force:all: build:forces: ;;
   pair2-s18)  # the LJ functor's brackets as fused multiply-adds and the strip build's hits two a step: the build
     # and both force flavours under ncu at LJ 1M, the three columns at 1M, the build at 256,000 and 32,000, and
     # the crowded inputs where build 'auto' took the tile build (strip, tile and auto; the 'before' stage times
