@@ -14,9 +14,12 @@ no particle has moved more than skin / 2 since its build.
                         (banks=1, 2), the
                         displacement check and the guarded rebuild on the device every step (no
                         host synchronisation; kernels/verlet.cu)
+  verlet_thread_pairrows CUDA: the same storage in rows of two particles of one cell (the union
+                        of their lists: one gather for two pairs), a thread per row; loses to
+                        rows of one on the H200 (below, VerletThreadPairrows)
   verlet_thread_cpu     numba: the same list and trigger on the CPU
 
-Both are full lists (every pair in both rows, no Newton3), deterministic (rows in cell order, the
+All three are full lists (every pair in both rows, no Newton3), deterministic (rows in cell order, the
 binning's order inside a cell). Launch parameters: skin (default 0.3 sigma, LAMMPS's bench/in.lj),
 cap (row capacity; 0: from the first build, 1.2 x the longest row + 8), rebuild (auto: the
 displacement trigger; never: the list of the last build() is kept, the negative control that
@@ -527,9 +530,18 @@ class VerletPlan(DeviceListPlan):
 # row's entries, so the gathers per interaction fall to 0.69 of a row per particle's (the L1 data
 # pipe's wavefronts bound that kernel at 1M) while the distance checks rise 1.38 times (issue);
 # rows of four would gather 0.44 as much but check 1.77 times as much.
+# Measured (H200, LJ 1M, fp32, nineteenth session, reports/2026-11-26-h200/, s19-call1), with a built
+# list, rows of two against rows of one: forces 0.1567 against 0.1513 ms, all outputs 0.2100
+# against 0.1775; build 0.662 against 0.680; amortised per step 0.263 against 0.260 (forces) and
+# 0.314 against 0.285 (all). ncu (forces): L1 data-pipe wavefronts 27.0M against 33.1M (-19%, not
+# -31%: 9.27 per request against 8.94, and 25.0 lanes active against 26.9), but 107.8M warp
+# instructions against 73.4M (+47%): issue 74% against 50%, so the kernel turns issue-bound and
+# loses. 256,000: 0.0589 against 0.0530 (forces); 4,000: 0.0376 against 0.0091 (2,000 threads).
+# The strategy stays as the measured design point (GROMACS's i-clusters, two wide); it is not the
+# list 'auto' or the MD loop takes.
 
 
-PAIR_AUTO_MINB = {False: 10, True: 8}
+PAIR_AUTO_MINB = {False: 8, True: 8}
 PAIR_AUTO_BATCH = {False: 8, True: 8}
 
 
@@ -543,9 +555,10 @@ class VerletThreadPairrows(VerletThreadPadded):
                        "batch": "auto"}
     launch_choices = {**VerletStrategy.launch_choices, "block": (64, 128, 256, 512), "layout": tuple(LAYOUTS),
                       "minb": MINB_CHOICES, "batch": BATCH_CHOICES}
-    # two particles' sums per thread: 8 entries in flight under a cap of 10 blocks of 128 (48
-    # registers) with forces only, 8 under 8 blocks (64) with energy and virial; neither spills
-    # (compiled for sm_90). To be measured.
+    # two particles' sums per thread: 8 entries in flight under a cap of 8 blocks of 128 (64
+    # registers) in both flavours (H200, LJ 1M, with a built list, s19-call1, ms at minb 0 / 8 / 10):
+    # forces, batch 8: 0.1784 / 0.1567 / 0.1583, batch 16: 0.1724 / 0.1587 / 0.1929; all outputs,
+    # batch 8: 0.2134 / 0.2100 / 0.2644, batch 16: 0.2316 / 0.2260 / 0.3490.
     auto_minb: ClassVar[dict] = PAIR_AUTO_MINB
     auto_batch: ClassVar[dict] = PAIR_AUTO_BATCH
 
