@@ -562,17 +562,6 @@ class VerletThreadPairrows(VerletThreadPadded):
     auto_minb: ClassVar[dict] = PAIR_AUTO_MINB
     auto_batch: ClassVar[dict] = PAIR_AUTO_BATCH
 
-    def supports(self, problem: Problem, check_device: bool = True) -> tuple[bool, str]:
-        ok, why = super().supports(problem, check_device)
-        if not ok:
-            return ok, why
-        dims = self.grid(problem)
-        for a, (d, per) in enumerate(zip(dims, problem.box.periodic)):
-            if per and int(d) < 3:
-                return False, (f"rows of two take one image shift per run: a periodic axis of 3 cells or more, "
-                               f"and {'xyz'[a]} has {int(d)} of side >= {self.rlist(problem):g}")
-        return True, ""
-
     def entries(self, tpp: int) -> bool:
         return False
 
@@ -596,7 +585,8 @@ class VerletThreadPairrows(VerletThreadPadded):
 
     def data_expressions(self) -> dict[str, list[str]]:
         reals = sorted({m.cxx_compute for m in MODES.values()})
-        return {"verlet.cu": [f"verlet_refresh<{r}>" for r in reals] + [f"verlet_build_pairs<{r}>" for r in reals] +
+        return {"verlet.cu": [f"verlet_refresh<{r}>" for r in reals] + [f"verlet_build_pairs<{r}, {m}>" for r in reals
+                                                                       for m in ("false", "true")] +
                              ["pair_rows_count", "pair_rows_place"],
                 "binning.cu": sorted({e for r in reals for e in Binning.expressions(r)}),
                 "layout.cu": layout_expressions()}
@@ -630,7 +620,8 @@ class VerletPairPlan(VerletPlan):
         self.row_slot = cp.zeros(max(self.rows, 1), np.int32)
         self.row_of = cp.zeros(max(n, 1), np.int32)
         self.build_kind = "pairs"
-        self.k_build = kernel("verlet.cu", f"verlet_build_pairs<{self.real_t}>")
+        minimage = any(p and int(d) < 3 for d, p in zip(self.dims, self.problem.box.periodic))
+        self.k_build = kernel("verlet.cu", f"verlet_build_pairs<{self.real_t}, {cbool(minimage)}>")
         self.k_count = kernel("verlet.cu", "pair_rows_count")
         self.k_scan = kernel("binning.cu", "scan_counts")
         self.k_place = kernel("verlet.cu", "pair_rows_place")

@@ -509,7 +509,8 @@ def _gpu_pair_rows(p, **launch):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("n, spec", [(864, "lj_liquid"), (4000, "lj_liquid"), (6000, "clump"), (20000, "uniform")])
+@pytest.mark.parametrize("n, spec", [(256, "lj_liquid"), (864, "lj_liquid"), (4000, "lj_liquid"), (6000, "clump"),
+                                     (20000, "uniform")])
 def test_gpu_pair_rows_hold_the_union_of_both_particles_rows(n, spec):
     """A row of two holds exactly the partners within r_list of either of its particles (each
     once, the two themselves left out): the union of the per-particle list's two rows."""
@@ -533,7 +534,8 @@ def test_gpu_pair_rows_hold_the_union_of_both_particles_rows(n, spec):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("precision, n, spec", [(pr, n, spec) for pr in ("fp32", "mixed", "fp64", "fixed")
-                                                for n, spec in ((864, "lj_liquid"), (4000, "lj_liquid"), (6000, "clump"))
+                                                for n, spec in ((256, "lj_liquid"), (864, "lj_liquid"),
+                                                                (4000, "lj_liquid"), (6000, "clump"), (3000, "uniform"))
                                                 if not (pr == "fixed" and spec == "clump")])  # beyond fixed point's range
 def test_gpu_pair_rows_match_the_reference_and_repeat_their_bits(precision, n, spec):
     """The same pairs as the reference, the same bits on every run; fp64 within 1e-10 of the
@@ -618,11 +620,9 @@ def test_gpu_pair_rows_md_rebuilds_replay_and_negative_control():
         strategies.create("verlet_thread_pairrows", cap=5).evaluate(p)
 
 
-def test_pair_rows_need_three_cells_on_periodic_axes():
+def test_pair_rows_force_kernel_per_flavour():
     s = strategies.create("verlet_thread_pairrows")
-    ok, why = s.supports(_problem(n=256), check_device=False)  # 2 cells of side r_list per axis
-    assert not ok and "3 cells or more" in why
-    assert s.supports(_problem(n=864), check_device=False) == (True, "")
+    assert s.supports(_problem(n=256), check_device=False) == (True, "")  # 2 cells per axis: the minimum image
     assert s.force_expression("fp32", _problem(n=864).potential, True, True) == (
         "verlet_force_pairs<float, float, LennardJones, true, true, 128, 0, 8, 8>")
     assert s.force_expression("fp32", _problem(n=864).potential, False, True).endswith(", 128, 0, 8, 8>")

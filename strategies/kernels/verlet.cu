@@ -979,12 +979,13 @@ __device__ __forceinline__ bool near_rows(int q, int a, int r, const int* __rest
   return dr >= -kNearRows && dr <= kNearRows;
 }
 
-// The strip build (verlet_build with WINDOW) for rows of two: a thread per row walks the 9
-// columns around the row's cell once, each column's z-window the hull of its two particles'
-// windows, and keeps a candidate within r_list of either particle (the row's own two excluded:
-// the force kernel takes their pair itself). Periodic axes need 3 cells or more (one image shift
-// per run). Rows in strip order: deterministic.
-template <typename Real>
+// The strip build (verlet_build) for rows of two: a thread per row walks the 9 columns around the
+// row's cell once, each column's z-window the hull of its two particles' windows, and keeps a
+// candidate within r_list of either particle (the row's own two excluded: the force kernel takes
+// their pair itself). MINIMAGE (a periodic axis of fewer than 3 cells): no windows, the per-pair
+// minimum image, and every hit a far entry (the near relation then holds no pair, the same from
+// both rows). Rows in strip order: deterministic.
+template <typename Real, bool MINIMAGE>
 __global__ void verlet_build_pairs(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell_sorted,
                                    const int* __restrict__ start, const int* __restrict__ rfirst,
                                    const int* __restrict__ row_slot, const int* __restrict__ row_of, const int n,
@@ -1017,21 +1018,21 @@ __global__ void verlet_build_pairs(const Vec4<Real>* __restrict__ sorted, const 
   for (int col = 0; col < 9; ++col) {
     int ox, oy, x, y;
     Real sx, sy;
-    if (!column_neighbour<false>(cx, cy, col, g, box, ox, oy, x, y, sx, sy)) continue;
+    if (!column_neighbour<MINIMAGE>(cx, cy, col, g, box, ox, oy, x, y, sx, sy)) continue;
     const Real w0 = z_reach(lateral_gap(ox, lo_x0, hi_x0, side_x), lateral_gap(oy, lo_y0, hi_y0, side_y), rlist2, margin);
     const Real w1 = z_reach(lateral_gap(ox, lo_x1, hi_x1, side_x), lateral_gap(oy, lo_y1, hi_y1, side_y), rlist2, margin);
-    if (w0 < Real(0) && w1 < Real(0)) continue;
+    if (!MINIMAGE && w0 < Real(0) && w1 < Real(0)) continue;
     int b[2], e[2];
     Real sz[2];
-    const int runs = z_runs<1, false>(start, (x * g.ny + y) * g.nz, cz, g, box.lz, b, e, sz);
+    const int runs = z_runs<1, MINIMAGE>(start, (x * g.ny + y) * g.nz, cz, g, box.lz, b, e, sz);
     auto walk = [&](int rb, int re, Real rsz) {
       const Vec4<Real> q0 = shifted(p0, sx, sy, rsz), q1 = shifted(p1, sx, sy, rsz);
       const bool run_img = sx != Real(0) || sy != Real(0) || rsz != Real(0);
       // the hull of the two windows (a particle out of the column's reach adds none)
       const Real zlo = w0 < Real(0) ? q1.z - w1 : w1 < Real(0) ? q0.z - w0 : fmin(q0.z - w0, q1.z - w1);
       const Real zhi = w0 < Real(0) ? q1.z + w1 : w1 < Real(0) ? q0.z + w0 : fmax(q0.z + w0, q1.z + w1);
-      int first, last;
-      bisect_z_window(sorted, rb, re, zlo, zhi, first, last);
+      int first = rb, last = re;
+      if constexpr (!MINIMAGE) bisect_z_window(sorted, rb, re, zlo, zhi, first, last);
 #pragma unroll 1
       for (int part = 0; part < 2; ++part) {  // the run split around the row's own slots
         const int lo = part ? max(first, a + skip) : first;
@@ -1044,12 +1045,12 @@ __global__ void verlet_build_pairs(const Vec4<Real>* __restrict__ sorted, const 
           for (int q = k0; q < end; ++q) {
             const Vec4<Real> pj = sorted[q];
             Real dx, dy, dz;
-            const bool hit = separation<false>(q0, pj, box, dx, dy, dz) < rlist2 ||
-                             separation<false>(q1, pj, box, dx, dy, dz) < rlist2;
+            const bool hit = separation<MINIMAGE>(q0, pj, box, dx, dy, dz) < rlist2 ||
+                             separation<MINIMAGE>(q1, pj, box, dx, dy, dz) < rlist2;
             bits |= static_cast<unsigned int>(hit) << (q - k0);
           }
           const int hits = __popc(bits);
-          if (!run_img && count + hits <= cap && k0 - a >= -kNearRows && end - 1 - a <= kNearRows) {
+          if (!MINIMAGE && !run_img && count + hits <= cap && k0 - a >= -kNearRows && end - 1 - a <= kNearRows) {
             const int d0 = k0 - a;  // every hit near (no image, rows within kNearRows), and room
             while (bits) {
               const int t = __ffs(bits) - 1;
@@ -1063,7 +1064,7 @@ __global__ void verlet_build_pairs(const Vec4<Real>* __restrict__ sorted, const 
             bits &= bits - 1u;
             const int q = k0 + t;
             if (count < cap) {
-              if (run_img || !near_rows(q, a, r, row_of)) {
+              if (MINIMAGE || run_img || !near_rows(q, a, r, row_of)) {
                 row.far(q);
               } else {
                 row.push(q - a);
@@ -1089,8 +1090,9 @@ __global__ void verlet_build_pairs(const Vec4<Real>* __restrict__ sorted, const 
 
 // The force kernel for rows of two (verlet_force's loop, one thread per row): each gathered
 // partner's position gives two pairs, one per particle of the row, each kept where it lies inside
-// the cutoff; the row's own pair once, added to both. A row of one takes the phantom (slot n) for
-// its second particle: its pairs lie beyond every cutoff and are selected away. Template
+// the cutoff; the row's own pair once, added to both. A row of one takes its own particle for the
+// second, whose pairs are all selected away (`two`; a phantom far away would not do: the minimum
+// image of a far entry can bring it back within the cutoff). Template
 // parameters as verlet_force's (TPP 1). Each thread's sums in a fixed order: deterministic.
 template <typename Real, typename Acc, template <typename> class Functor, bool ENERGY, bool PBC, int BLOCK,
           int LAYOUT, int MINB, int BATCH>
@@ -1119,7 +1121,7 @@ verlet_force_pairs(const Real* __restrict__ pos_data, const int stride, const in
     const int word = __ldg(row_slot + r);
     a = word >> 1;
     two = (word & 1) != 0;
-    const Vec4<Real> pi0 = pos[a], pi1 = pos[two ? a + 1 : n];
+    const Vec4<Real> pi0 = pos[a], pi1 = pos[two ? a + 1 : a];
     const int2 m = __ldg(len + r);
     const int4* __restrict__ rows = reinterpret_cast<const int4*>(nbr);
     const Positions<Real, LAYOUT> near = pos.from(a);
@@ -1128,7 +1130,7 @@ verlet_force_pairs(const Real* __restrict__ pos_data, const int stride, const in
       Real r2 = entry_separation<false, FMA>(pi0, pj, box, dx, dy, dz);
       acc0.template add_where<!ROW_VIRIAL>(f, dx, dy, dz, r2, f.inside(r2) && valid);
       r2 = entry_separation<false, FMA>(pi1, pj, box, dx, dy, dz);
-      acc1.template add_where<!ROW_VIRIAL>(f, dx, dy, dz, r2, f.inside(r2) && valid);
+      acc1.template add_where<!ROW_VIRIAL>(f, dx, dy, dz, r2, f.inside(r2) && valid && two);
     };
     if (two) {  // the row's own pair, from both sides
       Real dx, dy, dz;
@@ -1188,7 +1190,7 @@ verlet_force_pairs(const Real* __restrict__ pos_data, const int stride, const in
         Real r2 = entry_separation<PBC, FMA>(pi0, q[v], box, dx, dy, dz);
         acc0.add_where(f, dx, dy, dz, r2, f.inside(r2) && in_row);
         r2 = entry_separation<PBC, FMA>(pi1, q[v], box, dx, dy, dz);
-        acc1.add_where(f, dx, dy, dz, r2, f.inside(r2) && in_row);
+        acc1.add_where(f, dx, dy, dz, r2, f.inside(r2) && in_row && two);
       }
     }
   }
