@@ -722,6 +722,18 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s16-$t.
       --n 256000,4000 --outputs forces,all --name $name-sizes "${common[@]}"
     ncu_points s19-one force:forces: force:all: build:forces:
     VS=verlet_thread_pairrows ncu_points s19-two force:forces: force:all: build:forces: ;;
+  pairs2-s19)  # rows of two after their fixes, as the replay set verifies the other lists: 200 replayed frames at
+    # small, medium (every 10th checked) and large (fp32, mixed, every 50th), the negative control at small; then
+    # the three columns at LJ 1M beside the rows of one
+    mkdir -p "$out/bench"
+    v=(--strategies verlet_thread_pairrows --scenarios lj_liquid --quiet --replay 200)
+    $PY -m harness verify --size small "${v[@]}" --out "$out/replay-small" | tail -2
+    $PY -m harness verify --size medium "${v[@]}" --replay-every 10 --out "$out/replay-medium" | tail -2
+    $PY -m harness verify --size large --precision fp32,mixed "${v[@]}" --replay-every 50 --out "$out/replay-large" | tail -2
+    $PY -m harness verify --launch rebuild=never --size small --precision fp32 "${v[@]}" --out "$out/replay-never" | tail -2
+    echo "negative control exit status: ${PIPESTATUS[0]} (1 expected: a stale list fails)"
+    $PY -m harness bench --strategies verlet_thread_padded,verlet_thread_pairrows --scenario lj_liquid --n large \
+      --outputs forces,all --name $name-large "${common[@]}" ;;
   pair2-s18)  # the LJ functor's brackets as fused multiply-adds and the strip build's hits two a step: the build
     # and both force flavours under ncu at LJ 1M, the three columns at 1M, the build at 256,000 and 32,000, and
     # the crowded inputs where build 'auto' took the tile build (strip, tile and auto; the 'before' stage times
