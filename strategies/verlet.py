@@ -537,6 +537,8 @@ class VerletPlan(DeviceListPlan):
 # -31%: 9.27 per request against 8.94, and 25.0 lanes active against 26.9), but 107.8M warp
 # instructions against 73.4M (+47%): issue 74% against 50%, so the kernel turns issue-bound and
 # loses. 256,000: 0.0589 against 0.0530 (forces); 4,000: 0.0376 against 0.0091 (2,000 threads).
+# The final form (a row of one masks its second particle, s19-call5): forces 0.1569 against 0.1519,
+# all outputs 0.2141 against 0.1782; amortised 0.2623 against 0.2601 and 0.3163 against 0.2852.
 # The strategy stays as the measured design point (GROMACS's i-clusters, two wide); it is not the
 # list 'auto' or the MD loop takes.
 
