@@ -401,15 +401,7 @@ class VerletPlan(DeviceListPlan):
             self.upload()
         counts = self.binning.choose()
         self.sms = cp.cuda.Device().attributes["MultiProcessorCount"]
-        self.build_kind = build_kind(strategy.launch.get("build", "strip"), n, self.sms, int(counts.max()) if counts.size else 0)
-        if self.build_kind == "tile" and minimage:  # the tile build takes one image shift per run
-            self.build_kind = "strip"
-        self.k_build = kernel("verlet.cu", {
-            "cell": f"verlet_build_cells<{real_t}, {cbool(minimage)}>",
-            "warp": f"verlet_build_warp<{real_t}, {cbool(minimage)}>",
-            "tile": f"verlet_build_tile<{real_t}, {strategy.launch.get('row_groups', 1)}>",
-        }.get(self.build_kind, f"verlet_build<{real_t}, {cbool(minimage)}, {cbool(window)}>"))
-        self._row_tables()
+        self._build_kernel(int(counts.max()) if counts.size else 0, minimage, window)
         self.cap = int(strategy.launch["cap"])
         self.nbr = cp.zeros(1, np.int32)
         if n and self.cap == 0:
@@ -441,8 +433,18 @@ class VerletPlan(DeviceListPlan):
         """Rows of the list: one per particle."""
         return problem.n
 
-    def _row_tables(self) -> None:
-        """What the rows need beside the binning (nothing: row s is slot s)."""
+    def _build_kernel(self, fullest: int, minimage: bool, window: bool) -> None:
+        """The list build (build_kind, k_build) for this run: an explicit choice or 'auto'
+        (build_kind()), the strip build where a tile cannot take one image shift per run."""
+        launch, real_t = self.strategy.launch, self.real_t
+        self.build_kind = build_kind(launch["build"], self.problem.n, self.sms, fullest)
+        if self.build_kind == "tile" and minimage:  # the tile build takes one image shift per run
+            self.build_kind = "strip"
+        self.k_build = kernel("verlet.cu", {
+            "cell": f"verlet_build_cells<{real_t}, {cbool(minimage)}>",
+            "warp": f"verlet_build_warp<{real_t}, {cbool(minimage)}>",
+            "tile": f"verlet_build_tile<{real_t}, {launch['row_groups']}>",
+        }.get(self.build_kind, f"verlet_build<{real_t}, {cbool(minimage)}, {cbool(window)}>"))
 
     @property
     def device_bytes(self) -> int:
@@ -501,15 +503,20 @@ class VerletPlan(DeviceListPlan):
         n = self.problem.n
         return int(self.len[:n].sum(dtype=np.int64).get()) if n else 0  # plain and image entries
 
-    def force(self) -> None:
-        n = self.problem.n
-        if not n:
-            return
+    def _force_kernel(self):
+        """The force kernel of this run's outputs (compiled once per flavour)."""
         fn = self._force.get(self.outputs)
         if fn is None:
             p = self.problem
             expr = self.strategy.force_expression(p.precision, p.potential, self.energy, self.pbc, self.tpp)
             fn = self._force[self.outputs] = kernel("verlet.cu", expr, p.potential)
+        return fn
+
+    def force(self) -> None:
+        n = self.problem.n
+        if not n:
+            return
+        fn = self._force_kernel()
         self.layout.fill(self.cur, n + 1)  # aos3, soa: the positions of this step (and the phantom), copied
         fn((self.blocks,), (self.block,), (*self.layout.args(self.cur), self.binning.order, self.nbr, self.len,
                                            np.int32(n), np.int32(self.cap), self.box, self.fparams, self.forces, self.partial,
@@ -611,7 +618,8 @@ class VerletPairPlan(VerletPlan):
         """The most rows a build can make: (count + 1) / 2 per cell."""
         return (problem.n + int(np.prod(strategy.grid(problem)))) // 2 if problem.n else 0
 
-    def _row_tables(self) -> None:
+    def _build_kernel(self, fullest: int, minimage: bool, window: bool) -> None:
+        """The rows of two's own build and the kernels that number the rows, with their tables."""
         cp, n = self.cp, self.problem.n
         self.ncells = int(np.prod(self.dims))
         self.pcounts = cp.zeros(self.ncells, np.int32)
@@ -622,7 +630,6 @@ class VerletPairPlan(VerletPlan):
         self.row_slot = cp.zeros(max(self.rows, 1), np.int32)
         self.row_of = cp.zeros(max(n, 1), np.int32)
         self.build_kind = "pairs"
-        minimage = any(p and int(d) < 3 for d, p in zip(self.dims, self.problem.box.periodic))
         self.k_build = kernel("verlet.cu", f"verlet_build_pairs<{self.real_t}, {cbool(minimage)}>")
         self.k_count = kernel("verlet.cu", "pair_rows_count")
         self.k_scan = kernel("binning.cu", "scan_counts")
@@ -663,11 +670,7 @@ class VerletPairPlan(VerletPlan):
         n = self.problem.n
         if not n:
             return
-        fn = self._force.get(self.outputs)
-        if fn is None:
-            p = self.problem
-            expr = self.strategy.force_expression(p.precision, p.potential, self.energy, self.pbc)
-            fn = self._force[self.outputs] = kernel("verlet.cu", expr, p.potential)
+        fn = self._force_kernel()
         self.layout.fill(self.cur, n + 1)
         fn((self.blocks,), (self.block,), (*self.layout.args(self.cur), self.binning.order, self.row_slot,
                                            self.rfirst[self.ncells:], self.nbr, self.len, np.int32(n),

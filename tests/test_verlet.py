@@ -223,12 +223,13 @@ def test_gpu_list_matches_the_cpu_list(tpp, split, precision):
 
 
 @pytest.mark.gpu
-def test_gpu_trigger_and_rebuilds_follow_the_cpu():
+@pytest.mark.parametrize("name", ["verlet_thread_padded", "verlet_thread_pairrows"])
+def test_gpu_trigger_and_rebuilds_follow_the_cpu(name):
     """The device decides: same trajectory and about as many rebuilds as the CPU's host check;
     graph replay keeps the device trigger (the list is rebuilt inside the replayed steps)."""
     p = _problem(n=4000)
     cpu = md.run(strategies.create("verlet_thread_cpu"), p, steps=300, dt=0.005, sample=100, seed=3)
-    gpu = md.run(strategies.create("verlet_thread_padded"), p, steps=300, dt=0.005, sample=100, seed=3)
+    gpu = md.run(strategies.create(name), p, steps=300, dt=0.005, sample=100, seed=3)
     assert gpu.graph == "on"
     assert abs(gpu.rebuilds - cpu.rebuilds) <= 1 and gpu.rebuilds > 3
     for a, b in zip(cpu.samples, gpu.samples, strict=True):
@@ -236,10 +237,11 @@ def test_gpu_trigger_and_rebuilds_follow_the_cpu():
 
 
 @pytest.mark.gpu
-def test_gpu_overflow_is_reported():
+@pytest.mark.parametrize("name", ["verlet_thread_padded", "verlet_thread_pairrows"])
+def test_gpu_overflow_is_reported(name):
     p = _problem(n=4000)
     with pytest.raises(StrategyError, match="more than the list's capacity 5"):
-        strategies.create("verlet_thread_padded", cap=5).evaluate(p)
+        strategies.create(name, cap=5).evaluate(p)
 
 
 @pytest.mark.gpu
@@ -416,14 +418,16 @@ def test_gpu_partners_too_far_in_slot_for_16_bits_are_far_entries(build):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("n, build", [(4000, "strip"), (4000, "warp"), (4000, "cell"), (4000, "tile"), (256, "strip")])
-def test_gpu_kept_list_follows_particles_across_the_box(n, build):
+@pytest.mark.parametrize("name, n, launch", [("verlet_thread_padded", 4000, {"build": b}) for b in ("strip", "warp", "cell", "tile")]
+                         + [("verlet_thread_padded", 256, {"build": "strip"}), ("verlet_thread_pairrows", 4000, {}),
+                            ("verlet_thread_pairrows", 256, {})])
+def test_gpu_kept_list_follows_particles_across_the_box(name, n, launch):
     """The list is kept while no particle has moved more than skin/2, also where a particle crossed
     a periodic face (its wrapped coordinate jumped by a box length): the force phase reads the
     positions unwrapped since the build, so the rows' raw differences stay separations, and the
     rows found across a face take the minimum image (256: 2 cells per axis, the per-pair build)."""
     p = _problem("fp64", n=n, spec="uniform")  # random positions: some within reach of a face
-    s = strategies.create("verlet_thread_padded", build=build)
+    s = strategies.create(name, **launch)
     plan = s.prepare(p)
     plan.upload()
     s.compute(plan)
@@ -456,15 +460,16 @@ def test_verify_replays_the_trajectory_and_the_negative_control_fails(tmp_path, 
 
 
 @pytest.mark.gpu
-def test_gpu_replay_passes_and_the_negative_control_fails():
+@pytest.mark.parametrize("name", ["verlet_thread_padded", "verlet_thread_pairrows"])
+def test_gpu_replay_passes_and_the_negative_control_fails(name):
     from harness import md as M
 
     case = verify.Case("lj_liquid", scenarios.make("lj_liquid", "small", seed=1))
     frames = M.record(case.problem, 101)
     for precision in ("fp32", "mixed"):
-        good = verify.replay_cell(strategies.create("verlet_thread_padded"), case, precision, frames)
+        good = verify.replay_cell(strategies.create(name), case, precision, frames)
         assert good["status"] == "pass", good["detail"]
-    bad = verify.replay_cell(strategies.create("verlet_thread_padded", rebuild="never"), case, "fp32", frames)
+    bad = verify.replay_cell(strategies.create(name, rebuild="never"), case, "fp32", frames)
     assert bad["status"] == "FAIL" and "pair count" in bad["detail"]
 
 
@@ -576,48 +581,6 @@ def test_gpu_pair_rows_far_in_slot_keep_the_virial():
     assert np.abs(out.forces - ref.forces).max() <= 1e-10 * np.abs(ref.forces).max()
     assert out.energy == pytest.approx(ref.energy, rel=1e-10)
     assert np.abs(out.virial - ref.virial).max() <= 1e-10 * np.abs(ref.virial).max()
-
-
-@pytest.mark.gpu
-def test_gpu_pair_rows_kept_list_follows_particles_across_the_box():
-    p = _problem("fp64", n=4000, spec="uniform")
-    s = strategies.create("verlet_thread_pairrows")
-    plan = s.prepare(p)
-    plan.upload()
-    s.compute(plan)
-    L = p.box.array
-    start = np.mod(p.positions, L)
-    x = np.mod(start + np.random.default_rng(5).uniform(-0.08, 0.08, start.shape), L)
-    assert np.any(np.abs(x - start) > 0.5 * L, axis=1).sum() >= 3
-    plan.pos[:p.n, :3] = plan.cp.asarray(x - 0.5 * L, dtype=plan.real)
-    out = s.step(plan).to_host()
-    assert plan.rebuild_count() == 1
-    ref = reference.compute(_moved(p, x))
-    assert out.pairs == ref.pairs
-    assert np.abs(out.forces - ref.forces).max() <= 1e-10 * np.abs(ref.forces).max()
-
-
-@pytest.mark.gpu
-def test_gpu_pair_rows_md_rebuilds_replay_and_negative_control():
-    """The device trigger and rebuilds under graph replay follow the CPU list; a replayed
-    trajectory passes at every frame and fails with the trigger off; an overflow is reported."""
-    from harness import md as M
-
-    p = _problem(n=4000)
-    cpu = md.run(strategies.create("verlet_thread_cpu"), p, steps=300, dt=0.005, sample=100, seed=3)
-    gpu = md.run(strategies.create("verlet_thread_pairrows"), p, steps=300, dt=0.005, sample=100, seed=3)
-    assert gpu.graph == "on"
-    assert abs(gpu.rebuilds - cpu.rebuilds) <= 1 and gpu.rebuilds > 3
-    for a, b in zip(cpu.samples, gpu.samples, strict=True):
-        assert b.total == pytest.approx(a.total, rel=1e-10)
-    case = verify.Case("lj_liquid", scenarios.make("lj_liquid", "small", seed=1))
-    frames = M.record(case.problem, 101)
-    good = verify.replay_cell(strategies.create("verlet_thread_pairrows"), case, "fp32", frames)
-    assert good["status"] == "pass", good["detail"]
-    bad = verify.replay_cell(strategies.create("verlet_thread_pairrows", rebuild="never"), case, "fp32", frames)
-    assert bad["status"] == "FAIL" and "pair count" in bad["detail"]
-    with pytest.raises(StrategyError, match="more than the list's capacity 5"):
-        strategies.create("verlet_thread_pairrows", cap=5).evaluate(p)
 
 
 def test_pair_rows_force_kernel_per_flavour():

@@ -711,6 +711,17 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s16-$t.
     $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large --outputs forces,all \
       --peers openmm --name $name-after "${common[@]}"
     profile_points forces: all: ;;
+  ab-s19)  # the session's last tree at LJ 1M, rows of one and of two (both flavours, the three columns), OpenMM's step
+    # in the same run, then OpenMM's kernels and the force kernels under `harness profile` (the 'before' stage
+    # times bc9f75d, the session's start, in the call)
+    mkdir -p "$out/profile" "$out/bench"
+    $PY -m harness bench --strategies verlet_thread_padded,verlet_thread_pairrows --scenario lj_liquid --n large \
+      --outputs forces,all --peers openmm --name $name-after "${common[@]}"
+    profile_points forces: all:
+    for o in forces all; do
+      $PY -m harness profile --strategy verlet_thread_pairrows --scenario lj_liquid --n large --outputs $o \
+        --out "$out/profile"
+    done ;;
   pairs-s19)  # rows of two particles (verlet_thread_pairrows) against rows of one at LJ 1M: the three columns for
     # both flavours, the register cap and batch per flavour, 256,000 and 4,000; the force kernels and builds under ncu
     mkdir -p "$out/profile" "$out/bench"

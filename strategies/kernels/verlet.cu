@@ -140,6 +140,14 @@ struct RowWriter {
       next += n;
     }
   }
+  // a build round's hits (bit t: partner d0 + t), all near, in order
+  __device__ __forceinline__ void push_round(unsigned int bits, int d0) {
+    while (bits) {
+      const int t = __ffs(bits) - 1;
+      bits &= bits - 1u;
+      push(d0 + t);
+    }
+  }
   __device__ __forceinline__ void far(int q) { nbr[far_at(top - 1 - b++, s, n)] = q; }
   __device__ __forceinline__ void add(int q, bool img) {
     if (far_entry(q, s, img)) {
@@ -281,12 +289,8 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell
           // leaves no bits for the general loop below
           const int hits = __popc(bits);
           if (!MINIMAGE && !run_img && count + hits <= cap && q0 - k >= -kNear && end - 1 - k <= kNear) {
-            const int d0 = q0 - k;
-            while (bits) {
-              const int t = __ffs(bits) - 1;
-              bits &= bits - 1u;
-              row.push(d0 + t);
-            }
+            row.push_round(bits, q0 - k);
+            bits = 0u;
             count += hits;
           }
           while (bits) {
@@ -1051,12 +1055,8 @@ __global__ void verlet_build_pairs(const Vec4<Real>* __restrict__ sorted, const 
           }
           const int hits = __popc(bits);
           if (!MINIMAGE && !run_img && count + hits <= cap && k0 - a >= -kNearRows && end - 1 - a <= kNearRows) {
-            const int d0 = k0 - a;  // every hit near (no image, rows within kNearRows), and room
-            while (bits) {
-              const int t = __ffs(bits) - 1;
-              bits &= bits - 1u;
-              row.push(d0 + t);
-            }
+            row.push_round(bits, k0 - a);  // every hit near (no image, rows within kNearRows), and room
+            bits = 0u;
             count += hits;
           }
           while (bits) {
