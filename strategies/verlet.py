@@ -109,6 +109,23 @@ AUTO_BATCH_ENTRIES = 8
 # banks=1 in every column. A thread per row, its row and its free positions in 3 bytes per entry of
 # shared memory; rows longer than ROTATE_MOST (8-bit counts) or than ROTATE_SHARED holds keep the
 # build's order.
+# The strip build stores its near entries through shared memory (kernels/verlet.cu, StagedRowWriter)
+# where a block's staging fits STAGE_SHARED: one 16-bit shared store per hit instead of four funnel
+# shifts and a group test in registers (ptxas unrolls the round's stores by four: ~7 instructions a
+# hit against ~19). The same rows. Crowded inputs, whose capacity would not fit, keep the register
+# writer.
+STAGE_BLOCK = 128  # kStageBlock: the strip build's block
+STAGE_STRIDE = STAGE_BLOCK + 2  # kStageStride, in 16-bit entries
+STAGE_SHARED = 48 * 1024
+
+
+def stage_bytes(cap: int) -> int:
+    """Dynamic shared memory of the staged strip build for rows of capacity cap: whole groups of 8
+    entries per thread, STAGE_STRIDE apart; 0 where it would not fit STAGE_SHARED."""
+    need = -(-cap // 8) * 8 * STAGE_STRIDE * 2
+    return need if 0 < need <= STAGE_SHARED else 0
+
+
 ROTATE_BLOCK = 64
 ROTATE_MOST = 255
 ROTATE_SHARED = 48 * 1024
@@ -338,6 +355,7 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
         return {"verlet.cu": [f"verlet_refresh<{r}>" for r in reals] + [f"verlet_build<{r}, {m}, {w}>"
                                                                        for r in reals
                                                                        for m, w in BUILD_FLAGS] +
+                              [f"verlet_build<{r}, {m}, {w}, true>" for r in reals for m, w in BUILD_FLAGS] +
                               [f"verlet_build_cells<{r}, {m}>" for r in reals for m in ("false", "true")] +
                               [f"verlet_build_warp<{r}, {m}>" for r in reals for m in ("false", "true")] +
                               [f"verlet_build_tile<{r}, {gr}>" for r in reals for gr in TILE_GROUPS] +
@@ -403,12 +421,17 @@ class VerletPlan(DeviceListPlan):
         self.sms = cp.cuda.Device().attributes["MultiProcessorCount"]
         self._build_kernel(int(counts.max()) if counts.size else 0, minimage, window)
         self.cap = int(strategy.launch["cap"])
+        self.stage = 0  # the first build (rows' lengths only) stages nothing
         self.nbr = cp.zeros(1, np.int32)
         if n and self.cap == 0:
             self._build_rows(0)
             longest = int(self.overflow.get()[0])
             self.overflow.fill(0)
             self.cap = cap_of(longest)
+        # the strip build with its near entries staged in shared memory, where they fit
+        self.stage = stage_bytes(self.cap) if self.build_kind == "strip" else 0
+        if self.stage:
+            self.k_build = kernel("verlet.cu", f"verlet_build<{real_t}, {cbool(minimage)}, {cbool(window)}, true>")
         rows = max(self.rows, 1)
         need = groups_of(self.cap) * 4 * rows * 4
         free = self._free_bytes()
@@ -421,7 +444,8 @@ class VerletPlan(DeviceListPlan):
         self.launch_info = {"cells": self.dims.tolist(), "rlist": self.rl, "skin": self.skin, "cap": self.cap,
                             "tpp": self.tpp, "block": self.block, "build": self.binning.method,
                             "list_build": self.build_kind + (f"/{strategy.launch['row_groups']}"
-                                                             if self.build_kind == "tile" else ""),
+                                                             if self.build_kind == "tile" else "")
+                                          + ("/staged" if self.stage else ""),
                             "split": "entries" if self.entries else "groups",
                             "banks": self.banks,
                             "layout": self.layout.name,
@@ -472,8 +496,10 @@ class VerletPlan(DeviceListPlan):
             self.k_build((ncells,), (32,), (b.sorted, b.start, np.int32(n), self.grid_struct, self.box, self.rlist2,
                                             np.int32(cap), *rows))
             return
-        self.k_build((-(-n // 128),), (128,), (b.sorted, b.cell_sorted, b.start, np.int32(n), self.grid_struct,
-                                               self.box, self.rlist2, self.margin, np.int32(cap), *rows))
+        self.k_build((-(-n // STAGE_BLOCK),), (STAGE_BLOCK,), (b.sorted, b.cell_sorted, b.start, np.int32(n),
+                                                               self.grid_struct, self.box, self.rlist2, self.margin,
+                                                               np.int32(cap), *rows),
+                     shared_mem=self.stage if cap else 0)
 
     def _check(self, flag=None) -> None:
         """The trigger (flag) and cur: the positions the MD loop moved, in the list's order."""

@@ -759,6 +759,32 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s16-$t.
       $PY -m harness bench --strategies verlet_thread_padded --scenario ${spec%%:*} --n ${spec#*:} --outputs forces \
         --amortised 0 --sweep build=strip:tile:auto --name $name-crowded-${spec%%:*}-${spec#*:} "${common[@]}"
     done ;;
+  stage-s20)  # the strip build's near entries staged in shared memory (StagedRowWriter) against the register writer
+    # of the tree in .before (the session's start), in one call: the build under ncu in both trees at LJ 1M; the three
+    # columns at 1M in both flavours (OpenMM's step beside them: --peers openmm where its wheels travel); the build at
+    # 256,000 and 32,000 and on the uniform input at 1M; harness md at 1M (2,000 steps)
+    mkdir -p "$out/profile" "$out/bench" "$out/md"
+    peers=(); $PY -c "import openmm" 2>/dev/null && peers=(--peers openmm)
+    ncu_points s20-after build:forces:
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large --outputs forces,all \
+      "${peers[@]}" --name $name-after-large "${common[@]}"
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 256000,32000 --outputs forces \
+      --amortised 0 --name $name-after-sizes "${common[@]}"
+    $PY -m harness bench --strategies verlet_thread_padded --scenario uniform --n large --outputs forces \
+      --amortised 0 --name $name-after-uniform "${common[@]}"
+    $PY -m harness md --strategy verlet_thread_padded --n large --steps 2000 --sample 500 --quiet \
+      --json "$out/md/$name-after-md.json" | tail -3
+    if [ -d .before ]; then
+      (cd .before && export PYTHONPATH=/tmp/site:$PWD HARNESS_COMMIT=before && ncu_points s20-before build:forces: &&
+       $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large --outputs forces,all \
+         --name $name-before-large "${common[@]}" &&
+       $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 256000,32000 --outputs forces \
+         --amortised 0 --name $name-before-sizes "${common[@]}" &&
+       $PY -m harness bench --strategies verlet_thread_padded --scenario uniform --n large --outputs forces \
+         --amortised 0 --name $name-before-uniform "${common[@]}" &&
+       $PY -m harness md --strategy verlet_thread_padded --n large --steps 2000 --sample 500 --quiet \
+         --json "$out/md/$name-before-md.json" | tail -3)
+    fi ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
