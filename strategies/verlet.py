@@ -109,23 +109,6 @@ AUTO_BATCH_ENTRIES = 8
 # banks=1 in every column. A thread per row, its row and its free positions in 3 bytes per entry of
 # shared memory; rows longer than ROTATE_MOST (8-bit counts) or than ROTATE_SHARED holds keep the
 # build's order.
-# The strip build stores its near entries through shared memory (kernels/verlet.cu, StagedRowWriter)
-# where a block's staging fits STAGE_SHARED: one 16-bit shared store per hit instead of four funnel
-# shifts and a group test in registers (ptxas unrolls the round's stores by four: ~7 instructions a
-# hit against ~19). The same rows. Crowded inputs, whose capacity would not fit, keep the register
-# writer.
-STAGE_BLOCK = 128  # kStageBlock: the strip build's block
-STAGE_STRIDE = STAGE_BLOCK + 2  # kStageStride, in 16-bit entries
-STAGE_SHARED = 48 * 1024
-
-
-def stage_bytes(cap: int) -> int:
-    """Dynamic shared memory of the staged strip build for rows of capacity cap: whole groups of 8
-    entries per thread, STAGE_STRIDE apart; 0 where it would not fit STAGE_SHARED."""
-    need = -(-cap // 8) * 8 * STAGE_STRIDE * 2
-    return need if 0 < need <= STAGE_SHARED else 0
-
-
 ROTATE_BLOCK = 64
 ROTATE_MOST = 255
 ROTATE_SHARED = 48 * 1024
@@ -175,6 +158,16 @@ GRID_DTYPE = np.dtype([("nx", np.int32), ("ny", np.int32), ("nz", np.int32), ("p
 # branch where the first of the two completes a group and the buffer's moves outweighed it: 496.5M
 # instructions (18.3 lanes active) against 461M, 628.5 against 633.9 us under ncu, 0.681 against
 # 0.679 ms by events in the same call.
+# Tried and dropped (twentieth session, H200, reports/2026-11-26-h200/, s20-call1, commit cf0c996): the
+# strip build's near entries staged in shared memory (16 bits a hit at stage[a * 130 + thread], whole
+# groups stored at the row's end), so that a hit costs a shared store (ptxas unrolled the round's
+# stores by four: ~7 instructions a hit against ~19). The same rows. At LJ 1M it executed 12% fewer
+# instructions (426M against 485M) and took 58 registers against 63, but its 29 KB of staging per
+# block of 128 (capacity 107) took the unified L1 from the candidates' gathers: hit rate 82.9%
+# against 92.6%, 7 blocks per SM against 8, issue 63% against 79%; ncu 681 against 633 us, events
+# 0.738 against 0.680 ms (256,000: 0.262 against 0.239; uniform 1M: 0.818 against 0.729). The
+# build's locality is worth more than its store instructions: a writer must keep its buffer in
+# registers (or a few bytes of shared memory a thread).
 # The crowded inputs again (same call, H200, build ms strip / tile; fullest cell of r_list):
 # Gaussian sigma 12 at 64,000 (930) 1.196 / 1.233, at 256,000 (938) 6.233 / 5.996; clump at 24,000
 # (249) 0.287 / 0.339, at 48,000 (429) 0.567 / 0.614; at 1M the strip build won already (s14). The
@@ -355,7 +348,6 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
         return {"verlet.cu": [f"verlet_refresh<{r}>" for r in reals] + [f"verlet_build<{r}, {m}, {w}>"
                                                                        for r in reals
                                                                        for m, w in BUILD_FLAGS] +
-                              [f"verlet_build<{r}, {m}, {w}, true>" for r in reals for m, w in BUILD_FLAGS] +
                               [f"verlet_build_cells<{r}, {m}>" for r in reals for m in ("false", "true")] +
                               [f"verlet_build_warp<{r}, {m}>" for r in reals for m in ("false", "true")] +
                               [f"verlet_build_tile<{r}, {gr}>" for r in reals for gr in TILE_GROUPS] +
@@ -421,17 +413,12 @@ class VerletPlan(DeviceListPlan):
         self.sms = cp.cuda.Device().attributes["MultiProcessorCount"]
         self._build_kernel(int(counts.max()) if counts.size else 0, minimage, window)
         self.cap = int(strategy.launch["cap"])
-        self.stage = 0  # the first build (rows' lengths only) stages nothing
         self.nbr = cp.zeros(1, np.int32)
         if n and self.cap == 0:
             self._build_rows(0)
             longest = int(self.overflow.get()[0])
             self.overflow.fill(0)
             self.cap = cap_of(longest)
-        # the strip build with its near entries staged in shared memory, where they fit
-        self.stage = stage_bytes(self.cap) if self.build_kind == "strip" else 0
-        if self.stage:
-            self.k_build = kernel("verlet.cu", f"verlet_build<{real_t}, {cbool(minimage)}, {cbool(window)}, true>")
         rows = max(self.rows, 1)
         need = groups_of(self.cap) * 4 * rows * 4
         free = self._free_bytes()
@@ -444,8 +431,7 @@ class VerletPlan(DeviceListPlan):
         self.launch_info = {"cells": self.dims.tolist(), "rlist": self.rl, "skin": self.skin, "cap": self.cap,
                             "tpp": self.tpp, "block": self.block, "build": self.binning.method,
                             "list_build": self.build_kind + (f"/{strategy.launch['row_groups']}"
-                                                             if self.build_kind == "tile" else "")
-                                          + ("/staged" if self.stage else ""),
+                                                             if self.build_kind == "tile" else ""),
                             "split": "entries" if self.entries else "groups",
                             "banks": self.banks,
                             "layout": self.layout.name,
@@ -496,10 +482,8 @@ class VerletPlan(DeviceListPlan):
             self.k_build((ncells,), (32,), (b.sorted, b.start, np.int32(n), self.grid_struct, self.box, self.rlist2,
                                             np.int32(cap), *rows))
             return
-        self.k_build((-(-n // STAGE_BLOCK),), (STAGE_BLOCK,), (b.sorted, b.cell_sorted, b.start, np.int32(n),
-                                                               self.grid_struct, self.box, self.rlist2, self.margin,
-                                                               np.int32(cap), *rows),
-                     shared_mem=self.stage if cap else 0)
+        self.k_build((-(-n // 128),), (128,), (b.sorted, b.cell_sorted, b.start, np.int32(n), self.grid_struct,
+                                               self.box, self.rlist2, self.margin, np.int32(cap), *rows))
 
     def _check(self, flag=None) -> None:
         """The trigger (flag) and cur: the positions the MD loop moved, in the list's order."""

@@ -1,6 +1,5 @@
 """Verlet lists: the list, its rebuild trigger, overflow and the negative control (CPU here; the
 GPU strategy in the tests marked gpu)."""
-import pathlib
 from dataclasses import replace
 
 import numpy as np
@@ -257,8 +256,7 @@ def test_gpu_negative_control():
                                      (4000, "gaussian"),
                                      (6000, "clump"), (20000, "uniform")])
 def test_gpu_builds_give_the_same_list(n, spec):
-    """The strip build with and without z-windows (its near entries staged in shared memory where the
-    capacity fits, in registers at cap 400), the per-cell, the warp-per-row and the tile builds
+    """The strip build with and without z-windows, the per-cell, the warp-per-row and the tile builds
     put the same rows in the same order: the same bits (256 and 500: 2 cells per axis, the per-pair
     minimum image, where the tile build takes the strip build; 864: 3 cells per axis, so a tile's
     cells wrap onto themselves; the Gaussian and the clump: crowded cells, sparse columns, open
@@ -266,31 +264,12 @@ def test_gpu_builds_give_the_same_list(n, spec):
     p = _problem("fp32", n=n, spec=spec)
     base = strategies.create("verlet_thread_padded", build="strip", window=0).evaluate(p)
     rows = _gpu_rows(p, build="strip", window=0)
-    for launch in ({"build": "strip", "window": 1}, {"build": "strip", "cap": 400}, {"build": "cell"}, {"build": "warp"},
+    for launch in ({"build": "strip", "window": 1}, {"build": "cell"}, {"build": "warp"},
                    {"build": "tile", "row_groups": 1}, {"build": "tile", "row_groups": 2},
                    {"build": "tile", "row_groups": 4}, {}):
         got = strategies.create("verlet_thread_padded", **launch).evaluate(p)
         assert np.array_equal(got.forces, base.forces) and got.energy == base.energy, launch
         assert _gpu_rows(p, **launch) == rows, launch
-
-
-def test_the_strip_build_stages_its_entries_where_a_block_of_rows_fits():
-    """Shared memory of the staged strip build: whole groups of 8 entries per thread, STAGE_STRIDE
-    halves apart, up to STAGE_SHARED per block; none for the lengths-only first build (cap 0) or
-    rows too long to fit (the register writer then)."""
-    from strategies.verlet import STAGE_BLOCK, STAGE_SHARED, STAGE_STRIDE, stage_bytes
-
-    assert STAGE_STRIDE == STAGE_BLOCK + 2
-    assert stage_bytes(0) == 0
-    assert stage_bytes(1) == 8 * STAGE_STRIDE * 2
-    assert stage_bytes(107) == 112 * STAGE_STRIDE * 2  # LJ 1M's capacity: 29,120 bytes, 7 blocks of 128 per SM
-    most = STAGE_SHARED // (2 * STAGE_STRIDE) // 8 * 8
-    assert stage_bytes(most) == most * STAGE_STRIDE * 2 <= STAGE_SHARED
-    assert stage_bytes(most + 1) == 0
-    assert stage_bytes(400) == 0
-    src = (pathlib.Path(strategies.__file__).parent / "kernels" / "verlet.cu").read_text()
-    assert f"constexpr int kStageBlock = {STAGE_BLOCK};" in src
-    assert "constexpr int kStageStride = kStageBlock + 2;" in src
 
 
 def _bank_spread(rows, n):

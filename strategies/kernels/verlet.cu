@@ -164,77 +164,6 @@ struct RowWriter {
   }
 };
 
-// The strip build's writer where the rows' capacity allows (strategies/verlet.py, STAGE_SHARED): near
-// entries staged in shared memory, one 16-bit store each (thread t's entry a at stage[a * kStageStride
-// + t]), and stored as whole 16-byte groups by finish(): a hit costs a shared store and a pointer
-// step instead of RowWriter's four funnel shifts and its group test. The same rows, bit for bit.
-// The stride is the block plus 2 halves, so that lanes storing different entries at once fall on
-// different banks more often; finish() reads entry a of 32 consecutive threads as consecutive halves.
-// Dynamic shared memory: most * kStageStride * 2 bytes, most = cap rounded up to whole groups.
-constexpr int kStageBlock = 128;  // the strip build's block (strategies/verlet.py, _build_rows)
-constexpr int kStageStride = kStageBlock + 2;
-struct StagedRowWriter {
-  int* __restrict__ nbr;
-  int n, s, top;  // as RowWriter's
-  int phantom;
-  int a = 0, b = 0;
-  unsigned short* __restrict__ col;  // this thread's entries
-  unsigned short* __restrict__ at;   // where the next goes
-
-  __device__ __forceinline__ StagedRowWriter(int* __restrict__ nbr_, int n_, int s_, int cap)
-      : nbr(nbr_), n(n_), s(s_), top(4 * row_groups(cap)), phantom(n_) {
-    extern __shared__ unsigned short stage[];
-    col = stage + threadIdx.x;
-    at = col;
-  }
-  __device__ __forceinline__ void push(int d) {
-    *at = static_cast<unsigned short>(d);
-    at += kStageStride;
-    ++a;
-  }
-  __device__ __forceinline__ void push_round(unsigned int bits, int d0) {
-    while (bits) {
-      const int t = __ffs(bits) - 1;
-      bits &= bits - 1u;
-      push(d0 + t);
-    }
-  }
-  __device__ __forceinline__ void far(int q) { nbr[far_at(top - 1 - b++, s, n)] = q; }
-  __device__ __forceinline__ void add(int q, bool img) {
-    if (far_entry(q, s, img)) {
-      far(q);
-    } else {
-      push(q - s);
-    }
-  }
-  __device__ __forceinline__ int2 finish() {
-    const int near = a;
-    while (a & 7) push(0);
-    int4* __restrict__ out = reinterpret_cast<int4*>(nbr) + s;
-    const unsigned short* __restrict__ h = col;
-#pragma unroll 1
-    for (int g = 0; g < (a >> 3); ++g) {
-      unsigned int w[8];
-#pragma unroll
-      for (int v = 0; v < 8; ++v) w[v] = h[v * kStageStride];
-      *out = make_int4(static_cast<int>(w[0] | w[1] << 16), static_cast<int>(w[2] | w[3] << 16),
-                       static_cast<int>(w[4] | w[5] << 16), static_cast<int>(w[6] | w[7] << 16));
-      out += n;
-      h += 8 * kStageStride;
-    }
-    pad_far(nbr, n, s, top, b, phantom);
-    return make_int2(near, b);
-  }
-};
-template <bool STAGED>
-struct StripWriter {
-  using type = RowWriter;
-};
-template <>
-struct StripWriter<true> {
-  using type = StagedRowWriter;
-};
-
 // Whether the kernel is built with contraction (fmad): every accumulation type but Fixed, whose
 // kernels are built with --fmad=false (strategies/cuda.py, FIXED_OPTIONS).
 template <typename Acc>
@@ -291,10 +220,9 @@ __device__ __forceinline__ bool column_neighbour(int cx, int cy, int col, const 
 // storage with one image shift per run (per-pair minimum image only with MINIMAGE: a periodic
 // axis of fewer than 3 cells), the particle itself split out of its strip. WINDOW: only the
 // z-window a strip's column can reach (the strips are sorted by z). Hits are appended in strip
-// order: the same rows with and without WINDOW. STAGED: the near entries go through shared memory
-// (StagedRowWriter, launched with its dynamic shared memory): the same rows again.
+// order: the same rows with and without WINDOW.
 // (The builds take no __launch_bounds__(128): with it ptxas aims at full occupancy and spills.)
-template <typename Real, bool MINIMAGE, bool WINDOW, bool STAGED = false>
+template <typename Real, bool MINIMAGE, bool WINDOW>
 __global__ void
 verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell_sorted,
              const int* __restrict__ start, const int n, const Grid g, const Box<Real> box, const Real rlist2,
@@ -312,7 +240,7 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell
   const Real lo_x = pi.x + Real(0.5) * box.lx - Real(cx) * side_x, hi_x = side_x - lo_x;
   const Real lo_y = pi.y + Real(0.5) * box.ly - Real(cy) * side_y, hi_y = side_y - lo_y;
   int count = 0;  // hits
-  typename StripWriter<STAGED>::type row(nbr, n, k, cap);
+  RowWriter row(nbr, n, k, cap);
 #pragma unroll 1
   for (int col = 0; col < 9; ++col) {
     int ox, oy, x, y;
