@@ -759,10 +759,10 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s16-$t.
       $PY -m harness bench --strategies verlet_thread_padded --scenario ${spec%%:*} --n ${spec#*:} --outputs forces \
         --amortised 0 --sweep build=strip:tile:auto --name $name-crowded-${spec%%:*}-${spec#*:} "${common[@]}"
     done ;;
-  stage-s20)  # the strip build's near entries staged in shared memory (StagedRowWriter) against the register writer
-    # of the tree in .before (the session's start), in one call: the build under ncu in both trees at LJ 1M; the three
-    # columns at 1M in both flavours (OpenMM's step beside them: --peers openmm where its wheels travel); the build at
-    # 256,000 and 32,000 and on the uniform input at 1M; harness md at 1M (2,000 steps)
+  stage-s20)  # a build change against the tree in .before, in one call (twentieth session: the strip build's hits
+    # staged in shared memory, cf0c996, measured slower and reverted): the build under ncu in both trees at LJ 1M; the
+    # three columns at 1M in both flavours (OpenMM's step beside them: --peers openmm where its wheels travel); the build
+    # at 256,000 and 32,000 and on the uniform input at 1M; harness md at 1M (2,000 steps)
     mkdir -p "$out/profile" "$out/bench" "$out/md"
     peers=(); $PY -c "import openmm" 2>/dev/null && peers=(--peers openmm)
     ncu_points s20-after build:forces:
