@@ -761,29 +761,26 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s16-$t.
     done ;;
   stage-s20)  # a build change against the tree in .before, in one call (twentieth session: the strip build's hits
     # staged in shared memory, cf0c996, measured slower and reverted): the build under ncu in both trees at LJ 1M; the
-    # three columns at 1M in both flavours (OpenMM's step beside them: --peers openmm where its wheels travel); the build
-    # at 256,000 and 32,000 and on the uniform input at 1M; harness md at 1M (2,000 steps)
+    # three columns at 1M in both flavours (OpenMM's step beside the current tree's: --peers openmm where its wheels
+    # travel); the build at 256,000 and 32,000 and on the uniform input at 1M; harness md at 1M (2,000 steps)
     mkdir -p "$out/profile" "$out/bench" "$out/md"
+    build_points() {  # TAG [PEERS...]: the points for the tree in the working directory, named TAG
+      local tag=$1
+      shift
+      ncu_points s20-$tag build:forces: &&
+      $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large --outputs forces,all \
+        "$@" --name $name-$tag-large "${common[@]}" &&
+      $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 256000,32000 --outputs forces \
+        --amortised 0 --name $name-$tag-sizes "${common[@]}" &&
+      $PY -m harness bench --strategies verlet_thread_padded --scenario uniform --n large --outputs forces \
+        --amortised 0 --name $name-$tag-uniform "${common[@]}" &&
+      $PY -m harness md --strategy verlet_thread_padded --n large --steps 2000 --sample 500 --quiet \
+        --json "$out/md/$name-$tag-md.json" | tail -3
+    }
     peers=(); $PY -c "import openmm" 2>/dev/null && peers=(--peers openmm)
-    ncu_points s20-after build:forces:
-    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large --outputs forces,all \
-      "${peers[@]}" --name $name-after-large "${common[@]}"
-    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 256000,32000 --outputs forces \
-      --amortised 0 --name $name-after-sizes "${common[@]}"
-    $PY -m harness bench --strategies verlet_thread_padded --scenario uniform --n large --outputs forces \
-      --amortised 0 --name $name-after-uniform "${common[@]}"
-    $PY -m harness md --strategy verlet_thread_padded --n large --steps 2000 --sample 500 --quiet \
-      --json "$out/md/$name-after-md.json" | tail -3
+    build_points after "${peers[@]}"
     if [ -d .before ]; then
-      (cd .before && export PYTHONPATH=/tmp/site:$PWD HARNESS_COMMIT=before && ncu_points s20-before build:forces: &&
-       $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large --outputs forces,all \
-         --name $name-before-large "${common[@]}" &&
-       $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 256000,32000 --outputs forces \
-         --amortised 0 --name $name-before-sizes "${common[@]}" &&
-       $PY -m harness bench --strategies verlet_thread_padded --scenario uniform --n large --outputs forces \
-         --amortised 0 --name $name-before-uniform "${common[@]}" &&
-       $PY -m harness md --strategy verlet_thread_padded --n large --steps 2000 --sample 500 --quiet \
-         --json "$out/md/$name-before-md.json" | tail -3)
+      (cd .before && export PYTHONPATH=/tmp/site:$PWD HARNESS_COMMIT=before && build_points before)
     fi ;;
   *)
     echo "unknown bench set $name" >&2
