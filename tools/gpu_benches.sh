@@ -782,6 +782,24 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s16-$t.
     if [ -d .before ]; then
       (cd .before && export PYTHONPATH=/tmp/site:$PWD HARNESS_COMMIT=before && build_points before)
     fi ;;
+  rotate-s20)  # banks=2's pass rewritten (the free positions computed from the counts' prefix sums, 2 bytes of shared
+    # memory an entry): the pass under ncu in both trees (.before: the session's start), then banks 0 and 2 at LJ 1M
+    # (the three columns, both flavours, OpenMM's step beside them where its wheels travel) and 256,000, and
+    # harness md at 1M with each
+    mkdir -p "$out/profile" "$out/bench" "$out/md"
+    peers=(); $PY -c "import openmm" 2>/dev/null && peers=(--peers openmm)
+    ncu_points s20-rot-after build:forces:banks=2
+    if [ -d .before ]; then
+      (cd .before && export PYTHONPATH=/tmp/site:$PWD HARNESS_COMMIT=before && ncu_points s20-rot-before build:forces:banks=2)
+    fi
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large --outputs forces,all \
+      --sweep banks=0:2 "${peers[@]}" --name $name-large "${common[@]}"
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 256000 --outputs forces,all \
+      --sweep banks=0:2 --name $name-256k "${common[@]}"
+    for b in 0 2; do
+      $PY -m harness md --strategy verlet_thread_padded --launch banks=$b --n large --steps 2000 --sample 500 --quiet \
+        --json "$out/md/$name-banks-$b.json" | tail -1
+    done ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;

@@ -666,61 +666,51 @@ __global__ void verlet_banks(int* __restrict__ nbr, const int2* __restrict__ len
 // rows as built 10.55). Row s owns the entries t = (b - s) % 8 + 8 r of group b, the first
 // min(c_b, own_b) of its c_b entries go there in build order; the entries beyond a group's own
 // positions fill the positions left free by the groups with fewer, in group order (a
-// deterministic permutation; those entries share a group with another lane's gather). A thread
-// per row: counts per group (8-bit fields), the free positions in order, then every entry to its
-// position in shared memory, then the row's groups stored. Rows longer than `most` (at most 255,
-// and what the shared buffer holds) keep the build's order.
-__device__ __forceinline__ int field8(unsigned int lo, unsigned int hi, int b) {
-  return static_cast<int>(((b & 4) ? hi : lo) >> ((b & 3) << 3)) & 0xff;
-}
-__device__ __forceinline__ void add8(unsigned int& lo, unsigned int& hi, int b, int v) {
-  const unsigned int inc = static_cast<unsigned int>(v) << ((b & 3) << 3);
-  if (b & 4) {
-    hi += inc;
-  } else {
-    lo += inc;
-  }
-}
+// deterministic permutation; those entries share a group with another lane's). A thread per row:
+// the counts per group (8-bit fields of a 64-bit word), then every entry straight to its position
+// in shared memory (an excess entry's free position computed from the counts' prefix sums), then
+// the row's groups stored. Rows longer than `most` (at most 255, and what the shared buffer
+// holds) keep the build's order.
+__device__ __forceinline__ int byte8(unsigned long long x, int b) { return static_cast<int>(x >> (b << 3)) & 0xff; }
 
 template <int BLOCK>
 __global__ void __launch_bounds__(BLOCK)
 verlet_rotate(int* __restrict__ nbr, const int2* __restrict__ len, const int n, const int most,
               const int* __restrict__ guard) {
   if (guard != nullptr && *guard == 0) return;
-  // this thread's row (entry t at t * BLOCK + tid), then its free positions (x at the same in the
-  // byte array after the rows)
-  extern __shared__ unsigned short s_row[];
-  unsigned char* s_free = reinterpret_cast<unsigned char*>(s_row + most * BLOCK);
+  extern __shared__ unsigned short s_row[];  // this thread's row: entry t at t * BLOCK + tid
   const int s = blockIdx.x * BLOCK + threadIdx.x;
   if (s >= n) return;  // no barrier below: each thread reads and writes its own column
   const int m = __ldg(&len[s].x);
   if (m > most) return;
   int4* __restrict__ rows = reinterpret_cast<int4*>(nbr);
   const int groups = (m + 7) >> 3;
-  unsigned int clo = 0u, chi = 0u;  // entries per bank group
+  unsigned long long count = 0ull;  // entries per bank group
 #pragma unroll 1
   for (int g = 0; g < groups; ++g) {
     const int4 e = rows[static_cast<long long>(g) * n + s];
 #pragma unroll
     for (int v = 0; v < 8; ++v) {
-      if (8 * g + v < m) add8(clo, chi, (s + near_of(e, v)) & 7, 1);
+      if (8 * g + v < m) count += 1ull << (((s + near_of(e, v)) & 7) << 3);
     }
   }
-  // per group b: its own positions (olo/ohi) and where its overflow starts among all (elo/ehi);
-  // the free positions, group by group, into s_free
-  unsigned int olo = 0u, ohi = 0u, elo = 0u, ehi = 0u;
-  int e_acc = 0, x = 0;
+  // per group b: its own positions, where its excess starts among all excess entries (group
+  // order), where its free positions start and end among all free positions (group order)
+  unsigned long long own = 0ull, ex0 = 0ull, fr0 = 0ull, fr1 = 0ull;
+  int e_acc = 0, f_acc = 0;
 #pragma unroll
   for (int b = 0; b < 8; ++b) {
-    const int c = field8(clo, chi, b), base = (b - s) & 7;
-    const int own = m > base ? (m - base + 7) >> 3 : 0;
-    add8(olo, ohi, b, own);
-    add8(elo, ehi, b, e_acc);
-    e_acc += max(c - own, 0);
-#pragma unroll 1
-    for (int t = base + 8 * c; t < m; t += 8) s_free[(x++) * BLOCK + threadIdx.x] = static_cast<unsigned char>(t);
+    const int c = byte8(count, b), base = (b - s) & 7;
+    const int o = m > base ? (m - base + 7) >> 3 : 0;
+    own |= static_cast<unsigned long long>(o) << (8 * b);
+    ex0 |= static_cast<unsigned long long>(e_acc) << (8 * b);
+    fr0 |= static_cast<unsigned long long>(f_acc) << (8 * b);
+    e_acc += max(c - o, 0);
+    f_acc += max(o - c, 0);
+    fr1 |= static_cast<unsigned long long>(f_acc) << (8 * b);
   }
-  unsigned int rlo = 0u, rhi = 0u;  // entries of each group placed so far
+  unsigned long long rank = 0ull;  // entries of each group placed so far
+  unsigned short* __restrict__ mine = s_row + threadIdx.x;
 #pragma unroll 1
   for (int g = 0; g < groups; ++g) {
     const int4 e = rows[static_cast<long long>(g) * n + s];
@@ -729,10 +719,19 @@ verlet_rotate(int* __restrict__ nbr, const int2* __restrict__ len, const int n, 
       if (8 * g + v < m) {
         const int d = near_of(e, v);
         const int b = (s + d) & 7;
-        const int r = field8(rlo, rhi, b), o = field8(olo, ohi, b);
-        add8(rlo, rhi, b, 1);
-        const int t = r < o ? ((b - s) & 7) + 8 * r : s_free[(field8(elo, ehi, b) + r - o) * BLOCK + threadIdx.x];
-        s_row[t * BLOCK + threadIdx.x] = static_cast<unsigned short>(d);
+        const int r = byte8(rank, b), o = byte8(own, b);
+        rank += 1ull << (b << 3);
+        int t;
+        if (r < o) {
+          t = ((b - s) & 7) + 8 * r;
+        } else {  // excess entry i takes free position i: group f (the groups whose free positions end at or before i), rank c_f + i - start
+          const int i = byte8(ex0, b) + r - o;
+          int f = 0;
+#pragma unroll
+          for (int k = 0; k < 8; ++k) f += byte8(fr1, k) <= i;
+          t = ((f - s) & 7) + 8 * (byte8(count, f) + i - byte8(fr0, f));
+        }
+        mine[t * BLOCK] = static_cast<unsigned short>(d);
       }
     }
   }
@@ -740,7 +739,7 @@ verlet_rotate(int* __restrict__ nbr, const int2* __restrict__ len, const int n, 
   for (int g = 0; g < groups; ++g) {
     unsigned int h[8];
 #pragma unroll
-    for (int v = 0; v < 8; ++v) h[v] = 8 * g + v < m ? s_row[(8 * g + v) * BLOCK + threadIdx.x] : 0u;  // padding 0
+    for (int v = 0; v < 8; ++v) h[v] = 8 * g + v < m ? mine[(8 * g + v) * BLOCK] : 0u;  // padding 0
     rows[static_cast<long long>(g) * n + s] = make_int4(static_cast<int>(h[0] | h[1] << 16), static_cast<int>(h[2] | h[3] << 16),
                                                         static_cast<int>(h[4] | h[5] << 16), static_cast<int>(h[6] | h[7] << 16));
   }
