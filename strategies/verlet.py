@@ -498,10 +498,10 @@ class VerletPlan(DeviceListPlan):
         self._build_rows(self.cap, guard)
         n = self.problem.n
         if self.banks == 2:  # each row permuted for the force kernel's gathers (kernels/verlet.cu, verlet_rotate)
-            most = min(self.cap, ROTATE_MOST, ROTATE_SHARED // (2 * ROTATE_BLOCK))
+            most = min(self.cap, ROTATE_MOST, ROTATE_SHARED // (3 * ROTATE_BLOCK))
             self.k_banks((-(-n // ROTATE_BLOCK),), (ROTATE_BLOCK,), (self.nbr, self.len, np.int32(n), np.int32(most),
                                                                   guard if guard is not None else np.uint64(0)),
-                         shared_mem=2 * ROTATE_BLOCK * most)
+                         shared_mem=3 * ROTATE_BLOCK * most)
         elif self.banks:  # the near groups reordered for the force kernel's gathers (kernels/verlet.cu, verlet_banks)
             groups = -(-self.cap // 8)
             self.k_banks((-(-groups * n // 256),), (256,), (self.nbr, self.len, np.int32(n), np.int32(groups),

@@ -216,7 +216,53 @@ __device__ __forceinline__ bool column_neighbour(int cx, int cy, int col, const 
          axis_neighbour<MINIMAGE>(cy, oy, g.ny, g.pmask & 2, box.ly, y, sy);
 }
 
-// One thread per row (sorted slot k), the full shell's walk (cells.cuh): 9 z-strips of the CSR
+// The strip build's rows handed to its threads. A block takes 128 consecutive rows (a few cells of
+// one column), as before, but gives them to its threads sorted by where the particle lies across
+// its cell: the x half, then the y eighth (serpentine). A column's z-window is as long as the
+// particle's lateral gaps to it allow, so a warp of particles from one part of the cell walks
+// windows of like lengths and finds like numbers of hits: fewer of its lanes wait on the longest
+// one. (Modelled on the LJ rows: the warps' summed longest windows and hit runs fall to 0.79 of
+// the identity's; a block's rows, and so its L1 footprint, stay the same.) Deterministic: the class,
+// then the warp and lane the row had. Every thread of the block calls it (two barriers); rows past
+// n go last.
+constexpr int kStripBlock = 128;  // the strip build's block (strategies/verlet.py, _build_rows)
+constexpr int kStripClasses = 16;
+template <typename Real>
+__device__ __forceinline__ int strip_row(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell_sorted,
+                                         const int n, const Grid& g, const Box<Real>& box) {
+  __shared__ int s_count[kStripBlock / 32][kStripClasses];
+  __shared__ int s_rows[kStripBlock];
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int k0 = blockIdx.x * kStripBlock + tid;
+  int cls = kStripClasses - 1;
+  if (k0 < n) {
+    const Vec4<Real> p = sorted[k0];
+    const int c = cell_sorted[k0];
+    const int cy = (c / g.nz) % g.ny, cx = c / (g.nz * g.ny);
+    const Real fx = (p.x + Real(0.5) * box.lx) * (Real(g.nx) * box.ilx) - Real(cx);  // across the cell, 0..1
+    const Real fy = (p.y + Real(0.5) * box.ly) * (Real(g.ny) * box.ily) - Real(cy);
+    const int half = fx >= Real(0.5) ? 1 : 0;
+    const int eighth = min(max(static_cast<int>(fy * Real(8)), 0), 7);
+    cls = 8 * half + (half ? 7 - eighth : eighth);
+  }
+  if (lane < kStripClasses) s_count[warp][lane] = 0;
+  __syncwarp();
+  const unsigned int peers = __match_any_sync(0xffffffffu, cls);
+  const int before = __popc(peers & ((1u << lane) - 1u));
+  if (before == 0) s_count[warp][cls] = __popc(peers);
+  __syncthreads();
+  int at = before;
+#pragma unroll
+  for (int q = 0; q < kStripClasses; ++q) {
+#pragma unroll
+    for (int w = 0; w < kStripBlock / 32; ++w) at += (q < cls || (q == cls && w < warp)) ? s_count[w][q] : 0;
+  }
+  s_rows[at] = k0;
+  __syncthreads();
+  return s_rows[tid];
+}
+
+// One thread per row (sorted slot k, strip_row), the full shell's walk (cells.cuh): 9 z-strips of the CSR
 // storage with one image shift per run (per-pair minimum image only with MINIMAGE: a periodic
 // axis of fewer than 3 cells), the particle itself split out of its strip. WINDOW: only the
 // z-window a strip's column can reach (the strips are sorted by z). Hits are appended in strip
@@ -231,7 +277,7 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell
              const int* __restrict__ guard) {
   static_assert(!(WINDOW && MINIMAGE), "z-windows need one image shift per strip");
   if (guard != nullptr && *guard == 0) return;
-  const int k = blockIdx.x * blockDim.x + threadIdx.x;
+  const int k = strip_row(sorted, cell_sorted, n, g, box);
   if (k >= n) return;
   const Vec4<Real> pi = sorted[k];
   const int c = cell_sorted[k];
@@ -666,51 +712,61 @@ __global__ void verlet_banks(int* __restrict__ nbr, const int2* __restrict__ len
 // rows as built 10.55). Row s owns the entries t = (b - s) % 8 + 8 r of group b, the first
 // min(c_b, own_b) of its c_b entries go there in build order; the entries beyond a group's own
 // positions fill the positions left free by the groups with fewer, in group order (a
-// deterministic permutation; those entries share a group with another lane's). A thread per row:
-// the counts per group (8-bit fields of a 64-bit word), then every entry straight to its position
-// in shared memory (an excess entry's free position computed from the counts' prefix sums), then
-// the row's groups stored. Rows longer than `most` (at most 255, and what the shared buffer
-// holds) keep the build's order.
-__device__ __forceinline__ int byte8(unsigned long long x, int b) { return static_cast<int>(x >> (b << 3)) & 0xff; }
+// deterministic permutation; those entries share a group with another lane's gather). A thread
+// per row: counts per group (8-bit fields), the free positions in order, then every entry to its
+// position in shared memory, then the row's groups stored. Rows longer than `most` (at most 255,
+// and what the shared buffer holds) keep the build's order.
+__device__ __forceinline__ int field8(unsigned int lo, unsigned int hi, int b) {
+  return static_cast<int>(((b & 4) ? hi : lo) >> ((b & 3) << 3)) & 0xff;
+}
+__device__ __forceinline__ void add8(unsigned int& lo, unsigned int& hi, int b, int v) {
+  const unsigned int inc = static_cast<unsigned int>(v) << ((b & 3) << 3);
+  if (b & 4) {
+    hi += inc;
+  } else {
+    lo += inc;
+  }
+}
 
 template <int BLOCK>
 __global__ void __launch_bounds__(BLOCK)
 verlet_rotate(int* __restrict__ nbr, const int2* __restrict__ len, const int n, const int most,
               const int* __restrict__ guard) {
   if (guard != nullptr && *guard == 0) return;
-  extern __shared__ unsigned short s_row[];  // this thread's row: entry t at t * BLOCK + tid
+  // this thread's row (entry t at t * BLOCK + tid), then its free positions (x at the same in the
+  // byte array after the rows)
+  extern __shared__ unsigned short s_row[];
+  unsigned char* s_free = reinterpret_cast<unsigned char*>(s_row + most * BLOCK);
   const int s = blockIdx.x * BLOCK + threadIdx.x;
   if (s >= n) return;  // no barrier below: each thread reads and writes its own column
   const int m = __ldg(&len[s].x);
   if (m > most) return;
   int4* __restrict__ rows = reinterpret_cast<int4*>(nbr);
   const int groups = (m + 7) >> 3;
-  unsigned long long count = 0ull;  // entries per bank group
+  unsigned int clo = 0u, chi = 0u;  // entries per bank group
 #pragma unroll 1
   for (int g = 0; g < groups; ++g) {
     const int4 e = rows[static_cast<long long>(g) * n + s];
 #pragma unroll
     for (int v = 0; v < 8; ++v) {
-      if (8 * g + v < m) count += 1ull << (((s + near_of(e, v)) & 7) << 3);
+      if (8 * g + v < m) add8(clo, chi, (s + near_of(e, v)) & 7, 1);
     }
   }
-  // per group b: its own positions, where its excess starts among all excess entries (group
-  // order), where its free positions start and end among all free positions (group order)
-  unsigned long long own = 0ull, ex0 = 0ull, fr0 = 0ull, fr1 = 0ull;
-  int e_acc = 0, f_acc = 0;
+  // per group b: its own positions (olo/ohi) and where its overflow starts among all (elo/ehi);
+  // the free positions, group by group, into s_free
+  unsigned int olo = 0u, ohi = 0u, elo = 0u, ehi = 0u;
+  int e_acc = 0, x = 0;
 #pragma unroll
   for (int b = 0; b < 8; ++b) {
-    const int c = byte8(count, b), base = (b - s) & 7;
-    const int o = m > base ? (m - base + 7) >> 3 : 0;
-    own |= static_cast<unsigned long long>(o) << (8 * b);
-    ex0 |= static_cast<unsigned long long>(e_acc) << (8 * b);
-    fr0 |= static_cast<unsigned long long>(f_acc) << (8 * b);
-    e_acc += max(c - o, 0);
-    f_acc += max(o - c, 0);
-    fr1 |= static_cast<unsigned long long>(f_acc) << (8 * b);
+    const int c = field8(clo, chi, b), base = (b - s) & 7;
+    const int own = m > base ? (m - base + 7) >> 3 : 0;
+    add8(olo, ohi, b, own);
+    add8(elo, ehi, b, e_acc);
+    e_acc += max(c - own, 0);
+#pragma unroll 1
+    for (int t = base + 8 * c; t < m; t += 8) s_free[(x++) * BLOCK + threadIdx.x] = static_cast<unsigned char>(t);
   }
-  unsigned long long rank = 0ull;  // entries of each group placed so far
-  unsigned short* __restrict__ mine = s_row + threadIdx.x;
+  unsigned int rlo = 0u, rhi = 0u;  // entries of each group placed so far
 #pragma unroll 1
   for (int g = 0; g < groups; ++g) {
     const int4 e = rows[static_cast<long long>(g) * n + s];
@@ -719,19 +775,10 @@ verlet_rotate(int* __restrict__ nbr, const int2* __restrict__ len, const int n, 
       if (8 * g + v < m) {
         const int d = near_of(e, v);
         const int b = (s + d) & 7;
-        const int r = byte8(rank, b), o = byte8(own, b);
-        rank += 1ull << (b << 3);
-        int t;
-        if (r < o) {
-          t = ((b - s) & 7) + 8 * r;
-        } else {  // excess entry i takes free position i: group f (the groups whose free positions end at or before i), rank c_f + i - start
-          const int i = byte8(ex0, b) + r - o;
-          int f = 0;
-#pragma unroll
-          for (int k = 0; k < 8; ++k) f += byte8(fr1, k) <= i;
-          t = ((f - s) & 7) + 8 * (byte8(count, f) + i - byte8(fr0, f));
-        }
-        mine[t * BLOCK] = static_cast<unsigned short>(d);
+        const int r = field8(rlo, rhi, b), o = field8(olo, ohi, b);
+        add8(rlo, rhi, b, 1);
+        const int t = r < o ? ((b - s) & 7) + 8 * r : s_free[(field8(elo, ehi, b) + r - o) * BLOCK + threadIdx.x];
+        s_row[t * BLOCK + threadIdx.x] = static_cast<unsigned short>(d);
       }
     }
   }
@@ -739,7 +786,7 @@ verlet_rotate(int* __restrict__ nbr, const int2* __restrict__ len, const int n, 
   for (int g = 0; g < groups; ++g) {
     unsigned int h[8];
 #pragma unroll
-    for (int v = 0; v < 8; ++v) h[v] = 8 * g + v < m ? mine[(8 * g + v) * BLOCK] : 0u;  // padding 0
+    for (int v = 0; v < 8; ++v) h[v] = 8 * g + v < m ? s_row[(8 * g + v) * BLOCK + threadIdx.x] : 0u;  // padding 0
     rows[static_cast<long long>(g) * n + s] = make_int4(static_cast<int>(h[0] | h[1] << 16), static_cast<int>(h[2] | h[3] << 16),
                                                         static_cast<int>(h[4] | h[5] << 16), static_cast<int>(h[6] | h[7] << 16));
   }
