@@ -108,7 +108,10 @@ AUTO_BATCH_ENTRIES = 8
 # per build (172M instructions): amortised per step 0.273 -> 0.297 ms, so off by default; it beats
 # banks=1 in every column. A thread per row, its row and its free positions in 3 bytes per entry of
 # shared memory; rows longer than ROTATE_MOST (8-bit counts) or than ROTATE_SHARED holds keep the
-# build's order.
+# build's order. Rewritten without the table of free positions (twentieth session, commit 92b3cf2:
+# each excess entry's position from the counts' prefix sums in 64-bit words of 8-bit fields, 2 bytes
+# of shared memory an entry) it took 420M instructions against 172M (the fields' variable 64-bit
+# shifts): 578 against 264 us at LJ 1M on the H200 (reports/2026-11-26-h200/, s20-call2). Reverted.
 ROTATE_BLOCK = 64
 ROTATE_MOST = 255
 ROTATE_SHARED = 48 * 1024
@@ -168,6 +171,13 @@ GRID_DTYPE = np.dtype([("nx", np.int32), ("ny", np.int32), ("nz", np.int32), ("p
 # 0.738 against 0.680 ms (256,000: 0.262 against 0.239; uniform 1M: 0.818 against 0.729). The
 # build's locality is worth more than its store instructions: a writer must keep its buffer in
 # registers (or a few bytes of shared memory a thread).
+# Tried and dropped (same session, s20-call3, commit 66fa599): a block's 128 rows handed to its threads
+# sorted by where each particle lies across its cell (x half, then y eighth), so that a warp would
+# walk z-windows of like lengths. A CPU model of the windows and hits promised 0.79 of the warps'
+# longest walks; the build got 20.5 lanes active against 19.3 and 1.4% fewer instructions, but a
+# warp's rows now spread over ~7 cells in z, so its loads touched twice the sectors (13.4 against
+# 6.9 a request; L1 wavefronts 121.7M against 85.8M): 630 against 636 us under ncu, 0.678 against
+# 0.679 ms by events at 1M, 0.243 against 0.238 at 256,000. No gain: reverted.
 # The crowded inputs again (same call, H200, build ms strip / tile; fullest cell of r_list):
 # Gaussian sigma 12 at 64,000 (930) 1.196 / 1.233, at 256,000 (938) 6.233 / 5.996; clump at 24,000
 # (249) 0.287 / 0.339, at 48,000 (429) 0.567 / 0.614; at 1M the strip build won already (s14). The

@@ -216,53 +216,7 @@ __device__ __forceinline__ bool column_neighbour(int cx, int cy, int col, const 
          axis_neighbour<MINIMAGE>(cy, oy, g.ny, g.pmask & 2, box.ly, y, sy);
 }
 
-// The strip build's rows handed to its threads. A block takes 128 consecutive rows (a few cells of
-// one column), as before, but gives them to its threads sorted by where the particle lies across
-// its cell: the x half, then the y eighth (serpentine). A column's z-window is as long as the
-// particle's lateral gaps to it allow, so a warp of particles from one part of the cell walks
-// windows of like lengths and finds like numbers of hits: fewer of its lanes wait on the longest
-// one. (Modelled on the LJ rows: the warps' summed longest windows and hit runs fall to 0.79 of
-// the identity's; a block's rows, and so its L1 footprint, stay the same.) Deterministic: the class,
-// then the warp and lane the row had. Every thread of the block calls it (two barriers); rows past
-// n go last.
-constexpr int kStripBlock = 128;  // the strip build's block (strategies/verlet.py, _build_rows)
-constexpr int kStripClasses = 16;
-template <typename Real>
-__device__ __forceinline__ int strip_row(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell_sorted,
-                                         const int n, const Grid& g, const Box<Real>& box) {
-  __shared__ int s_count[kStripBlock / 32][kStripClasses];
-  __shared__ int s_rows[kStripBlock];
-  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-  const int k0 = blockIdx.x * kStripBlock + tid;
-  int cls = kStripClasses - 1;
-  if (k0 < n) {
-    const Vec4<Real> p = sorted[k0];
-    const int c = cell_sorted[k0];
-    const int cy = (c / g.nz) % g.ny, cx = c / (g.nz * g.ny);
-    const Real fx = (p.x + Real(0.5) * box.lx) * (Real(g.nx) * box.ilx) - Real(cx);  // across the cell, 0..1
-    const Real fy = (p.y + Real(0.5) * box.ly) * (Real(g.ny) * box.ily) - Real(cy);
-    const int half = fx >= Real(0.5) ? 1 : 0;
-    const int eighth = min(max(static_cast<int>(fy * Real(8)), 0), 7);
-    cls = 8 * half + (half ? 7 - eighth : eighth);
-  }
-  if (lane < kStripClasses) s_count[warp][lane] = 0;
-  __syncwarp();
-  const unsigned int peers = __match_any_sync(0xffffffffu, cls);
-  const int before = __popc(peers & ((1u << lane) - 1u));
-  if (before == 0) s_count[warp][cls] = __popc(peers);
-  __syncthreads();
-  int at = before;
-#pragma unroll
-  for (int q = 0; q < kStripClasses; ++q) {
-#pragma unroll
-    for (int w = 0; w < kStripBlock / 32; ++w) at += (q < cls || (q == cls && w < warp)) ? s_count[w][q] : 0;
-  }
-  s_rows[at] = k0;
-  __syncthreads();
-  return s_rows[tid];
-}
-
-// One thread per row (sorted slot k, strip_row), the full shell's walk (cells.cuh): 9 z-strips of the CSR
+// One thread per row (sorted slot k), the full shell's walk (cells.cuh): 9 z-strips of the CSR
 // storage with one image shift per run (per-pair minimum image only with MINIMAGE: a periodic
 // axis of fewer than 3 cells), the particle itself split out of its strip. WINDOW: only the
 // z-window a strip's column can reach (the strips are sorted by z). Hits are appended in strip
@@ -277,7 +231,7 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell
              const int* __restrict__ guard) {
   static_assert(!(WINDOW && MINIMAGE), "z-windows need one image shift per strip");
   if (guard != nullptr && *guard == 0) return;
-  const int k = strip_row(sorted, cell_sorted, n, g, box);
+  const int k = blockIdx.x * blockDim.x + threadIdx.x;
   if (k >= n) return;
   const Vec4<Real> pi = sorted[k];
   const int c = cell_sorted[k];
