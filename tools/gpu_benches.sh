@@ -782,8 +782,8 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s16-$t.
     if [ -d .before ]; then
       (cd .before && export PYTHONPATH=/tmp/site:$PWD HARNESS_COMMIT=before && build_points before)
     fi ;;
-  rotate-s20)  # banks=2's pass rewritten (the free positions computed from the counts' prefix sums, 2 bytes of shared
-    # memory an entry): the pass under ncu in both trees (.before: the session's start), then banks 0 and 2 at LJ 1M
+  rotate-s20)  # banks=2's pass against the tree in .before (twentieth session: the pass without its table of free
+    # positions, 92b3cf2, measured slower and reverted): the pass under ncu in both trees, then banks 0 and 2 at LJ 1M
     # (the three columns, both flavours, OpenMM's step beside them where its wheels travel) and 256,000, and
     # harness md at 1M with each
     mkdir -p "$out/profile" "$out/bench" "$out/md"
