@@ -800,6 +800,21 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s16-$t.
       $PY -m harness md --strategy verlet_thread_padded --launch banks=$b --n large --steps 2000 --sample 500 --quiet \
         --json "$out/md/$name-banks-$b.json" | tail -1
     done ;;
+  groups-s20)  # one near-group loop for both force kernels (near_groups): both Verlet strategies at LJ 1M in both
+    # flavours in this tree (OpenMM's step beside them) and in .before, the rows of two's force kernels under ncu in
+    # both trees, and OpenMM's kernels under ncu in the same call
+    mkdir -p "$out/profile" "$out/bench"
+    peers=(); $PY -c "import openmm" 2>/dev/null && peers=(--peers openmm)
+    $PY -m harness bench --strategies verlet_thread_padded,verlet_thread_pairrows --scenario lj_liquid --n large \
+      --outputs forces,all "${peers[@]}" --name $name-after "${common[@]}"
+    VS=verlet_thread_pairrows ncu_points s20-groups-after force:forces: force:all:
+    if [ -d .before ]; then
+      (cd .before && export PYTHONPATH=/tmp/site:$PWD HARNESS_COMMIT=before &&
+       $PY -m harness bench --strategies verlet_thread_padded,verlet_thread_pairrows --scenario lj_liquid --n large \
+         --outputs forces,all --name $name-before "${common[@]}" &&
+       VS=verlet_thread_pairrows ncu_points s20-groups-before force:forces: force:all:)
+    fi
+    [ ${#peers[@]} -gt 0 ] && $PY -m harness profile --peer openmm --scenario lj_liquid --n large --out "$out/profile" ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;

@@ -803,6 +803,52 @@ __device__ __forceinline__ void near_entries(const int* __restrict__ nbr, int n,
   }
 }
 
+// A row's near entries taken by whole groups (verlet_force without ENTRIES, verlet_force_pairs):
+// lane t of the row's TPP takes groups t, t + TPP, ..., G at a time through a pointer (no 64-bit
+// index product per group), each group's entries loaded an iteration ahead so that their latency
+// hides behind the pairs of the groups before; then the row's partial last group, padded with 0
+// (the row itself) and masked, on the lane it falls to. rows: the storage, `stride` rows per
+// group; row: this row's index in it; m: its near entries. pair(q, valid) adds one candidate.
+template <int TPP, int G, class Near, class Pair>
+__device__ __forceinline__ void near_groups(const int4* __restrict__ rows, int stride, int row, int lane, int m,
+                                            const Near& near, Pair& pair) {
+  const long long step = static_cast<long long>(TPP) * stride;
+  const int full = m >> 3;
+  const int4* __restrict__ p = rows + static_cast<long long>(lane) * stride + row;
+  int4 e[G];
+#pragma unroll
+  for (int u = 0; u < G; ++u) e[u] = lane + u * TPP < full ? __ldg(p + u * step) : make_int4(0, 0, 0, 0);
+  int g = lane;
+#pragma unroll 1
+  for (; g + (G - 1) * TPP < full; g += G * TPP) {
+    decltype(near[0]) q[8 * G];
+#pragma unroll
+    for (int v = 0; v < 8 * G; ++v) q[v] = near[near_of(e[v / 8], v % 8)];
+    p += G * step;
+#pragma unroll
+    for (int u = 0; u < G; ++u) e[u] = g + (G + u) * TPP < full ? __ldg(p + u * step) : make_int4(0, 0, 0, 0);
+#pragma unroll
+    for (int v = 0; v < 8 * G; ++v) pair(q[v], true);
+  }
+  if constexpr (G > 1) {
+    if (g < full) {  // one whole group left for this lane, loaded in e[0]
+      decltype(near[0]) q[8];
+#pragma unroll
+      for (int v = 0; v < 8; ++v) q[v] = near[near_of(e[0], v)];
+#pragma unroll
+      for (int v = 0; v < 8; ++v) pair(q[v], true);
+    }
+  }
+  if ((m & 7) && lane == full % TPP) {  // the last group, part padding (masked)
+    const int4 el = __ldg(rows + static_cast<long long>(full) * stride + row);
+    decltype(near[0]) q[8];
+#pragma unroll
+    for (int v = 0; v < 8; ++v) q[v] = near[near_of(el, v)];
+#pragma unroll
+    for (int v = 0; v < 8; ++v) pair(q[v], v < (m & 7));
+  }
+}
+
 // LAYOUT (layout.cuh): how the positions (cur: sorted order) lie: kAoS4 the plan's Vec4 array;
 // kAoS3, kSoA a copy made at the start of the force phase, `stride` elements per array in kSoA.
 // BATCH: near entries a thread gathers (whole groups of 8) before it computes their pairs
@@ -856,7 +902,6 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
   if (row) {
     const Vec4<Real> pi = pos[s];
     const int2 m = __ldg(len + s);  // (near, far) entries
-    const long long step = static_cast<long long>(TPP) * n;
     const int4* __restrict__ rows = reinterpret_cast<const int4*>(nbr);
     const Positions<Real, LAYOUT> near = pos.from(s);  // near entries are slots relative to s
     auto pair = [&](const Vec4<Real>& pj, bool valid) {  // valid: not the last group's padding
@@ -864,47 +909,12 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
       const Real r2 = entry_separation<false, FMA>(pi, pj, box, dx, dy, dz);
       acc.template add_where<!ROW_VIRIAL>(f, dx, dy, dz, r2, f.inside(r2) && valid);
     };
-    // the whole near groups g = lane, lane + TPP, ..., G at a time, by a pointer (no 64-bit index
-    // product per group): raw differences. Each group's entries are loaded an iteration ahead,
-    // so that their latency hides behind the pairs of the groups before.
-    const int full = m.x >> 3;
+    // the near entries (raw differences), by entries or by whole groups
     if constexpr (ENTRIES) {
       near_entries<TPP, BATCH>(nbr, n, s, lane, m.x, near, pair);
     } else {
-    const int4* __restrict__ p = rows + static_cast<long long>(lane) * n + s;
-    int4 e[G];
-#pragma unroll
-    for (int u = 0; u < G; ++u) e[u] = lane + u * TPP < full ? __ldg(p + u * step) : make_int4(0, 0, 0, 0);
-    int g = lane;
-#pragma unroll 1
-    for (; g + (G - 1) * TPP < full; g += G * TPP) {
-      Vec4<Real> q[8 * G];
-#pragma unroll
-      for (int v = 0; v < 8 * G; ++v) q[v] = near[near_of(e[v / 8], v % 8)];
-      p += G * step;
-#pragma unroll
-      for (int u = 0; u < G; ++u) e[u] = g + (G + u) * TPP < full ? __ldg(p + u * step) : make_int4(0, 0, 0, 0);
-#pragma unroll
-      for (int v = 0; v < 8 * G; ++v) pair(q[v], true);
+      near_groups<TPP, G>(rows, n, s, lane, m.x, near, pair);
     }
-    if constexpr (G > 1) {
-      if (g < full) {  // one whole group left for this lane, loaded in e[0]
-        Vec4<Real> q[8];
-#pragma unroll
-        for (int v = 0; v < 8; ++v) q[v] = near[near_of(e[0], v)];
-#pragma unroll
-        for (int v = 0; v < 8; ++v) pair(q[v], true);
-      }
-    }
-    if ((m.x & 7) && lane == full % TPP) {  // the last group, part padding (masked)
-      const int4 el = __ldg(rows + static_cast<long long>(full) * n + s);
-      Vec4<Real> q[8];
-#pragma unroll
-      for (int v = 0; v < 8; ++v) q[v] = near[near_of(el, v)];
-#pragma unroll
-      for (int v = 0; v < 8; ++v) pair(q[v], v < (m.x & 7));
-    }
-    }  // ENTRIES
     if constexpr (ROW_VIRIAL) acc.row_virial(pi.x, pi.y, pi.z);  // before the far entries add their forces
     // the far groups, from the back of the row: the minimum image on a periodic box (an entry
     // that is far only in slot takes it too, and keeps its separation: |d| < L / 2)
@@ -1138,42 +1148,7 @@ verlet_force_pairs(const Real* __restrict__ pos_data, const int stride, const in
       acc0.template add_where<!ROW_VIRIAL>(f, dx, dy, dz, r2, f.inside(r2));
       acc1.template add_where<!ROW_VIRIAL>(f, -dx, -dy, -dz, r2, f.inside(r2));
     }
-    const int full = m.x >> 3;
-    const int4* __restrict__ p = rows + r;
-    int4 e[G];
-#pragma unroll
-    for (int u = 0; u < G; ++u) e[u] = u < full ? __ldg(p + static_cast<long long>(u) * rows_max) : make_int4(0, 0, 0, 0);
-    int g = 0;
-#pragma unroll 1
-    for (; g + G - 1 < full; g += G) {
-      Vec4<Real> q[8 * G];
-#pragma unroll
-      for (int v = 0; v < 8 * G; ++v) q[v] = near[near_of(e[v / 8], v % 8)];
-      p += static_cast<long long>(G) * rows_max;
-#pragma unroll
-      for (int u = 0; u < G; ++u) {
-        e[u] = g + G + u < full ? __ldg(p + static_cast<long long>(u) * rows_max) : make_int4(0, 0, 0, 0);
-      }
-#pragma unroll
-      for (int v = 0; v < 8 * G; ++v) pair(q[v], true);
-    }
-    if constexpr (G > 1) {
-      if (g < full) {  // one whole group left, loaded in e[0]
-        Vec4<Real> q[8];
-#pragma unroll
-        for (int v = 0; v < 8; ++v) q[v] = near[near_of(e[0], v)];
-#pragma unroll
-        for (int v = 0; v < 8; ++v) pair(q[v], true);
-      }
-    }
-    if (m.x & 7) {  // the last group, part padding (masked)
-      const int4 el = __ldg(rows + static_cast<long long>(full) * rows_max + r);
-      Vec4<Real> q[8];
-#pragma unroll
-      for (int v = 0; v < 8; ++v) q[v] = near[near_of(el, v)];
-#pragma unroll
-      for (int v = 0; v < 8; ++v) pair(q[v], v < (m.x & 7));
-    }
+    near_groups<1, G>(rows, rows_max, r, 0, m.x, near, pair);
     if constexpr (ROW_VIRIAL) {
       acc0.row_virial(pi0.x, pi0.y, pi0.z);
       acc1.row_virial(pi1.x, pi1.y, pi1.z);  // zero force for a row of one
