@@ -32,6 +32,9 @@ SCAN_TILE = 256 * 4  # kScanTile in binning.cu
 METHODS = ("small", "counting", "radix")
 
 
+SORTED_PAD = 3
+
+
 class Binning:
     def __init__(self, cp, real_t: str, n: int, dims, pos, box, grid_struct, inv_side, write_pos: bool,
                  method: str | None = None):
@@ -54,7 +57,9 @@ class Binning:
         self.tickets = cp.zeros(2, np.uint32)
         self.keys = cp.empty(m, np.uint64)
         self.zkey = cp.empty(m, np.float32)
-        self.sorted = cp.empty((m, 4), pos.dtype) if write_pos else None
+        # SORTED_PAD slots beyond the particles (zeros): the Verlet builds load candidates four at a
+        # time and read up to three past a round's last (their bits cleared; kernels/verlet.cu)
+        self.sorted = cp.zeros((m + SORTED_PAD, 4), pos.dtype) if write_pos else None
         wp = "true" if write_pos else "false"
         self.k = {"bin_count": kernel("binning.cu", f"bin_count<{real_t}>"),
                   "scan": kernel("binning.cu", "scan_counts"),

@@ -759,15 +759,16 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s16-$t.
       $PY -m harness bench --strategies verlet_thread_padded --scenario ${spec%%:*} --n ${spec#*:} --outputs forces \
         --amortised 0 --sweep build=strip:tile:auto --name $name-crowded-${spec%%:*}-${spec#*:} "${common[@]}"
     done ;;
-  stage-s20)  # a build change against the tree in .before, in one call (twentieth session: the strip build's hits
-    # staged in shared memory, cf0c996, measured slower and reverted): the build under ncu in both trees at LJ 1M; the
+  stage-s20|stage-s21)  # a build change against the tree in .before, in one call (twentieth session: the strip
+    # build's hits staged in shared memory, cf0c996, measured slower and reverted; twenty-first: the strip build's hit
+    # bits shifted in and its hits stored two at a time): the build under ncu in both trees at LJ 1M; the
     # three columns at 1M in both flavours (OpenMM's step beside the current tree's: --peers openmm where its wheels
     # travel); the build at 256,000 and 32,000 and on the uniform input at 1M; harness md at 1M (2,000 steps)
     mkdir -p "$out/profile" "$out/bench" "$out/md"
     build_points() {  # TAG [PEERS...]: the points for the tree in the working directory, named TAG
       local tag=$1
       shift
-      ncu_points s20-$tag build:forces: &&
+      ncu_points ${name#stage-}-$tag build:forces: &&
       $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large --outputs forces,all \
         "$@" --name $name-$tag-large "${common[@]}" &&
       $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 256000,32000 --outputs forces \

@@ -148,6 +148,31 @@ struct RowWriter {
       push(d0 + t);
     }
   }
+  // the same from the round's bits taken most significant first (bit 31 - t: partner d0 + t), two
+  // hits a step where the row's length is even: the buffer then moves by one whole word (two 16-bit
+  // entries shifted in together), and the test and the store for a full group are paid per two hits.
+  // The same entries in the same order as push_round.
+  __device__ __forceinline__ void push_round_msb(unsigned int bits, int d0) {
+    const int top = d0 + 31;  // the partner of bit b: top - b (b = 31 - __clz: one FLO)
+    if ((a & 1) && bits) {  // the row's length odd: one hit alone first
+      const int b = 31 - __clz(bits);
+      bits ^= 1u << b;
+      push(top - b);
+    }
+    while (bits & (bits - 1u)) {  // two hits or more left
+      const int b0 = 31 - __clz(bits);
+      bits ^= 1u << b0;
+      const int b1 = 31 - __clz(bits);
+      bits ^= 1u << b1;
+      buf = make_int4(buf.y, buf.z, buf.w, __byte_perm(top - b0, top - b1, 0x5410));
+      a += 2;
+      if ((a & 7) == 0) {
+        *next = buf;
+        next += n;
+      }
+    }
+    if (bits) push(top - (31 - __clz(bits)));
+  }
   __device__ __forceinline__ void far(int q) { nbr[far_at(top - 1 - b++, s, n)] = q; }
   __device__ __forceinline__ void add(int q, bool img) {
     if (far_entry(q, s, img)) {
@@ -203,6 +228,15 @@ __device__ __forceinline__ Real entry_separation(const Vec4<Real>& pi, const Vec
     return dx * dx + dy * dy + dz * dz;
   }
 }
+
+// 1 where r2 < rl2, else 0: for a float r2 that is a sum of squares (as bits a non-negative integer:
+// +0, a positive number, +inf, or the GPU's canonical NaN 0x7fffffff, all ordered as their floats
+// against a finite rl2 >= 0), the sign of the integer difference of the bits: one integer add and a
+// shift where a compare, a select and a shift would take three. double: the compare.
+__device__ __forceinline__ unsigned int below(float r2, float rl2) {
+  return static_cast<unsigned int>(__float_as_int(r2) - __float_as_int(rl2)) >> 31;
+}
+__device__ __forceinline__ unsigned int below(double r2, double rl2) { return r2 < rl2 ? 1u : 0u; }
 
 // Column col (0..8: x offset col / 3 - 1, y offset col % 3 - 1) of the 3 x 3 columns around
 // column (cx, cy), the order every build walks them in: its offsets, coordinates and image shifts;
@@ -276,23 +310,47 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell
         for (int q0 = lo; q0 < hi; q0 += 32) {
           const int end = min(hi, q0 + 32);
           unsigned int bits = 0u, ibits = 0u;
+          if constexpr (MINIMAGE) {
 #pragma unroll 4
-          for (int q = q0; q < end; ++q) {
-            const Vec4<Real> pj = sorted[q];
-            Real dx, dy, dz;
-            const bool hit = separation<MINIMAGE>(p, pj, box, dx, dy, dz) < rlist2;
-            bits |= static_cast<unsigned int>(hit) << (q - q0);
-            if constexpr (MINIMAGE) ibits |= static_cast<unsigned int>(hit && crosses(pi, pj, box)) << (q - q0);
+            for (int q = q0; q < end; ++q) {
+              const Vec4<Real> pj = sorted[q];
+              Real dx, dy, dz;
+              const bool hit = separation<MINIMAGE>(p, pj, box, dx, dy, dz) < rlist2;
+              bits |= static_cast<unsigned int>(hit) << (q - q0);
+              ibits |= static_cast<unsigned int>(hit && crosses(pi, pj, box)) << (q - q0);
+            }
+          } else {
+            // shifted in from the bottom (candidate q - q0 at bit end - 1 - q), then aligned to the top:
+            // a hit costs its test and one shift-add, not a variable shift of its own
+            // four candidates a step and no remainder loop: the last step reads up to three slots past the
+            // round (the binning pads `sorted` for them: strategies/binning.py, SORTED_PAD), their
+            // bits cleared below
+            const int len = end - q0;
+            const Vec4<Real>* __restrict__ src = sorted + q0;
+#pragma unroll 1
+            for (int u0 = 0; u0 < len; u0 += 4) {
+              Vec4<Real> pj[4];
+#pragma unroll
+              for (int u = 0; u < 4; ++u) pj[u] = src[u0 + u];
+#pragma unroll
+              for (int u = 0; u < 4; ++u) {
+                Real dx, dy, dz;
+                bits = (bits << 1) | below(separation<false>(p, pj[u], box, dx, dy, dz), rlist2);
+              }
+            }
+            bits <<= 32 - ((len + 3) & ~3);  // candidate q at bit 31 - (q - q0)
+            bits &= 0xffffffffu << (32 - len);
           }
           // the common case: every hit of the round a near entry (no image, |q - k| within 16 bits for
           // the whole round) and room for all of them, so that a hit takes no test of its own; it
           // leaves no bits for the general loop below
           const int hits = __popc(bits);
           if (!MINIMAGE && !run_img && count + hits <= cap && q0 - k >= -kNear && end - 1 - k <= kNear) {
-            row.push_round(bits, q0 - k);
+            row.push_round_msb(bits, q0 - k);
             bits = 0u;
             count += hits;
           }
+          if constexpr (!MINIMAGE) bits = __brev(bits);  // bit t: candidate q0 + t again
           while (bits) {
             const int t = __ffs(bits) - 1;
             bits &= bits - 1u;
@@ -1054,21 +1112,22 @@ __global__ void verlet_build_pairs(const Vec4<Real>* __restrict__ sorted, const 
 #pragma unroll 1
         for (int k0 = lo; k0 < hi; k0 += 32) {
           const int end = min(hi, k0 + 32);
-          unsigned int bits = 0u;
+          unsigned int bits = 0u;  // as in verlet_build: shifted in from the bottom, then aligned to the top
 #pragma unroll 4
           for (int q = k0; q < end; ++q) {
             const Vec4<Real> pj = sorted[q];
             Real dx, dy, dz;
-            const bool hit = separation<MINIMAGE>(q0, pj, box, dx, dy, dz) < rlist2 ||
-                             separation<MINIMAGE>(q1, pj, box, dx, dy, dz) < rlist2;
-            bits |= static_cast<unsigned int>(hit) << (q - k0);
+            bits = (bits << 1) | below(separation<MINIMAGE>(q0, pj, box, dx, dy, dz), rlist2) |
+                   below(separation<MINIMAGE>(q1, pj, box, dx, dy, dz), rlist2);
           }
+          bits <<= 32 - (end - k0);  // candidate q at bit 31 - (q - k0)
           const int hits = __popc(bits);
           if (!MINIMAGE && !run_img && count + hits <= cap && k0 - a >= -kNearRows && end - 1 - a <= kNearRows) {
-            row.push_round(bits, k0 - a);  // every hit near (no image, rows within kNearRows), and room
+            row.push_round_msb(bits, k0 - a);  // every hit near (no image, rows within kNearRows), and room
             bits = 0u;
             count += hits;
           }
+          bits = __brev(bits);  // bit t: candidate k0 + t
           while (bits) {
             const int t = __ffs(bits) - 1;
             bits &= bits - 1u;
