@@ -299,64 +299,63 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell
       if constexpr (WINDOW) {
         bisect_z_window(sorted, rb, re, p.z - w, p.z + w, first, last);
       }
+      // 32 candidates at a time: their hits as bits, then stored in slot order. The store
+      // (the divergent part: ~3 in 10 candidates hit, so some lane almost always does) runs
+      // once per hit of the lane, not once per candidate of the warp. The particle itself (r2 = 0)
+      // is taken out of its round's bits: the run is not split at k (a second pass of rounds).
 #pragma unroll 1
-      for (int part = 0; part < 2; ++part) {  // the run split at k
-        const int lo = part ? max(first, k + 1) : first;
-        const int hi = part ? last : min(last, k);
-        // 32 candidates at a time: their hits as bits, then stored in slot order. The store
-        // (the divergent part: ~3 in 10 candidates hit, so some lane almost always does) runs
-        // once per hit of the lane, not once per candidate of the warp.
-#pragma unroll 1
-        for (int q0 = lo; q0 < hi; q0 += 32) {
-          const int end = min(hi, q0 + 32);
-          unsigned int bits = 0u, ibits = 0u;
-          if constexpr (MINIMAGE) {
+      for (int q0 = first; q0 < last; q0 += 32) {
+        const int end = min(last, q0 + 32);
+        const bool self = static_cast<unsigned int>(k - q0) < static_cast<unsigned int>(end - q0);
+        unsigned int bits = 0u, ibits = 0u;
+        if constexpr (MINIMAGE) {
 #pragma unroll 4
-            for (int q = q0; q < end; ++q) {
-              const Vec4<Real> pj = sorted[q];
-              Real dx, dy, dz;
-              const bool hit = separation<MINIMAGE>(p, pj, box, dx, dy, dz) < rlist2;
-              bits |= static_cast<unsigned int>(hit) << (q - q0);
-              ibits |= static_cast<unsigned int>(hit && crosses(pi, pj, box)) << (q - q0);
-            }
-          } else {
-            // shifted in from the bottom (candidate q - q0 at bit end - 1 - q), then aligned to the top:
-            // a hit costs its test and one shift-add, not a variable shift of its own
-            // four candidates a step and no remainder loop: the last step reads up to three slots past the
-            // round (the binning pads `sorted` for them: strategies/binning.py, SORTED_PAD), their
-            // bits cleared below
-            const int len = end - q0;
-            const Vec4<Real>* __restrict__ src = sorted + q0;
+          for (int q = q0; q < end; ++q) {
+            const Vec4<Real> pj = sorted[q];
+            Real dx, dy, dz;
+            const bool hit = separation<MINIMAGE>(p, pj, box, dx, dy, dz) < rlist2;
+            bits |= static_cast<unsigned int>(hit) << (q - q0);
+            ibits |= static_cast<unsigned int>(hit && crosses(pi, pj, box)) << (q - q0);
+          }
+          if (self) bits &= ~(1u << (k - q0));
+        } else {
+          // shifted in from the bottom (candidate q - q0 at bit end - 1 - q), then aligned to the top:
+          // a hit costs its test and one shift-add, not a variable shift of its own
+          // four candidates a step and no remainder loop: the last step reads up to three slots past the
+          // round (the binning pads `sorted` for them: strategies/binning.py, SORTED_PAD), their
+          // bits cleared below
+          const int len = end - q0;
+          const Vec4<Real>* __restrict__ src = sorted + q0;
 #pragma unroll 1
-            for (int u0 = 0; u0 < len; u0 += 4) {
-              Vec4<Real> pj[4];
+          for (int u0 = 0; u0 < len; u0 += 4) {
+            Vec4<Real> pj[4];
 #pragma unroll
-              for (int u = 0; u < 4; ++u) pj[u] = src[u0 + u];
+            for (int u = 0; u < 4; ++u) pj[u] = src[u0 + u];
 #pragma unroll
-              for (int u = 0; u < 4; ++u) {
-                Real dx, dy, dz;
-                bits = (bits << 1) | below(separation<false>(p, pj[u], box, dx, dy, dz), rlist2);
-              }
+            for (int u = 0; u < 4; ++u) {
+              Real dx, dy, dz;
+              bits = (bits << 1) | below(separation<false>(p, pj[u], box, dx, dy, dz), rlist2);
             }
-            bits <<= 32 - ((len + 3) & ~3);  // candidate q at bit 31 - (q - q0)
-            bits &= 0xffffffffu << (32 - len);
           }
-          // the common case: every hit of the round a near entry (no image, |q - k| within 16 bits for
-          // the whole round) and room for all of them, so that a hit takes no test of its own; it
-          // leaves no bits for the general loop below
-          const int hits = __popc(bits);
-          if (!MINIMAGE && !run_img && count + hits <= cap && q0 - k >= -kNear && end - 1 - k <= kNear) {
-            row.push_round_msb(bits, q0 - k);
-            bits = 0u;
-            count += hits;
-          }
-          if constexpr (!MINIMAGE) bits = __brev(bits);  // bit t: candidate q0 + t again
-          while (bits) {
-            const int t = __ffs(bits) - 1;
-            bits &= bits - 1u;
-            if (count < cap) row.add(q0 + t, MINIMAGE ? ((ibits >> t) & 1u) != 0u : run_img);
-            ++count;
-          }
+          bits <<= 32 - ((len + 3) & ~3);  // candidate q at bit 31 - (q - q0)
+          bits &= 0xffffffffu << (32 - len);
+          if (self) bits &= ~(0x80000000u >> (k - q0));
+        }
+        // the common case: every hit of the round a near entry (no image, |q - k| within 16 bits for
+        // the whole round) and room for all of them, so that a hit takes no test of its own; it
+        // leaves no bits for the general loop below
+        const int hits = __popc(bits);
+        if (!MINIMAGE && !run_img && count + hits <= cap && q0 - k >= -kNear && end - 1 - k <= kNear) {
+          row.push_round_msb(bits, q0 - k);
+          bits = 0u;
+          count += hits;
+        }
+        if constexpr (!MINIMAGE) bits = __brev(bits);  // bit t: candidate q0 + t again
+        while (bits) {
+          const int t = __ffs(bits) - 1;
+          bits &= bits - 1u;
+          if (count < cap) row.add(q0 + t, MINIMAGE ? ((ibits >> t) & 1u) != 0u : run_img);
+          ++count;
         }
       }
     };
