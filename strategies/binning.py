@@ -32,7 +32,7 @@ SCAN_TILE = 256 * 4  # kScanTile in binning.cu
 METHODS = ("small", "counting", "radix")
 
 
-SORTED_PAD = 3
+SORTED_PAD = 7
 
 
 class Binning:
@@ -57,8 +57,8 @@ class Binning:
         self.tickets = cp.zeros(2, np.uint32)
         self.keys = cp.empty(m, np.uint64)
         self.zkey = cp.empty(m, np.float32)
-        # SORTED_PAD slots beyond the particles (zeros): the Verlet builds load candidates four at a
-        # time and read up to three past a round's last (their bits cleared; kernels/verlet.cu)
+        # SORTED_PAD slots beyond the particles (zeros): the strip build loads candidates eight at a
+        # time and reads up to seven past a round's last (their bits cleared; kernels/verlet.cu)
         self.sorted = cp.zeros((m + SORTED_PAD, 4), pos.dtype) if write_pos else None
         wp = "true" if write_pos else "false"
         self.k = {"bin_count": kernel("binning.cu", f"bin_count<{real_t}>"),
