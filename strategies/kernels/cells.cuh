@@ -276,31 +276,26 @@ __device__ __forceinline__ int bisect_z(const P& pos, int b, int e, Real z) {
 }
 
 // Both ends of the window [lo, hi] of a z-sorted run [b, e) at once: first = bisect_z<false>(lo),
-// last = bisect_z<true>(hi) (lo <= hi: in a run sorted by z the second search over [b, e) ends
-// where the same search over [first, e) would). The two searches' loads are independent and
-// issued together, so a window costs the latency of one chain of dependent loads, not two.
+// last = bisect_z<true>(hi), as two branch-free searches (Khuong and Morin's lower bound: `base`
+// moves by `half` where the element at base + half is below, the count halves either way) that
+// share their counts: one loop of ceil(log2(e - b)) steps, each a load, a compare and a select per
+// end, and no test of whether a search has ended. The two searches' loads are independent and
+// issued together, so a window costs the latency of one chain of dependent loads, not two. The
+// same indices as the two bisections (z sorted, none NaN).
 template <class P, typename Real>
 __device__ __forceinline__ void bisect_z_window(const P& pos, int b, int e, Real lo, Real hi, int& first, int& last) {
-  int b1 = b, e1 = e;
-  while (b < e || b1 < e1) {
-    const int mid = (b + e) >> 1, mid1 = (b1 + e1) >> 1;
-    const Real zm = b < e ? z_at(pos, mid) : Real(0);
-    const Real zm1 = b1 < e1 ? z_at(pos, mid1) : Real(0);
-    if (b < e) {
-      if (zm < lo) {
-        b = mid + 1;
-      } else {
-        e = mid;
-      }
-    }
-    if (b1 < e1) {
-      if (!(zm1 > hi)) {
-        b1 = mid1 + 1;
-      } else {
-        e1 = mid1;
-      }
-    }
+  if (b >= e) {
+    first = last = b;
+    return;
   }
-  first = b;
-  last = b1;
+  int bf = b, bl = b, len = e - b;
+  while (len > 1) {
+    const int half = len >> 1;
+    const Real zf = z_at(pos, bf + half), zl = z_at(pos, bl + half);
+    bf = zf < lo ? bf + half : bf;
+    bl = !(zl > hi) ? bl + half : bl;
+    len -= half;
+  }
+  first = bf + (z_at(pos, bf) < lo ? 1 : 0);
+  last = bl + (!(z_at(pos, bl) > hi) ? 1 : 0);
 }
