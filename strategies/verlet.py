@@ -183,6 +183,22 @@ GRID_DTYPE = np.dtype([("nx", np.int32), ("ny", np.int32), ("nz", np.int32), ("p
 # (249) 0.287 / 0.339, at 48,000 (429) 0.567 / 0.614; at 1M the strip build won already (s14). The
 # tile build wins one of the four, by 4%, and loses the clump by 8-15%: 'auto' takes the strip
 # build on crowded inputs; the tile build stays a choice.
+# Kept (twenty-first session, H200, reports/2026-11-26-h200/, s21-call1 to -call5): the strip build's
+# instructions cut where ncu's per-instruction counts put them (s21-call1: the candidate loop 32%
+# of 485M, the hits' stores 24%, the windows' bisection 12%), the rows unchanged:
+# - a candidate's hit bit shifted in from the bottom (kernels/verlet.cu, below(): an integer add and
+#   a funnel shift on the bits of r2, where the compare, select and variable shift took three and a
+#   half), eight candidates a step with no remainder loop (the binning pads `sorted` by 7 slots);
+# - a round's hits stored two a step (RowWriter::push_round_msb), the row's length made even once
+#   per round by a single hit first, so that a group always completes on the second of two (the
+#   eighteenth session's pairs, above, paid that branch on every step);
+# - the particle itself taken out of its round's bits instead of each run split in two passes;
+# - both window searches branch-free with shared counts (cells.cuh, bisect_z_window: 16 SASS
+#   instructions a step against 31).
+# LJ 1M (s21-call5, against 5e1c55c in the same call): 378M instructions against 485M, 479 against
+# 625 us under ncu (issue 82%, 56 registers against 63), build 0.529 against 0.679 ms by events;
+# amortised per step 0.2407 against 0.2600 (forces), `harness md` 0.2711 against 0.2905 ms a step;
+# 256,000 0.197 against 0.239; uniform 1M 0.579 against 0.726. The crowded inputs were not re-timed.
 WARP_ROWS_PER_SM = 128
 CELL_BUILD_MAX = 96_000
 CELL_BUILD_FULLEST = 64
