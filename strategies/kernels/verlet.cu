@@ -140,18 +140,9 @@ struct RowWriter {
       next += n;
     }
   }
-  // a build round's hits (bit t: partner d0 + t), all near, in order
-  __device__ __forceinline__ void push_round(unsigned int bits, int d0) {
-    while (bits) {
-      const int t = __ffs(bits) - 1;
-      bits &= bits - 1u;
-      push(d0 + t);
-    }
-  }
-  // the same from the round's bits taken most significant first (bit 31 - t: partner d0 + t), two
-  // hits a step where the row's length is even: the buffer then moves by one whole word (two 16-bit
-  // entries shifted in together), and the test and the store for a full group are paid per two hits.
-  // The same entries in the same order as push_round.
+  // a build round's hits, all near, in order: bit 31 - t of `bits` for partner d0 + t. Two hits a
+  // step once the row's length is even: the buffer then moves by one whole word (two 16-bit entries
+  // shifted in together), and the test and the store of a full group are paid once per two hits.
   __device__ __forceinline__ void push_round_msb(unsigned int bits, int d0) {
     const int top = d0 + 31;  // the partner of bit b: top - b (b = 31 - __clz: one FLO)
     if ((a & 1) && bits) {  // the row's length odd: one hit alone first
@@ -319,11 +310,11 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell
           }
           if (self) bits &= ~(1u << (k - q0));
         } else {
-          // shifted in from the bottom (candidate q - q0 at bit end - 1 - q), then aligned to the top:
-          // a hit costs its test and one shift-add, not a variable shift of its own
-          // eight candidates a step and no remainder loop: the last step reads up to seven slots past
+          // Each candidate's bit shifted in from the bottom, then the mask aligned to the top (candidate
+          // q at bit 31 - (q - q0)): a candidate costs its test and one shift-add, not a variable shift.
+          // Eight candidates a step and no remainder loop: the last step reads up to seven slots past
           // the round (the binning pads `sorted` for them: strategies/binning.py, SORTED_PAD), their
-          // bits cleared below. Measured under ncu (H200, LJ 1M): 496 us against 505 with four a step
+          // bits cleared below. Measured under ncu (H200, LJ 1M): 496 us against 505 with four a step.
           const int len = end - q0;
           const Vec4<Real>* __restrict__ src = sorted + q0;
 #pragma unroll 1
