@@ -783,6 +783,19 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s16-$t.
     if [ -d .before ]; then
       (cd .before && export PYTHONPATH=/tmp/site:$PWD HARNESS_COMMIT=before && build_points before)
     fi ;;
+  pairs-s21)  # the rows of two's build after the twenty-first session's changes to the strip build (bit shift-in, two-hit
+    # stores, branch-free windows), against the tree in .before: its build under ncu and its three columns at LJ 1M, both
+    # trees in one call
+    mkdir -p "$out/profile" "$out/bench"
+    VS=verlet_thread_pairrows ncu_points s21-pairs-after build:forces:
+    $PY -m harness bench --strategies verlet_thread_pairrows --scenario lj_liquid --n large --outputs forces \
+      --name $name-after "${common[@]}"
+    if [ -d .before ]; then
+      (cd .before && export PYTHONPATH=/tmp/site:$PWD HARNESS_COMMIT=before &&
+       VS=verlet_thread_pairrows ncu_points s21-pairs-before build:forces: &&
+       $PY -m harness bench --strategies verlet_thread_pairrows --scenario lj_liquid --n large --outputs forces \
+         --name $name-before "${common[@]}")
+    fi ;;
   rotate-s20)  # banks=2's pass against the tree in .before (twentieth session: the pass without its table of free
     # positions, 92b3cf2, measured slower and reverted): the pass under ncu in both trees, then banks 0 and 2 at LJ 1M
     # (the three columns, both flavours, OpenMM's step beside them where its wheels travel) and 256,000, and
