@@ -199,6 +199,8 @@ GRID_DTYPE = np.dtype([("nx", np.int32), ("ny", np.int32), ("nz", np.int32), ("p
 # 625 us under ncu (issue 82%, 56 registers against 63), build 0.529 against 0.679 ms by events;
 # amortised per step 0.2407 against 0.2600 (forces), `harness md` 0.2711 against 0.2905 ms a step;
 # 256,000 0.197 against 0.239; uniform 1M 0.579 against 0.726. The crowded inputs were not re-timed.
+# The rows of two's build took the bit shift-in, the two-hit stores and the window searches (not the
+# eight-a-step loop or the masked self): 0.590 against 0.663 ms at LJ 1M (s21-call7).
 WARP_ROWS_PER_SM = 128
 CELL_BUILD_MAX = 96_000
 CELL_BUILD_FULLEST = 64
