@@ -1,4 +1,5 @@
-"""The device-call helpers in tools/: the bench table and the ncu metrics a call's log ends with."""
+"""The device-call helpers in tools/: the bench table, the ncu metrics a call's log ends with, and the
+per-instruction summary of ncu's source page."""
 import json
 import subprocess
 import sys
@@ -9,6 +10,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 import bench_table  # noqa: E402
 import ncu_metrics  # noqa: E402
+import ncu_source  # noqa: E402
 
 
 def _bench(path: Path) -> Path:
@@ -76,3 +78,45 @@ def test_the_device_call_scripts_parse():
     for script in ("gpu_run.sh", "gpu_benches.sh"):
         p = subprocess.run(["bash", "-n", str(ROOT / "tools" / script)], capture_output=True, text=True)
         assert p.returncode == 0, p.stderr
+
+
+def _source_csv(path: Path) -> Path:
+    """ncu's source page as its CSV writes it: the kernel's name, the header, an instruction a row."""
+    head = ["Address", "Source", "Warp Stall Sampling (All Samples)", "Warp Stall Sampling (Not-issued Samples)",
+            "# Samples", "Instructions Executed", "Thread Instructions Executed"]
+    sass = [("S2R R0, SR_TID.X", 100, 3200, 2), ("IMAD R1, R0, 4, RZ", 100, 3200, 0),  # set-up: 100 warps
+            ("LDG.E R2, [R4.64]", 1000, 20000, 30), ("FADD R3, R3, R2", 1000, 20000, 50),  # a loop: 1,000 steps
+            ("@P0 BRA 0x40", 1000, 20000, 8), ("EXIT", 100, 3200, 10)]
+    rows = [["Kernel Name", "void verlet_build<float, 0, 1>(...)"], head]
+    rows += [[f"0x{16 * i:x}", f"      {t}", str(st), "0", str(st), f"{w:,}", str(th)] for i, (t, w, th, st) in enumerate(sass)]
+    with path.open("w", newline="") as fh:
+        import csv
+        csv.writer(fh, quoting=csv.QUOTE_ALL).writerows(rows)
+    return path
+
+
+def test_ncu_source_sums_the_straight_runs(tmp_path, capsys):
+    page = _source_csv(tmp_path / "s.csv")
+    kernel, instr = ncu_source.read(str(page))
+    assert kernel.startswith("void verlet_build") and len(instr) == 6
+    runs = ncu_source.runs(instr)
+    assert [(r["first"], r["last"], r["count"], r["length"]) for r in runs] == [(0, 1, 100, 2), (2, 4, 1000, 3),
+                                                                               (5, 5, 100, 1)]
+    assert runs[1]["warp"] == 3000 and runs[1]["thread"] / runs[1]["warp"] == 20.0 and runs[1]["stall"] == 88
+    assert ncu_source.main([str(page), "--min-share", "5", "--show", "2-3"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].startswith("3,300 warp instructions, 6 SASS instructions, 100 stall samples")
+    table = [line for line in out if "M " in line]
+    assert len(table) == 2  # the 1-instruction EXIT run (3.0%) is below 5%
+    assert "1,000" in table[1] and "90.9%" in table[1] and "20.0" in table[1] and "88.0%" in table[1]
+    assert out[-2].split()[0] == "2" and out[-1].endswith("FADD R3, R3, R2")
+
+
+def test_ncu_source_refuses_bad_input_in_one_line(tmp_path, capsys):
+    assert ncu_source.main([str(tmp_path / "none.csv")]) == 2
+    other = tmp_path / "raw.csv"
+    other.write_text('"ID","Kernel Name","gpu__time_duration.sum"\n"0","k","1.0"\n')
+    assert ncu_source.main([str(other)]) == 2
+    assert ncu_source.main([str(_source_csv(tmp_path / "s.csv")), "--show", "9-2"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 3 and "not ncu's source page" in err[1] and "--show takes FIRST-LAST" in err[2]
