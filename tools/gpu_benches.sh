@@ -814,14 +814,6 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s16-$t.
       $PY -m harness md --strategy $vs --n large --steps 2000 --sample 500 --quiet \
         --json "$out/md/$name-$vs-md.json" | tail -3
     done ;;
-  split2-s22)  # split-s22 after the exclusive loop's rewrite: the rows of two with each kind of partners beside the rows
-    # of one (three columns, both flavours, LJ 1M), their force kernels under ncu (forces)
-    mkdir -p "$out/bench"
-    $PY -m harness bench --strategies verlet_thread_padded,verlet_thread_pairrows --scenario lj_liquid --n large \
-      --outputs forces,all --name $name-large "${common[@]}"
-    $PY -m harness bench --strategies verlet_thread_pairrows --scenario lj_liquid --n large --outputs forces,all \
-      --launch partners=union --name $name-union "${common[@]}"
-    VS=verlet_thread_pairrows ncu_points s22-two force:forces:partners=split force:forces:partners=union ;;
   split-ncu-s22)  # split-s22's kernels under ncu (LJ 1M, fp32): the rows of one's force kernel, the rows of two's
     # force kernel and build with each kind of partners
     ncu_points s22-one force:forces: force:all:
