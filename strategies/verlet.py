@@ -349,7 +349,7 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
         SM."""
         m, block = self.launch["minb"], self.launch["block"]
         if m == "auto":
-            if acc != "float" or not self.auto_minb[energy]:  # 0: the compiler's choice
+            if acc != "float":
                 return 0
             m = max(1, self.auto_minb[energy] * AUTO_MINB_BLOCK // block)
             return m if m * block <= MAX_THREADS_PER_SM else 0
@@ -607,13 +607,11 @@ class VerletPlan(DeviceListPlan):
 PARTNERS_CHOICES = ("split", "union")
 PAIR_AUTO_MINB = {False: 8, True: 8}
 PAIR_AUTO_BATCH = {False: 8, True: 8}
-# partners=split: no register cap (70 and 72 registers: 7 blocks of 128 per SM; under a cap of 8 blocks
-# ptxas spills the forces kernel), 8 shared entries in flight. Measured (H200, LJ 1M, with a built list,
-# the first form of the exclusive loop, reports/2026-11-26-h200/, s22-call1), ms at minb 0 / 8: forces
-# batch 8 0.2155 / 0.2213, batch 16 0.2250 / 0.2375; all outputs batch 8 0.2820 / 0.3087, batch 16
-# 0.3295 / 0.3468.
-PAIR_SPLIT_AUTO_MINB = {False: 0, True: 0}
-PAIR_SPLIT_AUTO_BATCH = {False: 8, True: 8}
+# partners=split: the exclusive loop keeps 8 positions in flight beside the shared loop's batch; under
+# the cap of 8 blocks of 128 (64 registers) ptxas keeps it without spilling at batch 16 (forces) and 8
+# (all outputs), and spills at the other (CUDA 13.0, sm_90)
+PAIR_SPLIT_AUTO_MINB = {False: 8, True: 8}
+PAIR_SPLIT_AUTO_BATCH = {False: 16, True: 8}
 
 
 @register

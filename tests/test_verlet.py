@@ -551,7 +551,7 @@ def test_gpu_pair_rows_hold_the_union_of_both_particles_rows(n, spec, partners):
     for a, two, near, far, x0, x1 in pairs:
         got = near + far + x0 + x1
         assert len(got) == len(set(got)), a
-        mine = set(single[a][0] + single[a][1]) - ({a + 1} if two else set())
+        mine = set(single[a][0] + single[a][1]) - {a + 1}
         other = (set(single[a + 1][0] + single[a + 1][1]) - {a}) if two else set()
         assert set(got) == mine | other, a
         assert all(abs(q - a) <= 32767 for q in near + x0 + x1)
@@ -619,8 +619,8 @@ def test_pair_rows_force_kernel_per_flavour():
     s = strategies.create("verlet_thread_pairrows")
     assert s.supports(_problem(n=256), check_device=False) == (True, "")  # 2 cells per axis: the minimum image
     assert s.force_expression("fp32", _problem(n=864).potential, True, True) == (
-        "verlet_force_pairs<float, float, LennardJones, true, true, 128, 0, 0, 8, true>")
-    assert s.force_expression("fp32", _problem(n=864).potential, False, True).endswith(", 128, 0, 0, 8, true>")
+        "verlet_force_pairs<float, float, LennardJones, true, true, 128, 0, 8, 8, true>")
+    assert s.force_expression("fp32", _problem(n=864).potential, False, True).endswith(", 128, 0, 8, 16, true>")
     u = strategies.create("verlet_thread_pairrows", partners="union")
     assert u.force_expression("fp32", _problem(n=864).potential, True, True) == (
         "verlet_force_pairs<float, float, LennardJones, true, true, 128, 0, 8, 8>")

@@ -1212,37 +1212,55 @@ __global__ void verlet_build_pairs(const Vec4<Real>* __restrict__ sorted, const 
 // A row of two's exclusive entries (verlet_build_pairs with SPLIT): the first particle's m0 from the
 // front of the row's exclusive storage, the second's m1 from its back (`groups` groups of 8, `stride`
 // rows per group), taken side by side: group k of each per step, in two halves of 4 + 4 gathers (8
-// positions in flight, as near_groups<1, 1>), each pair for its own particle (pair0, pair1), each
-// list's padding (0: the row's first slot) and the groups past its end masked. One loop: a loop of
-// whole groups and one of the rest would cost a warp the longest of each, where the lanes' splits
-// differ. Each particle's pairs in its list's order: a fixed order.
+// positions in flight, as near_groups<1, 1>), each pair for its own particle (pair0, pair1). While
+// both lists have whole groups no pair is masked; then the rest, each list's padding (0: the row's
+// first slot) masked. Each particle's pairs in its list's order: a fixed order.
+template <bool MASKED, class Near, class Pair0, class Pair1>
+__device__ __forceinline__ void exclusive_step(const int4& e0, const int4& e1, int k, int m0, int m1,
+                                               const Near& near, Pair0& pair0, Pair1& pair1) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    decltype(near[0]) q0[4], q1[4];
+#pragma unroll
+    for (int v = 0; v < 4; ++v) {
+      q0[v] = near[near_of(e0, 4 * h + v)];
+      q1[v] = near[near_of(e1, 4 * h + v)];
+    }
+#pragma unroll
+    for (int v = 0; v < 4; ++v) {
+      pair0(q0[v], !MASKED || 8 * k + 4 * h + v < m0);
+      pair1(q1[v], !MASKED || 8 * k + 4 * h + v < m1);
+    }
+  }
+}
+
 template <class Near, class Pair0, class Pair1>
 __device__ __forceinline__ void exclusive_groups(const int4* __restrict__ rows, int stride, int row, int groups,
                                                  int m0, int m1, const Near& near, Pair0& pair0, Pair1& pair1) {
   const int4 none = make_int4(0, 0, 0, 0);
   const int g0 = (m0 + 7) >> 3, g1 = (m1 + 7) >> 3, steps = max(g0, g1);
+  const int whole = min(m0 >> 3, m1 >> 3);
   const int4* __restrict__ p0 = rows + row;
   const int4* __restrict__ p1 = rows + static_cast<long long>(groups - 1) * stride + row;
+  int4 e0 = g0 > 0 ? __ldg(p0) : none, e1 = g1 > 0 ? __ldg(p1) : none;
+  int k = 0;
 #pragma unroll 1
-  for (int k = 0; k < steps; ++k) {
-    const int4 e0 = k < g0 ? __ldg(p0) : none, e1 = k < g1 ? __ldg(p1) : none;
+  for (; k < whole; ++k) {
+    const int4 c0 = e0, c1 = e1;
     p0 += stride;
     p1 -= stride;
-    const int left0 = m0 - 8 * k, left1 = m1 - 8 * k;  // this step's entries v < left are the lists'
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      decltype(near[0]) q0[4], q1[4];
-#pragma unroll
-      for (int v = 0; v < 4; ++v) {
-        q0[v] = near[near_of(e0, 4 * h + v)];
-        q1[v] = near[near_of(e1, 4 * h + v)];
-      }
-#pragma unroll
-      for (int v = 0; v < 4; ++v) {
-        pair0(q0[v], 4 * h + v < left0);
-        pair1(q1[v], 4 * h + v < left1);
-      }
-    }
+    e0 = k + 1 < g0 ? __ldg(p0) : none;
+    e1 = k + 1 < g1 ? __ldg(p1) : none;
+    exclusive_step<false>(c0, c1, k, m0, m1, near, pair0, pair1);
+  }
+#pragma unroll 1
+  for (; k < steps; ++k) {  // one list's last groups, or both lists' partial last group
+    const int4 c0 = e0, c1 = e1;
+    p0 += stride;
+    p1 -= stride;
+    e0 = k + 1 < g0 ? __ldg(p0) : none;
+    e1 = k + 1 < g1 ? __ldg(p1) : none;
+    exclusive_step<true>(c0, c1, k, m0, m1, near, pair0, pair1);
   }
 }
 
