@@ -228,13 +228,6 @@ def groups_of(cap: int) -> int:
     return -(-cap // 4) + 1
 
 
-def xgroups_of(cap: int) -> int:
-    """Groups of 8 a row of two's exclusive entries are stored in (kernels/verlet.cu,
-    verlet_build_pairs with SPLIT): both particles' lists, each padded to whole groups, one from
-    each end; they hold at most cap entries together, so ceil(cap / 8) + 1 groups."""
-    return -(-cap // 8) + 1
-
-
 def cap_of(longest: int) -> int:
     """Row capacity from the longest row of a build: room for the rows to grow as particles move."""
     return int(math.ceil(1.2 * longest)) + 8
@@ -595,23 +588,8 @@ class VerletPlan(DeviceListPlan):
 # list 'auto' or the MD loop takes.
 
 
-# partners: 'union' computes every entry of a row of two for both particles (each pair kept where it
-# lies inside the cutoff), 'split' keeps the partners within r_list of both apart from those within
-# r_list of one only, and computes the latter for their own particle alone (kernels/verlet.cu,
-# verlet_build_pairs and exclusive_groups). Modelled as above (tools/l1_model.py's rule, LJ 32,000,
-# /tmp-free: tests/test_l1_model.py): the rows of two hold 112 partners for 152 interactions; split,
-# 115 gathers (one per partner, the padding of the shorter exclusive list included) and ~160 pairs
-# computed, against union's 112 gathers and 224 pairs and the rows of one's 152 and 152: 0.248 L1
-# wavefronts per interaction against 0.238 (union) and 0.303 (rows of one), for about the rows of
-# one's arithmetic.
-PARTNERS_CHOICES = ("split", "union")
 PAIR_AUTO_MINB = {False: 8, True: 8}
 PAIR_AUTO_BATCH = {False: 8, True: 8}
-# partners=split: the exclusive loop keeps 8 positions in flight beside the shared loop's batch; under
-# the cap of 8 blocks of 128 (64 registers) ptxas keeps it without spilling at batch 16 (forces) and 8
-# (all outputs), and spills at the other (CUDA 13.0, sm_90)
-PAIR_SPLIT_AUTO_MINB = {False: 8, True: 8}
-PAIR_SPLIT_AUTO_BATCH = {False: 16, True: 8}
 
 
 @register
@@ -621,9 +599,9 @@ class VerletThreadPairrows(VerletThreadPadded):
                    "neighbours: one gather for two pairs), padded rows of 16-bit near and 32-bit far entries, a thread "
                    "per row; the displacement check and rebuild decided on the device every step")
     launch_defaults = {**VerletStrategy.launch_defaults, "block": 128, "layout": "aos4", "minb": "auto",
-                       "batch": "auto", "partners": "split"}
+                       "batch": "auto"}
     launch_choices = {**VerletStrategy.launch_choices, "block": (64, 128, 256, 512), "layout": tuple(LAYOUTS),
-                      "minb": MINB_CHOICES, "batch": BATCH_CHOICES, "partners": PARTNERS_CHOICES}
+                      "minb": MINB_CHOICES, "batch": BATCH_CHOICES}
     # two particles' sums per thread: 8 entries in flight under a cap of 8 blocks of 128 (64
     # registers) in both flavours (H200, LJ 1M, with a built list, s19-call1, ms at minb 0 / 8 / 10):
     # forces, batch 8: 0.1784 / 0.1567 / 0.1583, batch 16: 0.1724 / 0.1587 / 0.1929; all outputs,
@@ -631,33 +609,22 @@ class VerletThreadPairrows(VerletThreadPadded):
     auto_minb: ClassVar[dict] = PAIR_AUTO_MINB
     auto_batch: ClassVar[dict] = PAIR_AUTO_BATCH
 
-    def __init__(self, **launch):
-        super().__init__(**launch)
-        if self.split:  # the 'auto' register cap and batch of the split kernels
-            self.auto_minb, self.auto_batch = PAIR_SPLIT_AUTO_MINB, PAIR_SPLIT_AUTO_BATCH
-
     def entries(self, tpp: int) -> bool:
         return False
 
     def tpps(self) -> tuple[int, ...]:
         return (1,)
 
-    @property
-    def split(self) -> bool:
-        """Whether each row's partners are kept in three classes (partners=split)."""
-        return self.launch["partners"] == "split"
-
     def force_expression(self, precision: str, potential: Potential, energy: bool, pbc: bool, tpp: int = 1) -> str:
         real, acc = ctypes(precision)
         return (f"verlet_force_pairs<{real}, {acc}, {potential.functor}, {cbool(energy)}, {cbool(pbc)}, "
                 f"{self.launch['block']}, {LAYOUTS[self.launch['layout']]}, {self.register_cap(energy, acc)}, "
-                f"{self.batch(energy)}" + (", true>" if self.split else ">"))
+                f"{self.batch(energy)}>")
 
     def expressions(self, potential: Potential) -> list[str]:
-        """Every block, layout, minb and batch, each flavour and precision; both kinds of partners."""
+        """Every block, layout, minb and batch, each flavour and precision."""
         variants = [{"block": b} for b in self.launch_choices["block"]] + [{"layout": lay} for lay in LAYOUTS] + \
-            [{"minb": m} for m in MINB_CHOICES] + [{"batch": b} for b in BATCH_CHOICES] + \
-            [{"partners": k} for k in PARTNERS_CHOICES]
+            [{"minb": m} for m in MINB_CHOICES] + [{"batch": b} for b in BATCH_CHOICES]
         out: list[str] = []
         for v in variants:
             out += [e for e in VerletThreadPairrows(**v).default_expressions(potential) if e not in out]
@@ -665,9 +632,8 @@ class VerletThreadPairrows(VerletThreadPadded):
 
     def data_expressions(self) -> dict[str, list[str]]:
         reals = sorted({m.cxx_compute for m in MODES.values()})
-        return {"verlet.cu": [f"verlet_refresh<{r}>" for r in reals] + [f"verlet_build_pairs<{r}, {m}, {k}>" for r in reals
-                                                                       for m in ("false", "true")
-                                                                       for k in ("false", "true")] +
+        return {"verlet.cu": [f"verlet_refresh<{r}>" for r in reals] + [f"verlet_build_pairs<{r}, {m}>" for r in reals
+                                                                       for m in ("false", "true")] +
                              ["pair_rows_count", "pair_rows_place"],
                 "binning.cu": sorted({e for r in reals for e in Binning.expressions(r)}),
                 "layout.cu": layout_expressions()}
@@ -682,19 +648,8 @@ class VerletPairPlan(VerletPlan):
 
     def __init__(self, strategy: VerletThreadPairrows, problem: Problem):
         super().__init__(strategy, problem)
-        if strategy.split:  # the exclusive entries' storage, sized from the capacity
-            self.xgroups = xgroups_of(self.cap)
-            need = self.xgroups * 4 * max(self.rows, 1) * 4
-            free = self._free_bytes()
-            if need > free:
-                raise StrategyError(f"{strategy.name}: the list's exclusive entries need {need / 2**30:.2f} GiB "
-                                    f"({self.rows:,} rows x {self.cap} neighbours within {self.rl:g}) but the GPU "
-                                    f"has {free / 2**30:.2f} GiB free; take a smaller skin, or partners=union")
-            self.xnbr = self.cp.empty(self.xgroups * 4 * max(self.rows, 1), np.int32)
         self.launch_info["rows"] = self.rows
-        self.launch_info["partners"] = strategy.launch["partners"]
-        self.launch_info["list_bytes"] += int(self.row_slot.nbytes + self.row_of.nbytes + self.xnbr.nbytes
-                                              + self.xlen.nbytes)
+        self.launch_info["list_bytes"] += int(self.row_slot.nbytes + self.row_of.nbytes)
 
     @staticmethod
     def row_count(strategy, problem: Problem) -> int:
@@ -712,20 +667,14 @@ class VerletPairPlan(VerletPlan):
         self.tickets = cp.zeros(2, np.uint32)
         self.row_slot = cp.zeros(max(self.rows, 1), np.int32)
         self.row_of = cp.zeros(max(n, 1), np.int32)
-        # partners=split: per row (the first particle's, the second's) exclusive entries, and their
-        # storage (one int until the capacity is known: the sizing build stores nothing)
-        self.xlen = cp.zeros((max(self.rows, 1), 2), np.int32)
-        self.xnbr = cp.zeros(1, np.int32)
-        self.xgroups = 1
         self.build_kind = "pairs"
-        self.k_build = kernel("verlet.cu", f"verlet_build_pairs<{self.real_t}, {cbool(minimage)}, "
-                                           f"{cbool(self.strategy.split)}>")
+        self.k_build = kernel("verlet.cu", f"verlet_build_pairs<{self.real_t}, {cbool(minimage)}>")
         self.k_count = kernel("verlet.cu", "pair_rows_count")
         self.k_scan = kernel("binning.cu", "scan_counts")
         self.k_place = kernel("verlet.cu", "pair_rows_place")
 
     def _tables(self) -> list:
-        return [self.pcounts, self.rfirst, self.tiles, self.tickets, self.row_slot, self.row_of, self.xlen, self.xnbr]
+        return [self.pcounts, self.rfirst, self.tiles, self.tickets, self.row_slot, self.row_of]
 
     @property
     def device_bytes(self) -> int:
@@ -743,19 +692,17 @@ class VerletPairPlan(VerletPlan):
         self.k_build((-(-self.rows // 128),), (128,), (b.sorted, b.cell_sorted, b.start, self.rfirst, self.row_slot,
                                                        self.row_of, np.int32(n), np.int32(self.rows), self.grid_struct,
                                                        self.box, self.rlist2, self.margin, np.int32(cap), self.nbr,
-                                                       self.len, self.xnbr, self.xlen, np.int32(self.xgroups),
-                                                       self.ref, self.cur, self.overflow, g))
+                                                       self.len, self.ref, self.cur, self.overflow, g))
 
     def listed_pairs(self) -> int:
-        """Distance checks of the force phase: each entry of the row against its one or two
-        particles, each exclusive entry (partners=split) against its own, and a row's own pair once."""
+        """Distance checks of the force phase: each entry against the row's one or two particles,
+        and a row's own pair once."""
         if not self.problem.n:
             return 0
         rows = int(self.rfirst[self.ncells].get())
         two = (self.row_slot[:rows] & 1).astype(np.int64)
         entries = self.len[:rows].sum(axis=1, dtype=np.int64)
-        own = self.xlen[:rows].sum(dtype=np.int64) if self.strategy.split else 0
-        return int((entries * (1 + two) + two).sum() + own)
+        return int((entries * (1 + two) + two).sum())
 
     def force(self) -> None:
         n = self.problem.n
@@ -764,8 +711,7 @@ class VerletPairPlan(VerletPlan):
         fn = self._force_kernel()
         self.layout.fill(self.cur, n + 1)
         fn((self.blocks,), (self.block,), (*self.layout.args(self.cur), self.binning.order, self.row_slot,
-                                           self.rfirst[self.ncells:], self.nbr, self.len, self.xnbr, self.xlen,
-                                           np.int32(self.xgroups), np.int32(n),
+                                           self.rfirst[self.ncells:], self.nbr, self.len, np.int32(n),
                                            np.int32(self.rows), np.int32(self.cap), self.box, self.fparams, self.forces,
                                            self.partial, self.pcount, self.flag, self.rebuilds))
 

@@ -476,13 +476,11 @@ def test_gpu_replay_passes_and_the_negative_control_fails(name):
 # --- rows of two (verlet_thread_pairrows) ---------------------------------------------------------
 
 def _gpu_pair_rows(p, **launch):
-    """The built rows of two, [(a, two, near partner slots, far partner slots, the first particle's
-    exclusive partner slots, the second's)] per row of this build, read from the storage the force
-    kernel reads (as _gpu_rows, with row r's near entries relative to its first slot a and far
-    padding the phantom slot n; partners=union: no exclusive entries); checks that the rows cover
-    every slot once, two consecutive slots of one cell, each region's padding, and the plan's count
-    of distance checks."""
-    from strategies.verlet import groups_of, xgroups_of
+    """The built rows of two, [(a, two, near partner slots, far partner slots)] per row of this
+    build, read from the storage the force kernel reads (as _gpu_rows, with row r's near entries
+    relative to its first slot a and far padding the phantom slot n); checks that the rows cover
+    every slot once, two consecutive slots of one cell, and the plan's count of distance checks."""
+    from strategies.verlet import groups_of
 
     s_ = strategies.create("verlet_thread_pairrows", **launch)
     plan = s_.prepare(p)
@@ -497,12 +495,6 @@ def _gpu_pair_rows(p, **launch):
     top = 4 * groups
     length, slot = plan.len.get(), plan.row_slot.get()
     cells = plan.binning.cell_sorted.get()
-    split = s_.launch["partners"] == "split"
-    if split:  # group k of row r at int4 k * rows + r: the first's from group 0, the second's from the last
-        xg = xgroups_of(plan.cap)
-        assert plan.xgroups == xg
-        xnear = plan.xnbr.get().reshape(xg, rows, 4).view(np.int16).transpose(1, 0, 2).reshape(rows, xg, 8)
-        xlength = plan.xlen.get()
     out, seen = [], []
     for r in range(now):
         a, two = int(slot[r]) >> 1, bool(slot[r] & 1)
@@ -510,77 +502,53 @@ def _gpu_pair_rows(p, **launch):
         if two:
             assert cells[a] == cells[a + 1], r
         k, b = length[r]
-        x0, x1 = [], []
-        if split:
-            m0, m1 = (int(v) for v in xlength[r])
-            g0, g1 = -(-m0 // 8), -(-m1 // 8)
-            assert g0 + g1 <= xg, (r, m0, m1)
-            first = xnear[r, :g0].reshape(-1)
-            second = xnear[r, xg - g1:][::-1].reshape(-1)  # from the last group down
-            x0 = (first[:m0].astype(np.int64) + a).tolist()
-            x1 = (second[:m1].astype(np.int64) + a).tolist()
-            assert not first[m0:].any() and not second[m1:].any(), r  # padded with 0
-            assert two or not x1, r  # a row of one: every partner its first particle's
-        out.append((a, two, (near[r, :k].astype(np.int64) + a).tolist(), far[r, top - b:top].tolist(), x0, x1))
+        out.append((a, two, (near[r, :k].astype(np.int64) + a).tolist(), far[r, top - b:top].tolist()))
         pad = near[r, k:-(-k // 8) * 8].tolist()
         assert pad == [0] * len(pad), (r, k, pad)
         pad = far[r, top - -(-b // 4) * 4:top - b].tolist()
         assert pad == [n] * len(pad), (r, b, pad)
     assert sorted(seen) == list(range(n))
     assert not length[now:].any()  # no rows past this build's
-    if split:
-        assert not xlength[now:].any()
-    assert sum((len(c) + len(d)) * (1 + two) + two + len(x0) + len(x1)
-               for _, two, c, d, x0, x1 in out) == plan.listed_pairs()
+    assert sum((len(c) + len(d)) * (1 + two) + two for _, two, c, d in out) == plan.listed_pairs()
     return out
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("partners", ["split", "union"])
 @pytest.mark.parametrize("n, spec", [(256, "lj_liquid"), (864, "lj_liquid"), (4000, "lj_liquid"), (6000, "clump"),
                                      (20000, "uniform")])
-def test_gpu_pair_rows_hold_the_union_of_both_particles_rows(n, spec, partners):
+def test_gpu_pair_rows_hold_the_union_of_both_particles_rows(n, spec):
     """A row of two holds exactly the partners within r_list of either of its particles (each
-    once, the two themselves left out): the union of the per-particle list's two rows. Split, its
-    near partners within r_list of one particle only are that particle's exclusive entries, and the
-    row keeps the near partners of both (and every far one)."""
+    once, the two themselves left out): the union of the per-particle list's two rows."""
     p = _problem("fp32", n=n, spec=spec)
     single = _gpu_rows(p, build="strip")
-    pairs = _gpu_pair_rows(p, partners=partners)
-    longer = exclusive = 0
-    for a, two, near, far, x0, x1 in pairs:
-        got = near + far + x0 + x1
+    pairs = _gpu_pair_rows(p)
+    longer = 0
+    for a, two, near, far in pairs:
+        got = near + far
         assert len(got) == len(set(got)), a
-        mine = set(single[a][0] + single[a][1]) - {a + 1}
-        other = (set(single[a + 1][0] + single[a + 1][1]) - {a}) if two else set()
-        assert set(got) == mine | other, a
-        assert all(abs(q - a) <= 32767 for q in near + x0 + x1)
-        if partners == "split":
-            assert set(near) <= mine & other, a  # a row of one: none
-            assert set(near) | set(far) >= mine & other, a
-            assert set(x0) == (mine - other) - set(far) and set(x1) == (other - mine) - set(far), a
-        else:
-            assert not x0 and not x1
-        exclusive += len(x0) + len(x1)
+        want = set(single[a][0] + single[a][1])
+        own = {a}
+        if two:
+            want |= set(single[a + 1][0] + single[a + 1][1])
+            own.add(a + 1)
+        assert set(got) == want - own, a
+        assert all(abs(q - a) <= 32767 for q in near)
         longer += len(got) > len(single[a][0]) + len(single[a][1])
     assert longer > len(pairs) // 2  # the union is longer than one row in most rows
-    if partners == "split" and n > 256:  # 256: 2 cells per axis, every partner a far entry
-        assert exclusive > 0
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("partners", ["split", "union"])
 @pytest.mark.parametrize("precision, n, spec", [(pr, n, spec) for pr in ("fp32", "mixed", "fp64", "fixed")
                                                 for n, spec in ((256, "lj_liquid"), (864, "lj_liquid"),
                                                                 (4000, "lj_liquid"), (6000, "clump"), (3000, "uniform"))
                                                 if not (pr == "fixed" and spec == "clump")])  # beyond fixed point's range
-def test_gpu_pair_rows_match_the_reference_and_repeat_their_bits(precision, n, spec, partners):
+def test_gpu_pair_rows_match_the_reference_and_repeat_their_bits(precision, n, spec):
     """The same pairs as the reference, the same bits on every run; fp64 within 1e-10 of the
     reference, fp32 and mixed within rounding of the rows of one in the same precision (both read
     the same fp32 positions), fixed point the same bits as they (integer sums: any order)."""
     p = _problem(precision, n=n, spec=spec)
     ref = reference.compute(p)
-    got = [strategies.create("verlet_thread_pairrows", partners=partners).evaluate(p) for _ in range(2)]
+    got = [strategies.create("verlet_thread_pairrows").evaluate(p) for _ in range(2)]
     assert got[0].pairs == got[1].pairs == ref.pairs
     assert np.array_equal(got[0].forces, got[1].forces) and got[0].energy == got[1].energy
     assert np.array_equal(got[0].virial, got[1].virial)
@@ -606,7 +574,7 @@ def test_gpu_pair_rows_far_in_slot_keep_the_virial():
     x = np.random.default_rng(3).uniform(0.0, 1.0, (int(0.8442 * L.prod()), 3)) * L
     p = Problem.make(x, L, LennardJones(cutoff=2.5), "fp64", periodic=(True, False, False))
     rows = _gpu_pair_rows(p)
-    assert max(abs(q - a) for a, _, _, far, _, _ in rows for q in far) > 32767
+    assert max(abs(q - a) for a, _, _, far in rows for q in far) > 32767
     out = strategies.create("verlet_thread_pairrows").evaluate(p)
     ref = reference.compute(p)
     assert out.pairs == ref.pairs
@@ -619,9 +587,5 @@ def test_pair_rows_force_kernel_per_flavour():
     s = strategies.create("verlet_thread_pairrows")
     assert s.supports(_problem(n=256), check_device=False) == (True, "")  # 2 cells per axis: the minimum image
     assert s.force_expression("fp32", _problem(n=864).potential, True, True) == (
-        "verlet_force_pairs<float, float, LennardJones, true, true, 128, 0, 8, 8, true>")
-    assert s.force_expression("fp32", _problem(n=864).potential, False, True).endswith(", 128, 0, 8, 16, true>")
-    u = strategies.create("verlet_thread_pairrows", partners="union")
-    assert u.force_expression("fp32", _problem(n=864).potential, True, True) == (
         "verlet_force_pairs<float, float, LennardJones, true, true, 128, 0, 8, 8>")
-    assert u.force_expression("fp32", _problem(n=864).potential, False, True).endswith(", 128, 0, 8, 8>")
+    assert s.force_expression("fp32", _problem(n=864).potential, False, True).endswith(", 128, 0, 8, 8>")

@@ -796,29 +796,6 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s16-$t.
        $PY -m harness bench --strategies verlet_thread_pairrows --scenario lj_liquid --n large --outputs forces \
          --name $name-before "${common[@]}")
     fi ;;
-  split-s22)  # rows of two with their partners split (partners=split: those within r_list of one particle computed
-    # for it alone) against partners=union and the rows of one, LJ 1M: the three columns in both flavours (OpenMM's
-    # step beside them where its wheels travel), the split kernel's register cap and batch, 256,000 and 4,000, and
-    # harness md at 1M with each list (split-ncu-s22: the same kernels under ncu)
-    mkdir -p "$out/bench" "$out/md"
-    peers=(); $PY -c "import openmm" 2>/dev/null && peers=(--peers openmm)
-    $PY -m harness bench --strategies verlet_thread_padded,verlet_thread_pairrows --scenario lj_liquid --n large \
-      --outputs forces,all "${peers[@]}" --name $name-large "${common[@]}"
-    $PY -m harness bench --strategies verlet_thread_pairrows --scenario lj_liquid --n large --outputs forces,all \
-      --launch partners=union --name $name-union "${common[@]}"
-    $PY -m harness bench --strategies verlet_thread_pairrows --scenario lj_liquid --n large --outputs forces,all \
-      --amortised 0 --sweep minb=0:8 --sweep batch=8:16 --name $name-knobs "${common[@]}"
-    $PY -m harness bench --strategies verlet_thread_padded,verlet_thread_pairrows --scenario lj_liquid \
-      --n 256000,4000 --outputs forces,all --amortised 0 --name $name-sizes "${common[@]}"
-    for vs in verlet_thread_padded verlet_thread_pairrows; do
-      $PY -m harness md --strategy $vs --n large --steps 2000 --sample 500 --quiet \
-        --json "$out/md/$name-$vs-md.json" | tail -3
-    done ;;
-  split-ncu-s22)  # split-s22's kernels under ncu (LJ 1M, fp32): the rows of one's force kernel, the rows of two's
-    # force kernel and build with each kind of partners
-    ncu_points s22-one force:forces: force:all:
-    VS=verlet_thread_pairrows ncu_points s22-two force:forces:partners=split force:forces:partners=union \
-      force:all:partners=split force:all:partners=union build:forces:partners=split build:forces:partners=union ;;
   rotate-s20)  # banks=2's pass against the tree in .before (twentieth session: the pass without its table of free
     # positions, 92b3cf2, measured slower and reverted): the pass under ncu in both trees, then banks 0 and 2 at LJ 1M
     # (the three columns, both flavours, OpenMM's step beside them where its wheels travel) and 256,000, and

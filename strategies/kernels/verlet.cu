@@ -113,31 +113,39 @@ __device__ __forceinline__ void pad_far(int* __restrict__ nbr, int n, int s, int
   for (int k = top - b - 1; k >= ((top - b) & ~3); --k) nbr[far_at(k, s, n)] = phantom;
 }
 
-// A stream of near entries (16 bits each) written in groups of 8 through a register buffer, one
-// 16-byte store per whole group: group k of the stream at first + k * step (in int4s: +rows from a
-// row's front, -rows from its back). a: the entries pushed so far.
-struct NearWriter {
-  int a = 0;
+// One row's writer. Near entries go through a register buffer to the front of the row, a whole
+// group (one 16-byte store) at a time; far entries, few, one at a time to the back of the row.
+// finish() pads both regions to whole groups, near with 0 (the force loop masks the last near
+// group) and far with `phantom` (slot n of the positions, far from every particle; the far loop
+// masks it too), and returns (near, far). The caller stores at most cap entries.
+struct RowWriter {
+  int* __restrict__ nbr;
+  int n, s, top;  // n: rows (the stride); top: 4 * row_groups(cap), far entries from top - 1 down
+  int phantom;    // the far region's padding slot: the particles (n where a row is a particle)
+  int a = 0, b = 0;
   int4 buf = make_int4(0, 0, 0, 0);
-  int4* __restrict__ next;  // where the next whole group goes
-  int step;
+  int4* __restrict__ next;  // where the next whole near group goes (group a / 8 of row s)
 
-  __device__ __forceinline__ NearWriter(int4* __restrict__ first, int step_) : next(first), step(step_) {}
+  __device__ __forceinline__ RowWriter(int* __restrict__ nbr_, int n_, int s_, int cap)
+      : RowWriter(nbr_, n_, s_, cap, n_) {}
+  __device__ __forceinline__ RowWriter(int* __restrict__ nbr_, int rows, int s_, int cap, int phantom_)
+      : nbr(nbr_), n(rows), s(s_), top(4 * row_groups(cap)), phantom(phantom_),
+        next(reinterpret_cast<int4*>(nbr_) + s_) {}
 
   __device__ __forceinline__ void push(int d) {  // shifts d in at the back of the buffer
     buf = make_int4(__funnelshift_r(buf.x, buf.y, 16), __funnelshift_r(buf.y, buf.z, 16),
                     __funnelshift_r(buf.z, buf.w, 16), __funnelshift_r(buf.w, d, 16));
     if ((++a & 7) == 0) {
       *next = buf;
-      next += step;
+      next += n;
     }
   }
-  // a build round's hits, in order: bit 31 - t of `bits` for partner d0 + t. Two hits a step once
-  // the stream's length is even: the buffer then moves by one whole word (two 16-bit entries shifted
-  // in together), and the test and the store of a full group are paid once per two hits.
+  // a build round's hits, all near, in order: bit 31 - t of `bits` for partner d0 + t. Two hits a
+  // step once the row's length is even: the buffer then moves by one whole word (two 16-bit entries
+  // shifted in together), and the test and the store of a full group are paid once per two hits.
   __device__ __forceinline__ void push_round_msb(unsigned int bits, int d0) {
     const int top = d0 + 31;  // the partner of bit b: top - b (b = 31 - __clz: one FLO)
-    if ((a & 1) && bits) {  // the length odd: one hit alone first
+    if ((a & 1) && bits) {  // the row's length odd: one hit alone first
       const int b = 31 - __clz(bits);
       bits ^= 1u << b;
       push(top - b);
@@ -151,39 +159,11 @@ struct NearWriter {
       a += 2;
       if ((a & 7) == 0) {
         *next = buf;
-        next += step;
+        next += n;
       }
     }
     if (bits) push(top - (31 - __clz(bits)));
   }
-  // the last group padded with 0 (the force loops mask it); returns the entries
-  __device__ __forceinline__ int finish() {
-    const int m = a;
-    while (a & 7) push(0);
-    return m;
-  }
-};
-
-// One row's writer. Near entries go through a NearWriter to the front of the row, a whole group
-// (one 16-byte store) at a time; far entries, few, one at a time to the back of the row. finish()
-// pads both regions to whole groups, near with 0 (the force loop masks the last near group) and
-// far with `phantom` (slot n of the positions, far from every particle; the far loop masks it
-// too), and returns (near, far). The caller stores at most cap entries.
-struct RowWriter {
-  int* __restrict__ nbr;
-  int n, s, top;  // n: rows (the stride); top: 4 * row_groups(cap), far entries from top - 1 down
-  int phantom;    // the far region's padding slot: the particles (n where a row is a particle)
-  int b = 0;
-  NearWriter near;
-
-  __device__ __forceinline__ RowWriter(int* __restrict__ nbr_, int n_, int s_, int cap)
-      : RowWriter(nbr_, n_, s_, cap, n_) {}
-  __device__ __forceinline__ RowWriter(int* __restrict__ nbr_, int rows, int s_, int cap, int phantom_)
-      : nbr(nbr_), n(rows), s(s_), top(4 * row_groups(cap)), phantom(phantom_),
-        near(reinterpret_cast<int4*>(nbr_) + s_, rows) {}
-
-  __device__ __forceinline__ void push(int d) { near.push(d); }
-  __device__ __forceinline__ void push_round_msb(unsigned int bits, int d0) { near.push_round_msb(bits, d0); }
   __device__ __forceinline__ void far(int q) { nbr[far_at(top - 1 - b++, s, n)] = q; }
   __device__ __forceinline__ void add(int q, bool img) {
     if (far_entry(q, s, img)) {
@@ -193,9 +173,10 @@ struct RowWriter {
     }
   }
   __device__ __forceinline__ int2 finish() {
-    const int m = near.finish();
+    const int near = a;
+    while (a & 7) push(0);
     pad_far(nbr, n, s, top, b, phantom);
-    return make_int2(m, b);
+    return make_int2(near, b);
   }
 };
 
@@ -1066,23 +1047,12 @@ __device__ __forceinline__ bool near_rows(int q, int a, int r, const int* __rest
 // their pair itself). MINIMAGE (a periodic axis of fewer than 3 cells): no windows, the per-pair
 // minimum image, and every hit a far entry (the near relation then holds no pair, the same from
 // both rows). Rows in strip order: deterministic.
-//
-// SPLIT (partners=split): the near hits in three classes. Those within r_list of both particles go
-// to the row as above (the force kernel computes both pairs); those within r_list of one only go to
-// the row's exclusive storage `xnbr` (xgroups groups of 8 per row, group k at int4 k * rows_max + r),
-// the first particle's from its front and the second's from its back, padded with 0 to whole
-// groups; xlen[r] = (first's, second's). A row of one's hits are all its first particle's. Far hits
-// stay in the row (both pairs, masked by the cutoff). A pair left out is beyond r_list at the build,
-// so beyond the cutoff while the list is kept: the same forces as the union, with the pairs that
-// cannot count never computed. The exclusive entries never outnumber the row's hits (<= cap), and
-// ceil(x / 8) + ceil(y / 8) <= ceil(cap / 8) + 1 = xgroups.
-template <typename Real, bool MINIMAGE, bool SPLIT>
+template <typename Real, bool MINIMAGE>
 __global__ void verlet_build_pairs(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell_sorted,
                                    const int* __restrict__ start, const int* __restrict__ rfirst,
                                    const int* __restrict__ row_slot, const int* __restrict__ row_of, const int n,
                                    const int rows_max, const Grid g, const Box<Real> box, const Real rlist2,
                                    const Real margin, const int cap, int* __restrict__ nbr, int2* __restrict__ len,
-                                   int* __restrict__ xnbr, int2* __restrict__ xlen, const int xgroups,
                                    Vec4<Real>* __restrict__ ref, Vec4<Real>* __restrict__ cur,
                                    int* __restrict__ overflow, const int* __restrict__ guard) {
   if (guard != nullptr && *guard == 0) return;
@@ -1090,7 +1060,6 @@ __global__ void verlet_build_pairs(const Vec4<Real>* __restrict__ sorted, const 
   if (r >= rows_max) return;
   if (r >= rfirst[g.nx * g.ny * g.nz]) {  // no row at this build
     len[r] = make_int2(0, 0);
-    if constexpr (SPLIT) xlen[r] = make_int2(0, 0);
     return;
   }
   const int word = row_slot[r], a = word >> 1;
@@ -1107,10 +1076,6 @@ __global__ void verlet_build_pairs(const Vec4<Real>* __restrict__ sorted, const 
   const Real lo_y1 = p1.y + Real(0.5) * box.ly - Real(cy) * side_y, hi_y1 = side_y - lo_y1;
   int count = 0;
   RowWriter row(nbr, rows_max, r, cap, n);
-  // SPLIT: the exclusive entries, the first particle's from the front, the second's from the back
-  int4* const xrows = reinterpret_cast<int4*>(xnbr);
-  NearWriter x0(xrows + r, rows_max), x1(xrows + static_cast<long long>(SPLIT ? xgroups - 1 : 0) * rows_max + r,
-                                           -rows_max);
 #pragma unroll 1
   for (int col = 0; col < 9; ++col) {
     int ox, oy, x, y;
@@ -1137,41 +1102,22 @@ __global__ void verlet_build_pairs(const Vec4<Real>* __restrict__ sorted, const 
 #pragma unroll 1
         for (int k0 = lo; k0 < hi; k0 += 32) {
           const int end = min(hi, k0 + 32);
-          // as in verlet_build: shifted in from the bottom, then aligned to the top; SPLIT: each
-          // particle's hits apart (bits0, bits1), else their union in bits0
-          unsigned int bits0 = 0u, bits1 = 0u;
+          unsigned int bits = 0u;  // as in verlet_build: shifted in from the bottom, then aligned to the top
 #pragma unroll 4
           for (int q = k0; q < end; ++q) {
             const Vec4<Real> pj = sorted[q];
             Real dx, dy, dz;
-            const unsigned int h0 = below(separation<MINIMAGE>(q0, pj, box, dx, dy, dz), rlist2);
-            const unsigned int h1 = below(separation<MINIMAGE>(q1, pj, box, dx, dy, dz), rlist2);
-            if constexpr (SPLIT) {
-              bits0 = (bits0 << 1) | h0;
-              bits1 = (bits1 << 1) | h1;
-            } else {
-              bits0 = (bits0 << 1) | h0 | h1;
-            }
+            bits = (bits << 1) | below(separation<MINIMAGE>(q0, pj, box, dx, dy, dz), rlist2) |
+                   below(separation<MINIMAGE>(q1, pj, box, dx, dy, dz), rlist2);
           }
-          bits0 <<= 32 - (end - k0);  // candidate q at bit 31 - (q - k0)
-          bits1 = two ? bits1 << (32 - (end - k0)) : 0u;  // a row of one: every hit its first particle's
-          unsigned int bits = bits0 | bits1;
+          bits <<= 32 - (end - k0);  // candidate q at bit 31 - (q - k0)
           const int hits = __popc(bits);
           if (!MINIMAGE && !run_img && count + hits <= cap && k0 - a >= -kNearRows && end - 1 - a <= kNearRows) {
-            // every hit near (no image, rows within kNearRows), and room
-            if constexpr (SPLIT) {
-              row.push_round_msb(bits0 & bits1, k0 - a);
-              x0.push_round_msb(bits0 & ~bits1, k0 - a);
-              x1.push_round_msb(bits1 & ~bits0, k0 - a);
-            } else {
-              row.push_round_msb(bits, k0 - a);
-            }
+            row.push_round_msb(bits, k0 - a);  // every hit near (no image, rows within kNearRows), and room
             bits = 0u;
             count += hits;
           }
           bits = __brev(bits);  // bit t: candidate k0 + t
-          bits0 = __brev(bits0);
-          bits1 = __brev(bits1);
           while (bits) {
             const int t = __ffs(bits) - 1;
             bits &= bits - 1u;
@@ -1179,10 +1125,6 @@ __global__ void verlet_build_pairs(const Vec4<Real>* __restrict__ sorted, const 
             if (count < cap) {
               if (MINIMAGE || run_img || !near_rows(q, a, r, row_of)) {
                 row.far(q);
-              } else if (SPLIT && !((bits1 >> t) & 1u)) {
-                x0.push(q - a);
-              } else if (SPLIT && !((bits0 >> t) & 1u)) {
-                x1.push(q - a);
               } else {
                 row.push(q - a);
               }
@@ -1196,10 +1138,6 @@ __global__ void verlet_build_pairs(const Vec4<Real>* __restrict__ sorted, const 
     if (runs > 1) walk(b[1], e[1], sz[1]);
   }
   len[r] = row.finish();
-  if constexpr (SPLIT) {
-    const int m0 = x0.finish();
-    xlen[r] = make_int2(m0, x1.finish());
-  }
   if (count > cap) atomicMax(overflow, count);
   ref[a] = p0;
   cur[a] = p0;
@@ -1209,75 +1147,18 @@ __global__ void verlet_build_pairs(const Vec4<Real>* __restrict__ sorted, const 
   }
 }
 
-// A row of two's exclusive entries (verlet_build_pairs with SPLIT): the first particle's m0 from the
-// front of the row's exclusive storage, the second's m1 from its back (`groups` groups of 8, `stride`
-// rows per group), taken side by side: group k of each per step, in two halves of 4 + 4 gathers (8
-// positions in flight, as near_groups<1, 1>), each pair for its own particle (pair0, pair1). While
-// both lists have whole groups no pair is masked; then the rest, each list's padding (0: the row's
-// first slot) masked. Each particle's pairs in its list's order: a fixed order.
-template <bool MASKED, class Near, class Pair0, class Pair1>
-__device__ __forceinline__ void exclusive_step(const int4& e0, const int4& e1, int k, int m0, int m1,
-                                               const Near& near, Pair0& pair0, Pair1& pair1) {
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    decltype(near[0]) q0[4], q1[4];
-#pragma unroll
-    for (int v = 0; v < 4; ++v) {
-      q0[v] = near[near_of(e0, 4 * h + v)];
-      q1[v] = near[near_of(e1, 4 * h + v)];
-    }
-#pragma unroll
-    for (int v = 0; v < 4; ++v) {
-      pair0(q0[v], !MASKED || 8 * k + 4 * h + v < m0);
-      pair1(q1[v], !MASKED || 8 * k + 4 * h + v < m1);
-    }
-  }
-}
-
-template <class Near, class Pair0, class Pair1>
-__device__ __forceinline__ void exclusive_groups(const int4* __restrict__ rows, int stride, int row, int groups,
-                                                 int m0, int m1, const Near& near, Pair0& pair0, Pair1& pair1) {
-  const int4 none = make_int4(0, 0, 0, 0);
-  const int g0 = (m0 + 7) >> 3, g1 = (m1 + 7) >> 3, steps = max(g0, g1);
-  const int whole = min(m0 >> 3, m1 >> 3);
-  const int4* __restrict__ p0 = rows + row;
-  const int4* __restrict__ p1 = rows + static_cast<long long>(groups - 1) * stride + row;
-  int4 e0 = g0 > 0 ? __ldg(p0) : none, e1 = g1 > 0 ? __ldg(p1) : none;
-  int k = 0;
-#pragma unroll 1
-  for (; k < whole; ++k) {
-    const int4 c0 = e0, c1 = e1;
-    p0 += stride;
-    p1 -= stride;
-    e0 = k + 1 < g0 ? __ldg(p0) : none;
-    e1 = k + 1 < g1 ? __ldg(p1) : none;
-    exclusive_step<false>(c0, c1, k, m0, m1, near, pair0, pair1);
-  }
-#pragma unroll 1
-  for (; k < steps; ++k) {  // one list's last groups, or both lists' partial last group
-    const int4 c0 = e0, c1 = e1;
-    p0 += stride;
-    p1 -= stride;
-    e0 = k + 1 < g0 ? __ldg(p0) : none;
-    e1 = k + 1 < g1 ? __ldg(p1) : none;
-    exclusive_step<true>(c0, c1, k, m0, m1, near, pair0, pair1);
-  }
-}
-
 // The force kernel for rows of two (verlet_force's loop, one thread per row): each gathered
 // partner's position gives two pairs, one per particle of the row, each kept where it lies inside
 // the cutoff; the row's own pair once, added to both. A row of one takes its own particle for the
 // second, whose pairs are all selected away (`two`; a phantom far away would not do: the minimum
-// image of a far entry can bring it back within the cutoff). SPLIT: the row's exclusive entries
-// after its shared ones (exclusive_groups), one pair each. Template parameters as verlet_force's
-// (TPP 1). Each thread's sums in a fixed order: deterministic.
+// image of a far entry can bring it back within the cutoff). Template
+// parameters as verlet_force's (TPP 1). Each thread's sums in a fixed order: deterministic.
 template <typename Real, typename Acc, template <typename> class Functor, bool ENERGY, bool PBC, int BLOCK,
-          int LAYOUT, int MINB, int BATCH, bool SPLIT = false>
+          int LAYOUT, int MINB, int BATCH>
 __global__ void __launch_bounds__(BLOCK, MINB)
 verlet_force_pairs(const Real* __restrict__ pos_data, const int stride, const int* __restrict__ order,
                    const int* __restrict__ row_slot, const int* __restrict__ rows_now, const int* __restrict__ nbr,
-                   const int2* __restrict__ len, const int* __restrict__ xnbr, const int2* __restrict__ xlen,
-                   const int xgroups, const int n, const int rows_max, const int cap, const Box<Real> box,
+                   const int2* __restrict__ len, const int n, const int rows_max, const int cap, const Box<Real> box,
                    const Real* __restrict__ params, Acc* __restrict__ forces, Acc* __restrict__ partial,
                    unsigned long long* __restrict__ count, int* __restrict__ flag, unsigned int* __restrict__ rebuilds) {
   static_assert(BATCH == 8 || BATCH == 16, "BATCH: 8 or 16 near entries (one or two groups)");
@@ -1317,20 +1198,6 @@ verlet_force_pairs(const Real* __restrict__ pos_data, const int stride, const in
       acc1.template add_where<!ROW_VIRIAL>(f, -dx, -dy, -dz, r2, f.inside(r2));
     }
     near_groups<1, G>(rows, rows_max, r, 0, m.x, near, pair);
-    if constexpr (SPLIT) {
-      auto pair0 = [&](const Vec4<Real>& pj, bool valid) {
-        Real dx, dy, dz;
-        const Real r2 = entry_separation<false, FMA>(pi0, pj, box, dx, dy, dz);
-        acc0.template add_where<!ROW_VIRIAL>(f, dx, dy, dz, r2, f.inside(r2) && valid);
-      };
-      auto pair1 = [&](const Vec4<Real>& pj, bool valid) {
-        Real dx, dy, dz;
-        const Real r2 = entry_separation<false, FMA>(pi1, pj, box, dx, dy, dz);
-        acc1.template add_where<!ROW_VIRIAL>(f, dx, dy, dz, r2, f.inside(r2) && valid);
-      };
-      const int2 mx = __ldg(xlen + r);
-      exclusive_groups(reinterpret_cast<const int4*>(xnbr), rows_max, r, xgroups, mx.x, mx.y, near, pair0, pair1);
-    }
     if constexpr (ROW_VIRIAL) {
       acc0.row_virial(pi0.x, pi0.y, pi0.z);
       acc1.row_virial(pi1.x, pi1.y, pi1.z);  // zero force for a row of one
