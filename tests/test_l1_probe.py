@@ -31,3 +31,16 @@ def test_bank_groups_permutes_inside_whole_groups_only():
         assert sorted(got[g:g + 8]) == row[g:g + 8]
         assert sum((q - 5) % 8 == p for p, q in enumerate(got[g:g + 8])) >= sum(
             (q - 5) % 8 == p for p, q in enumerate(row[g:g + 8]))
+
+
+def test_table_pads_to_an_even_number_of_steps_with_empty_ones():
+    """The texture replay takes two steps a turn: an odd longest row gets one empty step (-1)."""
+    idx, steps = l1_probe.table([[[1, 2, 3]] + [[4]] * 31])
+    assert steps == 4 and idx.shape == (1, 4, 32)
+    assert idx[0, :, 0].tolist() == [1, 2, 3, -1] and (idx[0, 1:, 1:] == -1).all()
+
+
+def test_an_unknown_load_path_is_one_line_and_exit_2(capsys):
+    assert l1_probe.main(["--paths", "ldg,lds"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["l1_probe: unknown path 'lds' (ldg, tex, mix)"]

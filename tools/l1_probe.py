@@ -6,7 +6,10 @@ order of the build) in three orders: as built, each group of 8 bank-ordered (ban
 quarter-warp's rows scheduled so that its 8 lanes read 8 distinct bank groups at every step (a
 greedy edge colouring of the lanes x bank-groups multigraph; empty steps where a lane has none).
 
-    python3 tools/l1_probe.py [--warps 64] [--reps 20] [--json OUT]
+    python3 tools/l1_probe.py [--warps 64] [--reps 20] [--paths ldg,tex,mix] [--json OUT]
+
+--paths: the load paths timed per pattern: ldg (__ldg, the force kernels' gathers), tex (tex1Dfetch
+on a linear float4 texture object), mix (even steps tex, odd steps ldg).
 
 Prints per pattern: steps, the event time per warp-step (median of 5), and under ncu
 (l1tex__data_pipe_lsu_wavefronts.sum, l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum) the
@@ -113,6 +116,7 @@ def colour(rows: list[list[int]]) -> list[list[int]]:
 
 def table(warps: list[list[list[int]]]) -> tuple[np.ndarray, int]:
     steps = max(max(len(r) for r in w) for w in warps)
+    steps += steps & 1  # even: the texture replay takes two steps a turn (an empty step loads nothing)
     idx = np.full((len(warps), steps, 32), -1, np.int32)
     for wi, w in enumerate(warps):
         for li, r in enumerate(w):
@@ -158,13 +162,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warps", type=int, default=64)
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--only", help="run one pattern (index into the list), for ncu")
+    ap.add_argument("--paths", default="ldg", help="comma list of ldg, tex, mix (default ldg)")
     ap.add_argument("--json")
     a = ap.parse_args(argv)
+    paths = a.paths.split(",")
+    bad = [x for x in paths if x not in ("ldg", "tex", "mix")]
+    if bad:
+        print(f"l1_probe: unknown path {bad[0]!r} (ldg, tex, mix)", file=sys.stderr)
+        return 2
     import cupy as cp
 
     src = (pathlib.Path(__file__).resolve().parent.parent / "strategies/kernels/l1probe.cu").read_text()
-    kern = cp.RawModule(code=src, name_expressions=("l1_replay",)).get_function("l1_replay")
+    exprs = {"ldg": "l1_replay", "tex": "l1_replay_tex<false>", "mix": "l1_replay_tex<true>"}
+    mod = cp.RawModule(code=src, name_expressions=tuple(exprs.values()), options=("-std=c++17",))
     pos = cp.asarray(np.random.default_rng(3).random((N, 4), np.float32))
+    from cupy.cuda import runtime, texture
+
+    ch = texture.ChannelFormatDescriptor(32, 32, 32, 32, runtime.cudaChannelFormatKindFloat)
+    res_desc = texture.ResourceDescriptor(runtime.cudaResourceTypeLinear, arr=pos, chDesc=ch, sizeInBytes=pos.nbytes)
+    tex = texture.TextureObject(res_desc, texture.TextureDescriptor(readMode=runtime.cudaReadModeElementType))
     pats = patterns(a.warps)
     names = list(pats)
     if a.only is not None:
@@ -172,10 +188,13 @@ def main(argv: list[str] | None = None) -> int:
     blocks, threads = 132 * 8, 256  # 8 warps a block, every pattern replayed by many warps
     out = cp.zeros(blocks * threads, cp.float32)
     res = []
-    for name in names:
+    for name, path in ((nm, pa) for nm in names for pa in paths):
+        kern = mod.get_function(exprs[path])
         idx = cp.asarray(np.ascontiguousarray(pats[name]))
         steps = idx.shape[1]
         args = (pos, idx, np.int32(idx.shape[0]), np.int32(steps), np.int32(a.reps), out)
+        if path != "ldg":
+            args = (pos, tex) + args[1:]
         kern((blocks,), (threads,), args)
         t = []
         for _ in range(5):
@@ -188,10 +207,11 @@ def main(argv: list[str] | None = None) -> int:
         ms = float(np.median(t))
         warp_steps = blocks * threads // 32 * steps * a.reps
         gathers = int((cp.asnumpy(idx) >= 0).any(axis=2).sum())
-        line = {"pattern": name, "steps": steps, "gather_steps_per_rep": gathers, "ms": ms,
+        line = {"pattern": name, "path": path, "steps": steps, "gather_steps_per_rep": gathers, "ms": ms,
                 "ns_per_warp_step_per_sm": ms * 1e6 / (warp_steps / 132)}
         res.append(line)
-        print(f"{name:40s} steps {steps:4d} {ms:8.3f} ms  {line['ns_per_warp_step_per_sm']:.3f} ns/warp-step/SM")
+        print(f"{name:40s} {path:3s} steps {steps:4d} {ms:8.3f} ms  {line['ns_per_warp_step_per_sm']:.3f} "
+              "ns/warp-step/SM")
     if a.json:
         pathlib.Path(a.json).write_text(json.dumps(res, indent=1))
     return 0

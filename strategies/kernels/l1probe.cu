@@ -21,3 +21,32 @@ __global__ void l1_replay(const float4* __restrict__ pos, const int* __restrict_
   }
   out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
 }
+
+// The same replay with the gathers through the texture path: tex1Dfetch on a linear float4 texture
+// object over pos. MIX false: every gather; true: the even steps through the texture path and the
+// odd ones through __ldg, so that both paths of the L1 take gathers in the same loop. Whether the
+// texture path serves random 16-byte gathers at another rate than the LSU path's bank groups.
+template <bool MIX>
+__global__ void l1_replay_tex(const float4* __restrict__ pos, const cudaTextureObject_t tex,
+                              const int* __restrict__ idx, const int patterns, const int steps, const int reps,
+                              float* __restrict__ out) {
+  const int lane = threadIdx.x & 31;
+  const int w = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+  const int* __restrict__ p = idx + static_cast<long long>(w % patterns) * steps * 32 + lane;
+  float acc = 0.0f;
+  for (int r = 0; r < reps; ++r) {
+#pragma unroll 2
+    for (int k = 0; k + 1 < steps; k += 2) {  // steps is even for every pattern of tools/l1_probe.py
+      const int q0 = __ldg(p + k * 32), q1 = __ldg(p + (k + 1) * 32);
+      if (q0 >= 0) {
+        const float4 v = tex1Dfetch<float4>(tex, q0);
+        acc += v.x + v.y + v.z + v.w;
+      }
+      if (q1 >= 0) {
+        const float4 v = MIX ? __ldg(pos + q1) : tex1Dfetch<float4>(tex, q1);
+        acc += v.x + v.y + v.z + v.w;
+      }
+    }
+  }
+  out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
+}
