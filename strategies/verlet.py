@@ -586,6 +586,15 @@ class VerletPlan(DeviceListPlan):
 # all outputs 0.2141 against 0.1782; amortised 0.2623 against 0.2601 and 0.3163 against 0.2852.
 # The strategy stays as the measured design point (GROMACS's i-clusters, two wide); it is not the
 # list 'auto' or the MD loop takes.
+# Tried and reverted (twenty-second session, commits 6265244 and 094e515, reverted in 6efba4e; H200, LJ
+# 1M, reports/2026-11-26-h200/, s22-call2): the partners split in three classes, those within r_list
+# of both particles (one gather, two pairs) and each particle's own (one gather, one pair, in a second
+# storage), so that a row of two gathers as the union does at about the rows of one's arithmetic
+# (80.0M distance checks against the union's 112.7M). With a built list 0.1812 / 0.2264 ms against the
+# union's 0.1563 / 0.2145 (forces / all), build 0.786 against 0.591 (96 registers against 72). ncu:
+# 18.9 lanes of 32 active against 25.0, 112M warp instructions against 106M, 46% more gather requests:
+# each lane's classes differ in length, and a warp runs its longest shared list, then its longest
+# exclusive one.
 
 
 PAIR_AUTO_MINB = {False: 8, True: 8}
