@@ -3,11 +3,16 @@
 // the index is negative) and adds its components, reps times over. Nothing else touches memory
 // in the loop but the coalesced index loads (one 128-byte request per step), so ncu's data-pipe
 // wavefronts and the event time per step measure what the gathers of the pattern cost.
-__global__ void l1_replay(const float4* __restrict__ pos, const int* __restrict__ idx, const int patterns,
-                          const int steps, const int reps, float* __restrict__ out) {
+// This lane's column of its warp's pattern: step k's index at [k * 32].
+__device__ __forceinline__ const int* replay_column(const int* __restrict__ idx, int patterns, int steps) {
   const int lane = threadIdx.x & 31;
   const int w = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-  const int* __restrict__ p = idx + static_cast<long long>(w % patterns) * steps * 32 + lane;
+  return idx + static_cast<long long>(w % patterns) * steps * 32 + lane;
+}
+
+__global__ void l1_replay(const float4* __restrict__ pos, const int* __restrict__ idx, const int patterns,
+                          const int steps, const int reps, float* __restrict__ out) {
+  const int* __restrict__ p = replay_column(idx, patterns, steps);
   float acc = 0.0f;
   for (int r = 0; r < reps; ++r) {
 #pragma unroll 4
@@ -30,9 +35,7 @@ template <bool MIX>
 __global__ void l1_replay_tex(const float4* __restrict__ pos, const cudaTextureObject_t tex,
                               const int* __restrict__ idx, const int patterns, const int steps, const int reps,
                               float* __restrict__ out) {
-  const int lane = threadIdx.x & 31;
-  const int w = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-  const int* __restrict__ p = idx + static_cast<long long>(w % patterns) * steps * 32 + lane;
+  const int* __restrict__ p = replay_column(idx, patterns, steps);
   float acc = 0.0f;
   for (int r = 0; r < reps; ++r) {
 #pragma unroll 2
