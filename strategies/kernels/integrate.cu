@@ -11,14 +11,7 @@
 //
 // Both are in input order, like the strategies' forces. A non-finite coordinate sets *bad
 // (the host reads it at each sample): a blown-up run is reported, not silently continued.
-#include "common.cuh"
-
-template <typename Acc>
-__device__ __forceinline__ Acc wrap_centred(Acc x, Acc len, Acc inv_len) {
-  const Acc half = Acc(0.5) * len;
-  x -= len * Math<Acc>::floor(x * inv_len + Acc(0.5));
-  return x >= half ? x - len : x;  // rounding can leave x = L/2
-}
+#include "integrate.cuh"
 
 // A thread per coordinate k = 3 i + a: x, v and f are read and written with unit stride (a thread
 // per particle strode by three and took twice as long at 1M particles). KICKS: the half kicks
@@ -33,13 +26,8 @@ __device__ __forceinline__ void kicks_drift(Acc* __restrict__ x, Acc* __restrict
   if (k >= n3) return;
   const int i = k / 3, a = k - 3 * i;
   const Acc len = a == 0 ? lx : (a == 1 ? ly : lz);
-  const Acc fk = f[k];
-  Acc vk = v[k];
-#pragma unroll
-  for (int q = 0; q < KICKS; ++q) vk = vk + half_dt_m * fk;
-  Acc xk = x[k] + dt * vk;
-  const bool finite = isfinite(xk);
-  xk = wrap_centred(xk, len, Acc(1) / len);
+  Acc vk = v[k], xk = x[k];
+  const bool finite = kicks_drift_one<KICKS>(xk, vk, f[k], half_dt_m, dt, len);
   v[k] = vk;
   x[k] = xk;
   pos[static_cast<long long>(pos_stride) * i + a] = static_cast<Real>(xk);
