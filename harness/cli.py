@@ -429,11 +429,13 @@ def cmd_md(args: argparse.Namespace) -> int:
                   f"{s.temperature:8.4f} {s.pressure:9.4f}", flush=True)
 
     res = md.run(strategy, problem, args.steps, args.dt, temperature=args.temperature, sample=args.sample,
-                 seed=args.seed, trajectory=args.out, frame_every=args.frame_every, graph=not args.no_graph, say=say)
+                 seed=args.seed, trajectory=args.out, frame_every=args.frame_every, graph=not args.no_graph, say=say,
+                 fuse=not args.no_fuse)
     rebuilt = f"; list built {res.rebuilds} times" if res.rebuilds is not None else ""
+    fused = f"; fused steps: {res.fused}" if res.fused != "off" else ""
     print(f"{res.ms_per_step:.4f} ms per step ({args.steps} steps, samples included; CUDA graph: {res.graph}"
           f"{f', {md.GRAPH_STEPS} steps per replay, recorded in {res.capture_ms:.0f} ms before the clock' if res.graph == 'on' else ''}"
-          f"{rebuilt}); "
+          f"{fused}{rebuilt}); "
           f"energy drift {res.drift:+.3e} per particle per tau, largest |E - E0| {res.max_deviation:.3e} per particle"
           + (f"; {res.frames} frames -> {args.out}" if args.out else ""))
     if args.json:
@@ -817,6 +819,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-shift", action="store_true",
                    help="keep LJ truncated without the shift to zero at the cutoff (energy then jumps)")
     p.add_argument("--no-graph", action="store_true", help="launch every step (no CUDA-graph replay)")
+    p.add_argument("--no-fuse", action="store_true",
+                   help="the plain steps (kick_drift, the strategy's step, kick in input order) where the strategy "
+                        "offers fused ones (the Verlet list: the state in the list's order, the integrator in its "
+                        "force kernel; the same bits)")
     p.add_argument("--quiet", action="store_true", help="only the summary line")
     _potential_args(p)
     p.add_argument("--potential", help="replace each scenario's potential: e.g. "

@@ -11,6 +11,11 @@ forces only. On the GPU the forces-only steps are captured once as CUDA graphs (
 GRAPH_STEPS steps in one graph) and replayed where the strategy allows (`graph` in the result says
 whether it did, or why not).
 
+Where the strategy's plan offers fused steps (`md_steps`: the Verlet list, strategies/verlet.py
+VerletSteps) the loop takes them: the state kept in the list's order and the integrator run at the
+end of the force kernel, with the same bits as the plain steps (`fused` in the result; `--no-fuse`
+keeps the plain ones).
+
 Units are reduced LJ units (mass 1, k_B = 1, time tau). Temperature counts 3N - 3 degrees of
 freedom (the start has zero total momentum). Pressure P = (2 K + tr W) / (3 V), W the virial.
 """
@@ -69,6 +74,7 @@ class MdResult:
     frames: int = 0
     rebuilds: int | None = None  # list strategies: builds used over the run (the first included)
     capture_ms: float = 0.0  # host time recording the CUDA graphs, before the clock starts
+    fused: str = ""  # "on": the steps fused into the strategy's order (its plan's md_steps); else why not
 
     @property
     def drift(self) -> float:
@@ -146,10 +152,12 @@ class _Trajectory:
 
 def run(strategy: strategies.Strategy, problem: Problem, steps: int, dt: float, temperature: float = 0.72,
         sample: int = 100, seed: int = 1, trajectory: str | Path | None = None, frame_every: int | None = None,
-        graph: bool = True, velocities: np.ndarray | None = None, say=None) -> MdResult:
+        graph: bool = True, velocities: np.ndarray | None = None, say=None, fuse: bool | str = True) -> MdResult:
     """NVE velocity Verlet for `steps` steps; samples at step 0 and every `sample` steps (and the
     last). trajectory: an extended XYZ file, a frame every `frame_every` steps (default
-    `sample`). velocities: a start other than Maxwell-Boltzmann at `temperature`."""
+    `sample`). velocities: a start other than Maxwell-Boltzmann at `temperature`. fuse: take the
+    plan's fused steps where it offers them (the same bits; see _stepper); "always": also where the
+    plan would keep the plain ones as faster (tests)."""
     check_run(steps, dt, sample)
     check_periodic(problem)
     if strategy.launch.get("headroom") == 0.0:  # cells of fixed capacity: room for what moves in
@@ -185,10 +193,11 @@ def run(strategy: strategies.Strategy, problem: Problem, steps: int, dt: float, 
             _evaluate(strategy, plan, "forces")
             out = _evaluate(strategy, plan, "all")
             _sample(res, integ, out, 0, 0.0, V, traj, frame_every, say)
+            steps_, res.fused = _stepper(strategy, plan, integ, out.forces, fuse if gpu else False)
             graphs, res.graph = {}, "cpu" if not gpu else ("off" if not graph else "")
             if gpu and graph:  # recorded, not run: the graphs start from the state the loop starts from
                 c0 = time.perf_counter()
-                graphs, res.graph = _capture(strategy, plan, integ, out.forces)
+                graphs, res.graph = _capture(steps_)
                 res.capture_ms = 1e3 * (time.perf_counter() - c0)
             t0 = _clock(gpu)
             step = 0
@@ -196,12 +205,10 @@ def run(strategy: strategies.Strategy, problem: Problem, steps: int, dt: float, 
                 while step < steps:
                     if (step + 1) % sample == 0 or step + 1 == steps:
                         step += 1
-                        forces = out.forces
                         with nvtx_range(f"md-step/{name}"):
-                            integ.kick_drift(forces)
-                            out = _evaluate(strategy, plan, "all")
-                            integ.kick(out.forces)
-                        _sample(res, integ, out, step, step * dt, V, traj, frame_every, say)  # writes its frame
+                            steps_.open()
+                            out = steps_.step("all", last=True)
+                        _sample(res, steps_, out, step, step * dt, V, traj, frame_every, say)  # writes its frame
                         continue
                     # forces-only steps up to (not including) the next sample, and up to the next frame
                     run = _forces_only_run(step, steps, sample, frame_every if traj is not None else None)
@@ -211,13 +218,11 @@ def run(strategy: strategies.Strategy, problem: Problem, steps: int, dt: float, 
                         step += k
                     else:
                         step += 1
-                        forces = out.forces  # the plan's force buffer (one buffer for both flavours)
                         with nvtx_range(f"md-step/{name}"):
-                            integ.kick_drift(forces)
-                            out = _evaluate(strategy, plan, "forces")
-                            integ.kick(out.forces)
+                            steps_.open()
+                            steps_.step("forces", last=True)
                     if traj is not None and step % frame_every == 0:
-                        traj.write(step, step * dt, integ.positions(), integ.velocities(), None)
+                        traj.write(step, step * dt, steps_.positions(), steps_.velocities(), None)
             except (ZeroDivisionError, SystemError) as e:  # numba: a pair at distance 0 (thrown together)
                 if not isinstance(e, ZeroDivisionError) and not isinstance(e.__cause__, ZeroDivisionError):
                     raise
@@ -286,37 +291,88 @@ def _forces_only_run(step: int, steps: int, sample: int, frame_every: int | None
     return max(1, stop - step)
 
 
-def _capture(strategy, plan, integ, forces):
-    """CUDA graphs of forces-only steps (kick_drift, step, kick) on the current stream: one step,
+class _PlainSteps:
+    """The loop's steps for any strategy: open() is kick_drift, step() the strategy's step (list
+    upkeep, force, reduce) and the kick; inside a run of steps (last=False) the kick and the next
+    step's kick_drift are one launch (kick_kick_drift: the same bits)."""
+
+    def __init__(self, strategy, plan, integ: Integrator, forces):
+        self.strategy, self.plan, self.integ, self.forces, self.n = strategy, plan, integ, forces, integ.n
+
+    def open(self) -> None:
+        self.integ.kick_drift(self.forces)
+
+    def step(self, outputs: str, last: bool):
+        out = _evaluate(self.strategy, self.plan, outputs)
+        (self.integ.kick if last else self.integ.kick_kick_drift)(out.forces)
+        self.forces = out.forces
+        return out
+
+    def captured(self, forces) -> str:
+        """Why a graph recorded from `forces` on cannot be replayed ("" where it can): the kernels
+        must read the plan's one force buffer."""
+        if self.forces.data.ptr != forces.data.ptr:
+            return "not captured: the strategy returns its forces in a new buffer each step"
+        return ""
+
+    def kinetic(self):
+        return self.integ.kinetic()
+
+    def positions(self) -> np.ndarray:
+        return self.integ.positions()
+
+    def velocities(self) -> np.ndarray:
+        return self.integ.velocities()
+
+    def blown_up(self) -> bool:
+        return self.integ.blown_up()
+
+
+def _stepper(strategy, plan, integ: Integrator, forces, fuse: bool | str):
+    """(the steps, what MdResult.fused says): the plan's fused steps where it offers them
+    (strategies/verlet.py, VerletSteps: the state in the list's order, the integrator in the force
+    kernel; the same bits as the plain steps), else _PlainSteps. fuse "always": where the plan
+    offers them at all."""
+    if not fuse:
+        return _PlainSteps(strategy, plan, integ, forces), "off"
+    offer = getattr(plan, "md_steps", None)
+    if offer is None:
+        return _PlainSteps(strategy, plan, integ, forces), "off: the strategy has no fused step"
+    steps_, why = offer(integ, forces, always=fuse == "always")
+    if steps_ is None:
+        return _PlainSteps(strategy, plan, integ, forces), f"off: {why}"
+    return steps_, why
+
+
+def _capture(steps_):
+    """CUDA graphs of forces-only steps (open, then the steps) on the current stream: one step,
     and GRAPH_STEPS steps in one graph (one host launch for them: at a few thousand particles a
     step takes about as long as the host needs to launch a graph). Returns ({steps: launch}, "on")
-    or ({}, why not). The kernels read the plan's force buffer, the one `forces` is."""
+    or ({}, why not)."""
     import cupy
 
     stream = cupy.cuda.get_current_stream()
     graphs = {}
     try:
         for k in (1, GRAPH_STEPS):
+            before = getattr(steps_, "forces", None)
             stream.begin_capture()
             try:
-                integ.kick_drift(forces)
+                steps_.open()
                 for q in range(k):
-                    f = _evaluate(strategy, plan, "forces").forces
-                    if q + 1 < k:
-                        integ.kick_kick_drift(f)  # this step's kick and the next one's kick_drift
-                    else:
-                        integ.kick(f)
+                    steps_.step("forces", last=q + 1 == k)
             finally:
                 g = stream.end_capture()
-            if f.data.ptr != forces.data.ptr:
-                return {}, "not captured: the strategy returns its forces in a new buffer each step"
+            why = steps_.captured(before) if hasattr(steps_, "captured") else ""
+            if why:
+                return {}, why
             graphs[k] = (lambda g=g: g.launch(stream))
         return graphs, "on"
     except Exception as e:
         return {}, f"not capturable: {type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}"
 
 
-def _sample(res: MdResult, integ: Integrator, out, step: int, t: float, V: float, traj, frame_every: int,
+def _sample(res: MdResult, integ, out, step: int, t: float, V: float, traj, frame_every: int,
             say) -> None:
     out.raise_checks()  # the forces stay on the device; only the sums come back
     pot = float(out.energy.get() if hasattr(out.energy, "get") else out.energy)

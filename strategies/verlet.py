@@ -36,15 +36,17 @@ from typing import ClassVar
 import numpy as np
 from numba import njit, prange
 
-from mdcore import MODES, Forces, InputError, Potential, Problem, StrategyError
+from mdcore import FLOAT_PRECISIONS, MODES, Forces, InputError, Potential, Problem, StrategyError
+from mdcore.ranges import nvtx_range
 
 from . import schedules as S
 from .base import Plan
-from .binning import SCAN_TILE, Binning
+from .binning import GUARDED_BLOCKS_PER_SM, SCAN_TILE, Binning
 from .cells import max_cells, pmask
 from .cells_cpu import _axis_range, _wrapi, bin_cells
 from .cpu import CpuPlan, pair_step, separation, store_sums
-from .cuda import LAYOUTS, CudaPlan, CudaStrategy, Layout, auto_tpp, cbool, ctypes, kernel, layout_expressions
+from .cuda import (LAYOUTS, CudaPlan, CudaStrategy, Layout, auto_tpp, cbool, ctypes, kernel, layout_expressions,
+                   sm_count)
 from .lists import SKIN, DeviceListPlan, ListStrategy, moved_beyond
 from .registry import register
 
@@ -310,13 +312,21 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
                              f"fit on one SM ({MAX_THREADS_PER_SM} threads): take minb <= "
                              f"{MAX_THREADS_PER_SM // self.launch['block']}")
 
-    def force_expression(self, precision: str, potential: Potential, energy: bool, pbc: bool, tpp: int) -> str:
-        """The force kernel for threads per row `tpp` (the plan's: launch tpp, or auto_tpp's where 0)."""
+    def force_expression(self, precision: str, potential: Potential, energy: bool, pbc: bool, tpp: int,
+                         md: int = 0) -> str:
+        """The force kernel for threads per row `tpp` (the plan's: launch tpp, or auto_tpp's where 0);
+        md 1 or 2: the fused MD step's (kernels/verlet.cu, MdStep)."""
         real, acc = ctypes(precision)
         minb, batch = self.register_cap(energy, acc), self.batch(energy, self.entries(tpp))
         return (f"verlet_force<{real}, {acc}, {potential.functor}, {cbool(energy)}, {cbool(pbc)}, "
                 f"{tpp}, {self.launch['block']}, {LAYOUTS[self.launch['layout']]}, {minb}, {batch}, "
-                f"{cbool(self.entries(tpp))}>")
+                f"{cbool(self.entries(tpp))}" + (f", {md}>" if md else ">"))
+
+    def md_expressions(self, potential: Potential) -> list[str]:
+        """The fused MD steps' force kernels (periodic boxes, the float precision modes): the
+        closing kick with every output flavour, the closing and opening kicks forces only."""
+        return [self.force_expression(p, potential, e, True, t, md) for t in self.default_tpps()
+                for p in FLOAT_PRECISIONS for e, md in ((True, 1), (False, 1), (False, 2))]
 
     def entries(self, tpp: int) -> bool:
         """Whether the row's tpp lanes split it by entries (split 'entries', or 'auto' from
@@ -369,7 +379,7 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
 
     def default_expressions(self, potential: Potential) -> list[str]:
         return [self.force_expression(p, potential, e, pbc, t) for t in self.default_tpps() for p in MODES
-                for e in (True, False) for pbc in (True, False)]
+                for e in (True, False) for pbc in (True, False)] + self.md_expressions(potential)
 
     def data_expressions(self) -> dict[str, list[str]]:
         reals = sorted({m.cxx_compute for m in MODES.values()})
@@ -379,7 +389,7 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
                               [f"verlet_build_cells<{r}, {m}>" for r in reals for m in ("false", "true")] +
                               [f"verlet_build_warp<{r}, {m}>" for r in reals for m in ("false", "true")] +
                               [f"verlet_build_tile<{r}, {gr}>" for r in reals for gr in TILE_GROUPS] +
-                              ["verlet_banks", f"verlet_rotate<{ROTATE_BLOCK}>"],
+                              ["verlet_banks", f"verlet_rotate<{ROTATE_BLOCK}>"] + md_data_expressions(),
                 "binning.cu": sorted({e for r in reals for e in Binning.expressions(r)}),
                 "layout.cu": layout_expressions()}
 
@@ -554,11 +564,35 @@ class VerletPlan(DeviceListPlan):
         n = self.problem.n
         if not n:
             return
-        fn = self._force_kernel()
-        self.layout.fill(self.cur, n + 1)  # aos3, soa: the positions of this step (and the phantom), copied
-        fn((self.blocks,), (self.block,), (*self.layout.args(self.cur), self.binning.order, self.nbr, self.len,
+        self._launch_force(self._force_kernel(), self.cur, self.flag, self._no_md())
+
+    def _launch_force(self, fn, cur, flag, md) -> None:
+        """The force kernel on positions `cur`; flag: the trigger it clears (counting the rebuild
+        the step's upkeep made); md: its MdStep (zero where it writes forces)."""
+        n = self.problem.n
+        self.layout.fill(cur, n + 1)  # aos3, soa: the positions of this step (and the phantom), copied
+        fn((self.blocks,), (self.block,), (*self.layout.args(cur), self.binning.order, self.nbr, self.len,
                                            np.int32(n), np.int32(self.cap), self.box, self.fparams, self.forces, self.partial,
-                                           self.pcount, self.flag, self.rebuilds))
+                                           self.pcount, flag, self.rebuilds, md))
+
+    def _no_md(self) -> np.ndarray:
+        if getattr(self, "_md_zero", None) is None:
+            self._md_zero = np.zeros(1, md_dtype(self.acc, self.real))
+        return self._md_zero
+
+    def md_steps(self, integ, forces, always: bool = False):
+        """(VerletSteps, "on"): the MD loop's steps fused into the list's order, from the state of
+        `integ` (a GpuIntegrator on this plan) and the forces of its positions (input order);
+        or (None, why not). Not where a row takes more than FUSE_TPP_MOST threads (small systems),
+        unless `always`."""
+        if not self.problem.n:
+            return None, "no particles"
+        if not self.binning.guardable:
+            return None, f"the {self.binning.method} binning cannot be skipped on the device"
+        if self.tpp > FUSE_TPP_MOST and not always:
+            return None, (f"{self.tpp} threads a row (small systems: one of them updates the particle after the "
+                          "row's sum, and the plain steps measured faster)")
+        return VerletSteps(self, integ, forces), "on"
 
     def output(self) -> Forces:
         out = super().output()
@@ -567,6 +601,145 @@ class VerletPlan(DeviceListPlan):
                                       f"list was not complete: give the launch parameter cap (>= {{value}}) or prepare "
                                       "again"),)
         return out
+
+
+def md_dtype(acc, real) -> np.dtype:
+    """kernels/verlet.cu's MdStep<Real, Acc>, passed by value: 7 pointers, 5 Acc, one Real."""
+    names = ["x", "v", "f", "ref", "next", "flag", "bad", "half_dt_m", "dt", "lx", "ly", "lz", "half_skin2"]
+    return np.dtype({"names": names, "formats": [np.uint64] * 7 + [acc] * 5 + [real]}, align=True)
+
+
+def md_data_expressions() -> list[str]:
+    """The fused MD steps' kernels besides the force kernel, for the float precision modes."""
+    pairs = sorted({(MODES[p].cxx_compute, MODES[p].cxx_accumulate) for p in FLOAT_PRECISIONS})
+    return ([f"verlet_open<{r}, {a}>" for r, a in pairs] + [f"verlet_unsort<{r}, {a}>" for r, a in pairs]
+            + [f"verlet_sort<{a}>" for a in sorted({a for _, a in pairs})])
+
+
+MD_BLOCK = 256
+# The fused steps against the plain ones (H100, LJ fp32, harness md, ms per whole step, twenty-third
+# session, reports/2026-11-26-h100/, s23-call4): 1M (tpp 1) 0.2549 / 0.2557 against 0.2869 / 0.2869;
+# 32,000 (tpp 4) 0.0304 / 0.0302 against 0.0301 / 0.0301; 4,000 (tpp 16) 0.01373 / 0.01379 against
+# 0.01350 / 0.01359: there the row's lane 0 updates the particle after the row's shuffle sum, a
+# chain of dependent loads the plain steps' kick_drift spreads over a thread per coordinate.
+FUSE_TPP_MOST = 4
+
+
+class VerletSteps:
+    """The MD loop's steps on a Verlet list with the state in the list's order (harness/md.py takes
+    it where the plan offers one; `harness md --no-fuse` keeps the plain loop).
+
+    The plain loop runs, per step, kick_drift over the particles in input order, the list's check
+    (verlet_refresh: each position gathered into slot order, the image nearest its build
+    position, the trigger), the guarded upkeep, the force kernel (forces scattered to input order)
+    and the kick. Here x, v and the closing kick's forces stay in slot order (the binning's order of
+    the last build) and a step is the guarded upkeep and one force kernel that ends with each row's
+    particle's update (kernels/verlet.cu, MdStep): the closing half kick, the next step's opening
+    one, the drift, the next step's positions (a second buffer: the kernel still gathers from the
+    first) and trigger (a second flag). The last step of a run keeps the forces and closes only;
+    the next run opens with verlet_open. A rebuild takes the state through input order
+    (verlet_unsort, the binning on the same positions as the plain loop's, verlet_sort), so that the
+    rows, the sums and every coordinate are the plain loop's bit for bit (tests/test_md_fused.py).
+    """
+
+    def __init__(self, plan: VerletPlan, integ, forces):
+        cp = plan.cp
+        n = plan.problem.n
+        self.plan, self.integ, self.n, self.cp = plan, integ, n, cp
+        self.name = plan.strategy.name
+        order = plan.binning.order[:n]
+        self.xs, self.vs = integ.x[order], integ.v[order]
+        self.fs = cp.asarray(forces)[order]
+        self.cur = (plan.cur, plan.cur.copy())  # the copy keeps the phantom slot
+        self.flags = (plan.flag, cp.zeros(1, np.int32))
+        self.never = plan.strategy.launch["rebuild"] == "never"
+        real_t, acc_t = plan.real_t, plan.acc_t
+        self.k_open = kernel("verlet.cu", f"verlet_open<{real_t}, {acc_t}>")
+        self.k_unsort = kernel("verlet.cu", f"verlet_unsort<{real_t}, {acc_t}>")
+        self.k_sort = kernel("verlet.cu", f"verlet_sort<{acc_t}>")
+        self.dtype = md_dtype(plan.acc, plan.real)
+        self.blocks = max(1, -(-n // MD_BLOCK))
+        self.guarded_blocks = max(1, min(self.blocks, GUARDED_BLOCKS_PER_SM * sm_count()))
+        self._fn: dict = {}
+        for outputs, mode in (("forces", 2), ("forces", 1), ("all", 1)):  # compiled before any step is timed
+            self._kernel(outputs, mode)
+        self.q = 0
+
+    def _md(self, nxt, flag) -> np.ndarray:
+        i = self.integ
+        ptr = [a.data.ptr for a in (self.xs, self.vs, self.fs, self.plan.ref, nxt)]
+        ptr += [0 if flag is None else flag.data.ptr, i.bad.data.ptr]
+        return np.array([(*ptr, i.half, i.dt, *i.L_acc, self.plan.half_skin2)], dtype=self.dtype)
+
+    def _kernel(self, outputs: str, mode: int):
+        p = self.plan
+        key = (outputs, mode)
+        if key not in self._fn:
+            expr = p.strategy.force_expression(p.problem.precision, p.problem.potential, outputs == "all", p.pbc,
+                                               p.tpp, mode)
+            self._fn[key] = kernel("verlet.cu", expr, p.problem.potential)
+        return self._fn[key]
+
+    def open(self) -> None:
+        """The opening half kick and drift of a run of steps (the forces the last step kept)."""
+        self.q = 0
+        md = self._md(self.cur[0], None if self.never else self.flags[0])
+        self.k_open((self.blocks,), (MD_BLOCK,), (md, self.plan.box, np.int32(self.n)))
+
+    def step(self, outputs: str, last: bool) -> Forces:
+        """The guarded upkeep and the force kernel that closes this step and, unless `last`, opens
+        the next."""
+        p = self.plan
+        i = self.q & 1
+        self.q += 1
+        p.set_outputs(outputs)
+        with nvtx_range(f"build/{self.name}"):
+            self.upkeep(i)
+        with nvtx_range(f"force/{self.name}"):
+            self.force(i, 1 if last else 2)
+        with nvtx_range(f"reduce/{self.name}"):
+            p.reduce()
+        return p.output()
+
+    def upkeep(self, i: int) -> None:
+        """The rebuild where flag i is set (skipped on the device otherwise): the state to input
+        order, the binning, the state to the new slot order, the rows (their positions into cur i)."""
+        p, n, flag = self.plan, self.n, self.flags[i]
+        p.cur = self.cur[i]
+        if self.never:
+            return
+        self._unsort(flag)
+        p.binning.run(guard=flag)
+        self.k_sort((self.guarded_blocks,), (MD_BLOCK,), (p.binning.order, self.integ.x, self.integ.v, np.int32(n),
+                                                          self.xs, self.vs, flag))
+        p._rows(flag)
+
+    def force(self, i: int, mode: int) -> None:
+        """The force kernel on cur i, clearing flag i; mode 2 writes cur and flag i ^ 1."""
+        md = self._md(self.cur[i ^ 1], None if self.never else self.flags[i ^ 1])
+        self.plan._launch_force(self._kernel(self.plan.outputs, mode), self.cur[i], self.flags[i], md)
+
+    def _unsort(self, guard=None) -> None:
+        """x, v (the integrator's, input order) and the plan's positions from the slot-order state."""
+        i = self.integ
+        self.k_unsort((self.guarded_blocks if guard is not None else self.blocks,), (MD_BLOCK,),
+                      (self.plan.binning.order, self.xs, self.vs, np.int32(self.n), i.x, i.v, self.plan.pos,
+                       guard if guard is not None else np.uint64(0)))
+
+    def kinetic(self):
+        self._unsort()
+        return self.integ.kinetic()
+
+    def positions(self) -> np.ndarray:
+        self._unsort()
+        return self.integ.positions()
+
+    def velocities(self) -> np.ndarray:
+        self._unsort()
+        return self.integ.velocities()
+
+    def blown_up(self) -> bool:
+        return self.integ.blown_up()
 
 
 # Rows of two particles (verlet_thread_pairrows): each gathered partner serves two pairs. Modelled on
@@ -624,6 +797,9 @@ class VerletThreadPairrows(VerletThreadPadded):
     def tpps(self) -> tuple[int, ...]:
         return (1,)
 
+    def md_expressions(self, potential: Potential) -> list[str]:
+        return []  # the MD loop runs its plain steps on rows of two (VerletPairPlan.md_steps)
+
     def force_expression(self, precision: str, potential: Potential, energy: bool, pbc: bool, tpp: int = 1) -> str:
         real, acc = ctypes(precision)
         return (f"verlet_force_pairs<{real}, {acc}, {potential.functor}, {cbool(energy)}, {cbool(pbc)}, "
@@ -659,6 +835,9 @@ class VerletPairPlan(VerletPlan):
         super().__init__(strategy, problem)
         self.launch_info["rows"] = self.rows
         self.launch_info["list_bytes"] += int(self.row_slot.nbytes + self.row_of.nbytes)
+
+    def md_steps(self, integ, forces, always: bool = False):
+        return None, "rows of two have no fused step"
 
     @staticmethod
     def row_count(strategy, problem: Problem) -> int:

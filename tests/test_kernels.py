@@ -1,4 +1,5 @@
 """Every kernel specialisation compiles with nvcc, and the precision modes mean what they say."""
+import functools
 import os
 import re
 
@@ -67,10 +68,24 @@ def _defaults():
 EXPRS = _defaults()
 DATA_MOVEMENT = ("bin_cells", "bin_count", "bin_small", "rank_in_cell", "scatter_cells", "gather_forces",
                  "zero_forces", "fold_slices", "warpblock_job_sizes", "warpblock_job_table", "cp_fill", "cp_scatter",
-                 "relayout")
+                 "relayout", "verlet_unsort", "verlet_sort")
 # kernels that fold the final reduction themselves: their double sums are scaled once at the end
 # (energy and virial halved where every pair was visited from both sides)
 FOLDS_REDUCTION = ("fullshell_thread_csr",)
+
+
+def _integrates(expression: str) -> bool:
+    """The Verlet list's fused MD steps (strategies/verlet.py, VerletSteps): kernels that also run
+    the integrator, which keeps its state in the accumulation type (double in mixed)."""
+    return expression.startswith("verlet_open<") or bool(re.match(r"verlet_force<.*, [12]>$", expression))
+
+
+@functools.cache
+def _integrator_f64_ops() -> frozenset:
+    """The float64 operations of the mixed mode's integrator (integrate.cu), predicates dropped."""
+    code, out, ptx = nvcc.compile_unit("integrate.cu", ["kick_kick_drift<float, double>", "kick<double>"], ptx=True)
+    assert code == 0, out
+    return frozenset(re.sub(r"^@%p\d+\s+", "", op) for op in nvcc.f64_instructions(ptx))
 
 
 PTX_CASES = [(f, e) for f, e in EXPRS if _precision_of(e) is not None
@@ -110,6 +125,12 @@ def test_precision_modes_in_ptx(file, expr, ptx_of):
         accumulate = ("add.", "sub.", "neg.", "atom.global.add.", "red.global.add.", "selp.")
         if expr.startswith(FOLDS_REDUCTION):
             accumulate += ("mul.f64",)
+        if _integrates(expr):  # the integrator's double arithmetic too, and nothing else (the same
+            # force body without MD is checked above as every other mixed kernel)
+            ops = _integrator_f64_ops()
+            assert all(op.startswith(accumulate) or re.sub(r"^@%p\d+\s+", "", op) in ops for op in f64), \
+                sorted(set(f64) - ops)
+            return
         assert f64 and all(op.startswith(accumulate) for op in f64), sorted(set(f64))
     else:
         assert any(op.startswith(("mul.", "fma.")) for op in f64)

@@ -35,8 +35,12 @@
 //                  reads bank group (s + t) % 8 where it can: the same for a whole row
 //   verlet_force   TPP threads per row: force on i = order[s] from its row; forces written in
 //                  input order; energy and virial per block (ENERGY). Block 0 clears *flag and
-//                  counts the rebuild.
+//                  counts the rebuild. With MD (the MD loop's fused steps, MdStep below): no
+//                  forces written; the row's particle kicked (and drifted) in slot order instead
+//   verlet_open, verlet_unsort, verlet_sort  (the fused steps) the opening kick and drift of a run
+//                  of steps; the state between slot order and input order around a rebuild
 #include "cells.cuh"
+#include "integrate.cuh"
 
 template <typename Real>
 __global__ void verlet_check(const Vec4<Real>* __restrict__ pos, const Vec4<Real>* __restrict__ ref, const int n,
@@ -897,6 +901,139 @@ __device__ __forceinline__ void near_groups(const int4* __restrict__ rows, int s
   }
 }
 
+// ---- The MD loop fused into the list's order (strategies/verlet.py, VerletSteps) --------------
+// The loop's state kept in slot order (the binning's order of the last build): x and v (3 Acc a
+// particle, centred coordinates as strategies/integrate.py keeps them) and the forces the next
+// opening kick reads. A step is then the guarded rebuild and one force kernel that ends with the
+// row's particle's update (MD = 2: this step's closing half kick, the next step's opening one,
+// the drift, and the next step's positions and trigger; MD = 1: the closing half kick only, the
+// force kept for the next opening kick): no pass over the particles in input order, no per-step
+// gather. The operations are those of integrate.cu (integrate.cuh) and verlet_refresh, in the
+// same order: the fused loop's bits are the plain loop's.
+template <typename Real, typename Acc>
+struct MdStep {
+  Acc* x;                 // slot order, 3 a particle
+  Acc* v;
+  Acc* f;                 // the forces of the last closing kick (MD = 1 writes, verlet_open reads)
+  const Vec4<Real>* ref;  // the build's positions
+  Vec4<Real>* next;       // the positions the next force phase reads (verlet_refresh's cur)
+  int* flag;              // the next step's trigger; nullptr: never rebuilt (rebuild=never)
+  int* bad;               // set where a coordinate is not finite
+  Acc half_dt_m, dt, lx, ly, lz;
+  Real half_skin2;
+};
+
+// Drift slot s after KICKS half kicks with force (fx, fy, fz), and write the next step's position
+// (the image nearest ref[s], as verlet_refresh). Returns (bit 0) whether it moved beyond skin/2
+// since the build and (bit 1) whether a coordinate is not finite: md_flags raises the flags, once
+// per warp.
+template <int KICKS, typename Real, typename Acc>
+__device__ __forceinline__ int md_drift(const MdStep<Real, Acc>& md, const Box<Real>& box, int s, Acc fx, Acc fy,
+                                        Acc fz) {
+  const long long k = 3LL * s;
+  Acc x0 = md.x[k], x1 = md.x[k + 1], x2 = md.x[k + 2];
+  Acc v0 = md.v[k], v1 = md.v[k + 1], v2 = md.v[k + 2];
+  bool finite = kicks_drift_one<KICKS>(x0, v0, fx, md.half_dt_m, md.dt, md.lx);
+  finite = kicks_drift_one<KICKS>(x1, v1, fy, md.half_dt_m, md.dt, md.ly) && finite;
+  finite = kicks_drift_one<KICKS>(x2, v2, fz, md.half_dt_m, md.dt, md.lz) && finite;
+  md.x[k] = x0;
+  md.x[k + 1] = x1;
+  md.x[k + 2] = x2;
+  md.v[k] = v0;
+  md.v[k + 1] = v1;
+  md.v[k + 2] = v2;
+  const Vec4<Real> r = md.ref[s];
+  const Vec4<Real> p{static_cast<Real>(x0), static_cast<Real>(x1), static_cast<Real>(x2), r.w};
+  Real dx, dy, dz;
+  const bool moved = !(separation<true>(p, r, box, dx, dy, dz) <= md.half_skin2);  // NaN moves too
+  md.next[s] = {p.x + box.lx * Math<Real>::rint((r.x - p.x) * box.ilx),
+                p.y + box.ly * Math<Real>::rint((r.y - p.y) * box.ily),
+                p.z + box.lz * Math<Real>::rint((r.z - p.z) * box.ilz), p.w};
+  return (moved ? 1 : 0) | (finite ? 0 : 2);
+}
+
+// The trigger and the blow-up flag from md_drift's bits, an atomic per warp (where every particle
+// moved, one per thread took 0.56 ms at 1M on the H100). All 32 lanes must call it.
+template <typename Real, typename Acc>
+__device__ __forceinline__ void md_flags(const MdStep<Real, Acc>& md, int bits) {
+  const unsigned int moved = __ballot_sync(0xffffffffu, bits & 1), bad = __ballot_sync(0xffffffffu, bits & 2);
+  if ((threadIdx.x & 31) == 0) {
+    if (moved != 0u && md.flag != nullptr) atomicExch(md.flag, 1);
+    if (bad != 0u) atomicOr(md.bad, 1);
+  }
+}
+
+// The end of a fused step for row s's particle (MD 1 or 2, above); md_drift's bits (0 for MD 1).
+template <int MD, typename Real, typename Acc>
+__device__ __forceinline__ int md_update(const MdStep<Real, Acc>& md, const Box<Real>& box, int s, Acc fx, Acc fy,
+                                         Acc fz) {
+  if constexpr (MD == 2) {
+    return md_drift<2>(md, box, s, fx, fy, fz);
+  } else {
+    const long long k = 3LL * s;
+    md.v[k] = md.v[k] + md.half_dt_m * fx;
+    md.v[k + 1] = md.v[k + 1] + md.half_dt_m * fy;
+    md.v[k + 2] = md.v[k + 2] + md.half_dt_m * fz;
+    md.f[k] = fx;
+    md.f[k + 1] = fy;
+    md.f[k + 2] = fz;
+    return 0;
+  }
+}
+
+// The opening half kick and drift of a run of fused steps, from the forces the last closing kick
+// kept (integrate.cu's kick_drift in slot order), with the next positions and trigger.
+template <typename Real, typename Acc>
+__global__ void verlet_open(const MdStep<Real, Acc> md, const Box<Real> box, const int n) {
+  const int s = blockIdx.x * blockDim.x + threadIdx.x;
+  int bits = 0;
+  if (s < n) {
+    const long long k = 3LL * s;
+    bits = md_drift<1>(md, box, s, md.f[k], md.f[k + 1], md.f[k + 2]);
+  }
+  md_flags(md, bits);  // every lane: no return above
+}
+
+// The state between slot order and input order (order: slot -> particle), guarded by *guard
+// (nullptr: always) as the rebuild is: verlet_unsort before the binning (x, v and the positions
+// the binning reads, Real(x) as kick_drift writes them), verlet_sort after it, in the new order.
+// Grid-stride: a skipped launch costs few blocks.
+template <typename Real, typename Acc>
+__global__ void verlet_unsort(const int* __restrict__ order, const Acc* __restrict__ xs, const Acc* __restrict__ vs,
+                              const int n, Acc* __restrict__ x, Acc* __restrict__ v, Vec4<Real>* __restrict__ pos,
+                              const int* __restrict__ guard) {
+  if (guard != nullptr && *guard == 0) return;
+  for (int s = blockIdx.x * blockDim.x + threadIdx.x; s < n; s += gridDim.x * blockDim.x) {
+    const long long k = 3LL * s, i = 3LL * order[s];
+    const Acc a = xs[k], b = xs[k + 1], c = xs[k + 2];
+    x[i] = a;
+    x[i + 1] = b;
+    x[i + 2] = c;
+    v[i] = vs[k];
+    v[i + 1] = vs[k + 1];
+    v[i + 2] = vs[k + 2];
+    Vec4<Real>& p = pos[order[s]];
+    p.x = static_cast<Real>(a);
+    p.y = static_cast<Real>(b);
+    p.z = static_cast<Real>(c);
+  }
+}
+
+template <typename Acc>
+__global__ void verlet_sort(const int* __restrict__ order, const Acc* __restrict__ x, const Acc* __restrict__ v,
+                            const int n, Acc* __restrict__ xs, Acc* __restrict__ vs, const int* __restrict__ guard) {
+  if (guard != nullptr && *guard == 0) return;
+  for (int s = blockIdx.x * blockDim.x + threadIdx.x; s < n; s += gridDim.x * blockDim.x) {
+    const long long k = 3LL * s, i = 3LL * order[s];
+    xs[k] = x[i];
+    xs[k + 1] = x[i + 1];
+    xs[k + 2] = x[i + 2];
+    vs[k] = v[i];
+    vs[k + 1] = v[i + 1];
+    vs[k + 2] = v[i + 2];
+  }
+}
+
 // LAYOUT (layout.cuh): how the positions (cur: sorted order) lie: kAoS4 the plan's Vec4 array;
 // kAoS3, kSoA a copy made at the start of the force phase, `stride` elements per array in kSoA.
 // BATCH: near entries a thread gathers (whole groups of 8) before it computes their pairs
@@ -920,14 +1057,15 @@ __device__ __forceinline__ void near_groups(const int4* __restrict__ rows, int s
 // every entry and keeps the pair where it lies inside the cutoff (Accumulator::add_where): about
 // 3 of 4 entries do, so a warp would run the body anyway, and a branch would only add to it.
 template <typename Real, typename Acc, template <typename> class Functor, bool ENERGY, bool PBC, int TPP, int BLOCK,
-          int LAYOUT, int MINB, int BATCH, bool ENTRIES = false>
+          int LAYOUT, int MINB, int BATCH, bool ENTRIES = false, int MD = 0>
 __global__ void __launch_bounds__(BLOCK, MINB)
 verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __restrict__ order,
              const int* __restrict__ nbr, const int2* __restrict__ len, const int n, const int cap,
              const Box<Real> box, const Real* __restrict__ params, Acc* __restrict__ forces,
              Acc* __restrict__ partial, unsigned long long* __restrict__ count, int* __restrict__ flag,
-             unsigned int* __restrict__ rebuilds) {
+             unsigned int* __restrict__ rebuilds, const MdStep<Real, Acc> md) {
   static_assert(TPP >= 1 && TPP <= 32 && (TPP & (TPP - 1)) == 0, "TPP: a power of two up to a warp");
+  static_assert(MD >= 0 && MD <= 2, "MD: 0 (forces), 1 (closing kick), 2 (closing and opening kicks, drift)");
   static_assert(BATCH == 8 || BATCH == 16, "BATCH: 8 or 16 near entries (one or two groups)");
   static_assert(!ENTRIES || TPP > 1, "ENTRIES: a row shared by several lanes");
   constexpr int G = BATCH / 8;  // near groups in flight
@@ -987,12 +1125,18 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
       acc.fz += __shfl_down_sync(0xffffffffu, acc.fz, off, TPP);
     }
   }
+  int bits = 0;  // md_drift's: the next step's trigger and the blow-up flag (MD 2)
   if (row && lane == 0) {
-    const int i = order[s];
-    forces[3 * i] = acc.fx;
-    forces[3 * i + 1] = acc.fy;
-    forces[3 * i + 2] = acc.fz;
+    if constexpr (MD == 0) {
+      const int i = order[s];
+      forces[3 * i] = acc.fx;
+      forces[3 * i + 1] = acc.fy;
+      forces[3 * i + 2] = acc.fz;
+    } else {
+      bits = md_update<MD>(md, box, s, acc.fx, acc.fy, acc.fz);
+    }
   }
+  if constexpr (MD == 2) md_flags(md, bits);  // every lane of every warp reaches it (no early return)
   accumulator_sums<BLOCK, ENERGY>(acc, partial, count, blockIdx.x);
 }
 
