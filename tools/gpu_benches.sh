@@ -426,6 +426,32 @@ for b in ('warp',):
       fi
     done
     $PY tools/step_parts.py --strategy verlet_thread_padded --n 4000,large --json "$out/parts-verlet-${MD_NAME:-s10}.json" ;;
+  md-s23)  # the fused MD steps (strategies/verlet.py, VerletSteps) against the plain ones, same call, ABAB:
+    # ms per whole step with the Verlet list at its defaults (fp32), LJ 4,000, 32,000 and 1M
+    mkdir -p "$out/md"
+    for n in 4000 32000 large; do
+      steps=2000; [ $n = large ] && steps=1000
+      for rep in 1 2; do
+        for mode in fused plain; do
+          flag=""; [ $mode = plain ] && flag="--no-fuse"
+          $PY -m harness md --strategy verlet_thread_padded --n $n --precision fp32 --steps $steps --sample 500 --quiet \
+            $flag --json "$out/md/md-verlet-$n-$mode-$rep-${MD_NAME:-s23}.json"
+        done
+      done
+    done ;;
+  peers-s23)  # the Verlet list's columns beside OpenMM's whole step in the same run (LJ 1M, fp32), and the parts
+    # of an MD step, plain and fused (tools/step_parts.py)
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large --outputs forces,all \
+      --peers openmm --name peers-s23 "${common[@]}"
+    $PY tools/step_parts.py --strategy verlet_thread_padded --n 4000,32000,large --json "$out/parts-verlet-s23.json" ;;
+  san-s23)  # compute-sanitizer on the fused MD steps (the force kernel's MD epilogue, verlet_open, the guarded
+    # permutations around a rebuild) with graphs, fp32 and mixed
+    for t in memcheck racecheck initcheck; do
+      compute-sanitizer --tool $t --error-exitcode 9 $PY -c "import strategies; from harness import scenarios, md
+for prec in ('fp32', 'mixed'):
+    r = md.run(strategies.create('verlet_thread_padded'), scenarios.make('lj_liquid', 5000, precision=prec), steps=40, dt=0.005, sample=20)
+    print('md', prec, r.fused, r.graph, r.rebuilds, r.samples[-1].total)" || echo "sanitizer $t: FAILED"
+    done ;;
   san-s10)  # compute-sanitizer's four tools on the tenth session's kernels: the counting sort (warp-aggregated
     # atomics, the warp look-back; 20,000 particles take the counting path), the MD loop's multi-step graphs
     # (kick_kick_drift) with the Verlet list

@@ -7,7 +7,10 @@ upkeep, force, kick) as `harness md` replays it. On the GPU machine:
 The parts run back to back as they do inside the step's graph, so launch gaps count as in the
 step. The integrator's parts are timed with dt = 0 (the same kernels; nothing moves), the whole
 step with dt = 0.005 (the list is rebuilt as it would be). 'bin' and 'rows' run unguarded (a rebuild's cost); 'update' is the step's guarded upkeep
-with the flag the displacement check leaves (usually no rebuild).
+with the flag the displacement check leaves (usually no rebuild). Where the plan offers fused
+steps (the Verlet list's VerletSteps), their parts too: the opening kick and drift, the guarded
+upkeep, the force kernel with the particles' update (dt = 0), and a whole fused step (dt = 0.005,
+inside a run of steps: upkeep and force).
 """
 from __future__ import annotations
 
@@ -95,6 +98,20 @@ def main(argv=None) -> int:
             r0 = plan.rebuild_count()
             res["step"] = timed(cp, whole, a.reps, replays)
             res["rebuilds_per_step"] = (plan.rebuild_count() - r0) / (a.reps * (3 + 5 * replays))
+            if hasattr(plan, "md_steps"):  # the fused steps (strategies/verlet.py, VerletSteps): their parts
+                plan.set_outputs("forces")
+                strategy.step(plan)
+                frozen, why = plan.md_steps(still, plan.forces, always=True)
+                if frozen is not None:
+                    fused = {"fused open": frozen.open, "fused upkeep (guarded)": lambda: frozen.upkeep(0),
+                             "fused force (MD 2)": lambda: (frozen.force(0, 2), frozen.force(1, 2))}
+                    for name, fn in fused.items():
+                        res[name] = timed(cp, fn, a.reps, replays) / (2 if "MD 2" in name else 1)
+                    moving, _ = plan.md_steps(integ, plan.forces, always=True)
+                    moving.open()
+                    r0 = plan.rebuild_count()
+                    res["fused step"] = timed(cp, lambda: moving.step("forces", last=False), a.reps, replays)
+                    res["fused rebuilds_per_step"] = (plan.rebuild_count() - r0) / (a.reps * (3 + 5 * replays))
         rows.append(res)
         print(" ".join(f"{k}={v:.2f}" if isinstance(v, float) else f"{k}={v}" for k, v in res.items()), flush=True)
     if a.json:
