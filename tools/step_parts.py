@@ -100,7 +100,9 @@ def main(argv=None) -> int:
             res["rebuilds_per_step"] = (plan.rebuild_count() - r0) / (a.reps * (3 + 5 * replays))
             if hasattr(plan, "md_steps"):  # the fused steps (strategies/verlet.py, VerletSteps): their parts
                 plan.set_outputs("forces")
-                strategy.step(plan)
+                still.kick_drift(f)  # the plan's positions: the frozen state's (the parts above moved them)
+                plan.build()  # its list from them: the frozen steps' guarded upkeep skips, as on most steps
+                strategy.compute_built(plan)
                 frozen, why = plan.md_steps(still, plan.forces, always=True)
                 if frozen is not None:
                     fused = {"fused open": frozen.open, "fused upkeep (guarded)": lambda: frozen.upkeep(0),
