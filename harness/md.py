@@ -344,14 +344,15 @@ def _stepper(strategy, plan, integ: Integrator, forces, fuse: bool | str):
     return steps_, why
 
 
-def _capture(steps_):
-    """CUDA graphs of forces-only steps (open, then the steps) on the current stream: one step,
-    and GRAPH_STEPS steps in one graph (one host launch for them: at a few thousand particles a
-    step takes about as long as the host needs to launch a graph). Returns ({steps: launch}, "on")
-    or ({}, why not)."""
-    import cupy
+def _capture(steps_, stream=None):
+    """CUDA graphs of forces-only steps (open, then the steps) on `stream` (default: the current
+    one): one step, and GRAPH_STEPS steps in one graph (one host launch for them: at a few thousand
+    particles a step takes about as long as the host needs to launch a graph). Returns ({steps:
+    launch}, "on") or ({}, why not)."""
+    if stream is None:
+        import cupy
 
-    stream = cupy.cuda.get_current_stream()
+        stream = cupy.cuda.get_current_stream()
     graphs = {}
     try:
         for k in (1, GRAPH_STEPS):
@@ -363,7 +364,9 @@ def _capture(steps_):
                     steps_.step("forces", last=q + 1 == k)
             finally:
                 g = stream.end_capture()
-            why = steps_.captured(before) if hasattr(steps_, "captured") else ""
+                why = steps_.captured(before) if hasattr(steps_, "captured") else ""
+                if before is not None:  # the recorded steps did not run: the loop goes on from the last one that did
+                    steps_.forces = before
             if why:
                 return {}, why
             graphs[k] = (lambda g=g: g.launch(stream))

@@ -256,3 +256,35 @@ def test_graph_chunks_stop_at_every_sample_and_frame():
                         assert all(s % frame for s in covered[:-1]), (steps, sample, frame, step, run)
                     last = step + run
                     assert (last + 1) % sample == 0 or last + 1 == steps or (frame and last % frame == 0)
+
+
+def test_a_refused_capture_leaves_the_loop_on_its_last_run_forces():
+    """A strategy that returns its forces in a new buffer each step cannot be replayed from a
+    graph; the recorded (never run) steps must not leave the loop reading their buffer."""
+
+    class Buffer:
+        def __init__(self, ptr):
+            self.data = type("D", (), {"ptr": ptr})()
+
+    class Stream:
+        def begin_capture(self):
+            pass
+
+        def end_capture(self):
+            return "graph"
+
+    class Fresh(md._PlainSteps):
+        def __init__(self):
+            self.forces, self.made = Buffer(1), 1
+
+        def open(self):
+            pass
+
+        def step(self, outputs, last):
+            self.made += 1
+            self.forces = Buffer(self.made)
+
+    s = Fresh()
+    graphs, why = md._capture(s, Stream())
+    assert graphs == {} and why.startswith("not captured: the strategy returns its forces in a new buffer")
+    assert s.forces.data.ptr == 1
