@@ -19,6 +19,9 @@ no particle has moved more than skin / 2 since its build.
                         rows of one on the H200 (below, VerletThreadPairrows)
   verlet_thread_cpu     numba: the same list and trigger on the CPU
 
+The MD loop (harness/md.py) runs the rows of one as fused steps (VerletSteps, below): the state in
+the list's order and the integrator at the end of the force kernel, with the plain loop's bits.
+
 All three are full lists (every pair in both rows, no Newton3), deterministic (rows in cell order, the
 binning's order inside a cell). Launch parameters: skin (default 0.3 sigma, LAMMPS's bench/in.lj),
 cap (row capacity; 0: from the first build, 1.2 x the longest row + 8), rebuild (auto: the
