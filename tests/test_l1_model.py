@@ -54,3 +54,4 @@ def test_every_order_permutes_each_row_and_the_joint_orders_gather_cheaper(rows)
     assert cost["broadcast"] < cost["colour"] < cost["built"]
     assert cost["rotate"] < cost["built"] and cost["anchor"] < cost["built"]
     assert cost["broadcast"] >= 4.0  # the floor: a wavefront per quarter-warp
+    assert cost["rotate"] < cost["group_place"] < cost["built"]  # a row-wide order beats any group's

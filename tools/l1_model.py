@@ -19,8 +19,12 @@ slots ascending), one thread per row, 32 consecutive rows a warp. Orders of each
 
     python3 tools/l1_model.py [--scenario lj_liquid] [--n 32000] [--rows 16384]
 
+  group_rotate  each whole group's gathers rotated in the force kernel (no pass)
+  group_place   each whole group's entries placed by bank group (banks=1's rule, per group)
+
 Twentieth session (reports/2026-11-26-h200/README.md): built 9.51, rotate 5.24, colour 5.17,
-broadcast 4.09, anchor 5.07 wavefronts per gather (LJ 32,000).
+broadcast 4.09, anchor 5.07 wavefronts per gather (LJ 32,000). Twenty-third session: group_rotate
+9.32, group_place 7.67: what a group of 8 can give is small beside a row-wide order.
 """
 from __future__ import annotations
 
@@ -225,8 +229,51 @@ def anchor(nbr, ln):
     return out
 
 
+@njit(cache=False)
+def group_rotate(nbr, ln):
+    """In the force kernel, no pass: each whole group's 8 gathers rotated so that gather v reads
+    the entry whose class (q - s) % 8 would be v if the group were consecutive slots (the rotation
+    from its first entry's class)."""
+    out = nbr.copy()
+    for s in range(nbr.shape[0]):
+        for g in range(ln[s] // 8):
+            c = (nbr[s, 8 * g] - s) % 8
+            for v in range(8):
+                out[s, 8 * g + v] = nbr[s, 8 * g + (v - c) % 8]
+    return out
+
+
+@njit(cache=False)
+def group_place(nbr, ln):
+    """Each whole group's entries placed by class ((q - s) % 8 at position v where free, the rest in
+    the free positions in order): banks=1's rule, here as the force kernel could do it per group."""
+    out = nbr.copy()
+    for s in range(nbr.shape[0]):
+        for g in range(ln[s] // 8):
+            busy = np.zeros(8, np.bool_)
+            left = np.empty(8, np.int64)
+            nl = 0
+            for i in range(8):
+                q = nbr[s, 8 * g + i]
+                c = (q - s) % 8
+                if not busy[c]:
+                    busy[c] = True
+                    out[s, 8 * g + c] = q
+                else:
+                    left[nl] = q
+                    nl += 1
+            t = 0
+            for i in range(nl):
+                while busy[t]:
+                    t += 1
+                busy[t] = True
+                out[s, 8 * g + t] = left[i]
+    return out
+
+
 ORDERS = {"built": lambda r, n: r, "rotate": rotate, "colour": lambda r, n: colour(r, n, False),
-          "broadcast": lambda r, n: colour(r, n, True), "anchor": anchor}
+          "broadcast": lambda r, n: colour(r, n, True), "anchor": anchor, "group_rotate": group_rotate,
+          "group_place": group_place}
 
 
 def main(argv: list[str] | None = None) -> int:
