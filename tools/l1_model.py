@@ -121,30 +121,38 @@ def wavefronts(nbr, ln):
 
 
 @njit(cache=False)
+def _by_group(row, s, out):
+    """row's slots placed into out (as long): slot q at position t = (q % 8 - s) % 8 + 8 r, r the
+    slots of its bank group before it, where that lies inside; the rest in the free positions in
+    order."""
+    m = row.shape[0]
+    busy = np.zeros(m, np.bool_)
+    rank = np.zeros(8, np.int64)
+    left = np.empty(m, np.int64)
+    nl = 0
+    for k in range(m):
+        q = row[k]
+        t = ((q % 8 - s) % 8) + 8 * rank[q % 8]
+        if t < m:
+            out[t] = q
+            busy[t] = True
+            rank[q % 8] += 1
+        else:
+            left[nl] = q
+            nl += 1
+    t = 0
+    for i in range(nl):
+        while busy[t]:
+            t += 1
+        out[t] = left[i]
+        busy[t] = True
+
+
+@njit(cache=False)
 def rotate(nbr, ln):
     out = np.full_like(nbr, -1)
     for s in range(nbr.shape[0]):
-        m = ln[s]
-        busy = np.zeros(m, np.bool_)
-        rank = np.zeros(8, np.int64)
-        left = np.empty(m, np.int64)
-        nl = 0
-        for k in range(m):
-            q = nbr[s, k]
-            t = ((q % 8 - s) % 8) + 8 * rank[q % 8]
-            if t < m:
-                out[s, t] = q
-                busy[t] = True
-                rank[q % 8] += 1
-            else:
-                left[nl] = q
-                nl += 1
-        t = 0
-        for i in range(nl):
-            while busy[t]:
-                t += 1
-            out[s, t] = left[i]
-            busy[t] = True
+        _by_group(nbr[s, :ln[s]], s, out[s, :ln[s]])
     return out
 
 
@@ -250,24 +258,7 @@ def group_place(nbr, ln):
     out = nbr.copy()
     for s in range(nbr.shape[0]):
         for g in range(ln[s] // 8):
-            busy = np.zeros(8, np.bool_)
-            left = np.empty(8, np.int64)
-            nl = 0
-            for i in range(8):
-                q = nbr[s, 8 * g + i]
-                c = (q - s) % 8
-                if not busy[c]:
-                    busy[c] = True
-                    out[s, 8 * g + c] = q
-                else:
-                    left[nl] = q
-                    nl += 1
-            t = 0
-            for i in range(nl):
-                while busy[t]:
-                    t += 1
-                busy[t] = True
-                out[s, 8 * g + t] = left[i]
+            _by_group(nbr[s, 8 * g:8 * g + 8], s, out[s, 8 * g:8 * g + 8])
     return out
 
 
