@@ -57,20 +57,26 @@ __global__ void verlet_check(const Vec4<Real>* __restrict__ pos, const Vec4<Real
 // The Verlet list's per-step check (slot s, particle order[s]): the trigger on the sorted ref,
 // and cur[s]: the position moved by whole box lengths to the image nearest ref[s] (exactly the
 // position while the particle has not crossed a periodic boundary since the build).
+// Position p of a particle whose build position was r: *cur = p moved by whole box lengths to the
+// image nearest r; returns whether p lies further than skin/2 from r (NaN moves too). The check
+// of verlet_refresh and of the fused steps (md_drift).
+template <typename Real>
+__device__ __forceinline__ bool refreshed(const Vec4<Real>& p, const Vec4<Real>& r, const Box<Real>& box,
+                                          Real half_skin2, Vec4<Real>* cur) {
+  Real dx, dy, dz;
+  const bool moved = !(separation<true>(p, r, box, dx, dy, dz) <= half_skin2);
+  *cur = {p.x + box.lx * Math<Real>::rint((r.x - p.x) * box.ilx), p.y + box.ly * Math<Real>::rint((r.y - p.y) * box.ily),
+          p.z + box.lz * Math<Real>::rint((r.z - p.z) * box.ilz), p.w};
+  return moved;
+}
+
 template <typename Real>
 __global__ void verlet_refresh(const Vec4<Real>* __restrict__ pos, const int* __restrict__ order,
                                const Vec4<Real>* __restrict__ ref, const int n, const Box<Real> box,
                                const Real half_skin2, Vec4<Real>* __restrict__ cur, int* __restrict__ flag) {
   const int s = blockIdx.x * blockDim.x + threadIdx.x;
   bool moved = false;
-  if (s < n) {
-    const Vec4<Real> p = pos[order[s]], r = ref[s];
-    Real dx, dy, dz;
-    moved = !(separation<true>(p, r, box, dx, dy, dz) <= half_skin2);  // NaN moves too
-    cur[s] = {p.x + box.lx * Math<Real>::rint((r.x - p.x) * box.ilx),
-              p.y + box.ly * Math<Real>::rint((r.y - p.y) * box.ily),
-              p.z + box.lz * Math<Real>::rint((r.z - p.z) * box.ilz), p.w};
-  }
+  if (s < n) moved = refreshed(pos[order[s]], ref[s], box, half_skin2, cur + s);
   if (flag != nullptr && __any_sync(0xffffffffu, moved) && (threadIdx.x & 31) == 0) atomicExch(flag, 1);
 }
 
@@ -944,11 +950,7 @@ __device__ __forceinline__ int md_drift(const MdStep<Real, Acc>& md, const Box<R
   md.v[k + 2] = v2;
   const Vec4<Real> r = md.ref[s];
   const Vec4<Real> p{static_cast<Real>(x0), static_cast<Real>(x1), static_cast<Real>(x2), r.w};
-  Real dx, dy, dz;
-  const bool moved = !(separation<true>(p, r, box, dx, dy, dz) <= md.half_skin2);  // NaN moves too
-  md.next[s] = {p.x + box.lx * Math<Real>::rint((r.x - p.x) * box.ilx),
-                p.y + box.ly * Math<Real>::rint((r.y - p.y) * box.ily),
-                p.z + box.lz * Math<Real>::rint((r.z - p.z) * box.ilz), p.w};
+  const bool moved = refreshed(p, r, box, md.half_skin2, md.next + s);
   return (moved ? 1 : 0) | (finite ? 0 : 2);
 }
 
