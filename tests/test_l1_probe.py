@@ -46,13 +46,15 @@ def test_table_pads_to_an_even_number_of_steps_with_empty_ones():
 def test_an_unknown_load_path_is_one_line_and_exit_2(capsys):
     assert l1_probe.main(["--paths", "ldg,lds"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["l1_probe: unknown path 'lds' (ldg, tex, mix)"]
+    assert err == ["l1_probe: unknown path 'lds' (ldg, ldg8, ldg4, tex, mix)"]
 
 
 @pytest.mark.skipif(nvcc.nvcc() is None, reason="nvcc not found on PATH")
 def test_the_probe_kernels_compile_for_each_path():
-    """tools/l1_probe.py's three kernels (ldg, tex, mix) compile as it names them, none spilling."""
-    code, out, _ = nvcc.compile_unit("l1probe.cu", ["l1_replay", "l1_replay_tex<false>", "l1_replay_tex<true>"])
+    """tools/l1_probe.py's five kernels (ldg of 16, 8 and 4 bytes, tex, mix) compile as it names them,
+    none spilling."""
+    code, out, _ = nvcc.compile_unit("l1probe.cu", ["l1_replay<float4>", "l1_replay<float2>", "l1_replay<float>",
+                                                  "l1_replay_tex<false>", "l1_replay_tex<true>"])
     assert code == 0, out
     reports = nvcc.resources(out)
-    assert len(reports) == 3 and all(r.spill_stores == 0 for r in reports)
+    assert len(reports) == 5 and all(r.spill_stores == 0 for r in reports)

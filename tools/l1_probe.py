@@ -8,8 +8,10 @@ greedy edge colouring of the lanes x bank-groups multigraph; empty steps where a
 
     python3 tools/l1_probe.py [--warps 64] [--reps 20] [--paths ldg,tex,mix] [--json OUT]
 
---paths: the load paths timed per pattern: ldg (__ldg, the force kernels' gathers), tex (tex1Dfetch
-on a linear float4 texture object), mix (even steps tex, odd steps ldg).
+--paths: the load paths timed per pattern: ldg (__ldg of 16 bytes, the force kernels' gathers),
+ldg8 and ldg4 (__ldg of 8 and 4 bytes a particle from arrays of that stride: what a packed
+position would cost), tex (tex1Dfetch on a linear float4 texture object), mix (even steps tex, odd
+steps ldg).
 
 Prints per pattern: steps, the event time per warp-step (median of 5), and under ncu
 (l1tex__data_pipe_lsu_wavefronts.sum, l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum) the
@@ -162,18 +164,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warps", type=int, default=64)
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--only", help="run one pattern (index into the list), for ncu")
-    ap.add_argument("--paths", default="ldg", help="comma list of ldg, tex, mix (default ldg)")
+    ap.add_argument("--paths", default="ldg", help="comma list of ldg, ldg8, ldg4, tex, mix (default ldg)")
     ap.add_argument("--json")
     a = ap.parse_args(argv)
     paths = a.paths.split(",")
-    bad = [x for x in paths if x not in ("ldg", "tex", "mix")]
+    bad = [x for x in paths if x not in ("ldg", "ldg8", "ldg4", "tex", "mix")]
     if bad:
-        print(f"l1_probe: unknown path {bad[0]!r} (ldg, tex, mix)", file=sys.stderr)
+        print(f"l1_probe: unknown path {bad[0]!r} (ldg, ldg8, ldg4, tex, mix)", file=sys.stderr)
         return 2
     import cupy as cp
 
     src = (pathlib.Path(__file__).resolve().parent.parent / "strategies/kernels/l1probe.cu").read_text()
-    exprs = {"ldg": "l1_replay", "tex": "l1_replay_tex<false>", "mix": "l1_replay_tex<true>"}
+    exprs = {"ldg": "l1_replay<float4>", "ldg8": "l1_replay<float2>", "ldg4": "l1_replay<float>",
+             "tex": "l1_replay_tex<false>", "mix": "l1_replay_tex<true>"}
     mod = cp.RawModule(code=src, name_expressions=tuple(exprs.values()), options=("-std=c++17",))
     pos = cp.asarray(np.random.default_rng(3).random((N, 4), np.float32))
     from cupy.cuda import runtime, texture
@@ -193,8 +196,10 @@ def main(argv: list[str] | None = None) -> int:
         idx = cp.asarray(np.ascontiguousarray(pats[name]))
         steps = idx.shape[1]
         args = (pos, idx, np.int32(idx.shape[0]), np.int32(steps), np.int32(a.reps), out)
-        if path != "ldg":
+        if path in ("tex", "mix"):
             args = (pos, tex) + args[1:]
+        elif path in ("ldg8", "ldg4"):  # the same indices into an array of 8- or 4-byte elements
+            args = (pos.ravel()[: N * (2 if path == "ldg8" else 1)],) + args[1:]
         kern((blocks,), (threads,), args)
         t = []
         for _ in range(5):

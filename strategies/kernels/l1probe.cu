@@ -10,7 +10,18 @@ __device__ __forceinline__ const int* replay_column(const int* __restrict__ idx,
   return idx + static_cast<long long>(w % patterns) * steps * 32 + lane;
 }
 
-__global__ void l1_replay(const float4* __restrict__ pos, const int* __restrict__ idx, const int patterns,
+template <typename T>
+__device__ __forceinline__ float l1_sum(const T& v);
+template <>
+__device__ __forceinline__ float l1_sum(const float4& v) { return v.x + v.y + v.z + v.w; }
+template <>
+__device__ __forceinline__ float l1_sum(const float2& v) { return v.x + v.y; }
+template <>
+__device__ __forceinline__ float l1_sum(const float& v) { return v; }
+
+// T: float4 (the force kernels' 16-byte positions), float2 (an 8-byte packed position), float.
+template <typename T>
+__global__ void l1_replay(const T* __restrict__ pos, const int* __restrict__ idx, const int patterns,
                           const int steps, const int reps, float* __restrict__ out) {
   const int* __restrict__ p = replay_column(idx, patterns, steps);
   float acc = 0.0f;
@@ -18,10 +29,7 @@ __global__ void l1_replay(const float4* __restrict__ pos, const int* __restrict_
 #pragma unroll 4
     for (int k = 0; k < steps; ++k) {
       const int q = __ldg(p + k * 32);
-      if (q >= 0) {
-        const float4 v = __ldg(pos + q);
-        acc += v.x + v.y + v.z + v.w;
-      }
+      if (q >= 0) acc += l1_sum(__ldg(pos + q));
     }
   }
   out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
