@@ -238,6 +238,59 @@ def cap_of(longest: int) -> int:
     return int(math.ceil(1.2 * longest)) + 8
 
 
+# layout=packed (kernels/verlet.cu, PackedPositions): the near entries' gathers read x, y and z as
+# 21, 21 and 22 bits of fixed point (8 bytes a particle), modulo 2^21 h; the Vec4 positions stay for
+# the rows' own particles and the far entries. Float coordinates only. Measured (H100, LJ 1M, fp32,
+# twenty-fourth session, reports/2026-11-26-h100/, s24-call5 to -call7), against aos4 in the same
+# call: forces with a built list 0.138 against 0.153 ms (ncu 134 against 155 us: 5.5 L1 wavefronts
+# a request against 8.9, but 7 instructions more a pair: latency-bound at 73% issue), all outputs
+# 0.177 against 0.179, harness md 0.249 against 0.255 ms per step. A launch choice, not the default.
+VERLET_LAYOUTS = {**LAYOUTS, "packed": 3}
+PACKED_DTYPE = np.dtype({"names": ["q", "h", "inv_h", "expo"],
+                         "formats": [np.uint64, np.float32, np.float32, np.uint32]}, align=True)
+PACKED_EXPO = 0x4B000000  # the bits of the float 2^23
+PACKED_BITS = 21  # x and y; z has one more
+
+
+def packed_step(reach: float) -> float:
+    """The packed positions' grid step h: the smallest power of two with 2^20 h >= reach (r_list +
+    skin, the farthest a near pair can be while the list is valid), so that a near entry's
+    difference taken modulo the period 2^21 h is exact."""
+    return 2.0 ** math.ceil(math.log2(reach / 2.0 ** (PACKED_BITS - 1)))
+
+
+class PackedLayout:
+    """Layout's counterpart for layout=packed: q, the packed copy of cur, written where cur is
+    (the list's check verlet_refresh, the fused steps' update, pack() after a build), and the
+    force kernel's PackedPositions; args() passes the Vec4 positions themselves."""
+
+    name, code = "packed", 3
+
+    def __init__(self, cp, m: int, reach: float):
+        self.h = packed_step(reach)
+        self.q = cp.zeros((max(int(m), 1), 2), np.uint32)
+        self._k = kernel("verlet.cu", "verlet_pack")
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.q.nbytes)
+
+    def struct(self) -> np.ndarray:
+        return np.array([(self.q.data.ptr, self.h, 1.0 / self.h, PACKED_EXPO)], dtype=PACKED_DTYPE)
+
+    def pack(self, src, n: int, guard=None) -> None:
+        """q from the positions src (cur) after a build (guard: the device flag; None: always)."""
+        if n:
+            blocks = max(1, min(-(-n // 256), (GUARDED_BLOCKS_PER_SM if guard is not None else 8) * sm_count()))
+            self._k((blocks,), (256,), (src, np.int32(n), self.struct(), guard if guard is not None else np.uint64(0)))
+
+    def fill(self, src, n: int) -> None:
+        """Nothing in the force phase: q is current wherever cur is."""
+
+    def args(self, src) -> tuple:
+        return src, np.int32(1)
+
+
 class VerletStrategy(ListStrategy):
     traversal: ClassVar[str] = "verlet"
     processor: ClassVar[str] = "thread"
@@ -301,7 +354,7 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
     launch_defaults = {**VerletStrategy.launch_defaults, "block": 128, "tpp": 0, "build": "auto", "window": 1,
                        "layout": "aos4", "minb": "auto", "batch": "auto", "split": "auto", "row_groups": 1, "banks": 0}
     launch_choices = {**VerletStrategy.launch_choices, "block": (64, 128, 256, 512), "tpp": TPP_CHOICES,
-                      "build": BUILD_CHOICES, "window": (0, 1), "layout": tuple(LAYOUTS),
+                      "build": BUILD_CHOICES, "window": (0, 1), "layout": tuple(VERLET_LAYOUTS),
                       "minb": MINB_CHOICES,
                       "batch": BATCH_CHOICES, "split": SPLIT_CHOICES, "row_groups": TILE_GROUPS,
                       "banks": (0, 1, 2)}
@@ -315,6 +368,22 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
                              f"fit on one SM ({MAX_THREADS_PER_SM} threads): take minb <= "
                              f"{MAX_THREADS_PER_SM // self.launch['block']}")
 
+    def supports(self, problem: Problem, check_device: bool = True) -> tuple[bool, str]:
+        if self.launch["layout"] == "packed":
+            if problem.precision not in self.kernel_precisions():
+                return False, (f"layout=packed holds float coordinates in fixed point; {problem.precision} computes in "
+                               f"{MODES[problem.precision].cxx_compute} (take layout aos4 or soa)")
+            if problem.potential.cutoff is not None:
+                h = packed_step(self.rlist(problem) + self.launch["skin"])
+                half = 0.5 * float(np.max(problem.box.array))
+                spacing = float(np.spacing(np.float32(half)))
+                if h > spacing:
+                    return False, (f"layout=packed's grid step {h:.3g} (2^20 steps reach r_list + skin = "
+                                   f"{self.rlist(problem) + self.launch['skin']:g}) is coarser than a float's spacing "
+                                   f"{spacing:.3g} at the box's half-length {half:.3g}: the packed positions would be "
+                                   "less precise than the float ones (take aos4)")
+        return super().supports(problem, check_device)
+
     def force_expression(self, precision: str, potential: Potential, energy: bool, pbc: bool, tpp: int,
                          md: int = 0) -> str:
         """The force kernel for threads per row `tpp` (the plan's: launch tpp, or auto_tpp's where 0);
@@ -322,14 +391,15 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
         real, acc = ctypes(precision)
         minb, batch = self.register_cap(energy, acc), self.batch(energy, self.entries(tpp))
         return (f"verlet_force<{real}, {acc}, {potential.functor}, {cbool(energy)}, {cbool(pbc)}, "
-                f"{tpp}, {self.launch['block']}, {LAYOUTS[self.launch['layout']]}, {minb}, {batch}, "
+                f"{tpp}, {self.launch['block']}, {VERLET_LAYOUTS[self.launch['layout']]}, {minb}, {batch}, "
                 f"{cbool(self.entries(tpp))}" + (f", {md}>" if md else ">"))
 
     def md_expressions(self, potential: Potential) -> list[str]:
         """The fused MD steps' force kernels (periodic boxes, the float precision modes): the
         closing kick with every output flavour, the closing and opening kicks forces only."""
         return [self.force_expression(p, potential, e, True, t, md) for t in self.default_tpps()
-                for p in FLOAT_PRECISIONS for e, md in ((True, 1), (False, 1), (False, 2))]
+                for p in FLOAT_PRECISIONS if p in self.kernel_precisions()
+                for e, md in ((True, 1), (False, 1), (False, 2))]
 
     def entries(self, tpp: int) -> bool:
         """Whether the row's tpp lanes split it by entries (split 'entries', or 'auto' from
@@ -371,7 +441,7 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
         """Every tpp at the default block (split by groups and by entries), every block at tpp 1,
         every layout, minb and batch, each flavour and precision."""
         variants = [{"tpp": t} for t in TPP_CHOICES] + [{"block": b} for b in self.launch_choices["block"]] + \
-            [{"layout": lay} for lay in LAYOUTS] + [{"minb": m} for m in MINB_CHOICES] + \
+            [{"layout": lay} for lay in VERLET_LAYOUTS] + [{"minb": m} for m in MINB_CHOICES] + \
             [{"batch": b} for b in BATCH_CHOICES] + [{"tpp": t, "split": sp} for t in TPP_CHOICES[2:]
                                                      for sp in ("groups", "entries")]
         out: list[str] = []
@@ -380,9 +450,14 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
             out += [e for e in s.default_expressions(potential) if e not in out]
         return out
 
+    def kernel_precisions(self) -> tuple[str, ...]:
+        """The precision modes this launch's kernels exist for: layout=packed needs float coordinates."""
+        return tuple(p for p in MODES if self.launch["layout"] != "packed" or MODES[p].cxx_compute == "float")
+
     def default_expressions(self, potential: Potential) -> list[str]:
-        return [self.force_expression(p, potential, e, pbc, t) for t in self.default_tpps() for p in MODES
-                for e in (True, False) for pbc in (True, False)] + self.md_expressions(potential)
+        return [self.force_expression(p, potential, e, pbc, t) for t in self.default_tpps()
+                for p in self.kernel_precisions() for e in (True, False) for pbc in (True, False)] + \
+            self.md_expressions(potential)
 
     def data_expressions(self) -> dict[str, list[str]]:
         reals = sorted({m.cxx_compute for m in MODES.values()})
@@ -392,7 +467,8 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
                               [f"verlet_build_cells<{r}, {m}>" for r in reals for m in ("false", "true")] +
                               [f"verlet_build_warp<{r}, {m}>" for r in reals for m in ("false", "true")] +
                               [f"verlet_build_tile<{r}, {gr}>" for r in reals for gr in TILE_GROUPS] +
-                              ["verlet_banks", f"verlet_rotate<{ROTATE_BLOCK}>"] + md_data_expressions(),
+                              ["verlet_banks", f"verlet_rotate<{ROTATE_BLOCK}>", "verlet_pack"] +
+                              md_data_expressions(),
                 "binning.cu": sorted({e for r in reals for e in Binning.expressions(r)}),
                 "layout.cu": layout_expressions()}
 
@@ -468,7 +544,10 @@ class VerletPlan(DeviceListPlan):
                                 f"neighbours within {self.rl:g}) but the GPU has {free / 2**30:.2f} GiB free; take a "
                                 "smaller skin")
         self.nbr = cp.empty(groups_of(self.cap) * 4 * rows, np.int32)
-        self.layout = Layout(cp, strategy.launch["layout"], self.real_t, self.real, n + 1)  # the phantom too
+        if strategy.launch["layout"] == "packed":
+            self.layout = PackedLayout(cp, n + 1, self.rl + self.skin)
+        else:
+            self.layout = Layout(cp, strategy.launch["layout"], self.real_t, self.real, n + 1)  # the phantom too
         self.launch_info = {"cells": self.dims.tolist(), "rlist": self.rl, "skin": self.skin, "cap": self.cap,
                             "tpp": self.tpp, "block": self.block, "build": self.binning.method,
                             "list_build": self.build_kind + (f"/{strategy.launch['row_groups']}"
@@ -530,7 +609,8 @@ class VerletPlan(DeviceListPlan):
         """The trigger (flag) and cur: the positions the MD loop moved, in the list's order."""
         n = self.problem.n
         self.k_check((-(-n // 256),), (256,), (self.pos, self.binning.order, self.ref, np.int32(n), self.box,
-                                               self.half_skin2, self.cur, self.flag if flag is None else flag))
+                                               self.half_skin2, self.cur, self.flag if flag is None else flag,
+                                               self._packed()))
 
     def _refresh(self) -> None:
         self._check(np.uint64(0))  # cur only: the list is kept whatever the displacement
@@ -538,6 +618,8 @@ class VerletPlan(DeviceListPlan):
     def _rows(self, guard) -> None:
         self._build_rows(self.cap, guard)
         n = self.problem.n
+        if isinstance(self.layout, PackedLayout):  # the build wrote cur
+            self.layout.pack(self.cur, n, guard)
         if self.banks == 2:  # each row permuted for the force kernel's gathers (kernels/verlet.cu, verlet_rotate)
             most = min(self.cap, ROTATE_MOST, ROTATE_SHARED // (3 * ROTATE_BLOCK))
             self.k_banks((-(-n // ROTATE_BLOCK),), (ROTATE_BLOCK,), (self.nbr, self.len, np.int32(n), np.int32(most),
@@ -576,7 +658,11 @@ class VerletPlan(DeviceListPlan):
         self.layout.fill(cur, n + 1)  # aos3, soa: the positions of this step (and the phantom), copied
         fn((self.blocks,), (self.block,), (*self.layout.args(cur), self.binning.order, self.nbr, self.len,
                                            np.int32(n), np.int32(self.cap), self.box, self.fparams, self.forces, self.partial,
-                                           self.pcount, flag, self.rebuilds, md))
+                                           self.pcount, flag, self.rebuilds, md, self._packed()))
+
+    def _packed(self) -> np.ndarray:
+        """The kernels' PackedPositions (layout=packed: the plan's q now; zero otherwise)."""
+        return self.layout.struct() if isinstance(self.layout, PackedLayout) else np.zeros(1, PACKED_DTYPE)
 
     def _no_md(self) -> np.ndarray:
         if getattr(self, "_md_zero", None) is None:
@@ -607,9 +693,10 @@ class VerletPlan(DeviceListPlan):
 
 
 def md_dtype(acc, real) -> np.dtype:
-    """kernels/verlet.cu's MdStep<Real, Acc>, passed by value: 7 pointers, 5 Acc, one Real."""
-    names = ["x", "v", "f", "ref", "next", "flag", "bad", "half_dt_m", "dt", "lx", "ly", "lz", "half_skin2"]
-    return np.dtype({"names": names, "formats": [np.uint64] * 7 + [acc] * 5 + [real]}, align=True)
+    """kernels/verlet.cu's MdStep<Real, Acc>, passed by value: 8 pointers, 5 Acc, one Real, one float."""
+    names = ["x", "v", "f", "ref", "next", "flag", "bad", "qnext", "half_dt_m", "dt", "lx", "ly", "lz", "half_skin2",
+             "inv_h"]
+    return np.dtype({"names": names, "formats": [np.uint64] * 8 + [acc] * 5 + [real, np.float32]}, align=True)
 
 
 def md_data_expressions() -> list[str]:
@@ -654,6 +741,8 @@ class VerletSteps:
         self.xs, self.vs = integ.x[order], integ.v[order]
         self.fs = cp.asarray(forces)[order]
         self.cur = (plan.cur, plan.cur.copy())  # the copy keeps the phantom slot
+        packed = isinstance(plan.layout, PackedLayout)
+        self.qs = (plan.layout.q, plan.layout.q.copy()) if packed else (None, None)  # cur's packed copies
         self.flags = (plan.flag, cp.zeros(1, np.int32))
         self.never = plan.strategy.launch["rebuild"] == "never"
         real_t, acc_t = plan.real_t, plan.acc_t
@@ -668,11 +757,12 @@ class VerletSteps:
             self._kernel(outputs, mode)
         self.q = 0
 
-    def _md(self, nxt, flag) -> np.ndarray:
+    def _md(self, nxt, flag, qnext) -> np.ndarray:
         i = self.integ
         ptr = [a.data.ptr for a in (self.xs, self.vs, self.fs, self.plan.ref, nxt)]
-        ptr += [0 if flag is None else flag.data.ptr, i.bad.data.ptr]
-        return np.array([(*ptr, i.half, i.dt, *i.L_acc, self.plan.half_skin2)], dtype=self.dtype)
+        ptr += [0 if flag is None else flag.data.ptr, i.bad.data.ptr, 0 if qnext is None else qnext.data.ptr]
+        inv_h = 1.0 / self.plan.layout.h if qnext is not None else 0.0
+        return np.array([(*ptr, i.half, i.dt, *i.L_acc, self.plan.half_skin2, inv_h)], dtype=self.dtype)
 
     def _kernel(self, outputs: str, mode: int):
         p = self.plan
@@ -686,7 +776,7 @@ class VerletSteps:
     def open(self) -> None:
         """The opening half kick and drift of a run of steps (the forces the last step kept)."""
         self.q = 0
-        md = self._md(self.cur[0], None if self.never else self.flags[0])
+        md = self._md(self.cur[0], None if self.never else self.flags[0], self.qs[0])
         self.k_open((self.blocks,), (MD_BLOCK,), (md, self.plan.box, np.int32(self.n)))
 
     def step(self, outputs: str, last: bool) -> Forces:
@@ -709,6 +799,8 @@ class VerletSteps:
         order, the binning, the state to the new slot order, the rows (their positions into cur i)."""
         p, n, flag = self.plan, self.n, self.flags[i]
         p.cur = self.cur[i]
+        if self.qs[i] is not None:
+            p.layout.q = self.qs[i]
         if self.never:
             return
         self._unsort(flag)
@@ -719,7 +811,7 @@ class VerletSteps:
 
     def force(self, i: int, mode: int) -> None:
         """The force kernel on cur i, clearing flag i; mode 2 writes cur and flag i ^ 1."""
-        md = self._md(self.cur[i ^ 1], None if self.never else self.flags[i ^ 1])
+        md = self._md(self.cur[i ^ 1], None if self.never else self.flags[i ^ 1], self.qs[i ^ 1])
         self.plan._launch_force(self._kernel(self.plan.outputs, mode), self.cur[i], self.flags[i], md)
 
     def _unsort(self, guard=None) -> None:

@@ -33,6 +33,8 @@
 //                  that a quarter-warp's gathers read distinct L1 bank groups
 //   verlet_rotate  (guarded; banks=2, tpp 1) each row's near entries permuted so that its gather t
 //                  reads bank group (s + t) % 8 where it can: the same for a whole row
+//   verlet_pack    (guarded; layout=packed) cur's 8-byte fixed-point copy after a build (verlet_refresh
+//                  and the fused steps write it with cur; PackedPositions below)
 //   verlet_force   TPP threads per row: force on i = order[s] from its row; forces written in
 //                  input order; energy and virial per block (ENERGY). Block 0 clears *flag and
 //                  counts the rebuild. With MD (the MD loop's fused steps, MdStep below): no
@@ -41,6 +43,44 @@
 //                  of steps; the state between slot order and input order around a rebuild
 #include "cells.cuh"
 #include "integrate.cuh"
+
+// ---- Packed positions (layout=packed, strategies/verlet.py) ------------------------------------
+// The near entries' gathers read 8 bytes a partner instead of 16: x, y and z as 21, 21 and 22 bits
+// of fixed point in steps of h (a power of two), modulo 2^21 h (z: 2^22 h). The L1 serves a 32-lane
+// gather of 8-byte elements in fewer data-pipe wavefronts (tools/l1_probe.py: 5.8 against 10.4
+// per request on the LJ 1M rows, H100), and those wavefronts bound the force kernel at 1M.
+// A near entry's separation is the difference of the two fixed-point coordinates taken modulo the
+// period, exact, so long as |d| < 2^20 h on each axis: the plan takes the smallest h with 2^20 h
+// >= r_list + skin, the farthest a near pair can be while the list is valid (each end within
+// skin / 2 of its build position). The coordinates are those of cur (the unwrapped positions)
+// rounded to the grid: in fp32 h = 2^-18 for LJ (3.8e-6), the step of a float between 32 and 64.
+// The row's own particle and the far entries (across a periodic face, or far in slot) keep the Vec4
+// positions and their minimum image. Float coordinates only.
+//   word x: qx (bits 0-20) | qy bits 0-10 (21-31); word y: qy bits 11-20 (0-9) | qz (10-31)
+constexpr int kPacked = 3;  // verlet_force's LAYOUT: Vec4 positions for rows and far entries, packed near ones
+
+struct PackedPositions {  // strategies/verlet.py, PACKED_DTYPE
+  uint2* q;               // per slot, as cur
+  float h, inv_h;
+  unsigned int expo;      // 0x4b000000, the bits of 2^23 (a parameter, so in a register: one LOP3 masks and ors)
+};
+
+__device__ __forceinline__ uint2 pack_position(const Vec4<float>& p, float inv_h) {
+  // exact: inv_h is a power of two; the two's complement's low bits are the coordinate modulo the period
+  const unsigned int x = static_cast<unsigned int>(__float2ll_rn(p.x * inv_h)) & 0x1fffffu;
+  const unsigned int y = static_cast<unsigned int>(__float2ll_rn(p.y * inv_h)) & 0x1fffffu;
+  const unsigned int z = static_cast<unsigned int>(__float2ll_rn(p.z * inv_h)) & 0x3fffffu;
+  return make_uint2(x | (y << 21), (y >> 11) | (z << 10));
+}
+
+// cur's packed copy, slots [0, n) (grid-stride), where *guard is set (nullptr: always).
+__global__ void verlet_pack(const Vec4<float>* __restrict__ cur, const int n, const PackedPositions pk,
+                            const int* __restrict__ guard) {
+  if (guard != nullptr && *guard == 0) return;
+  for (int s = blockIdx.x * blockDim.x + threadIdx.x; s < n; s += gridDim.x * blockDim.x) {
+    pk.q[s] = pack_position(cur[s], pk.inv_h);
+  }
+}
 
 template <typename Real>
 __global__ void verlet_check(const Vec4<Real>* __restrict__ pos, const Vec4<Real>* __restrict__ ref, const int n,
@@ -60,23 +100,31 @@ __global__ void verlet_check(const Vec4<Real>* __restrict__ pos, const Vec4<Real
 // Position p of a particle whose build position was r: *cur = p moved by whole box lengths to the
 // image nearest r; returns whether p lies further than skin/2 from r (NaN moves too). The check
 // of verlet_refresh and of the fused steps (md_drift).
+// q (layout=packed, float coordinates): where *cur's packed copy goes; nullptr: none.
 template <typename Real>
 __device__ __forceinline__ bool refreshed(const Vec4<Real>& p, const Vec4<Real>& r, const Box<Real>& box,
-                                          Real half_skin2, Vec4<Real>* cur) {
+                                          Real half_skin2, Vec4<Real>* cur, uint2* q = nullptr, float inv_h = 0.0f) {
   Real dx, dy, dz;
   const bool moved = !(separation<true>(p, r, box, dx, dy, dz) <= half_skin2);
-  *cur = {p.x + box.lx * Math<Real>::rint((r.x - p.x) * box.ilx), p.y + box.ly * Math<Real>::rint((r.y - p.y) * box.ily),
-          p.z + box.lz * Math<Real>::rint((r.z - p.z) * box.ilz), p.w};
+  const Vec4<Real> c = {p.x + box.lx * Math<Real>::rint((r.x - p.x) * box.ilx),
+                        p.y + box.ly * Math<Real>::rint((r.y - p.y) * box.ily),
+                        p.z + box.lz * Math<Real>::rint((r.z - p.z) * box.ilz), p.w};
+  *cur = c;
+  if constexpr (sizeof(Real) == 4) {
+    if (q != nullptr) *q = pack_position(c, inv_h);
+  }
   return moved;
 }
 
 template <typename Real>
 __global__ void verlet_refresh(const Vec4<Real>* __restrict__ pos, const int* __restrict__ order,
                                const Vec4<Real>* __restrict__ ref, const int n, const Box<Real> box,
-                               const Real half_skin2, Vec4<Real>* __restrict__ cur, int* __restrict__ flag) {
+                               const Real half_skin2, Vec4<Real>* __restrict__ cur, int* __restrict__ flag,
+                               const PackedPositions pk) {
   const int s = blockIdx.x * blockDim.x + threadIdx.x;
   bool moved = false;
-  if (s < n) moved = refreshed(pos[order[s]], ref[s], box, half_skin2, cur + s);
+  if (s < n) moved = refreshed(pos[order[s]], ref[s], box, half_skin2, cur + s, pk.q != nullptr ? pk.q + s : nullptr,
+                               pk.inv_h);
   if (flag != nullptr && __any_sync(0xffffffffu, moved) && (threadIdx.x & 31) == 0) atomicExch(flag, 1);
 }
 
@@ -804,6 +852,44 @@ verlet_rotate(int* __restrict__ nbr, const int2* __restrict__ len, const int n, 
   }
 }
 
+// The near entries' packed positions seen from slot s (Positions::from's counterpart).
+struct PackedNear {
+  const unsigned int* __restrict__ p;  // slot s's words (as Positions::from: one IMAD.WIDE a gather from here)
+  __device__ __forceinline__ PackedNear(const uint2* q, int s)
+      : p(reinterpret_cast<const unsigned int*>(q) + 2LL * s) {}
+  __device__ __forceinline__ uint2 operator[](int i) const { return __ldg(reinterpret_cast<const uint2*>(p) + i); }
+};
+
+// A row's particle for its near entries: its packed coordinates with the period's half added (x, y)
+// or taken off (z), and the constants that turn a 21- or 22-bit remainder into a float.
+struct PackedRow {
+  unsigned int cx, cy, cz, expo;
+  float h, kxy, kz;
+  __device__ __forceinline__ PackedRow(const uint2& qi, const PackedPositions& pk)
+      : cx((qi.x & 0x1fffffu) + (1u << 20)), cy((__funnelshift_r(qi.x, qi.y, 21) & 0x1fffffu) + (1u << 20)),
+        cz((1u << 21) - (qi.y >> 10)), expo(pk.expo), h(pk.h), kxy(-9437184.0f * pk.h), kz(10485760.0f * pk.h) {}
+};
+
+// d = r_i - r_j for a near entry from the packed coordinates: the remainder t of (qi - qj + half
+// period) modulo the period, as the float 2^23 + t (its bits: t under the exponent of 2^23), then
+// (2^23 + t) h - (2^23 + half) h: every step exact, the same d from either row. |d|^2 rounded as
+// entry_separation's.
+template <bool FMA>
+__device__ __forceinline__ float packed_separation(const PackedRow& r, const uint2& qj, float& dx, float& dy,
+                                                   float& dz) {
+  const float mx = __int_as_float(static_cast<int>(((r.cx - qj.x) & 0x1fffffu) | r.expo));
+  const float my = __int_as_float(static_cast<int>(((r.cy - __funnelshift_r(qj.x, qj.y, 21)) & 0x1fffffu) | r.expo));
+  const float mz = __int_as_float(static_cast<int>((((qj.y >> 10) + r.cz) & 0x3fffffu) | r.expo));
+  dx = __fmaf_rn(mx, r.h, r.kxy);   // (2^23 + t) h - (2^23 + 2^20) h
+  dy = __fmaf_rn(my, r.h, r.kxy);
+  dz = __fmaf_rn(mz, -r.h, r.kz);   // z: t = qj - qi + 2^21, so d = (2^23 + 2^21) h - (2^23 + t) h
+  if constexpr (FMA) {
+    return fma(dz, dz, fma(dx, dx, dy * dy));
+  } else {
+    return dx * dx + dy * dy + dz * dz;
+  }
+}
+
 // A row's near entries split by entries among its TPP lanes (verlet_force with ENTRIES): lane t
 // takes entries t, t + TPP, ... The row's lanes read whole groups together, GPS groups at a time
 // (TPP / 8 for TPP >= 8, else 1), PER entries of each per lane (8 / TPP, else 1); lane t reads
@@ -925,8 +1011,10 @@ struct MdStep {
   Vec4<Real>* next;       // the positions the next force phase reads (verlet_refresh's cur)
   int* flag;              // the next step's trigger; nullptr: never rebuilt (rebuild=never)
   int* bad;               // set where a coordinate is not finite
+  uint2* qnext;           // layout=packed: next's packed copy (PackedPositions); nullptr otherwise
   Acc half_dt_m, dt, lx, ly, lz;
   Real half_skin2;
+  float inv_h;            // layout=packed: the grid's 1 / h
 };
 
 // Drift slot s after KICKS half kicks with force (fx, fy, fz), and write the next step's position
@@ -950,7 +1038,8 @@ __device__ __forceinline__ int md_drift(const MdStep<Real, Acc>& md, const Box<R
   md.v[k + 2] = v2;
   const Vec4<Real> r = md.ref[s];
   const Vec4<Real> p{static_cast<Real>(x0), static_cast<Real>(x1), static_cast<Real>(x2), r.w};
-  const bool moved = refreshed(p, r, box, md.half_skin2, md.next + s);
+  const bool moved = refreshed(p, r, box, md.half_skin2, md.next + s, md.qnext != nullptr ? md.qnext + s : nullptr,
+                               md.inv_h);
   return (moved ? 1 : 0) | (finite ? 0 : 2);
 }
 
@@ -1065,8 +1154,11 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
              const int* __restrict__ nbr, const int2* __restrict__ len, const int n, const int cap,
              const Box<Real> box, const Real* __restrict__ params, Acc* __restrict__ forces,
              Acc* __restrict__ partial, unsigned long long* __restrict__ count, int* __restrict__ flag,
-             unsigned int* __restrict__ rebuilds, const MdStep<Real, Acc> md) {
+             unsigned int* __restrict__ rebuilds, const MdStep<Real, Acc> md, const PackedPositions pk) {
   static_assert(TPP >= 1 && TPP <= 32 && (TPP & (TPP - 1)) == 0, "TPP: a power of two up to a warp");
+  static_assert(LAYOUT != kPacked || sizeof(Real) == 4, "packed positions: float coordinates only");
+  constexpr bool PACKED = LAYOUT == kPacked;
+  constexpr int VLAYOUT = PACKED ? kAoS4 : LAYOUT;  // the Vec4 positions' (rows, far entries)
   static_assert(MD >= 0 && MD <= 2, "MD: 0 (forces), 1 (closing kick), 2 (closing and opening kicks, drift)");
   static_assert(BATCH == 8 || BATCH == 16, "BATCH: 8 or 16 near entries (one or two groups)");
   static_assert(!ENTRIES || TPP > 1, "ENTRIES: a row shared by several lanes");
@@ -1081,7 +1173,7 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
     *flag = 0;
     ++*rebuilds;
   }
-  const Positions<Real, LAYOUT> pos{pos_data, stride};
+  const Positions<Real, VLAYOUT> pos{pos_data, stride};
   const Functor<Real> f(params);
   Accumulator<Real, Acc, ENERGY> acc;
   const int t = blockIdx.x * BLOCK + threadIdx.x;
@@ -1091,19 +1183,38 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
     const Vec4<Real> pi = pos[s];
     const int2 m = __ldg(len + s);  // (near, far) entries
     const int4* __restrict__ rows = reinterpret_cast<const int4*>(nbr);
-    const Positions<Real, LAYOUT> near = pos.from(s);  // near entries are slots relative to s
-    auto pair = [&](const Vec4<Real>& pj, bool valid) {  // valid: not the last group's padding
-      Real dx, dy, dz;
-      const Real r2 = entry_separation<false, FMA>(pi, pj, box, dx, dy, dz);
-      acc.template add_where<!ROW_VIRIAL>(f, dx, dy, dz, r2, f.inside(r2) && valid);
-    };
     // the near entries (raw differences), by entries or by whole groups
-    if constexpr (ENTRIES) {
-      near_entries<TPP, BATCH>(nbr, n, s, lane, m.x, near, pair);
+    auto near_loop = [&](const auto& near, auto& pair) {
+      if constexpr (ENTRIES) {
+        near_entries<TPP, BATCH>(nbr, n, s, lane, m.x, near, pair);
+      } else {
+        near_groups<TPP, G>(rows, n, s, lane, m.x, near, pair);
+      }
+    };
+    if constexpr (PACKED) {
+      const uint2 qi = pack_position(pi, pk.inv_h);
+      const PackedRow pr(qi, pk);
+      auto pair = [&](const uint2& qj, bool valid) {  // valid: not the last group's padding
+        Real dx, dy, dz;
+        const Real r2 = packed_separation<FMA>(pr, qj, dx, dy, dz);
+        acc.template add_where<!ROW_VIRIAL>(f, dx, dy, dz, r2, f.inside(r2) && valid);
+      };
+      near_loop(PackedNear(pk.q, s), pair);
+      // the near separations are differences of the grid's coordinates (unwrapped): their row virial's
+      if constexpr (ROW_VIRIAL) {
+        acc.row_virial(static_cast<Real>(__float2ll_rn(pi.x * pk.inv_h)) * pk.h,
+                       static_cast<Real>(__float2ll_rn(pi.y * pk.inv_h)) * pk.h,
+                       static_cast<Real>(__float2ll_rn(pi.z * pk.inv_h)) * pk.h);
+      }
     } else {
-      near_groups<TPP, G>(rows, n, s, lane, m.x, near, pair);
+      auto pair = [&](const Vec4<Real>& pj, bool valid) {  // valid: not the last group's padding
+        Real dx, dy, dz;
+        const Real r2 = entry_separation<false, FMA>(pi, pj, box, dx, dy, dz);
+        acc.template add_where<!ROW_VIRIAL>(f, dx, dy, dz, r2, f.inside(r2) && valid);
+      };
+      near_loop(pos.from(s), pair);  // near entries are slots relative to s
+      if constexpr (ROW_VIRIAL) acc.row_virial(pi.x, pi.y, pi.z);  // before the far entries add their forces
     }
-    if constexpr (ROW_VIRIAL) acc.row_virial(pi.x, pi.y, pi.z);  // before the far entries add their forces
     // the far groups, from the back of the row: the minimum image on a periodic box (an entry
     // that is far only in slot takes it too, and keeps its separation: |d| < L / 2)
     const int top = 4 * row_groups(cap), first = top - m.y;  // entries first .. top - 1
