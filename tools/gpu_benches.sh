@@ -444,6 +444,61 @@ for b in ('warp',):
     $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large --outputs forces,all \
       --peers openmm --name peers-s23 "${common[@]}"
     $PY tools/step_parts.py --strategy verlet_thread_padded --n 4000,32000,large --json "$out/parts-verlet-s23.json" ;;
+  packed-s24)  # layout=packed (the near entries' positions in 8 bytes) against aos4 at LJ 1M, fp32: verify, the
+    # force with a built list (ABAB), harness md
+    # where the grid is no coarser than a float's spacing at the box's half-length: medium one_per_cell
+    # (side 100), large lj_liquid (side 107.5); the other scenarios and sizes are n/a
+    $PY -m harness verify --strategies verlet_thread_padded --launch layout=packed --size medium \
+      --scenarios one_per_cell --precision fp32,mixed,fixed --quiet --out "$out/verify-packed-medium" | tail -n 3
+    $PY -m harness verify --strategies verlet_thread_padded --launch layout=packed --size large --scenarios lj_liquid \
+      --precision fp32,mixed,fixed --quiet --out "$out/verify-packed-large" | tail -n 3
+    for rep in 1 2; do
+      for lay in aos4 packed; do
+        $PY -m harness bench --strategies verlet_thread_padded --launch layout=$lay --scenario lj_liquid --n large \
+          --outputs forces,all --amortised 0 --name s24-$lay-$rep "${common[@]}"
+      done
+    done
+    mkdir -p "$out/md"
+    for rep in 1 2; do
+      for lay in aos4 packed; do
+        $PY -m harness md --strategy verlet_thread_padded --launch layout=$lay --n large --precision fp32 --steps 1000 \
+          --sample 500 --quiet --json "$out/md/md-verlet-large-$lay-$rep-s24.json"
+      done
+    done ;;
+  packed-knobs-s24)  # layout=packed's register cap and entries in flight (LJ 1M, fp32, with a built list)
+    $PY -m harness bench --strategies verlet_thread_padded --launch layout=packed,tpp=1 --scenario lj_liquid --n large \
+      --outputs forces,all --amortised 0 --sweep minb=0:8:10:12:16 --sweep batch=8:16 --name s24-packed-knobs \
+      "${common[@]}" ;;
+  packed-parts-s24)  # the parts of an MD step (tools/step_parts.py), aos4 against packed, LJ 1M, fp32, ABAB
+    for rep in 1 2; do
+      for lay in aos4 packed; do
+        $PY tools/step_parts.py --strategy verlet_thread_padded --launch layout=$lay --n large \
+          --json "$out/parts-verlet-$lay-$rep-s24.json"
+      done
+    done ;;
+  san-s24)  # compute-sanitizer on layout=packed: an evaluation (both flavours), the plain and the fused MD loop
+    # (the packed copies written by verlet_refresh, the fused update and verlet_pack after a rebuild)
+    for t in memcheck racecheck initcheck; do
+      compute-sanitizer --tool $t --error-exitcode 9 $PY -c "import strategies; from harness import scenarios, md
+p = scenarios.make('lj_liquid:density=0.1', 30000, precision='fp32')
+for out in ('forces', 'all'):
+    s = strategies.create('verlet_thread_padded', layout='packed', tpp=1)
+    print(out, s.evaluate(p, out).pairs)
+for fuse in (False, 'always'):
+    r = md.run(strategies.create('verlet_thread_padded', layout='packed'), p, steps=40, dt=0.005, sample=20, fuse=fuse)
+    print('md', r.fused, r.graph, r.rebuilds, r.samples[-1].total)" || echo "sanitizer $t: FAILED"
+    done ;;
+  packed-ncu-s24)  # both force kernels of layout=packed and aos4 under ncu (LJ 1M, fp32), OpenMM's first
+    $PY -m harness profile --peer openmm --scenario lj_liquid --n large --out "$out/profile"
+    ncu_points s24 force:forces:layout=aos4 force:forces:layout=packed force:all:layout=aos4 force:all:layout=packed
+    for lay in aos4 packed; do  # the fused MD step's force kernel (MD 2), four launches after the first 24
+      stem="$out/profile/ncu-s24-md-$lay"
+      ncu -k regex:verlet_force --launch-skip 24 --launch-count 4 --clock-control none --metrics $L1_METRICS -f \
+        -o "$stem" $PY -m harness md --strategy verlet_thread_padded --launch layout=$lay --n large --precision fp32 \
+        --steps 60 --sample 30 --quiet > "$stem.log" 2>&1
+      ncu --import "$stem.ncu-rep" --csv --page raw > "$stem.csv" 2>>"$stem.log"
+      $PY tools/ncu_metrics.py "$stem.csv" | tail -n +2 | sed "s|^|md $lay: |"
+    done ;;
   san-s23)  # compute-sanitizer on the fused MD steps (the force kernel's MD epilogue, verlet_open, the guarded
     # permutations around a rebuild) with graphs, fp32 and mixed
     for t in memcheck racecheck initcheck; do
