@@ -249,6 +249,7 @@ VERLET_LAYOUTS = {**LAYOUTS, "packed": 3}
 PACKED_DTYPE = np.dtype({"names": ["q", "h", "inv_h", "expo"],
                          "formats": [np.uint64, np.float32, np.float32, np.uint32]}, align=True)
 PACKED_EXPO = 0x4B000000  # the bits of the float 2^23
+NO_PACKED = np.zeros(1, PACKED_DTYPE)  # the kernels' PackedPositions where the layout is not packed
 PACKED_BITS = 21  # x and y; z has one more
 
 
@@ -270,13 +271,18 @@ class PackedLayout:
         self.h = packed_step(reach)
         self.q = cp.zeros((max(int(m), 1), 2), np.uint32)
         self._k = kernel("verlet.cu", "verlet_pack")
+        self._structs: dict[int, np.ndarray] = {}
 
     @property
     def nbytes(self) -> int:
         return int(self.q.nbytes)
 
     def struct(self) -> np.ndarray:
-        return np.array([(self.q.data.ptr, self.h, 1.0 / self.h, PACKED_EXPO)], dtype=PACKED_DTYPE)
+        """PackedPositions of the q now (the fused steps swap two), made once per buffer."""
+        ptr = self.q.data.ptr
+        if ptr not in self._structs:
+            self._structs[ptr] = np.array([(ptr, self.h, 1.0 / self.h, PACKED_EXPO)], dtype=PACKED_DTYPE)
+        return self._structs[ptr]
 
     def pack(self, src, n: int, guard=None) -> None:
         """q from the positions src (cur) after a build (guard: the device flag; None: always)."""
@@ -374,15 +380,20 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
                 return False, (f"layout=packed holds float coordinates in fixed point; {problem.precision} computes in "
                                f"{MODES[problem.precision].cxx_compute} (take layout aos4 or soa)")
             if problem.potential.cutoff is not None:
-                h = packed_step(self.rlist(problem) + self.launch["skin"])
+                h = packed_step(self.packed_reach(problem))
                 half = 0.5 * float(np.max(problem.box.array))
                 spacing = float(np.spacing(np.float32(half)))
                 if h > spacing:
                     return False, (f"layout=packed's grid step {h:.3g} (2^20 steps reach r_list + skin = "
-                                   f"{self.rlist(problem) + self.launch['skin']:g}) is coarser than a float's spacing "
+                                   f"{self.packed_reach(problem):g}) is coarser than a float's spacing "
                                    f"{spacing:.3g} at the box's half-length {half:.3g}: the packed positions would be "
                                    "less precise than the float ones (take aos4)")
         return super().supports(problem, check_device)
+
+    def packed_reach(self, problem: Problem) -> float:
+        """The farthest a near pair can be while the list is valid (each end within skin / 2 of its
+        build position): r_list + skin, what layout=packed's grid must span (packed_step)."""
+        return self.rlist(problem) + self.launch["skin"]
 
     def force_expression(self, precision: str, potential: Potential, energy: bool, pbc: bool, tpp: int,
                          md: int = 0) -> str:
@@ -545,7 +556,7 @@ class VerletPlan(DeviceListPlan):
                                 "smaller skin")
         self.nbr = cp.empty(groups_of(self.cap) * 4 * rows, np.int32)
         if strategy.launch["layout"] == "packed":
-            self.layout = PackedLayout(cp, n + 1, self.rl + self.skin)
+            self.layout = PackedLayout(cp, n + 1, strategy.packed_reach(problem))
         else:
             self.layout = Layout(cp, strategy.launch["layout"], self.real_t, self.real, n + 1)  # the phantom too
         self.launch_info = {"cells": self.dims.tolist(), "rlist": self.rl, "skin": self.skin, "cap": self.cap,
@@ -662,7 +673,7 @@ class VerletPlan(DeviceListPlan):
 
     def _packed(self) -> np.ndarray:
         """The kernels' PackedPositions (layout=packed: the plan's q now; zero otherwise)."""
-        return self.layout.struct() if isinstance(self.layout, PackedLayout) else np.zeros(1, PACKED_DTYPE)
+        return self.layout.struct() if isinstance(self.layout, PackedLayout) else NO_PACKED
 
     def _no_md(self) -> np.ndarray:
         if getattr(self, "_md_zero", None) is None:

@@ -65,11 +65,14 @@ struct PackedPositions {  // strategies/verlet.py, PACKED_DTYPE
   unsigned int expo;      // 0x4b000000, the bits of 2^23 (a parameter, so in a register: one LOP3 masks and ors)
 };
 
+// A coordinate on the grid, in steps of h (unwrapped): exact, inv_h being a power of two.
+__device__ __forceinline__ long long grid_coordinate(float x, float inv_h) { return __float2ll_rn(x * inv_h); }
+
 __device__ __forceinline__ uint2 pack_position(const Vec4<float>& p, float inv_h) {
-  // exact: inv_h is a power of two; the two's complement's low bits are the coordinate modulo the period
-  const unsigned int x = static_cast<unsigned int>(__float2ll_rn(p.x * inv_h)) & 0x1fffffu;
-  const unsigned int y = static_cast<unsigned int>(__float2ll_rn(p.y * inv_h)) & 0x1fffffu;
-  const unsigned int z = static_cast<unsigned int>(__float2ll_rn(p.z * inv_h)) & 0x3fffffu;
+  // the two's complement's low bits are the coordinate modulo the period
+  const unsigned int x = static_cast<unsigned int>(grid_coordinate(p.x, inv_h)) & 0x1fffffu;
+  const unsigned int y = static_cast<unsigned int>(grid_coordinate(p.y, inv_h)) & 0x1fffffu;
+  const unsigned int z = static_cast<unsigned int>(grid_coordinate(p.z, inv_h)) & 0x3fffffu;
   return make_uint2(x | (y << 21), (y >> 11) | (z << 10));
 }
 
@@ -1202,9 +1205,9 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
       near_loop(PackedNear(pk.q, s), pair);
       // the near separations are differences of the grid's coordinates (unwrapped): their row virial's
       if constexpr (ROW_VIRIAL) {
-        acc.row_virial(static_cast<Real>(__float2ll_rn(pi.x * pk.inv_h)) * pk.h,
-                       static_cast<Real>(__float2ll_rn(pi.y * pk.inv_h)) * pk.h,
-                       static_cast<Real>(__float2ll_rn(pi.z * pk.inv_h)) * pk.h);
+        acc.row_virial(static_cast<Real>(grid_coordinate(pi.x, pk.inv_h)) * pk.h,
+                       static_cast<Real>(grid_coordinate(pi.y, pk.inv_h)) * pk.h,
+                       static_cast<Real>(grid_coordinate(pi.z, pk.inv_h)) * pk.h);
       }
     } else {
       auto pair = [&](const Vec4<Real>& pj, bool valid) {  // valid: not the last group's padding
