@@ -950,49 +950,76 @@ __device__ __forceinline__ void near_entries(const int* __restrict__ nbr, int n,
   }
 }
 
-// A row's near entries taken by whole groups (verlet_force without ENTRIES, verlet_force_pairs):
-// lane t of the row's TPP takes groups t, t + TPP, ..., G at a time through a pointer (no 64-bit
-// index product per group), each group's entries loaded an iteration ahead so that their latency
-// hides behind the pairs of the groups before; then the row's partial last group, padded with 0
-// (the row itself) and masked, on the lane it falls to. rows: the storage, `stride` rows per
-// group; row: this row's index in it; m: its near entries. pair(q, valid) adds one candidate.
+// A warp's rounds of near groups (near_groups): in round k lane t of a row takes the row's group
+// k TPP + t. `whole`: the rounds in which every row of the warp has whole groups only; `rounds`: the
+// rounds that hold every row's groups. Warp-uniform, so that the warp's rows run their groups
+// together: the whole rounds without masks, then the rest masked (a row's partial last group, and
+// rounds past its end, which read no entries and add nothing). Rows of one warp differ by a group
+// or two, and those groups, run per lane (a loop's extra pass, the last whole group, the partial
+// group), each took an issue of its own. Every lane of the warp calls it; `row`: the lane has a row.
+struct WarpRounds {
+  int whole, rounds;
+};
+template <int TPP>
+__device__ __forceinline__ WarpRounds warp_rounds(int m, bool row) {
+  const unsigned int full = row ? static_cast<unsigned int>(m >> 3) : 0xffffffffu;
+  const unsigned int groups = row ? static_cast<unsigned int>((m + 7) >> 3) : 0u;
+  return {static_cast<int>(__reduce_min_sync(0xffffffffu, full) / TPP),
+          static_cast<int>((__reduce_max_sync(0xffffffffu, groups) + TPP - 1) / TPP)};
+}
+
+// A row's near entries taken by whole groups (verlet_force without ENTRIES, verlet_force_pairs), in
+// the warp's rounds (warp_rounds): lane t of the row's TPP takes groups t, t + TPP, ..., G rounds
+// at a time through a pointer (no 64-bit index product per group), each group loaded a step ahead
+// so that its latency hides behind the pairs of the groups before. A group past the row's end is
+// not loaded (0: the row itself) and its entries, as the partial last group's padding (0 too), are
+// masked. rows: the storage, `stride` rows per group; row: this row's index in it; m: its near
+// entries. pair(q, valid) adds one candidate. Each lane takes its groups in order, as a loop per
+// lane would: the same sums.
 template <int TPP, int G, class Near, class Pair>
 __device__ __forceinline__ void near_groups(const int4* __restrict__ rows, int stride, int row, int lane, int m,
-                                            const Near& near, Pair& pair) {
+                                            const WarpRounds& wr, const Near& near, Pair& pair) {
+  static_assert(G == 1 || G == 2, "G: one or two groups in flight");
   const long long step = static_cast<long long>(TPP) * stride;
-  const int full = m >> 3;
-  const int4* __restrict__ p = rows + static_cast<long long>(lane) * stride + row;
+  const int4 none = make_int4(0, 0, 0, 0);
+  const int4* __restrict__ p = rows + static_cast<long long>(lane) * stride + row;  // round 0's group
+  auto has = [&](int k) { return 8 * (k * TPP + lane) < m; };                      // round k holds a group of the row
   int4 e[G];
 #pragma unroll
-  for (int u = 0; u < G; ++u) e[u] = lane + u * TPP < full ? __ldg(p + u * step) : make_int4(0, 0, 0, 0);
-  int g = lane;
+  for (int u = 0; u < G; ++u) e[u] = has(u) ? __ldg(p + u * step) : none;
+  int k = 0;
 #pragma unroll 1
-  for (; g + (G - 1) * TPP < full; g += G * TPP) {
+  for (; k + G <= wr.whole; k += G) {
     decltype(near[0]) q[8 * G];
 #pragma unroll
     for (int v = 0; v < 8 * G; ++v) q[v] = near[near_of(e[v / 8], v % 8)];
     p += G * step;
 #pragma unroll
-    for (int u = 0; u < G; ++u) e[u] = g + (G + u) * TPP < full ? __ldg(p + u * step) : make_int4(0, 0, 0, 0);
+    for (int u = 0; u < G; ++u) e[u] = has(k + G + u) ? __ldg(p + u * step) : none;
 #pragma unroll
     for (int v = 0; v < 8 * G; ++v) pair(q[v], true);
   }
-  if constexpr (G > 1) {
-    if (g < full) {  // one whole group left for this lane, loaded in e[0]
+  // rounds k .. k + G - 1, loaded in e[] (whole or not), then the rest one at a time
+#pragma unroll
+  for (int u = 0; u < G; ++u) {
+    if (k + u < wr.rounds) {
+      const int e0 = 8 * ((k + u) * TPP + lane);  // the group's first entry in the row
       decltype(near[0]) q[8];
 #pragma unroll
-      for (int v = 0; v < 8; ++v) q[v] = near[near_of(e[0], v)];
+      for (int v = 0; v < 8; ++v) q[v] = near[near_of(e[u], v)];
 #pragma unroll
-      for (int v = 0; v < 8; ++v) pair(q[v], true);
+      for (int v = 0; v < 8; ++v) pair(q[v], e0 + v < m);
     }
   }
-  if ((m & 7) && lane == full % TPP) {  // the last group, part padding (masked)
-    const int4 el = __ldg(rows + static_cast<long long>(full) * stride + row);
+#pragma unroll 1
+  for (k += G; k < wr.rounds; ++k) {
+    const int e0 = 8 * (k * TPP + lane);
+    const int4 el = e0 < m ? __ldg(rows + static_cast<long long>(k * TPP + lane) * stride + row) : none;
     decltype(near[0]) q[8];
 #pragma unroll
     for (int v = 0; v < 8; ++v) q[v] = near[near_of(el, v)];
 #pragma unroll
-    for (int v = 0; v < 8; ++v) pair(q[v], v < (m & 7));
+    for (int v = 0; v < 8; ++v) pair(q[v], e0 + v < m);
   }
 }
 
@@ -1182,16 +1209,18 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
   const int t = blockIdx.x * BLOCK + threadIdx.x;
   const int s = t / TPP, lane = t % TPP;
   const bool row = s < n;
+  const int2 m = row ? __ldg(len + s) : make_int2(0, 0);  // (near, far) entries
+  WarpRounds wr{0, 0};
+  if constexpr (!ENTRIES) wr = warp_rounds<TPP>(m.x, row);
   if (row) {
     const Vec4<Real> pi = pos[s];
-    const int2 m = __ldg(len + s);  // (near, far) entries
     const int4* __restrict__ rows = reinterpret_cast<const int4*>(nbr);
     // the near entries (raw differences), by entries or by whole groups
     auto near_loop = [&](const auto& near, auto& pair) {
       if constexpr (ENTRIES) {
         near_entries<TPP, BATCH>(nbr, n, s, lane, m.x, near, pair);
       } else {
-        near_groups<TPP, G>(rows, n, s, lane, m.x, near, pair);
+        near_groups<TPP, G>(rows, n, s, lane, m.x, wr, near, pair);
       }
     };
     if constexpr (PACKED) {
@@ -1436,12 +1465,13 @@ verlet_force_pairs(const Real* __restrict__ pos_data, const int stride, const in
   const bool row = r < rows_max && r < __ldg(rows_now);
   int a = 0;
   bool two = false;
+  const int2 m = row ? __ldg(len + r) : make_int2(0, 0);
+  const WarpRounds wr = warp_rounds<1>(m.x, row);
   if (row) {
     const int word = __ldg(row_slot + r);
     a = word >> 1;
     two = (word & 1) != 0;
     const Vec4<Real> pi0 = pos[a], pi1 = pos[two ? a + 1 : a];
-    const int2 m = __ldg(len + r);
     const int4* __restrict__ rows = reinterpret_cast<const int4*>(nbr);
     const Positions<Real, LAYOUT> near = pos.from(a);
     auto pair = [&](const Vec4<Real>& pj, bool valid) {
@@ -1457,7 +1487,7 @@ verlet_force_pairs(const Real* __restrict__ pos_data, const int stride, const in
       acc0.template add_where<!ROW_VIRIAL>(f, dx, dy, dz, r2, f.inside(r2));
       acc1.template add_where<!ROW_VIRIAL>(f, -dx, -dy, -dz, r2, f.inside(r2));
     }
-    near_groups<1, G>(rows, rows_max, r, 0, m.x, near, pair);
+    near_groups<1, G>(rows, rows_max, r, 0, m.x, wr, near, pair);
     if constexpr (ROW_VIRIAL) {
       acc0.row_virial(pi0.x, pi0.y, pi0.z);
       acc1.row_virial(pi1.x, pi1.y, pi1.z);  // zero force for a row of one
