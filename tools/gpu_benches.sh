@@ -931,6 +931,14 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s16-$t.
           --quiet --json "$out/md/md-before-$lay-$rep-s25.json")
       done
     done ;;
+  rounds-sizes-s25)  # rounds-s25 at the sizes between (32,000 and 256,000; tpp auto), aos4, against $BEFORE_DIR, ABAB
+    for rep in 1 2; do
+      $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 32000,256000 --outputs forces,all \
+        --amortised 0 --name s25-sizes-after-$rep "${common[@]}"
+      (cd ${BEFORE_DIR:-.before} && HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness bench \
+        --strategies verlet_thread_padded --scenario lj_liquid --n 32000,256000 --outputs forces,all --amortised 0 \
+        --name s25-sizes-before-$rep "${common[@]}")
+    done ;;
   rounds-ncu-s25)  # rounds-s25's force kernels under ncu, both trees, and OpenMM's in the same call
     $PY -m harness profile --peer openmm --scenario lj_liquid --n large --out "$out/profile"
     mkdir -p "$out/profile"
