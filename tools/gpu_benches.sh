@@ -939,6 +939,24 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s16-$t.
         --strategies verlet_thread_padded --scenario lj_liquid --n 32000,256000 --outputs forces,all --amortised 0 \
         --name s25-sizes-before-$rep "${common[@]}")
     done ;;
+  rounds3-s25)  # this tree against each tree in $BEFORE_DIRS (space-separated), alternating: verlet_thread_padded
+    # aos4 and packed at LJ 256,000 and 1M, forces and all outputs with a built list; harness md at 1M (R3_MD=0: not)
+    mkdir -p "$out/md"
+    for rep in 1 2; do
+      for tree in . ${BEFORE_DIRS:-.before}; do
+        tag=after hc=${HARNESS_COMMIT:-}
+        [ "$tree" != . ] && tag=$(basename "$tree") && hc=$tag
+        for lay in aos4 packed; do
+          (cd "$tree" && HARNESS_COMMIT=$hc PYTHONPATH=/tmp/site:$PWD $PY -m harness bench \
+            --strategies verlet_thread_padded --launch layout=$lay --scenario lj_liquid --n 256000,large \
+            --outputs forces,all --amortised 0 --name s25-r3-$tag-$lay-$rep "${common[@]}")
+          if [ "${R3_MD:-1}" = 1 ]; then
+            (cd "$tree" && PYTHONPATH=/tmp/site:$PWD $PY -m harness md --strategy verlet_thread_padded --launch layout=$lay \
+              --n large --precision fp32 --steps 1000 --sample 500 --quiet --json "$out/md/md-r3-$tag-$lay-$rep-s25.json")
+          fi
+        done
+      done
+    done ;;
   rounds-ncu-s25)  # rounds-s25's force kernels under ncu, both trees, and OpenMM's in the same call
     $PY -m harness profile --peer openmm --scenario lj_liquid --n large --out "$out/profile"
     mkdir -p "$out/profile"
