@@ -1003,8 +1003,8 @@ __device__ __forceinline__ void near_groups(const int4* __restrict__ rows, int s
     // the masked rounds, one at a time, each loaded a round ahead (a warp with a short row, one of
     // the boundary's with many far entries, runs several: their loads must not wait each for the
     // one before), no entry past the row's end gathered. Measured (H100, LJ, all outputs, tpp 1,
-    // reports/2026-11-26-h100, twenty-fifth session): without the load ahead 256,000 took 7.5%
-    // longer than the per-lane loops of before; with it, 1.3%.
+    // reports/2026-11-26-h100, twenty-fifth session): without the load ahead 256,000 took 7.5-8%
+    // longer than the per-lane loops of before; with it, 1.0-1.3%.
 #pragma unroll 1
     for (; k < wr.rounds; ++k) {
       const int e0 = 8 * (k * TPP + lane);  // the group's first entry in the row
@@ -1019,7 +1019,7 @@ __device__ __forceinline__ void near_groups(const int4* __restrict__ rows, int s
   } else {
     // rounds k and k + 1, loaded in e[] (whole or not), then the rest one at a time. A load ahead
     // here (a queue of two) cost the forces flavour's unmasked loop register moves under its cap:
-    // LJ 1M, packed, forces 4.8% faster than before without it, 1.2% with it (same session).
+    // LJ 1M, packed, forces 4.8% faster than before without it, 1.1-2.4% with it (same session).
 #pragma unroll
     for (int u = 0; u < G; ++u) {
       if (k + u < wr.rounds) {
