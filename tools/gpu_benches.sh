@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Named benchmark sets for tools/gpu_run.sh: bash tools/gpu_benches.sh NAME RESULTS_DIR.
-# "before": the same points on the tree of an earlier commit unpacked in .before/ (or $BEFORE_DIR;
-# strategies by their names of then), timed in the same call as the current tree.
+# "before": the same points on the tree of an earlier commit unpacked in .before/ (strategies by
+# their names of then), timed in the same call as the current tree.
 set -u
 name=$1
 out=$2
@@ -50,7 +50,7 @@ case "$name" in
     $PY -m harness bench --strategies fullshell_thread_csr,c08_warp_csr,parity_block_csr,parity_warpblock_shared_atomic \
       --scenario lj_liquid --n 4000,large --outputs all,forces --name after-lj "${common[@]}"
     if [ -d .before ]; then
-      (cd ${BEFORE_DIR:-.before} && HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness bench \
+      (cd .before && HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness bench \
         --strategies cells_fullshell_csr,c08_warp_csr,tbp_parity,wbp_shared_atomic --scenario lj_liquid --n 4000,large \
         --name before-lj "${common[@]}")
     fi ;;
@@ -162,7 +162,7 @@ case "$name" in
     $PY -m harness bench --strategies $s5 --scenario lj_liquid --n large --outputs all,forces --amortised 0 \
       --name after-s5 "${common[@]}"
     if [ -d .before ]; then
-      (cd ${BEFORE_DIR:-.before} && HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness bench \
+      (cd .before && HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness bench \
         --strategies $s5 --scenario lj_liquid --n large --outputs all,forces --amortised 0 --name before-s5 \
         "${common[@]}")
     fi ;;
@@ -175,7 +175,7 @@ case "$name" in
     $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 4000 --outputs all,forces \
       --sweep tpp=1:4:8 --sweep batch=1:4 --amortised 0 --name batch-tpp "${common[@]}"
     if [ -d .before ]; then
-      (cd ${BEFORE_DIR:-.before} && HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness bench \
+      (cd .before && HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness bench \
         --strategies verlet_thread_padded --scenario lj_liquid --n 4000,large --outputs all,forces --sweep minb=0:12 \
         --amortised 0 --name before-batch "${common[@]}")
     fi ;;
@@ -185,7 +185,7 @@ case "$name" in
     $PY -m harness bench --strategies verlet_thread_padded --launch tpp=8 --scenario lj_liquid --n 4000 \
       --outputs forces,all --name after-s6-tpp8 "${common[@]}"
     if [ -d .before ]; then
-      (cd ${BEFORE_DIR:-.before} && HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness bench \
+      (cd .before && HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness bench \
         --strategies verlet_thread_padded --scenario lj_liquid --n 4000,large --outputs forces,all \
         --name before-s6 "${common[@]}")
     fi ;;
@@ -201,7 +201,7 @@ case "$name" in
     $PY -m harness md --strategy verlet_thread_padded --launch tpp=8 --n 4000 --precision fp32 --steps 2000 \
       --sample 500 --quiet --json "$out/bench/md-verlet-4000-s7.json"
     if [ -d .before ]; then
-      (cd ${BEFORE_DIR:-.before} && HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness bench \
+      (cd .before && HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness bench \
         --strategies verlet_thread_padded --scenario lj_liquid --n 4000,large --outputs forces,all \
         --name before-s7 "${common[@]}"
        HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness bench \
@@ -216,7 +216,7 @@ case "$name" in
     $PY -m harness bench --strategies verlet_thread_padded --scenario uniform --scenario lj_liquid --n large \
       --outputs forces,all --amortised 0 --name after-s7-order "${common[@]}"
     if [ -d .before ]; then
-      (cd ${BEFORE_DIR:-.before} && HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness bench \
+      (cd .before && HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness bench \
         --strategies verlet_thread_padded --scenario uniform --scenario lj_liquid --n large --outputs forces,all \
         --amortised 0 --name before-s7-order "${common[@]}")
     fi ;;
@@ -298,7 +298,7 @@ for b in ('warp',):
     $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n large --outputs forces \
       --sweep build=strip:cell --name s9-build "${common[@]}"
     if [ -d .before ]; then
-      (cd ${BEFORE_DIR:-.before} && HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness bench \
+      (cd .before && HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness bench \
         --strategies verlet_thread_padded --scenario lj_liquid --n 4000,large --outputs forces,all \
         --name before-s9 "${common[@]}"
        HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness bench \
@@ -386,7 +386,7 @@ for b in ('warp',):
     $PY -m harness bench --strategies cuda --scenario lj_liquid --n large --outputs all,forces --name after-all \
       "${common[@]}"
     if [ -d .before ]; then
-      (cd ${BEFORE_DIR:-.before} && HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness bench \
+      (cd .before && HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness bench \
         --strategies cuda --scenario lj_liquid --n large --name before-all "${common[@]}")
     fi ;;
   fs1m)  # the CSR full shell at its defaults, LJ 1M, both flavours; 4,000 with threads per particle
@@ -420,7 +420,7 @@ for b in ('warp',):
       $PY -m harness md --strategy verlet_thread_padded --n $n --precision fp32 --steps $steps --sample 500 --quiet \
         --json "$out/md/md-verlet-$n-${MD_NAME:-s10}.json"
       if [ -d .before ]; then
-        (cd ${BEFORE_DIR:-.before} && HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness md \
+        (cd .before && HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness md \
           --strategy verlet_thread_padded --n $n --precision fp32 --steps $steps --sample 500 --quiet \
           --json "$out/md/md-verlet-$n-before-${MD_NAME:-s10}.json")
       fi
@@ -537,7 +537,7 @@ print('md', r.graph, r.samples[-1].total)" || echo "sanitizer $t: FAILED"
     $PY -m harness bench --strategies verlet_thread_padded --scenario gaussian --n 64000 --sweep build=strip:cell:warp \
       --amortised 0 --name verlet-gauss64k "${common[@]}"
     if [ -d .before ]; then
-      (cd ${BEFORE_DIR:-.before} && HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness bench \
+      (cd .before && HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness bench \
         --strategies verlet_thread_padded --scenario gaussian --n 64000 --sweep build=strip:cell:warp --amortised 0 \
         --name verlet-gauss64k-before "${common[@]}")
     fi ;;
@@ -917,7 +917,7 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s16-$t.
       for lay in aos4 packed; do
         $PY -m harness bench --strategies verlet_thread_padded --launch layout=$lay --scenario lj_liquid --n large \
           --outputs forces,all --amortised 0 --name s25-after-$lay-$rep "${common[@]}"
-        (cd ${BEFORE_DIR:-.before} && HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness bench \
+        (cd .before && HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness bench \
           --strategies verlet_thread_padded --launch layout=$lay --scenario lj_liquid --n large --outputs forces,all \
           --amortised 0 --name s25-before-$lay-$rep "${common[@]}")
       done
@@ -926,16 +926,16 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s16-$t.
       for lay in aos4 packed; do
         $PY -m harness md --strategy verlet_thread_padded --launch layout=$lay --n large --precision fp32 --steps 1000 \
           --sample 500 --quiet --json "$out/md/md-after-$lay-$rep-s25.json"
-        (cd ${BEFORE_DIR:-.before} && HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness md \
+        (cd .before && HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness md \
           --strategy verlet_thread_padded --launch layout=$lay --n large --precision fp32 --steps 1000 --sample 500 \
           --quiet --json "$out/md/md-before-$lay-$rep-s25.json")
       done
     done ;;
-  rounds-sizes-s25)  # rounds-s25 at the sizes between (32,000 and 256,000; tpp auto), aos4, against $BEFORE_DIR, ABAB
+  rounds-sizes-s25)  # rounds-s25 at the sizes between (32,000 and 256,000; tpp auto), aos4, against .before, ABAB
     for rep in 1 2; do
       $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 32000,256000 --outputs forces,all \
         --amortised 0 --name s25-sizes-after-$rep "${common[@]}"
-      (cd ${BEFORE_DIR:-.before} && HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness bench \
+      (cd .before && HARNESS_COMMIT=${BEFORE_COMMIT:-before} PYTHONPATH=/tmp/site:$PWD $PY -m harness bench \
         --strategies verlet_thread_padded --scenario lj_liquid --n 32000,256000 --outputs forces,all --amortised 0 \
         --name s25-sizes-before-$rep "${common[@]}")
     done ;;
@@ -963,7 +963,7 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s16-$t.
     for lay in aos4 packed; do
       for outs in forces all; do
         ncu_verlet "$out/profile/ncu-s25-after-$lay-$outs" force $outs layout=$lay | sed "s|^|after $lay $outs: |"
-        (cd ${BEFORE_DIR:-.before} && PYTHONPATH=/tmp/site:$PWD ncu_verlet "$out/profile/ncu-s25-before-$lay-$outs" force $outs \
+        (cd .before && PYTHONPATH=/tmp/site:$PWD ncu_verlet "$out/profile/ncu-s25-before-$lay-$outs" force $outs \
           layout=$lay | sed "s|^|before $lay $outs: |")
       done
     done ;;

@@ -1247,7 +1247,7 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
     if constexpr (PACKED) {
       const uint2 qi = pack_position(pi, pk.inv_h);
       const PackedRow pr(qi, pk);
-      auto pair = [&](const uint2& qj, bool valid) {  // valid: not the last group's padding
+      auto pair = [&](const uint2& qj, bool valid) {  // valid: an entry of the row (not padding, not past its end)
         Real dx, dy, dz;
         const Real r2 = packed_separation<FMA>(pr, qj, dx, dy, dz);
         acc.template add_where<!ROW_VIRIAL>(f, dx, dy, dz, r2, f.inside(r2) && valid);
@@ -1260,7 +1260,7 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
                        static_cast<Real>(grid_coordinate(pi.z, pk.inv_h)) * pk.h);
       }
     } else {
-      auto pair = [&](const Vec4<Real>& pj, bool valid) {  // valid: not the last group's padding
+      auto pair = [&](const Vec4<Real>& pj, bool valid) {  // valid: an entry of the row (not padding, not past its end)
         Real dx, dy, dz;
         const Real r2 = entry_separation<false, FMA>(pi, pj, box, dx, dy, dz);
         acc.template add_where<!ROW_VIRIAL>(f, dx, dy, dz, r2, f.inside(r2) && valid);
