@@ -433,6 +433,7 @@ def cmd_md(args: argparse.Namespace) -> int:
                  fuse=not args.no_fuse)
     rebuilt = f"; list built {res.rebuilds} times" if res.rebuilds is not None else ""
     fused = f"; fused steps: {res.fused}" if res.fused != "off" else ""
+    fused += f"; list upkeep in the graphs: {res.upkeep}" if res.upkeep else ""
     print(f"{res.ms_per_step:.4f} ms per step ({args.steps} steps, samples included; CUDA graph: {res.graph}"
           f"{f', {md.GRAPH_STEPS} steps per replay, recorded in {res.capture_ms:.0f} ms before the clock' if res.graph == 'on' else ''}"
           f"{fused}{rebuilt}); "

@@ -31,6 +31,7 @@ import numpy as np
 import strategies
 from mdcore import InputError, Problem
 from mdcore.ranges import nvtx_range
+from strategies import graphs as conditional
 from strategies.integrate import Integrator, check_periodic
 
 
@@ -74,6 +75,7 @@ class MdResult:
     frames: int = 0
     rebuilds: int | None = None  # list strategies: builds used over the run (the first included)
     capture_ms: float = 0.0  # host time recording the CUDA graphs, before the clock starts
+    upkeep: str = ""  # a list's skipped upkeep in the graphs: "conditional nodes", or "guarded launches (why)"
     fused: str = ""  # "on": the steps fused into the strategy's order (its plan's md_steps); else why not
 
     @property
@@ -197,8 +199,16 @@ def run(strategy: strategies.Strategy, problem: Problem, steps: int, dt: float, 
             graphs, res.graph = {}, "cpu" if not gpu else ("off" if not graph else "")
             if gpu and graph:  # recorded, not run: the graphs start from the state the loop starts from
                 c0 = time.perf_counter()
+                nodes = dict(conditional.NODES)
                 graphs, res.graph = _capture(steps_)
                 res.capture_ms = 1e3 * (time.perf_counter() - c0)
+                if conditional.NODES["conditional"] > nodes["conditional"]:
+                    res.upkeep = "conditional nodes"
+                elif conditional.NODES["inline"] > nodes["inline"]:
+                    res.upkeep = (f"guarded launches (fewer than {conditional.MIN_NODES}: cheaper than a conditional "
+                                  "node)")
+                elif graphs and getattr(strategy, "list_reuse", False):
+                    res.upkeep = f"guarded launches ({conditional.conditional_status()[1]})"
             t0 = _clock(gpu)
             step = 0
             try:

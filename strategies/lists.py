@@ -13,6 +13,7 @@ from mdcore import InputError, Problem
 
 from .base import Strategy
 from .cuda import CudaPlan
+from .graphs import conditional_status, upkeep_if
 
 SKIN = 0.3  # sigma: LAMMPS's bench/in.lj
 
@@ -62,7 +63,13 @@ class DeviceListPlan(CudaPlan):
     """What the GPU list plans share: the displacement check on the device (verlet_check on ref,
     setting flag), the guarded binning and rows, the rebuild count and the free-memory probe.
     Subclasses set binning, ref, flag, rebuilds, overflow, k_check and half_skin2, and implement
-    _rows(guard): the list from the binning's order (guard: the device flag, or None: always)."""
+    _rows(guard): the list from the binning's order (guard: the device flag, or None: always).
+    Under stream capture the guarded upkeep is the body of a conditional node (strategies/graphs.py):
+    a replayed step launches it only where the flag is set."""
+
+    def __init__(self, strategy, problem: Problem, nparts: int):
+        super().__init__(strategy, problem, nparts)
+        conditional_status()  # self-tested once, here: a step may be captured later
 
     def _rows(self, guard) -> None:
         raise NotImplementedError
@@ -103,8 +110,11 @@ class DeviceListPlan(CudaPlan):
             return
         self._check()
         if self.binning.guardable:
-            self.binning.run(guard=self.flag)
-        elif int(self.flag.get()[0]):  # the radix binning cannot be skipped on the device: ask the host
+            with upkeep_if(self.flag):
+                self.binning.run(guard=self.flag)
+                self._rows(self.flag)
+            return
+        if int(self.flag.get()[0]):  # the radix binning cannot be skipped on the device: ask the host
             self.binning.run()
         self._rows(self.flag)
 

@@ -50,6 +50,7 @@ from .cells_cpu import _axis_range, _wrapi, bin_cells
 from .cpu import CpuPlan, pair_step, separation, store_sums
 from .cuda import (LAYOUTS, CudaPlan, CudaStrategy, Layout, auto_tpp, cbool, ctypes, kernel, layout_expressions,
                    sm_count)
+from .graphs import upkeep_if
 from .lists import SKIN, DeviceListPlan, ListStrategy, moved_beyond
 from .registry import register
 
@@ -814,11 +815,12 @@ class VerletSteps:
             p.layout.q = self.qs[i]
         if self.never:
             return
-        self._unsort(flag)
-        p.binning.run(guard=flag)
-        self.k_sort((self.guarded_blocks,), (MD_BLOCK,), (p.binning.order, self.integ.x, self.integ.v, np.int32(n),
-                                                          self.xs, self.vs, flag))
-        p._rows(flag)
+        with upkeep_if(flag):  # under capture: a conditional node's body (strategies/graphs.py)
+            self._unsort(flag)
+            p.binning.run(guard=flag)
+            self.k_sort((self.guarded_blocks,), (MD_BLOCK,), (p.binning.order, self.integ.x, self.integ.v,
+                                                              np.int32(n), self.xs, self.vs, flag))
+            p._rows(flag)
 
     def force(self, i: int, mode: int) -> None:
         """The force kernel on cur i, clearing flag i; mode 2 writes cur and flag i ^ 1."""
