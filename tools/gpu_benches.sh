@@ -967,6 +967,56 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s16-$t.
           layout=$lay | sed "s|^|before $lay $outs: |")
       done
     done ;;
+  cond-s26)  # the list upkeep in conditional graph nodes against the guarded launches (MDFORCE_CONDITIONAL=0),
+    # alternating, one tree: harness md at LJ 1M (packed and aos4) and 4,000; the amortised column at 1M
+    mkdir -p "$out/md"
+    for rep in 1 2; do
+      for cond in 1 0; do
+        for lay in packed aos4; do
+          MDFORCE_CONDITIONAL=$cond $PY -m harness md --strategy verlet_thread_padded --launch layout=$lay --n large \
+            --precision fp32 --steps 1000 --sample 500 --quiet --json "$out/md/md-cond$cond-$lay-1m-$rep-s26.json" | tail -1 \
+            | sed "s|^|cond=$cond $lay 1M rep $rep: |"
+        done
+        MDFORCE_CONDITIONAL=$cond $PY -m harness md --strategy verlet_thread_padded --n 4000 --precision fp32 \
+          --steps 20000 --sample 10000 --quiet --json "$out/md/md-cond$cond-4k-$rep-s26.json" | tail -1 \
+          | sed "s|^|cond=$cond 4,000 rep $rep: |"
+        MDFORCE_CONDITIONAL=$cond $PY -m harness bench --strategies verlet_thread_padded --launch layout=packed \
+          --scenario lj_liquid --n large --outputs forces --name s26-cond$cond-$rep "${common[@]}"
+      done
+    done ;;
+  cond2-s26)  # cond-s26's harness md between 4,000 and 1M: where the conditional nodes start to pay
+    mkdir -p "$out/md"
+    for rep in 1 2; do
+      for n in 16000 32000 64000 131072 256000; do
+        for cond in 1 0; do
+          MDFORCE_CONDITIONAL=$cond $PY -m harness md --strategy verlet_thread_padded --n $n --precision fp32 \
+            --steps 4000 --sample 2000 --quiet --json "$out/md/md-cond$cond-$n-$rep-s26.json" | tail -1 \
+            | sed "s|^|cond=$cond n=$n rep $rep: |"
+        done
+      done
+    done ;;
+  cond3-s26)  # the rule (a body of fewer than 4 launches stays in line): tools/conditional_probe.py, then harness md
+    # cond 1 / 0 alternating at 4,000 to 16,000 (plain steps) and LJ 1M (fused, packed and aos4), and the amortised column
+    mkdir -p "$out/md"
+    $PY tools/conditional_probe.py --json "$out/conditional-probe-s26.json"
+    for rep in 1 2; do
+      for cond in 1 0; do
+        for n in 4000 8000 16000; do
+          MDFORCE_CONDITIONAL=$cond $PY -m harness md --strategy verlet_thread_padded --n $n --precision fp32 \
+            --steps 10000 --sample 5000 --quiet --json "$out/md/md3-cond$cond-$n-$rep-s26.json" | tail -1 \
+            | sed "s|^|cond=$cond n=$n rep $rep: |"
+        done
+        for lay in packed aos4; do
+          MDFORCE_CONDITIONAL=$cond $PY -m harness md --strategy verlet_thread_padded --launch layout=$lay --n large \
+            --precision fp32 --steps 1000 --sample 500 --quiet --json "$out/md/md3-cond$cond-$lay-1m-$rep-s26.json" \
+            | tail -1 | sed "s|^|cond=$cond $lay 1M rep $rep: |"
+        done
+      done
+    done
+    for cond in 1 0; do
+      MDFORCE_CONDITIONAL=$cond $PY -m harness bench --strategies verlet_thread_padded --launch layout=packed \
+        --scenario lj_liquid --n large --outputs forces,all --name s26-cond3-$cond "${common[@]}"
+    done ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
