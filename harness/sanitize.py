@@ -8,6 +8,9 @@ supports; at size tiny, 2 cells, the c08, parity and warp-block strategies do no
 Every report of that process is the strategy's (the sanitizer prints some reports only at
 exit, so one process per strategy is what makes attribution certain).
 
+Under racecheck and synccheck the MD steps record the list upkeep as guarded launches rather than
+conditional graph nodes, which those tools do not follow (GUARDED_TOOLS).
+
 Prints one line per strategy and tool: clean only where the strategy ran under the tool; "n/a:
 reason" where it does not apply to the problem (it never counts as clean); the inner process's
 own error where it stopped before the strategy. Exits non-zero on any error, or when a
@@ -26,6 +29,14 @@ from dataclasses import dataclass, field
 from mdcore import InputError
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
+# Tools whose MD steps keep the guarded upkeep launches (MDFORCE_CONDITIONAL=0, strategies/graphs.py)
+# instead of conditional graph nodes. On an H100 (CUDA 13, twenty-sixth session, reports/2026-11-26-h100/
+# s26-call7 to -call10) racecheck ends the process and synccheck reports divergent barriers in
+# scan_counts (and then a launch failure) wherever a kernel runs inside a conditional node's body,
+# even the binning alone, replayed with a constant flag and nothing else in the graph; the same
+# kernels captured in line are clean under both, and memcheck and initcheck are clean either way.
+# Outside the sanitizer the conditional steps give the guarded steps' bits (tests/test_graphs.py).
+GUARDED_TOOLS = ("racecheck", "synccheck")
 MARK = "@@sanitize "
 _RECORD = re.compile(r"^========= (?!ERROR SUMMARY|RACECHECK SUMMARY|COMPUTE-SANITIZER|Target application|\s)(.+)$")
 # memcheck, synccheck, initcheck: "ERROR SUMMARY: N errors"; racecheck: "RACECHECK SUMMARY: N hazards"
@@ -197,6 +208,8 @@ def run(names: list[str], tools: list[str], scenario: str = DEFAULT_SCENARIO, si
         if self_test:
             cmd.append("--self-test")
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        if tool in GUARDED_TOOLS:
+            env["MDFORCE_CONDITIONAL"] = "0"
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
             text = p.stdout + "\n" + p.stderr

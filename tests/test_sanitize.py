@@ -128,3 +128,25 @@ def test_errors_are_shown_before_how_the_process_ended():
     r = sanitize.parse("memcheck", "p", text)
     assert not r.ok and r.line().endswith("1 error(s): Invalid __global__ write of size 4 bytes; then FAILED: "
                                           "CUDARuntimeError")
+
+
+def test_racecheck_and_synccheck_run_the_guarded_upkeep(tmp_path, monkeypatch):
+    """Under racecheck and synccheck the inner process gets MDFORCE_CONDITIONAL=0 (the tools do not
+    follow conditional graph nodes: the guarded launches instead); memcheck and initcheck keep them."""
+    fake = tmp_path / "compute-sanitizer"
+    fake.write_text("#!/bin/sh\nwhile [ $# -gt 0 ]; do\n  case $1 in --strategies) name=$2; shift;; esac; shift\ndone\n"
+                    "echo \"@@sanitize begin $name\"; echo \"@@sanitize ran $name fp32 ${MDFORCE_CONDITIONAL:-1}\"\n"
+                    "echo \"@@sanitize end $name\"; echo '========= ERROR SUMMARY: 0 errors'\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(sanitize.shutil, "which", lambda exe: str(fake))
+    monkeypatch.delenv("MDFORCE_CONDITIONAL", raising=False)
+    seen = {}
+    real = sanitize.subprocess.run
+
+    def spy(cmd, **kw):
+        seen[cmd[cmd.index("--tool") + 1]] = kw["env"].get("MDFORCE_CONDITIONAL")
+        return real(cmd, **kw)
+
+    monkeypatch.setattr(sanitize.subprocess, "run", spy)
+    sanitize.run(["a"], list(sanitize.TOOLS), say=lambda line: None)
+    assert seen == {"memcheck": None, "racecheck": "0", "synccheck": "0", "initcheck": None}
