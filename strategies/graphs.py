@@ -170,10 +170,10 @@ def _enabled() -> bool:
 
 
 @contextlib.contextmanager
-def upkeep_if(flag, least: int = MIN_NODES):
+def upkeep_if(flag, least: int | None = None):
     """The launches of the block run only where the device int32 `flag` (a CuPy array of one) is
     non-zero. Under capture (where conditional nodes work) the block is recorded into a graph of
-    its own first; where it holds at least `least` nodes, that graph becomes the body of a
+    its own first; where it holds at least `least` nodes (default MIN_NODES), that graph becomes the body of a
     conditional node behind the gate, else a child graph in line (its kernels' own guards decide,
     cheaper for a few launches). Outside a capture the launches run as they are."""
     import cupy
@@ -185,7 +185,7 @@ def upkeep_if(flag, least: int = MIN_NODES):
     if graph is None:
         yield
         return
-    with _record_if(lib, stream, graph, flag, least):
+    with _record_if(lib, stream, graph, flag, MIN_NODES if least is None else least):
         yield
 
 

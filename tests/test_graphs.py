@@ -125,6 +125,39 @@ def test_a_replay_runs_each_body_only_where_its_flag_is_set():
 
 
 @pytest.mark.gpu
+def test_what_follows_a_conditional_node_waits_for_its_body():
+    """The step's next launch (here a memset that clears the flag, as the force kernel clears the
+    trigger) must not start before the body has finished: a body of 2,048 guarded blocks, each
+    reading the flag, counts every block on each of 40 replays."""
+    import cupy
+
+    from strategies.cuda import kernel
+
+    assert graphs.conditional_status()[0]
+    tick = kernel("graph.cu", "graph_tick<int>")
+    flag, count = cupy.ones(1, np.int32), cupy.zeros(1, np.int32)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    blocks = 2048
+    with stream:
+        tick((1,), (256,), (count, flag))
+        count.fill(0)
+        stream.begin_capture()
+        try:
+            with graphs.upkeep_if(flag, least=1):
+                tick((blocks,), (256,), (count, flag))
+                tick((blocks,), (256,), (count, flag))
+            flag.fill(0)
+        finally:
+            g = stream.end_capture()
+        for _ in range(40):
+            flag.fill(1)
+            g.launch(stream)
+        stream.synchronize()
+    assert int(count.get()[0]) == 40 * 2 * blocks
+    assert int(flag.get()[0]) == 0
+
+
+@pytest.mark.gpu
 def test_a_body_of_fewer_nodes_than_least_runs_in_line():
     """A body below `least` nodes is put in line (a child graph, no gate): an unguarded kernel in it
     runs on every replay whatever the flag; at `least` it becomes conditional."""

@@ -13,10 +13,14 @@ __global__ void graph_gate(cudaGraphConditionalHandle handle, const Flag* __rest
     cudaGraphSetConditional(handle, *flag != Flag(0) ? 1u : 0u);
 }
 
-// tools/conditional_probe.py's link: adds 1 to a counter unless its guard (where given) is clear, as
-// the upkeep's guarded kernels return at once.
+// tools/conditional_probe.py's link: adds 1 a block to a counter unless its guard (where given) is clear, as
+// the upkeep's guarded kernels return at once; through shared memory and a barrier, so that the
+// sanitizer's racecheck and synccheck see a correct block-wide exchange in a conditional body.
 template <typename Flag>
 __global__ void graph_tick(int* __restrict__ count, const Flag* __restrict__ guard) {
     if (guard != nullptr && *guard == Flag(0)) return;
-    if (threadIdx.x == 0 && blockIdx.x == 0) count[0] += 1;
+    __shared__ int one;
+    if (threadIdx.x == 0) one = 1;
+    __syncthreads();
+    if (threadIdx.x == blockDim.x - 1) atomicAdd(count, one);  // one a block
 }
