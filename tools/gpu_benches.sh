@@ -1017,6 +1017,88 @@ print('md', r.graph, r.rebuilds, r.samples[-1].total)" > "$out/bench/san-s16-$t.
       MDFORCE_CONDITIONAL=$cond $PY -m harness bench --strategies verlet_thread_padded --launch layout=packed \
         --scenario lj_liquid --n large --outputs forces,all --name s26-cond3-$cond "${common[@]}"
     done ;;
+  san-s26)  # compute-sanitizer on the upkeep in conditional nodes: the self-test, the fused and the plain MD loop
+    # with graphs (the gate, bodies taken on rebuild steps), aos4 and packed, and the amortised replay's graph
+    for t in memcheck racecheck initcheck synccheck; do
+      compute-sanitizer --tool $t --error-exitcode 9 $PY -c "import strategies; from harness import scenarios, md
+from strategies import graphs
+print('self-test', graphs.conditional_status())
+for n, lay, fuse in ((16000, 'aos4', 'always'), (16000, 'aos4', False), (30000, 'packed', 'always')):
+    p = scenarios.make('lj_liquid' + (':density=0.1' if lay == 'packed' else ''), n, precision='fp32')
+    r = md.run(strategies.create('verlet_thread_padded', layout=lay), p, steps=48, dt=0.005, sample=24, fuse=fuse)
+    print('md', n, lay, r.fused, r.graph, r.upkeep, r.rebuilds, r.samples[-1].total)
+    assert r.upkeep == 'conditional nodes', r.upkeep" || echo "sanitizer $t: FAILED"
+    done ;;
+  san2-s26)  # whose are san-s26's racecheck and synccheck errors: the same runs with the guarded launches
+    # (MDFORCE_CONDITIONAL=0), and a correct one-barrier kernel alone in a conditional body
+    for t in racecheck synccheck; do
+      MDFORCE_CONDITIONAL=0 compute-sanitizer --tool $t --error-exitcode 9 $PY -c "import strategies; from harness import scenarios, md
+for n, lay, fuse in ((16000, 'aos4', 'always'), (16000, 'aos4', False), (30000, 'packed', 'always')):
+    p = scenarios.make('lj_liquid' + (':density=0.1' if lay == 'packed' else ''), n, precision='fp32')
+    r = md.run(strategies.create('verlet_thread_padded', layout=lay), p, steps=48, dt=0.005, sample=24, fuse=fuse)
+    print('md guarded', n, lay, r.fused, r.graph, r.upkeep, r.rebuilds, r.samples[-1].total)" || echo "guarded $t: FAILED"
+      compute-sanitizer --tool $t --error-exitcode 9 $PY -c "import cupy, numpy as np
+from strategies import graphs
+from strategies.cuda import kernel
+print('self-test', graphs.conditional_status())
+tick = kernel('graph.cu', 'graph_tick<int>')
+flag, count = cupy.ones(1, np.int32), cupy.zeros(1, np.int32)
+s = cupy.cuda.Stream(non_blocking=True)
+with s:
+    tick((1,), (256,), (count, flag)); s.synchronize()
+    for body in ('plain', 'conditional'):
+        s.begin_capture()
+        if body == 'plain':
+            tick((1,), (256,), (count, flag))
+        else:
+            with graphs.upkeep_if(flag, least=1):
+                tick((1,), (256,), (count, flag))
+        g = s.end_capture(); g.launch(s); s.synchronize()
+        print(body, 'count', int(count.get()[0]))" || echo "one-barrier kernel $t: FAILED"
+    done
+    for t in racecheck synccheck; do
+      MDFORCE_CONDITIONAL=0 $PY -m harness sanitize --strategies clusterpair_warp_padded --tools $t 2>&1 | tail -3 | sed "s|^|guarded: |"
+    done ;;
+  san3-s26)  # test_graphs' ordering test under each tool (does the tool keep what follows an IF node after its body?)
+    for t in memcheck racecheck synccheck initcheck; do
+      compute-sanitizer --tool $t --error-exitcode 9 $PY -m pytest -q -p no:cacheprovider tests/test_graphs.py \
+        -k "waits_for_its_body or in_line or each_body" 2>&1 | grep -v "Host Frame\|^=========     " | tail -12 \
+        | sed "s|^|$t: |"
+    done ;;
+  san4-s26)  # synccheck's scan_counts report: the fused MD steps at 16,000 with the upkeep conditional (least 4)
+    # and in line (least 99); then the binning alone (4 kernels, nothing else in the graph writes the flag) in a
+    # conditional body and in line, replayed with the flag set
+    for least in 4 99; do
+      compute-sanitizer --tool synccheck --error-exitcode 9 $PY -c "import strategies; from harness import scenarios, md
+from strategies import graphs
+graphs.MIN_NODES = $least
+p = scenarios.make('lj_liquid', 16000, precision='fp32')
+r = md.run(strategies.create('verlet_thread_padded'), p, steps=48, dt=0.005, sample=24, fuse='always')
+print('md least $least', r.fused, r.graph, r.upkeep, r.rebuilds, r.samples[-1].total)" 2>&1 \
+        | grep -v "Host Frame\|^=========     " | sort | uniq -c | sort -rn | head -6 | sed "s|^|md least $least: |"
+    done
+    for least in 1 99; do
+      compute-sanitizer --tool synccheck --error-exitcode 9 $PY -c "import cupy, numpy as np, strategies
+from harness import scenarios
+from strategies import graphs
+p = scenarios.make('lj_liquid', 16000, precision='fp32')
+s = strategies.create('verlet_thread_padded'); plan = s.prepare(p); s.compute(plan)
+b = plan.binning
+print('method', b.method, 'self-test', graphs.conditional_status())
+flag = cupy.ones(1, np.int32)
+st = cupy.cuda.Stream(non_blocking=True)
+with st:
+    b.run(guard=flag); st.synchronize()
+    st.begin_capture()
+    with graphs.upkeep_if(flag, least=$least):
+        b.run(guard=flag)
+    g = st.end_capture()
+    for _ in range(3):
+        g.launch(st)
+    st.synchronize()
+print('binning least $least', graphs.NODES, int(b.start[-1].get()))" 2>&1 \
+        | grep -v "Host Frame\|^=========     " | sort | uniq -c | sort -rn | head -6 | sed "s|^|binning least $least: |"
+    done ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
