@@ -1099,6 +1099,21 @@ with st:
 print('binning least $least', graphs.NODES, int(b.start[-1].get()))" 2>&1 \
         | grep -v "Host Frame\|^=========     " | sort | uniq -c | sort -rn | head -6 | sed "s|^|binning least $least: |"
     done ;;
+  h200-s26)  # the issue's figures on this GPU with the upkeep in conditional nodes: three columns at LJ 1M (packed)
+    # beside OpenMM's whole step, 4,000 (defaults), harness md (conditional / guarded at 1M), OpenMM's kernel under ncu
+    mkdir -p "$out/md"
+    $PY -m harness bench --strategies verlet_thread_padded --launch layout=packed --scenario lj_liquid --n large \
+      --outputs forces,all --peers openmm --name h200-s26-1m "${common[@]}"
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 4000 --outputs forces,all \
+      --name h200-s26-4k "${common[@]}"
+    for cond in 1 0 1; do
+      MDFORCE_CONDITIONAL=$cond $PY -m harness md --strategy verlet_thread_padded --launch layout=packed --n large \
+        --precision fp32 --steps 2000 --sample 1000 --quiet --json "$out/md/md-h200-cond$cond-1m-s26.json" | tail -1 \
+        | sed "s|^|cond=$cond packed 1M: |"
+    done
+    $PY -m harness md --strategy verlet_thread_padded --n 4000 --precision fp32 --steps 20000 --sample 10000 --quiet \
+      --json "$out/md/md-h200-4k-s26.json" | tail -1 | sed "s|^|4,000: |"
+    $PY -m harness profile --peer openmm --scenario lj_liquid --n large --out "$out/profile" ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
