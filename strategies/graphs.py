@@ -214,8 +214,12 @@ def _record_if(lib, stream, graph, flag, least: int):
     try:
         with side:
             yield
-    finally:
-        _call(lib, "cudaStreamEndCapture", _P(side.ptr), ctypes.byref(body))
+    except BaseException:
+        lib.cudaStreamEndCapture(_P(side.ptr), ctypes.byref(body))  # the block's own error is the one to report
+        if body.value:
+            lib.cudaGraphDestroy(body)
+        raise
+    _call(lib, "cudaStreamEndCapture", _P(side.ptr), ctypes.byref(body))
     try:
         count = _SZ(0)
         _call(lib, "cudaGraphGetNodes", body, None, ctypes.byref(count))

@@ -158,6 +158,43 @@ def test_what_follows_a_conditional_node_waits_for_its_body():
 
 
 @pytest.mark.gpu
+def test_an_error_in_the_body_ends_its_capture():
+    """An exception raised inside the block propagates as it is, and the side stream stops
+    capturing: the next capture with a conditional body records and replays as it should."""
+    import cupy
+
+    from strategies.cuda import kernel
+
+    assert graphs.conditional_status()[0]
+    tick = kernel("graph.cu", "graph_tick<int>")
+    flag, count = cupy.ones(1, np.int32), cupy.zeros(1, np.int32)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        stream.begin_capture()
+        try:
+            with pytest.raises(RuntimeError, match="planted"):
+                with graphs.upkeep_if(flag, least=1):
+                    tick((1,), (32,), (count, flag))
+                    raise RuntimeError("planted")
+        finally:
+            try:
+                stream.end_capture()
+            except Exception:
+                pass
+        stream.synchronize()
+        count.fill(0)
+        stream.begin_capture()
+        try:
+            with graphs.upkeep_if(flag, least=1):
+                tick((1,), (32,), (count, flag))
+        finally:
+            g = stream.end_capture()
+        g.launch(stream)
+        stream.synchronize()
+    assert int(count.get()[0]) == 1
+
+
+@pytest.mark.gpu
 def test_a_body_of_fewer_nodes_than_least_runs_in_line():
     """A body below `least` nodes is put in line (a child graph, no gate): an unguarded kernel in it
     runs on every replay whatever the flag; at `least` it becomes conditional."""
