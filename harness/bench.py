@@ -39,6 +39,7 @@ import numpy as np
 import strategies
 from mdcore import MODES, InputError, Problem, StrategyError
 from mdcore.fixed import snap_positions
+from strategies import graphs as conditional
 
 from . import device, results, scenarios
 from .gate import budgets, gate
@@ -677,9 +678,15 @@ def time_amortised(strategy: strategies.Strategy, problem: Problem, frames, outp
             strategy.step(plan)  # every kernel compiled before the capture
             # the whole replay as one CUDA graph (and the copies alone as another): timed on the
             # device, so that a small system's step is not hidden behind the host's launches
+            nodes = dict(conditional.NODES)
             replay, note = _capture_replay(strategy, plan, stream, copy, k)
             copies_only, _ = _capture_replay(None, plan, stream, copy, k)
             info["amortised_graph"] = note
+            if conditional.NODES["conditional"] > nodes["conditional"]:  # how the list upkeep was recorded
+                info["amortised_upkeep"] = "conditional nodes"
+            elif note == "graph" and getattr(strategy, "list_reuse", False):
+                info["amortised_upkeep"] = ("guarded launches" + ("" if conditional.conditional_status()[0] else
+                                                                  f" ({conditional.conditional_status()[1]})"))
             t0, t1 = cupy.cuda.Event(), cupy.cuda.Event()
             samples = []
             for _ in range(AMORTISED_REPEATS):

@@ -263,3 +263,21 @@ def test_conditional_upkeep_gives_the_guarded_bits(monkeypatch, name, fuse, laun
     for other in ("guarded", "eager"):
         assert [vars(s) for s in runs[other].samples] == [vars(s) for s in runs["conditional"].samples], other
         assert runs[other].rebuilds == runs["conditional"].rebuilds, other
+
+
+@pytest.mark.gpu
+def test_the_amortised_column_says_how_the_upkeep_was_recorded(monkeypatch):
+    """bench's amortised replay (one graph of every frame's step) records the plain steps' upkeep in
+    conditional nodes where it has enough launches, and the same rebuilds as the guarded launches."""
+    from harness import bench
+
+    p = _problem("fp32", 16000)
+    frames = md.record(p, frames=40, equilibrate=20)
+    got = {}
+    for cond in ("1", "0"):
+        monkeypatch.setenv(graphs.ENV, cond)
+        got[cond] = bench.time_amortised(strategies.create("verlet_thread_padded"), p, frames, "forces")
+    assert got["1"]["amortised_upkeep"] == "conditional nodes"
+    assert got["0"]["amortised_upkeep"] == f"guarded launches ({graphs.ENV}=0)"
+    assert got["1"]["rebuilds"] == got["0"]["rebuilds"] >= 1
+    assert got["1"]["listed_pairs"] == got["0"]["listed_pairs"]
