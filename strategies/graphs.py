@@ -126,7 +126,8 @@ def _cudart():
     version = _I(0)
     lib.cudaRuntimeGetVersion(ctypes.byref(version))
     if version.value < MIN_RUNTIME:
-        return None, f"CUDA runtime {version.value // 1000}.{version.value % 1000 // 10}: conditional nodes are called here in CUDA 13's form"
+        return None, (f"CUDA runtime {version.value // 1000}.{version.value % 1000 // 10}: conditional nodes are "
+                      "called here in CUDA 13's form")
     return lib, ""
 
 
