@@ -1,6 +1,6 @@
 """What a conditional graph node costs on this GPU (strategies/graphs.py), against the guarded
 launches it replaces: chains of tiny kernels captured 200 times in one graph and replayed, in us
-per link (CUDA events, median of 7 replays after 2 warm-ups).
+per link (step_parts.timed: CUDA events, median of 5 replays after 3 warm-ups).
 
     python3 tools/conditional_probe.py [--json FILE]
 
@@ -24,6 +24,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from step_parts import timed  # noqa: E402  (a graph of the calls replayed, CUDA events, median)
 
 REPS = 200
 
@@ -75,28 +77,13 @@ def main(argv=None) -> int:
     with stream:
         for name, fn in list(shapes.items()) + [("if-set", shapes["if-clear"])]:
             k()  # compiled before the capture
+            flag.fill(1 if name == "if-set" else 0)
             stream.synchronize()
             try:
-                stream.begin_capture()
-                try:
-                    for _ in range(REPS):
-                        fn()
-                finally:
-                    gr = stream.end_capture()
+                out[name] = timed(cupy, fn, REPS, 1)
             except Exception as e:
                 print(f"{name:14s} not captured: {type(e).__name__}: {e}")
                 continue
-            flag.fill(1 if name == "if-set" else 0)
-            times = []
-            for i in range(9):
-                a, b = cupy.cuda.Event(), cupy.cuda.Event()
-                a.record(stream)
-                gr.launch(stream)
-                b.record(stream)
-                b.synchronize()
-                if i >= 2:
-                    times.append(cupy.cuda.get_elapsed_time(a, b) * 1e3 / REPS)
-            out[name] = float(np.median(times))
             print(f"{name:14s} {out[name]:7.2f} us per link-chain ({REPS} in one graph)")
     base = out["base"]
     for name in out:
