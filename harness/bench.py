@@ -682,11 +682,8 @@ def time_amortised(strategy: strategies.Strategy, problem: Problem, frames, outp
             replay, note = _capture_replay(strategy, plan, stream, copy, k)
             copies_only, _ = _capture_replay(None, plan, stream, copy, k)
             info["amortised_graph"] = note
-            if conditional.NODES["conditional"] > nodes["conditional"]:  # how the list upkeep was recorded
-                info["amortised_upkeep"] = "conditional nodes"
-            elif note == "graph" and getattr(strategy, "list_reuse", False):
-                info["amortised_upkeep"] = ("guarded launches" + ("" if conditional.conditional_status()[0] else
-                                                                  f" ({conditional.conditional_status()[1]})"))
+            if note == "graph" and getattr(strategy, "list_reuse", False):  # how the list upkeep was recorded
+                info["amortised_upkeep"] = conditional.recorded(nodes)
             t0, t1 = cupy.cuda.Event(), cupy.cuda.Event()
             samples = []
             for _ in range(AMORTISED_REPEATS):

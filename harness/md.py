@@ -202,13 +202,8 @@ def run(strategy: strategies.Strategy, problem: Problem, steps: int, dt: float, 
                 nodes = dict(conditional.NODES)
                 graphs, res.graph = _capture(steps_)
                 res.capture_ms = 1e3 * (time.perf_counter() - c0)
-                if conditional.NODES["conditional"] > nodes["conditional"]:
-                    res.upkeep = "conditional nodes"
-                elif conditional.NODES["inline"] > nodes["inline"]:
-                    res.upkeep = (f"guarded launches (fewer than {conditional.MIN_NODES}: cheaper than a conditional "
-                                  "node)")
-                elif graphs and getattr(strategy, "list_reuse", False):
-                    res.upkeep = f"guarded launches ({conditional.conditional_status()[1]})"
+                if graphs and getattr(strategy, "list_reuse", False):
+                    res.upkeep = conditional.recorded(nodes)
             t0 = _clock(gpu)
             step = 0
             try:

@@ -166,6 +166,17 @@ def _side_stream(device: int):
 NODES = {"conditional": 0, "inline": 0}
 
 
+def recorded(since: dict) -> str:
+    """How the captures since the NODES snapshot `since` recorded a list's upkeep: "conditional
+    nodes", or "guarded launches (why)"."""
+    if NODES["conditional"] > since["conditional"]:
+        return "conditional nodes"
+    if NODES["inline"] > since["inline"]:
+        return f"guarded launches (fewer than {MIN_NODES}: cheaper than a conditional node)"
+    why = conditional_status()[1]
+    return f"guarded launches ({why})" if why else "guarded launches"
+
+
 def _enabled() -> bool:
     return os.environ.get(ENV, "1").strip() not in ("0", "off", "no", "false")
 
