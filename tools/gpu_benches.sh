@@ -1114,6 +1114,16 @@ print('binning least $least', graphs.NODES, int(b.start[-1].get()))" 2>&1 \
     $PY -m harness md --strategy verlet_thread_padded --n 4000 --precision fp32 --steps 20000 --sample 10000 --quiet \
       --json "$out/md/md-h200-4k-s26.json" | tail -1 | sed "s|^|4,000: |"
     $PY -m harness profile --peer openmm --scenario lj_liquid --n large --out "$out/profile" ;;
+  skin-s27)  # how the Verlet list's three columns move with the skin (LJ 1M, fp32, packed): the force with a
+    # built list against the list radius (what an inner, pruned list would buy), and the rebuild's share per step
+    mkdir -p "$out/md"
+    $PY -m harness bench --strategies verlet_thread_padded --launch layout=packed --scenario lj_liquid --n large \
+      --outputs forces,all --sweep skin=0.05:0.1:0.15:0.2:0.3:0.4:0.5 --name skin-s27 "${common[@]}"
+    for sk in 0.3 0.4 0.5; do
+      $PY -m harness md --strategy verlet_thread_padded --launch layout=packed,skin=$sk --n large \
+        --precision fp32 --steps 2000 --sample 1000 --quiet --json "$out/md/md-skin$sk-1m-s27.json" | tail -1 \
+        | sed "s|^|skin $sk packed 1M: |"
+    done ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
