@@ -448,7 +448,7 @@ class Partial:
 
 COLUMNS = ["strategy", "scenario", "n", "precision", "outputs", "status", "compute_ms", "compute_spread", "repeats", "build_ms",
            "force_ms", "reduce_ms", "with_list_ms", "graph_ms", "with_list_graph_ms", "amortised_ms", "rebuilds",
-           "evaluate_ms", "setup_ms", "pairs_per_s", "particles_per_s",
+           "prunes", "evaluate_ms", "setup_ms", "pairs_per_s", "particles_per_s",
            "checks_per_interaction", "gflops", "pct_of_peak", "eff_bandwidth_gbs", "device_bytes"]
 
 
@@ -463,7 +463,7 @@ def terminal_table(rows: list[dict]) -> str:
     df = frame(rows)
     show = df[[c for c in ("strategy", "scenario", "n", "precision", "outputs", "status", "compute_ms", "compute_spread",
                            "build_ms", "with_list_ms", "graph_ms", "with_list_graph_ms", "amortised_ms", "rebuilds",
-                           "pairs_per_s", "pct_of_peak")
+                           "prunes", "pairs_per_s", "pct_of_peak")
                if c in df.columns]].copy()
     if "potential" in df.columns and df["potential"].nunique(dropna=True) > 1:  # the potential axis: which is which
         show.insert(2, "potential", df["potential"].astype(str).str.partition(":")[0])
@@ -690,6 +690,7 @@ def time_amortised(strategy: strategies.Strategy, problem: Problem, frames, outp
                 copy(0)
                 strategy.compute(plan)  # frame 0's list again: every repeat replays the same steps
                 before = plan.rebuild_count() if hasattr(plan, "rebuild_count") else None
+                pruned_before = plan.prune_count() if hasattr(plan, "prune_count") else 0
                 t0.record(stream)
                 replay()
                 t1.record(stream)
@@ -710,6 +711,7 @@ def time_amortised(strategy: strategies.Strategy, problem: Problem, frames, outp
         plan.pos[:] = host[1]
         strategy.step(plan)
         before = plan.rebuild_count() if hasattr(plan, "rebuild_count") else None
+        pruned_before = plan.prune_count() if hasattr(plan, "prune_count") else 0
         t = time.perf_counter()
         for i in range(1, k):
             plan.pos[:] = host[i]
@@ -722,6 +724,8 @@ def time_amortised(strategy: strategies.Strategy, problem: Problem, frames, outp
     info["amortised_ms"] = max(total - copies, 0.0) / (k - 1)
     if before is not None:
         info["rebuilds"] = plan.rebuild_count() - before  # over the replayed frames
+        if getattr(plan, "inner_skin", 0.0):
+            info["prunes"] = plan.prune_count() - pruned_before  # the inner list's, over the same frames
         info["list_bytes"] = (getattr(plan, "launch_info", None) or {}).get("list_bytes")
     if hasattr(plan, "listed_pairs"):
         info["listed_pairs"] = plan.listed_pairs()  # the last frame's list: the force phase's checks

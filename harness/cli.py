@@ -432,6 +432,7 @@ def cmd_md(args: argparse.Namespace) -> int:
                  seed=args.seed, trajectory=args.out, frame_every=args.frame_every, graph=not args.no_graph, say=say,
                  fuse=not args.no_fuse)
     rebuilt = f"; list built {res.rebuilds} times" if res.rebuilds is not None else ""
+    rebuilt += f", its inner list pruned {res.prunes} times" if res.prunes is not None else ""
     fused = f"; fused steps: {res.fused}" if res.fused != "off" else ""
     fused += f"; list upkeep in the graphs: {res.upkeep}" if res.upkeep else ""
     print(f"{res.ms_per_step:.4f} ms per step ({args.steps} steps, samples included; CUDA graph: {res.graph}"

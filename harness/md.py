@@ -74,6 +74,7 @@ class MdResult:
     trajectory: str = ""
     frames: int = 0
     rebuilds: int | None = None  # list strategies: builds used over the run (the first included)
+    prunes: int | None = None    # Verlet lists with an inner list (prune): its prunes over the run
     capture_ms: float = 0.0  # host time recording the CUDA graphs, before the clock starts
     upkeep: str = ""  # a list's skipped upkeep in the graphs: "conditional nodes", or "guarded launches (why)"
     fused: str = ""  # "on": the steps fused into the strategy's order (its plan's md_steps); else why not
@@ -238,6 +239,8 @@ def run(strategy: strategies.Strategy, problem: Problem, steps: int, dt: float, 
             res.ms_per_step = _elapsed_ms(gpu, t0) / steps
             if hasattr(plan, "rebuild_count"):
                 res.rebuilds = plan.rebuild_count()
+            if getattr(plan, "inner_skin", 0.0):
+                res.prunes = plan.prune_count()
     finally:
         if traj is not None:
             traj.close()

@@ -359,7 +359,8 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
     # the compiler's choice); batch: list entries a thread gathers before computing their pairs;
     # 'auto': each output flavour its own (AUTO_MINB, AUTO_BATCH)
     launch_defaults = {**VerletStrategy.launch_defaults, "block": 128, "tpp": 0, "build": "auto", "window": 1,
-                       "layout": "aos4", "minb": "auto", "batch": "auto", "split": "auto", "row_groups": 1, "banks": 0}
+                       "layout": "aos4", "minb": "auto", "batch": "auto", "split": "auto", "row_groups": 1, "banks": 0,
+                       "prune": "off"}
     launch_choices = {**VerletStrategy.launch_choices, "block": (64, 128, 256, 512), "tpp": TPP_CHOICES,
                       "build": BUILD_CHOICES, "window": (0, 1), "layout": tuple(VERLET_LAYOUTS),
                       "minb": MINB_CHOICES,
@@ -370,6 +371,16 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
 
     def __init__(self, **launch):
         super().__init__(**launch)
+        prune = self.launch.get("prune", "off")
+        if prune != "off":
+            skin = self.launch["skin"]
+            if isinstance(prune, bool) or not isinstance(prune, (int, float)) or not (0.0 < prune < skin):
+                raise InputError(f"{self.name}: launch parameter prune (the inner list's buffer) must be 'off' or a "
+                                 f"number between 0 and the skin ({skin:g}), got {prune!r}")
+            self.launch["prune"] = float(prune)
+            if self.launch["banks"]:
+                raise InputError(f"{self.name}: banks={self.launch['banks']} orders the outer rows, which the force "
+                                 "kernel does not read with prune: take banks=0")
         if self.launch["minb"] != "auto" and self.launch["minb"] * self.launch["block"] > MAX_THREADS_PER_SM:
             raise InputError(f"{self.name}: minb={self.launch['minb']} blocks of {self.launch['block']} threads do not "
                              f"fit on one SM ({MAX_THREADS_PER_SM} threads): take minb <= "
@@ -480,6 +491,8 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
                               [f"verlet_build_warp<{r}, {m}>" for r in reals for m in ("false", "true")] +
                               [f"verlet_build_tile<{r}, {gr}>" for r in reals for gr in TILE_GROUPS] +
                               ["verlet_banks", f"verlet_rotate<{ROTATE_BLOCK}>", "verlet_pack"] +
+                              [f"verlet_prune<{r}, {fma}, {pbc}, {pk}>" for r in reals for fma in ("true", "false")
+                               for pbc in ("true", "false") for pk in ("false", "true") if pk == "false" or r == "float"] +
                               md_data_expressions(),
                 "binning.cu": sorted({e for r in reals for e in Binning.expressions(r)}),
                 "layout.cu": layout_expressions()}
@@ -511,8 +524,10 @@ class VerletPlan(DeviceListPlan):
         self.binning = Binning(cp, self.real_t, n, self.dims, self.pos, self.box, self.grid_struct, self.inv_side,
                                write_pos=True)
         m = max(n, 1)
-        self.flag = cp.ones(1, np.int32)
-        self.rebuilds = cp.zeros(1, np.uint32)
+        # flag[0]: the rebuild trigger; flag[1]: the inner list's (prune); rebuilds: their counts
+        # (kernels/verlet.cu, consume_flags)
+        self.flag = cp.ones(2, np.int32)
+        self.rebuilds = cp.zeros(2, np.uint32)
         self.overflow = cp.zeros(1, np.int32)
         self.ref = cp.zeros((m, 4), self.real)  # the build's positions, sorted order
         # the positions now, sorted order, unwrapped since the build; slot n: the phantom the rows are
@@ -556,6 +571,7 @@ class VerletPlan(DeviceListPlan):
                                 f"neighbours within {self.rl:g}) but the GPU has {free / 2**30:.2f} GiB free; take a "
                                 "smaller skin")
         self.nbr = cp.empty(groups_of(self.cap) * 4 * rows, np.int32)
+        self._prune_setup(need, free)
         if strategy.launch["layout"] == "packed":
             self.layout = PackedLayout(cp, n + 1, strategy.packed_reach(problem))
         else:
@@ -567,8 +583,64 @@ class VerletPlan(DeviceListPlan):
                             "split": "entries" if self.entries else "groups",
                             "banks": self.banks,
                             "layout": self.layout.name,
+                            "prune": self.inner_skin if self.inner_skin else "off",
                             "list_bytes": int(self.nbr.nbytes + self.len.nbytes + self.ref.nbytes
-                                              + self.cur.nbytes)}
+                                              + self.cur.nbytes + sum(a.nbytes for a in self._inner_arrays()))}
+
+    def _prune_setup(self, need: int, free: int) -> None:
+        """The inner list (launch parameter prune; kernels/verlet.cu, verlet_prune): rows of the
+        outer list's storage and capacity (a subset of its entries never overflows), their lengths,
+        the positions of the last prune, and the kernel. Refused with the GiB both lists need where
+        the GPU lacks them."""
+        cp, n, strategy = self.cp, self.problem.n, self.strategy
+        prune = strategy.launch.get("prune", "off")
+        self.inner_skin = 0.0 if prune == "off" else float(prune)
+        self.inner = self.ilen = self.pref = None
+        if not self.inner_skin:
+            return
+        if 2 * need > free:
+            raise StrategyError(f"{strategy.name}: the outer and inner lists need {2 * need / 2**30:.2f} GiB "
+                                f"({max(self.rows, 1):,} rows x {self.cap} neighbours each) but the GPU has "
+                                f"{free / 2**30:.2f} GiB free; take a smaller skin, or prune=off")
+        rl_in = float(self.problem.potential.cutoff) + self.inner_skin
+        self.rin2 = self.real(rl_in ** 2)
+        self.half_inner2 = self.real((0.5 * self.inner_skin) ** 2)
+        self.inner = cp.empty_like(self.nbr)
+        self.ilen = cp.zeros_like(self.len)
+        self.pref = cp.zeros((max(n, 1), 4), self.real)
+        packed = strategy.launch["layout"] == "packed"
+        fma = cbool(MODES[self.problem.precision].cxx_accumulate != "Fixed")
+        self.k_prune = kernel("verlet.cu", f"verlet_prune<{self.real_t}, {fma}, {cbool(self.pbc)}, {cbool(packed)}>")
+
+    def _inner_arrays(self) -> list:
+        return [a for a in (self.inner, self.ilen, self.pref) if a is not None]
+
+    def _prune(self, guard) -> None:
+        """The inner rows from the outer ones at the positions of now (guard: flag[1:], set where a
+        particle moved beyond inner/2 since the last prune, and by every rebuild; None: always)."""
+        n = self.problem.n
+        if not self.inner_skin or not n:
+            return
+        self.k_prune((-(-n // 128),), (128,), (self.cur, self.nbr, self.len, np.int32(n), np.int32(self.cap), self.box,
+                                               self.rin2, self.inner, self.ilen, self.pref,
+                                               guard if guard is not None else np.uint64(0), self._packed()))
+
+    def build(self) -> None:
+        super().build()
+        self._prune(None)
+
+    def update(self) -> None:
+        super().update()
+        if self.problem.n and self.strategy.launch["rebuild"] != "never":
+            self._prune(self.flag[1:])
+
+    def prune_count(self) -> int:
+        """Prunes of the inner list the force phase has used since prepare (0 without one)."""
+        return int(self.rebuilds.get()[1]) if self.inner_skin else 0
+
+    def _rows_read(self) -> tuple:
+        """The rows the force kernel reads: the inner list's where the plan keeps one."""
+        return (self.inner, self.ilen) if self.inner_skin else (self.nbr, self.len)
 
     @staticmethod
     def row_count(strategy, problem: Problem) -> int:
@@ -590,7 +662,7 @@ class VerletPlan(DeviceListPlan):
 
     @property
     def device_bytes(self) -> int:
-        own = [self.flag, self.rebuilds, self.overflow, self.ref, self.cur, self.len, self.nbr]
+        own = [self.flag, self.rebuilds, self.overflow, self.ref, self.cur, self.len, self.nbr, *self._inner_arrays()]
         return (CudaPlan.device_bytes.fget(self) + self.binning.device_bytes + int(sum(a.nbytes for a in own))
                 + self.layout.nbytes)
 
@@ -620,9 +692,10 @@ class VerletPlan(DeviceListPlan):
     def _check(self, flag=None) -> None:
         """The trigger (flag) and cur: the positions the MD loop moved, in the list's order."""
         n = self.problem.n
+        pref = self.pref if self.pref is not None else np.uint64(0)
         self.k_check((-(-n // 256),), (256,), (self.pos, self.binning.order, self.ref, np.int32(n), self.box,
                                                self.half_skin2, self.cur, self.flag if flag is None else flag,
-                                               self._packed()))
+                                               self._packed(), pref, self.real(getattr(self, "half_inner2", 0.0))))
 
     def _refresh(self) -> None:
         self._check(np.uint64(0))  # cur only: the list is kept whatever the displacement
@@ -644,9 +717,10 @@ class VerletPlan(DeviceListPlan):
                                                            guard if guard is not None else np.uint64(0)))
 
     def listed_pairs(self) -> int:
-        """Entries of the current list (each pair twice): the force phase's distance checks."""
+        """Entries of the list the force kernel reads (each pair twice; the inner list where the plan
+        keeps one): the force phase's distance checks."""
         n = self.problem.n
-        return int(self.len[:n].sum(dtype=np.int64).get()) if n else 0  # plain and image entries
+        return int(self._rows_read()[1][:n].sum(dtype=np.int64).get()) if n else 0  # plain and image entries
 
     def _force_kernel(self):
         """The force kernel of this run's outputs (compiled once per flavour)."""
@@ -668,7 +742,7 @@ class VerletPlan(DeviceListPlan):
         the step's upkeep made); md: its MdStep (zero where it writes forces)."""
         n = self.problem.n
         self.layout.fill(cur, n + 1)  # aos3, soa: the positions of this step (and the phantom), copied
-        fn((self.blocks,), (self.block,), (*self.layout.args(cur), self.binning.order, self.nbr, self.len,
+        fn((self.blocks,), (self.block,), (*self.layout.args(cur), self.binning.order, *self._rows_read(),
                                            np.int32(n), np.int32(self.cap), self.box, self.fparams, self.forces, self.partial,
                                            self.pcount, flag, self.rebuilds, md, self._packed()))
 
@@ -705,10 +779,10 @@ class VerletPlan(DeviceListPlan):
 
 
 def md_dtype(acc, real) -> np.dtype:
-    """kernels/verlet.cu's MdStep<Real, Acc>, passed by value: 8 pointers, 5 Acc, one Real, one float."""
-    names = ["x", "v", "f", "ref", "next", "flag", "bad", "qnext", "half_dt_m", "dt", "lx", "ly", "lz", "half_skin2",
-             "inv_h"]
-    return np.dtype({"names": names, "formats": [np.uint64] * 8 + [acc] * 5 + [real, np.float32]}, align=True)
+    """kernels/verlet.cu's MdStep<Real, Acc>, passed by value: 9 pointers, 5 Acc, two Real, one float."""
+    names = ["x", "v", "f", "ref", "next", "flag", "bad", "qnext", "pref", "half_dt_m", "dt", "lx", "ly", "lz",
+             "half_skin2", "half_inner2", "inv_h"]
+    return np.dtype({"names": names, "formats": [np.uint64] * 9 + [acc] * 5 + [real, real, np.float32]}, align=True)
 
 
 def md_data_expressions() -> list[str]:
@@ -755,7 +829,7 @@ class VerletSteps:
         self.cur = (plan.cur, plan.cur.copy())  # the copy keeps the phantom slot
         packed = isinstance(plan.layout, PackedLayout)
         self.qs = (plan.layout.q, plan.layout.q.copy()) if packed else (None, None)  # cur's packed copies
-        self.flags = (plan.flag, cp.zeros(1, np.int32))
+        self.flags = (plan.flag, cp.zeros(2, np.int32))  # each: the rebuild's and the prune's triggers
         self.never = plan.strategy.launch["rebuild"] == "never"
         real_t, acc_t = plan.real_t, plan.acc_t
         self.k_open = kernel("verlet.cu", f"verlet_open<{real_t}, {acc_t}>")
@@ -773,8 +847,10 @@ class VerletSteps:
         i = self.integ
         ptr = [a.data.ptr for a in (self.xs, self.vs, self.fs, self.plan.ref, nxt)]
         ptr += [0 if flag is None else flag.data.ptr, i.bad.data.ptr, 0 if qnext is None else qnext.data.ptr]
+        ptr += [0 if self.plan.pref is None or flag is None else self.plan.pref.data.ptr]
         inv_h = 1.0 / self.plan.layout.h if qnext is not None else 0.0
-        return np.array([(*ptr, i.half, i.dt, *i.L_acc, self.plan.half_skin2, inv_h)], dtype=self.dtype)
+        return np.array([(*ptr, i.half, i.dt, *i.L_acc, self.plan.half_skin2, getattr(self.plan, "half_inner2", 0.0),
+                          inv_h)], dtype=self.dtype)
 
     def _kernel(self, outputs: str, mode: int):
         p = self.plan
@@ -808,7 +884,8 @@ class VerletSteps:
 
     def upkeep(self, i: int) -> None:
         """The rebuild where flag i is set (skipped on the device otherwise): the state to input
-        order, the binning, the state to the new slot order, the rows (their positions into cur i)."""
+        order, the binning, the state to the new slot order, the rows (their positions into cur i);
+        then the inner list's prune where its trigger (flag i's second) is set."""
         p, n, flag = self.plan, self.n, self.flags[i]
         p.cur = self.cur[i]
         if self.qs[i] is not None:
@@ -821,6 +898,7 @@ class VerletSteps:
             self.k_sort((self.guarded_blocks,), (MD_BLOCK,), (p.binning.order, self.integ.x, self.integ.v,
                                                               np.int32(n), self.xs, self.vs, flag))
             p._rows(flag)
+        p._prune(flag[1:])  # the inner list (prune), where flag[1] is set: a moved particle or the rebuild
 
     def force(self, i: int, mode: int) -> None:
         """The force kernel on cur i, clearing flag i; mode 2 writes cur and flag i ^ 1."""

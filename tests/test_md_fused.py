@@ -23,14 +23,14 @@ def _problem(precision="fp32", n=4000):
 
 # --- CPU (CI) -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("acc, real, itemsize", [(np.float32, np.float32, 96), (np.float64, np.float32, 112),
-                                                 (np.float64, np.float64, 120)])
+@pytest.mark.parametrize("acc, real, itemsize", [(np.float32, np.float32, 104), (np.float64, np.float32, 128),
+                                                 (np.float64, np.float64, 136)])
 def test_md_struct_is_packed_as_the_kernel_reads_it(acc, real, itemsize):
-    """MdStep<Real, Acc> by value: 8 pointers, then 5 Acc, one Real and one float, C's alignment."""
+    """MdStep<Real, Acc> by value: 9 pointers, then 5 Acc, two Real and one float, C's alignment."""
     d = md_dtype(acc, real)
     assert d.itemsize == itemsize
-    assert [d.fields[k][1] for k in ("x", "bad", "qnext", "half_dt_m", "lz")] == \
-        [0, 48, 56, 64, 64 + 4 * np.dtype(acc).itemsize]
+    assert [d.fields[k][1] for k in ("x", "bad", "qnext", "pref", "half_dt_m", "lz")] == \
+        [0, 48, 56, 64, 72, 72 + 4 * np.dtype(acc).itemsize]
 
 
 @pytest.mark.skipif(nvcc.nvcc() is None, reason="nvcc not found on PATH")

@@ -1124,6 +1124,16 @@ print('binning least $least', graphs.NODES, int(b.start[-1].get()))" 2>&1 \
         --precision fp32 --steps 2000 --sample 1000 --quiet --json "$out/md/md-skin$sk-1m-s27.json" | tail -1 \
         | sed "s|^|skin $sk packed 1M: |"
     done ;;
+  prune-s27)  # the inner list (prune) against none at LJ 1M (packed, fp32): the three columns at skins 0.3 and 0.5,
+    # then harness md per step (fused steps) with and without it
+    mkdir -p "$out/md"
+    $PY -m harness bench --strategies verlet_thread_padded --launch layout=packed --scenario lj_liquid --n large \
+      --outputs forces,all --sweep skin=0.3:0.5 --sweep prune=off:0.05:0.1 --name prune-s27 "${common[@]}"
+    for v in skin=0.3 skin=0.3,prune=0.1 skin=0.4,prune=0.1 skin=0.5,prune=0.1 skin=0.5,prune=0.05; do
+      $PY -m harness md --strategy verlet_thread_padded --launch layout=packed,$v --n large \
+        --precision fp32 --steps 2000 --sample 1000 --quiet --json "$out/md/md-${v//[=,]/-}-1m-s27.json" | tail -1 \
+        | sed "s|^|$v packed 1M: |"
+    done ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;

@@ -106,29 +106,63 @@ __global__ void verlet_check(const Vec4<Real>* __restrict__ pos, const Vec4<Real
 // q (layout=packed, float coordinates): where *cur's packed copy goes; nullptr: none.
 template <typename Real>
 __device__ __forceinline__ bool refreshed(const Vec4<Real>& p, const Vec4<Real>& r, const Box<Real>& box,
-                                          Real half_skin2, Vec4<Real>* cur, uint2* q = nullptr, float inv_h = 0.0f) {
+                                          Real half_skin2, Vec4<Real>* cur, uint2* q = nullptr, float inv_h = 0.0f,
+                                          Vec4<Real>* out = nullptr) {
   Real dx, dy, dz;
   const bool moved = !(separation<true>(p, r, box, dx, dy, dz) <= half_skin2);
   const Vec4<Real> c = {p.x + box.lx * Math<Real>::rint((r.x - p.x) * box.ilx),
                         p.y + box.ly * Math<Real>::rint((r.y - p.y) * box.ily),
                         p.z + box.lz * Math<Real>::rint((r.z - p.z) * box.ilz), p.w};
   *cur = c;
+  if (out != nullptr) *out = c;
   if constexpr (sizeof(Real) == 4) {
     if (q != nullptr) *q = pack_position(c, inv_h);
   }
   return moved;
 }
 
+// The inner list's trigger (launch parameter prune): whether c (a position as cur holds it,
+// unwrapped since the build) lies further than inner/2 from pr, its position at the last prune
+// (the same frame: a raw difference; NaN moves too). Spelled with fma, so that kernels built with
+// and without contraction (Fixed: --fmad=false) decide alike: the plain and the fused steps prune
+// at the same steps.
+template <typename Real>
+__device__ __forceinline__ bool pruned_moved(const Vec4<Real>& c, const Vec4<Real>& pr, Real half_inner2) {
+  const Real dx = c.x - pr.x, dy = c.y - pr.y, dz = c.z - pr.z;
+  return !(fma(dz, dz, fma(dy, dy, dx * dx)) <= half_inner2);
+}
+
+// flag[0]: the rebuild trigger; flag[1]: the inner list's (prune) trigger, raised with every
+// rebuild too (the new rows' slots are not the old inner rows'). A warp's ballots, one atomic each.
+__device__ __forceinline__ void raise_flags(int* flag, bool moved, bool pmoved) {
+  const unsigned int m = __ballot_sync(0xffffffffu, moved), pm = __ballot_sync(0xffffffffu, pmoved);
+  if ((threadIdx.x & 31) == 0) {
+    if (m != 0u) atomicExch(flag, 1);
+    if ((m | pm) != 0u) atomicExch(flag + 1, 1);
+  }
+}
+
+// pref (launch parameter prune; nullptr: no inner list): the positions of the last prune, and
+// flag[1] raised where some slot moved further than inner/2 from them.
 template <typename Real>
 __global__ void verlet_refresh(const Vec4<Real>* __restrict__ pos, const int* __restrict__ order,
                                const Vec4<Real>* __restrict__ ref, const int n, const Box<Real> box,
                                const Real half_skin2, Vec4<Real>* __restrict__ cur, int* __restrict__ flag,
-                               const PackedPositions pk) {
+                               const PackedPositions pk, const Vec4<Real>* __restrict__ pref, const Real half_inner2) {
   const int s = blockIdx.x * blockDim.x + threadIdx.x;
-  bool moved = false;
-  if (s < n) moved = refreshed(pos[order[s]], ref[s], box, half_skin2, cur + s, pk.q != nullptr ? pk.q + s : nullptr,
-                               pk.inv_h);
-  if (flag != nullptr && __any_sync(0xffffffffu, moved) && (threadIdx.x & 31) == 0) atomicExch(flag, 1);
+  bool moved = false, pmoved = false;
+  if (s < n) {
+    Vec4<Real> c;
+    moved = refreshed(pos[order[s]], ref[s], box, half_skin2, cur + s, pk.q != nullptr ? pk.q + s : nullptr, pk.inv_h,
+                      &c);
+    if (pref != nullptr) pmoved = pruned_moved(c, pref[s], half_inner2);
+  }
+  if (flag == nullptr) return;  // warp-uniform
+  if (pref == nullptr) {
+    if (__any_sync(0xffffffffu, moved) && (threadIdx.x & 31) == 0) atomicExch(flag, 1);
+  } else {
+    raise_flags(flag, moved, pmoved);
+  }
 }
 
 // Whether the raw difference of two build positions is not their separation: a periodic
@@ -1063,15 +1097,17 @@ struct MdStep {
   int* flag;              // the next step's trigger; nullptr: never rebuilt (rebuild=never)
   int* bad;               // set where a coordinate is not finite
   uint2* qnext;           // layout=packed: next's packed copy (PackedPositions); nullptr otherwise
+  const Vec4<Real>* pref; // launch parameter prune: the positions of the last prune; nullptr: no inner list
   Acc half_dt_m, dt, lx, ly, lz;
   Real half_skin2;
+  Real half_inner2;       // prune: (inner / 2)^2
   float inv_h;            // layout=packed: the grid's 1 / h
 };
 
 // Drift slot s after KICKS half kicks with force (fx, fy, fz), and write the next step's position
 // (the image nearest ref[s], as verlet_refresh). Returns (bit 0) whether it moved beyond skin/2
-// since the build and (bit 1) whether a coordinate is not finite: md_flags raises the flags, once
-// per warp.
+// since the build, (bit 1) whether a coordinate is not finite and (bit 2, with an inner list)
+// whether it moved beyond inner/2 since the last prune: md_flags raises the flags, once per warp.
 template <int KICKS, typename Real, typename Acc>
 __device__ __forceinline__ int md_drift(const MdStep<Real, Acc>& md, const Box<Real>& box, int s, Acc fx, Acc fy,
                                         Acc fz) {
@@ -1089,20 +1125,25 @@ __device__ __forceinline__ int md_drift(const MdStep<Real, Acc>& md, const Box<R
   md.v[k + 2] = v2;
   const Vec4<Real> r = md.ref[s];
   const Vec4<Real> p{static_cast<Real>(x0), static_cast<Real>(x1), static_cast<Real>(x2), r.w};
+  Vec4<Real> c;
   const bool moved = refreshed(p, r, box, md.half_skin2, md.next + s, md.qnext != nullptr ? md.qnext + s : nullptr,
-                               md.inv_h);
-  return (moved ? 1 : 0) | (finite ? 0 : 2);
+                               md.inv_h, &c);
+  const bool pmoved = md.pref != nullptr && pruned_moved(c, md.pref[s], md.half_inner2);
+  return (moved ? 1 : 0) | (finite ? 0 : 2) | (pmoved ? 4 : 0);
 }
 
 // The trigger and the blow-up flag from md_drift's bits, an atomic per warp (where every particle
 // moved, one per thread took 0.56 ms at 1M on the H100). All 32 lanes must call it.
 template <typename Real, typename Acc>
 __device__ __forceinline__ void md_flags(const MdStep<Real, Acc>& md, int bits) {
-  const unsigned int moved = __ballot_sync(0xffffffffu, bits & 1), bad = __ballot_sync(0xffffffffu, bits & 2);
-  if ((threadIdx.x & 31) == 0) {
-    if (moved != 0u && md.flag != nullptr) atomicExch(md.flag, 1);
-    if (bad != 0u) atomicOr(md.bad, 1);
+  const unsigned int bad = __ballot_sync(0xffffffffu, bits & 2);
+  if (md.flag != nullptr && md.pref != nullptr) {  // warp-uniform
+    raise_flags(md.flag, bits & 1, bits & 4);
+  } else {
+    const unsigned int moved = __ballot_sync(0xffffffffu, bits & 1);
+    if ((threadIdx.x & 31) == 0 && moved != 0u && md.flag != nullptr) atomicExch(md.flag, 1);
   }
+  if ((threadIdx.x & 31) == 0 && bad != 0u) atomicOr(md.bad, 1);
 }
 
 // The end of a fused step for row s's particle (MD 1 or 2, above); md_drift's bits (0 for MD 1).
@@ -1176,6 +1217,98 @@ __global__ void verlet_sort(const int* __restrict__ order, const Acc* __restrict
   }
 }
 
+// Block 0 of a force kernel: the upkeep of this step (if any) is complete, its triggers cleared
+// and counted. flag[0] / rebuilds[0]: the rebuild; flag[1] / rebuilds[1]: the inner list's prune
+// (raised only where the plan keeps one, strategies/verlet.py: every plan's flag holds both).
+__device__ __forceinline__ void consume_flags(int* flag, unsigned int* rebuilds) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    if (flag[0]) {
+      flag[0] = 0;
+      ++rebuilds[0];
+    }
+    if (flag[1]) {
+      flag[1] = 0;
+      ++rebuilds[1];
+    }
+  }
+}
+
+// ---- The inner list (launch parameter prune, strategies/verlet.py) -------------------------------
+// GROMACS's dynamic pruning (Pall et al. 2020) on the Verlet rows: the outer list (r_list =
+// cutoff + skin, rebuilt where a particle moved beyond skin/2 since the build) is pruned to the
+// entries within r_in = cutoff + inner at the positions of now, into rows of the same storage that
+// the force kernel reads, and pruned again where a particle moved beyond inner/2 since (flag[1];
+// every rebuild raises it too). A pair inside the cutoff now was within r_in at the prune (each
+// end within inner/2 of where it was) and within r_list at the build, so the inner rows hold it.
+// The inner rows keep the outer rows' order, so at one thread per row a force kernel adds the
+// same pairs in the same order from either (the pairs dropped are beyond the cutoff: they add
+// zeros), and the sums are the same bits.
+// One thread per row. r2 as the force kernel takes it (the packed coordinates' for near entries
+// with layout=packed, else cur's; far entries the minimum image), so that on the prune's own step
+// the inner rows hold every pair the force kernel would count from the outer ones. pref[s] = cur[s].
+// Guarded by *guard (flag + 1; nullptr: always).
+template <typename Real, bool FMA, bool PBC, bool PACKED>
+__global__ void __launch_bounds__(128)
+verlet_prune(const Vec4<Real>* __restrict__ cur, const int* __restrict__ nbr, const int2* __restrict__ len, const int n,
+             const int cap, const Box<Real> box, const Real rin2, int* __restrict__ inner, int2* __restrict__ ilen,
+             Vec4<Real>* __restrict__ pref, const int* __restrict__ guard, const PackedPositions pk) {
+  static_assert(!PACKED || sizeof(Real) == 4, "packed positions: float coordinates only");
+  if (guard != nullptr && *guard == 0) return;
+  const int s = blockIdx.x * blockDim.x + threadIdx.x;
+  if (s >= n) return;
+  const Vec4<Real> pi = cur[s];
+  pref[s] = pi;
+  const int2 m = __ldg(len + s);
+  const int4* __restrict__ rows = reinterpret_cast<const int4*>(nbr);
+  RowWriter row(inner, n, s, cap);
+  uint2 qi = make_uint2(0u, 0u);
+  if constexpr (PACKED) qi = pack_position(pi, pk.inv_h);
+  const int groups = (m.x + 7) >> 3;
+  int4 e = groups > 0 ? __ldg(rows + s) : make_int4(0, 0, 0, 0);
+#pragma unroll 1
+  for (int g = 0; g < groups; ++g) {
+    const int4 eg = e;
+    if (g + 1 < groups) e = __ldg(rows + static_cast<long long>(g + 1) * n + s);  // a group ahead
+    unsigned int keep = 0u;
+    if constexpr (PACKED) {
+      const PackedRow pr(qi, pk);
+      const PackedNear near(pk.q, s);
+      uint2 qj[8];
+#pragma unroll
+      for (int v = 0; v < 8; ++v) qj[v] = near[near_of(eg, v)];
+#pragma unroll
+      for (int v = 0; v < 8; ++v) {
+        Real dx, dy, dz;
+        keep |= static_cast<unsigned int>(packed_separation<FMA>(pr, qj[v], dx, dy, dz) < rin2) << v;
+      }
+    } else {
+      Vec4<Real> pj[8];
+#pragma unroll
+      for (int v = 0; v < 8; ++v) pj[v] = cur[s + near_of(eg, v)];
+#pragma unroll
+      for (int v = 0; v < 8; ++v) {
+        Real dx, dy, dz;
+        keep |= static_cast<unsigned int>(entry_separation<false, FMA>(pi, pj[v], box, dx, dy, dz) < rin2) << v;
+      }
+    }
+    const int left = m.x - 8 * g;
+    if (left < 8) keep &= (1u << left) - 1u;  // the partial last group's padding
+#pragma unroll
+    for (int v = 0; v < 8; ++v) {
+      if (keep & (1u << v)) row.push(near_of(eg, v));
+    }
+  }
+  // the far entries, from the back of the row, in their order
+  const int top = 4 * row_groups(cap);
+#pragma unroll 1
+  for (int k = top - 1; k >= top - m.y; --k) {
+    const int q = __ldg(nbr + far_at(k, s, n));
+    Real dx, dy, dz;
+    if (entry_separation<PBC, FMA>(pi, cur[q], box, dx, dy, dz) < rin2) row.far(q);
+  }
+  ilen[s] = row.finish();
+}
+
 // LAYOUT (layout.cuh): how the positions (cur: sorted order) lie: kAoS4 the plan's Vec4 array;
 // kAoS3, kSoA a copy made at the start of the force phase, `stride` elements per array in kSoA.
 // BATCH: near entries a thread gathers (whole groups of 8) before it computes their pairs
@@ -1220,10 +1353,7 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
   // Not in fixed point (the one type built without contraction), whose sums must not depend on
   // how terms are grouped: it keeps the pair-by-pair virial.
   constexpr bool ROW_VIRIAL = ENERGY && FMA;
-  if (blockIdx.x == 0 && threadIdx.x == 0 && *flag) {  // the build of this step (if any) is complete
-    *flag = 0;
-    ++*rebuilds;
-  }
+  consume_flags(flag, rebuilds);
   const Positions<Real, VLAYOUT> pos{pos_data, stride};
   const Functor<Real> f(params);
   Accumulator<Real, Acc, ENERGY> acc;
@@ -1475,10 +1605,7 @@ verlet_force_pairs(const Real* __restrict__ pos_data, const int stride, const in
   constexpr int G = BATCH / 8;
   constexpr bool FMA = Contracted<Acc>::value;
   constexpr bool ROW_VIRIAL = ENERGY && FMA;  // as in verlet_force: near is the same from both rows
-  if (blockIdx.x == 0 && threadIdx.x == 0 && *flag) {
-    *flag = 0;
-    ++*rebuilds;
-  }
+  consume_flags(flag, rebuilds);
   const Positions<Real, LAYOUT> pos{pos_data, stride};
   const Functor<Real> f(params);
   Accumulator<Real, Acc, ENERGY> acc0, acc1;
