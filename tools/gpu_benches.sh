@@ -1134,6 +1134,17 @@ print('binning least $least', graphs.NODES, int(b.start[-1].get()))" 2>&1 \
         --precision fp32 --steps 2000 --sample 1000 --quiet --json "$out/md/md-${v//[=,]/-}-1m-s27.json" | tail -1 \
         | sed "s|^|$v packed 1M: |"
     done ;;
+  prune2-s27)  # the inner list's prune kernel under ncu (the build phase at LJ 1M, packed), then the three columns
+    # (skin 0.3, prune off, 0.1, 0.05) and harness md with and without it
+    mkdir -p "$out/md"
+    ncu_points prune2-s27 build:forces:layout=packed,prune=0.1
+    $PY -m harness bench --strategies verlet_thread_padded --launch layout=packed --scenario lj_liquid --n large \
+      --outputs forces,all --sweep prune=off:0.1:0.05 --name prune2-s27 "${common[@]}"
+    for v in skin=0.3 skin=0.3,prune=0.1 skin=0.5,prune=0.1; do
+      $PY -m harness md --strategy verlet_thread_padded --launch layout=packed,$v --n large \
+        --precision fp32 --steps 2000 --sample 1000 --quiet --json "$out/md/md2-${v//[=,]/-}-1m-s27.json" | tail -1 \
+        | sed "s|^|$v packed 1M: |"
+    done ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;

@@ -1263,48 +1263,56 @@ verlet_prune(const Vec4<Real>* __restrict__ cur, const int* __restrict__ nbr, co
   RowWriter row(inner, n, s, cap);
   uint2 qi = make_uint2(0u, 0u);
   if constexpr (PACKED) qi = pack_position(pi, pk.inv_h);
+  // the near groups, two in flight (16 gathers), each pair of groups loaded a step ahead
   const int groups = (m.x + 7) >> 3;
-  int4 e = groups > 0 ? __ldg(rows + s) : make_int4(0, 0, 0, 0);
+  const int4 none = make_int4(0, 0, 0, 0);
+  int4 e[2] = {groups > 0 ? __ldg(rows + s) : none, groups > 1 ? __ldg(rows + static_cast<long long>(n) + s) : none};
 #pragma unroll 1
-  for (int g = 0; g < groups; ++g) {
-    const int4 eg = e;
-    if (g + 1 < groups) e = __ldg(rows + static_cast<long long>(g + 1) * n + s);  // a group ahead
-    unsigned int keep = 0u;
+  for (int g = 0; g < groups; g += 2) {
+    const int4 eg[2] = {e[0], e[1]};
+    e[0] = g + 2 < groups ? __ldg(rows + static_cast<long long>(g + 2) * n + s) : none;
+    e[1] = g + 3 < groups ? __ldg(rows + static_cast<long long>(g + 3) * n + s) : none;
+    unsigned int keep = 0u;  // bit 8 u + v: entry v of group g + u
     if constexpr (PACKED) {
       const PackedRow pr(qi, pk);
       const PackedNear near(pk.q, s);
-      uint2 qj[8];
+      uint2 qj[16];
 #pragma unroll
-      for (int v = 0; v < 8; ++v) qj[v] = near[near_of(eg, v)];
+      for (int v = 0; v < 16; ++v) qj[v] = near[near_of(eg[v / 8], v % 8)];
 #pragma unroll
-      for (int v = 0; v < 8; ++v) {
+      for (int v = 0; v < 16; ++v) {
         Real dx, dy, dz;
         keep |= static_cast<unsigned int>(packed_separation<FMA>(pr, qj[v], dx, dy, dz) < rin2) << v;
       }
     } else {
-      Vec4<Real> pj[8];
+      Vec4<Real> pj[16];
 #pragma unroll
-      for (int v = 0; v < 8; ++v) pj[v] = cur[s + near_of(eg, v)];
+      for (int v = 0; v < 16; ++v) pj[v] = cur[s + near_of(eg[v / 8], v % 8)];
 #pragma unroll
-      for (int v = 0; v < 8; ++v) {
+      for (int v = 0; v < 16; ++v) {
         Real dx, dy, dz;
         keep |= static_cast<unsigned int>(entry_separation<false, FMA>(pi, pj[v], box, dx, dy, dz) < rin2) << v;
       }
     }
     const int left = m.x - 8 * g;
-    if (left < 8) keep &= (1u << left) - 1u;  // the partial last group's padding
+    if (left < 16) keep &= (1u << left) - 1u;  // the partial last group's padding, a group past the row's end
 #pragma unroll
-    for (int v = 0; v < 8; ++v) {
-      if (keep & (1u << v)) row.push(near_of(eg, v));
+    for (int v = 0; v < 16; ++v) {
+      if (keep & (1u << v)) row.push(near_of(eg[v / 8], v % 8));
     }
   }
-  // the far entries, from the back of the row, in their order
-  const int top = 4 * row_groups(cap);
+  // the far entries, from the back of the row in their order, four a load as the force kernel reads them
+  const int top = 4 * row_groups(cap), first = top - m.y;
 #pragma unroll 1
-  for (int k = top - 1; k >= top - m.y; --k) {
-    const int q = __ldg(nbr + far_at(k, s, n));
-    Real dx, dy, dz;
-    if (entry_separation<PBC, FMA>(pi, cur[q], box, dx, dy, dz) < rin2) row.far(q);
+  for (int gi = (top >> 2) - 1; gi >= (first >> 2); --gi) {
+    const int4 ef = __ldg(rows + static_cast<long long>(gi) * n + s);
+    const int q[4] = {ef.w, ef.z, ef.y, ef.x};  // entries 4 gi + 3 down to 4 gi
+    const Vec4<Real> pj[4] = {cur[q[0]], cur[q[1]], cur[q[2]], cur[q[3]]};
+#pragma unroll
+    for (int v = 0; v < 4; ++v) {
+      Real dx, dy, dz;
+      if (4 * gi + 3 - v >= first && entry_separation<PBC, FMA>(pi, pj[v], box, dx, dy, dz) < rin2) row.far(q[v]);
+    }
   }
   ilen[s] = row.finish();
 }
