@@ -26,7 +26,8 @@ All three are full lists (every pair in both rows, no Newton3), deterministic (r
 binning's order inside a cell). Launch parameters: skin (default 0.3 sigma, LAMMPS's bench/in.lj),
 cap (row capacity; 0: from the first build, 1.2 x the longest row + 8), rebuild (auto: the
 displacement trigger; never: the list of the last build() is kept, the negative control that
-verify must catch).
+verify must catch); verlet_thread_padded also prune (off, or an inner buffer below the skin: an
+inner list pruned from the outer rows, GROMACS's dynamic pruning; measured below, off by default).
 
 A row longer than its capacity is never truncated silently: the build raises a flag that the
 result's checks turn into a StrategyError naming the length needed.
@@ -118,6 +119,19 @@ AUTO_BATCH_ENTRIES = 8
 # each excess entry's position from the counts' prefix sums in 64-bit words of 8-bit fields, 2 bytes
 # of shared memory an entry) it took 420M instructions against 172M (the fields' variable 64-bit
 # shifts): 578 against 264 us at LJ 1M on the H200 (reports/2026-11-26-h200/, s20-call2). Reverted.
+# prune: an inner list (GROMACS's dynamic pruning, Pall et al. 2020), kernels/verlet.cu verlet_prune: the
+# outer rows' entries within cutoff + prune at the positions of now, pruned again (on the device, flag[1])
+# where a particle moved beyond prune/2 since, and after every rebuild; the force kernel reads the inner
+# rows (at one thread per row the same bits: tests/test_verlet_prune.py). Measured (H100, LJ 1M, fp32,
+# packed, skin 0.3, twenty-seventh session, reports/2026-11-26-h100/, s27-call3): with a built list
+# forces 0.1095 / all outputs 0.1494 ms against 0.1324 / 0.1742 without (prune 0.05: 0.1079 / 0.1459),
+# but a prune takes 232 us under ncu (115.5M warp instructions against the force kernel's 89M: every
+# outer entry's gather and distance, and each kept entry's store into its row; issue 51%, 64 registers,
+# occupancy 42%), every 2.7 steps at prune 0.1: amortised per step 0.3049 against 0.2263 ms, harness md
+# 0.3131 against 0.2332 (skin 0.5 with prune 0.1: 0.3107). In a row-per-thread list the distance check
+# is most of a pair's cost, so a pass that checks every entry again costs about what it saves; GROMACS's
+# prune pays in its cluster-pair kernel, where it clears mask bits of 4 x 8 pairs a step. Off by default:
+# a measured design point, and the with-list column's figure for a list radius of cutoff + prune.
 ROTATE_BLOCK = 64
 ROTATE_MOST = 255
 ROTATE_SHARED = 48 * 1024

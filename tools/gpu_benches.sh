@@ -1145,6 +1145,21 @@ print('binning least $least', graphs.NODES, int(b.start[-1].get()))" 2>&1 \
         --precision fp32 --steps 2000 --sample 1000 --quiet --json "$out/md/md2-${v//[=,]/-}-1m-s27.json" | tail -1 \
         | sed "s|^|$v packed 1M: |"
     done ;;
+  san-prune-s27)  # compute-sanitizer on the inner list (prune): evaluations (aos4 at 4,000, packed on the gas), the plain
+    # and the fused MD loop with prunes and rebuilds; racecheck and synccheck with the guarded launches (graphs.py)
+    for t in memcheck racecheck initcheck synccheck; do
+      cond=1; [ $t = racecheck ] || [ $t = synccheck ] && cond=0
+      MDFORCE_CONDITIONAL=$cond compute-sanitizer --tool $t --error-exitcode 9 $PY -c "import strategies; from harness import scenarios, md
+for spec, n, lay in (('lj_liquid', 4000, 'aos4'), ('lj_liquid:density=0.1', 30000, 'packed')):
+    p = scenarios.make(spec, n, precision='fp32')
+    for out in ('forces', 'all'):
+        s = strategies.create('verlet_thread_padded', layout=lay, tpp=1, prune=0.1)
+        print(spec, out, s.evaluate(p, out).pairs)
+    for fuse in (False, 'always'):
+        r = md.run(strategies.create('verlet_thread_padded', layout=lay, tpp=1, prune=0.1), p, steps=30, dt=0.005,
+                   sample=15, fuse=fuse)
+        print('md', r.fused, r.graph, r.rebuilds, r.prunes, r.samples[-1].total)" || echo "sanitizer $t: FAILED"
+    done ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
