@@ -1170,6 +1170,22 @@ for spec, n, lay in (('lj_liquid', 4000, 'aos4'), ('lj_liquid:density=0.1', 3000
       --precision fp32 --size large --quiet --out "$out/verify-prune-large" | tail -3 | sed "s|^|prune large packed: |"
     $PY -m harness verify --strategies verlet_thread_padded --launch prune=0.1,rebuild=never --scenarios lj_liquid \
       --size small --quiet --out "$out/verify-prune-never" | tail -3 | sed "s|^|prune rebuild=never: |" ;;
+  check-s27)  # this tree against .before (the session's start), alternating, two runs each: verlet_thread_padded
+    # packed at LJ 1M, forces and all outputs with a built list, and harness md (the default kernels took the
+    # inner list's flags: consume_flags, md_flags)
+    mkdir -p "$out/md"
+    for rep in 1 2; do
+      for tree in . .before; do
+        tag=after hc=${HARNESS_COMMIT:-}
+        [ "$tree" != . ] && tag=before && hc=${BEFORE_COMMIT:-before}
+        (cd "$tree" && HARNESS_COMMIT=$hc PYTHONPATH=/tmp/site:$PWD $PY -m harness bench \
+          --strategies verlet_thread_padded --launch layout=packed --scenario lj_liquid --n large \
+          --outputs forces,all --amortised 0 --name s27-check-$tag-$rep "${common[@]}" | grep packed | sed "s|^|$tag $rep: |")
+        (cd "$tree" && PYTHONPATH=/tmp/site:$PWD $PY -m harness md --strategy verlet_thread_padded --launch layout=packed \
+          --n large --precision fp32 --steps 1000 --sample 500 --quiet --json "$out/md/md-check-$tag-$rep-s27.json" \
+          | tail -1 | sed "s|^|$tag $rep md: |")
+      done
+    done ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
