@@ -204,3 +204,21 @@ def test_gpu_fused_steps_with_prune_give_the_plain_loops_bits(precision, layout)
     assert [vars(s) for s in runs[0].samples] == [vars(s) for s in runs[1].samples]
     assert (runs[0].rebuilds, runs[0].prunes) == (runs[1].rebuilds, runs[1].prunes)
     assert runs[1].prunes > runs[1].rebuilds >= 3
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("tpp", [1, 4])
+def test_gpu_replay_with_prune_passes_and_the_negative_control_fails(tpp):
+    """verify's replay (every frame against the reference) with the inner list pruned by its own
+    trigger passes; with the rebuild off it fails on the pair count, as without the inner list."""
+    from harness import verify
+
+    case = verify.Case("lj_liquid", scenarios.make("lj_liquid", "small", seed=1))
+    frames = md.record(case.problem, 101)
+    for precision in ("fp32", "mixed"):
+        good = verify.replay_cell(strategies.create("verlet_thread_padded", prune=0.1, tpp=tpp), case, precision,
+                                  frames)
+        assert good["status"] == "pass", good["detail"]
+    bad = verify.replay_cell(strategies.create("verlet_thread_padded", prune=0.1, tpp=tpp, rebuild="never"), case,
+                             "fp32", frames)
+    assert bad["status"] == "FAIL" and "pair count" in bad["detail"]

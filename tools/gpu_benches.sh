@@ -1160,16 +1160,18 @@ for spec, n, lay in (('lj_liquid', 4000, 'aos4'), ('lj_liquid:density=0.1', 3000
                    sample=15, fuse=fuse)
         print('md', r.fused, r.graph, r.rebuilds, r.prunes, r.samples[-1].total)" || echo "sanitizer $t: FAILED"
     done ;;
-  verify-prune-s27)  # verify with the inner list (prune 0.1; replayed frames checked for the list strategies) at small,
-    # medium and large (LJ liquid), and the negative control with it (rebuild=never must fail)
+  verify-prune-s27)  # verify with the inner list (prune 0.1) at small, medium and large (LJ liquid), and the negative
+    # control with it (rebuild=never must fail); REPLAY=K: K replayed frames checked (call 5 ran without: 0)
     for sz in small medium; do
-      $PY -m harness verify --strategies verlet_thread_padded --launch prune=0.1 --size $sz --quiet \
-        --out "$out/verify-prune-$sz" | tail -5 | sed "s|^|prune $sz: |"
+      $PY -m harness verify --strategies verlet_thread_padded --launch prune=0.1 --size $sz --replay ${REPLAY:-0} \
+        --replay-every $([ $sz = medium ] && echo ${REPLAY_EVERY:-1} || echo 1) \
+        --quiet --out "$out/verify-prune-$sz" | tail -5 | sed "s|^|prune $sz: |"
     done
     $PY -m harness verify --strategies verlet_thread_padded --launch prune=0.1,layout=packed --scenarios lj_liquid \
       --precision fp32 --size large --quiet --out "$out/verify-prune-large" | tail -3 | sed "s|^|prune large packed: |"
     $PY -m harness verify --strategies verlet_thread_padded --launch prune=0.1,rebuild=never --scenarios lj_liquid \
-      --size small --quiet --out "$out/verify-prune-never" | tail -3 | sed "s|^|prune rebuild=never: |" ;;
+      --size small --replay ${REPLAY:-0} --quiet --out "$out/verify-prune-never" | grep "pass:\|FAIL" | head -8 \
+      | sed "s|^|prune rebuild=never: |" ;;
   check-s27)  # this tree against .before (the session's start), alternating, two runs each: verlet_thread_padded
     # packed at LJ 1M, forces and all outputs with a built list, and harness md (the default kernels took the
     # inner list's flags: consume_flags, md_flags)
