@@ -610,6 +610,7 @@ class VerletPlan(DeviceListPlan):
         prune = strategy.launch.get("prune", "off")
         self.inner_skin = 0.0 if prune == "off" else float(prune)
         self.inner = self.ilen = self.pref = None
+        self.half_inner2 = self.real(0.0)  # the prune trigger's (inner / 2)^2; 0 without an inner list
         if not self.inner_skin:
             return
         if 2 * need > free:
@@ -709,7 +710,7 @@ class VerletPlan(DeviceListPlan):
         pref = self.pref if self.pref is not None else np.uint64(0)
         self.k_check((-(-n // 256),), (256,), (self.pos, self.binning.order, self.ref, np.int32(n), self.box,
                                                self.half_skin2, self.cur, self.flag if flag is None else flag,
-                                               self._packed(), pref, self.real(getattr(self, "half_inner2", 0.0))))
+                                               self._packed(), pref, self.half_inner2))
 
     def _refresh(self) -> None:
         self._check(np.uint64(0))  # cur only: the list is kept whatever the displacement
@@ -863,7 +864,7 @@ class VerletSteps:
         ptr += [0 if flag is None else flag.data.ptr, i.bad.data.ptr, 0 if qnext is None else qnext.data.ptr]
         ptr += [0 if self.plan.pref is None or flag is None else self.plan.pref.data.ptr]
         inv_h = 1.0 / self.plan.layout.h if qnext is not None else 0.0
-        return np.array([(*ptr, i.half, i.dt, *i.L_acc, self.plan.half_skin2, getattr(self.plan, "half_inner2", 0.0),
+        return np.array([(*ptr, i.half, i.dt, *i.L_acc, self.plan.half_skin2, self.plan.half_inner2,
                           inv_h)], dtype=self.dtype)
 
     def _kernel(self, outputs: str, mode: int):
