@@ -1188,6 +1188,34 @@ for spec, n, lay in (('lj_liquid', 4000, 'aos4'), ('lj_liquid:density=0.1', 3000
           | tail -1 | sed "s|^|$tag $rep md: |")
       done
     done ;;
+  mix-s28)  # launch parameter mix (layout=packed: the last k of a near group's 8 gathers from the Vec4 positions) at
+    # LJ 1M, fp32: the SASS loops of the forces kernel at mix 0 and 4 (and the default kernels' SASS against .before),
+    # the with-list columns over MIXES with OpenMM beside, ncu at mix 0 and MIXNCU, harness md at both
+    mkdir -p "$out/md" "$out/sass"
+    for x in "false, true, 1, 128, 3, 10, 16" "false, true, 1, 128, 20, 10, 16" "true, true, 1, 128, 3, 8, 8" \
+             "true, true, 1, 128, 20, 8, 8"; do
+      $PY tools/sass.py verlet.cu "verlet_force<float, float, LennardJones, $x, false>" > "$out/sass/f-${x//[, ]/}.txt" 2>&1
+      grep -i "loop\|instructions" "$out/sass/f-${x//[, ]/}.txt" | tail -4 | sed "s|^|sass $x: |"
+    done
+    if [ -d .before ]; then
+      for x in "false, true, 1, 128, 3, 10, 16" "true, true, 1, 128, 3, 8, 8" "false, true, 1, 128, 0, 10, 16" \
+               "true, true, 1, 128, 0, 8, 8"; do
+        e="verlet_force<float, float, LennardJones, $x, false>"
+        $PY tools/sass.py verlet.cu "$e" | grep -v "^\s*$" > "$out/sass/after.txt" 2>&1
+        (cd .before && PYTHONPATH=$PWD $PY tools/sass.py verlet.cu "$e") | grep -v "^\s*$" > "$out/sass/before.txt" 2>&1
+        cmp -s "$out/sass/after.txt" "$out/sass/before.txt" && echo "sass same as .before: $e" \
+          || echo "sass DIFFERS from .before: $e ($(diff "$out/sass/after.txt" "$out/sass/before.txt" | wc -l) lines)"
+      done
+    fi
+    $PY -m harness bench --strategies verlet_thread_padded --launch layout=packed --scenario lj_liquid --n large \
+      --outputs forces,all --amortised 0 --sweep mix=${MIXES:-0:2:4:6} --peers openmm --name mix-s28 "${common[@]}"
+    ncu_points mix-s28 force:forces:layout=packed force:forces:layout=packed,mix=${MIXNCU:-4} \
+      force:all:layout=packed force:all:layout=packed,mix=${MIXNCU:-4}
+    for v in layout=packed layout=packed,mix=${MIXNCU:-4}; do
+      $PY -m harness md --strategy verlet_thread_padded --launch $v --n large \
+        --precision fp32 --steps 2000 --sample 1000 --quiet --json "$out/md/md-${v//[=,]/-}-1m-s28.json" | tail -1 \
+        | sed "s|^|$v 1M: |"
+    done ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
