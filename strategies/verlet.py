@@ -261,11 +261,6 @@ def cap_of(longest: int) -> int:
 # a request against 8.9, but 7 instructions more a pair: latency-bound at 73% issue), all outputs
 # 0.177 against 0.179, harness md 0.249 against 0.255 ms per step. A launch choice, not the default.
 VERLET_LAYOUTS = {**LAYOUTS, "packed": 3}
-# launch parameter mix = k (layout=packed): the last k of each near group's 8 entries gathered from the
-# Vec4 positions instead of the packed copy (kernels/verlet.cu, MixedNear): the L1's data pipe and
-# issue share the gathers. The kernels' LAYOUT is then MIXED_BASE + k.
-MIXED_BASE = 16
-MIX_CHOICES = tuple(range(8))
 PACKED_DTYPE = np.dtype({"names": ["q", "h", "inv_h", "expo"],
                          "formats": [np.uint64, np.float32, np.float32, np.uint32]}, align=True)
 PACKED_EXPO = 0x4B000000  # the bits of the float 2^23
@@ -379,12 +374,12 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
     # 'auto': each output flavour its own (AUTO_MINB, AUTO_BATCH)
     launch_defaults = {**VerletStrategy.launch_defaults, "block": 128, "tpp": 0, "build": "auto", "window": 1,
                        "layout": "aos4", "minb": "auto", "batch": "auto", "split": "auto", "row_groups": 1, "banks": 0,
-                       "prune": "off", "mix": 0}
+                       "prune": "off"}
     launch_choices = {**VerletStrategy.launch_choices, "block": (64, 128, 256, 512), "tpp": TPP_CHOICES,
                       "build": BUILD_CHOICES, "window": (0, 1), "layout": tuple(VERLET_LAYOUTS),
                       "minb": MINB_CHOICES,
                       "batch": BATCH_CHOICES, "split": SPLIT_CHOICES, "row_groups": TILE_GROUPS,
-                      "banks": (0, 1, 2), "mix": MIX_CHOICES}
+                      "banks": (0, 1, 2)}
     auto_minb: ClassVar[dict] = AUTO_MINB
     auto_batch: ClassVar[dict] = AUTO_BATCH
 
@@ -400,10 +395,6 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
             if self.launch["banks"]:
                 raise InputError(f"{self.name}: banks={self.launch['banks']} orders the outer rows, which the force "
                                  "kernel does not read with prune: take banks=0")
-        if self.launch["mix"] and self.launch["layout"] != "packed":
-            raise InputError(f"{self.name}: mix={self.launch['mix']} splits the gathers of layout=packed between its "
-                             f"packed copy and the Vec4 positions; layout={self.launch['layout']} has no packed copy: take "
-                             "layout=packed or mix=0")
         if self.launch["minb"] != "auto" and self.launch["minb"] * self.launch["block"] > MAX_THREADS_PER_SM:
             raise InputError(f"{self.name}: minb={self.launch['minb']} blocks of {self.launch['block']} threads do not "
                              f"fit on one SM ({MAX_THREADS_PER_SM} threads): take minb <= "
@@ -425,10 +416,6 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
                                    "less precise than the float ones (take aos4)")
         return super().supports(problem, check_device)
 
-    def layout_code(self) -> int:
-        """The force kernel's LAYOUT: the layout's code, or MIXED_BASE + mix for layout=packed with mix."""
-        return MIXED_BASE + self.launch["mix"] if self.launch["mix"] else VERLET_LAYOUTS[self.launch["layout"]]
-
     def packed_reach(self, problem: Problem) -> float:
         """The farthest a near pair can be while the list is valid (each end within skin / 2 of its
         build position): r_list + skin, what layout=packed's grid must span (packed_step)."""
@@ -441,7 +428,7 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
         real, acc = ctypes(precision)
         minb, batch = self.register_cap(energy, acc), self.batch(energy, self.entries(tpp))
         return (f"verlet_force<{real}, {acc}, {potential.functor}, {cbool(energy)}, {cbool(pbc)}, "
-                f"{tpp}, {self.launch['block']}, {self.layout_code()}, {minb}, {batch}, "
+                f"{tpp}, {self.launch['block']}, {VERLET_LAYOUTS[self.launch['layout']]}, {minb}, {batch}, "
                 f"{cbool(self.entries(tpp))}" + (f", {md}>" if md else ">"))
 
     def md_expressions(self, potential: Potential) -> list[str]:
@@ -491,8 +478,7 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
         """Every tpp at the default block (split by groups and by entries), every block at tpp 1,
         every layout, minb and batch, each flavour and precision."""
         variants = [{"tpp": t} for t in TPP_CHOICES] + [{"block": b} for b in self.launch_choices["block"]] + \
-            [{"layout": lay} for lay in VERLET_LAYOUTS] + [{"layout": "packed", "mix": 4}] + \
-            [{"minb": m} for m in MINB_CHOICES] + \
+            [{"layout": lay} for lay in VERLET_LAYOUTS] + [{"minb": m} for m in MINB_CHOICES] + \
             [{"batch": b} for b in BATCH_CHOICES] + [{"tpp": t, "split": sp} for t in TPP_CHOICES[2:]
                                                      for sp in ("groups", "entries")]
         out: list[str] = []

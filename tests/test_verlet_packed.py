@@ -8,7 +8,7 @@ import pytest
 
 import strategies
 from harness import md, scenarios, verify
-from mdcore import InputError, LennardJones
+from mdcore import LennardJones
 from strategies.verlet import PACKED_DTYPE, PACKED_EXPO, packed_step
 
 import reference
@@ -153,63 +153,4 @@ def test_packed_fused_steps_give_the_plain_loops_bits(precision):
                    fuse=fuse) for fuse in (False, "always")]
     assert runs[0].fused == "off" and runs[1].fused == "on"
     assert runs[0].rebuilds >= 3
-    assert [vars(s) for s in runs[0].samples] == [vars(s) for s in runs[1].samples]
-
-
-# --- mix: the near gathers split between the packed copy and the Vec4 positions ---------------
-
-def test_mix_is_a_packed_launch_choice_with_its_own_kernels():
-    s = strategies.create("verlet_thread_padded", layout="packed", mix=4)
-    ex = s.default_expressions(LennardJones())
-    assert ex and all(", 20, " in e and ", 3, " not in e for e in ex)  # LAYOUT = MIXED_BASE + 4
-    assert all(e in strategies.create("verlet_thread_padded").expressions(LennardJones()) for e in ex)
-    assert strategies.create("verlet_thread_padded", layout="packed").layout_code() == 3
-    assert strategies.create("verlet_thread_padded", layout="packed", mix=7).layout_code() == 23
-
-
-@pytest.mark.parametrize("launch, says", [
-    ({"mix": 4}, "mix=4 splits the gathers of layout=packed between its packed copy and the Vec4 positions; "
-                 "layout=aos4 has no packed copy: take layout=packed or mix=0"),
-    ({"layout": "packed", "mix": 8}, "launch parameter mix=8 not in (0, 1, 2, 3, 4, 5, 6, 7)"),
-])
-def test_mix_refuses_what_it_cannot_do(launch, says):
-    with pytest.raises(InputError) as e:
-        strategies.create("verlet_thread_padded", **launch)
-    assert says in str(e.value)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("precision", ["fp32", "mixed"])
-@pytest.mark.parametrize("n, density", [(30000, 0.1), (250000, 0.8442)])
-@pytest.mark.parametrize("mix", [1, 4, 7])
-def test_mixed_gathers_pass_verification(precision, n, density, mix):
-    p = scenarios.make(f"lj_liquid:density={density}", n, seed=3, precision=precision)
-    ref = reference.compute(p)
-    for outputs in ("all", "forces"):
-        out = _forces(p, outputs, layout="packed", tpp=1, mix=mix)
-        m = verify.compare(out, ref, p)
-        assert m["failures"] == [], (outputs, m["failures"])
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("launch", [{"tpp": 1}, {"tpp": 4, "split": "entries"}, {"tpp": 2, "split": "groups"}])
-def test_mixed_gathers_are_repeatable_and_close_to_the_packed_ones(launch):
-    """The same pairs as mix=0; an entry's d differs only by the packed grid's rounding."""
-    p = scenarios.make("lj_liquid:density=0.1", 30000, seed=4, precision="fp32")
-    a = _forces(p, layout="packed", mix=4, **launch)
-    b = _forces(p, layout="packed", mix=4, **launch)
-    f = _forces(p, layout="packed", **launch)
-    assert np.array_equal(a.forces, b.forces) and a.energy == b.energy and np.array_equal(a.virial, b.virial)
-    scale = np.sqrt((f.forces ** 2).sum(axis=1).mean())
-    d = np.sqrt(((a.forces - f.forces) ** 2).sum(axis=1)) / scale
-    assert 0.0 < np.median(d) < 2e-5 and np.quantile(d, 0.999) < 2e-3
-    assert abs(a.pairs - f.pairs) <= 2
-
-
-@pytest.mark.gpu
-def test_mixed_gathers_fused_steps_give_the_plain_loops_bits():
-    p = _dilute("fp32")
-    runs = [md.run(strategies.create("verlet_thread_padded", layout="packed", mix=4), p, steps=200, dt=0.005,
-                   sample=50, fuse=fuse) for fuse in (False, "always")]
-    assert runs[0].fused == "off" and runs[1].fused == "on" and runs[0].rebuilds >= 3
     assert [vars(s) for s in runs[0].samples] == [vars(s) for s in runs[1].samples]

@@ -897,52 +897,6 @@ struct PackedNear {
   __device__ __forceinline__ uint2 operator[](int i) const { return __ldg(reinterpret_cast<const uint2*>(p) + i); }
 };
 
-// layout=packed with launch parameter mix = k (verlet_force's LAYOUT kMixedBase + k): of each near
-// group's 8 entries, the last k are gathered from the Vec4 positions (16 bytes, raw difference: the
-// aos4 path's 3 subtractions) and the rest from the packed copy (8 bytes, ~8 more instructions to
-// unpack). The packed gathers bind the kernel by issue, the Vec4 ones by the L1's data pipe; a mix
-// loads both. Which path an entry takes is fixed by its position in the group (a constant once the
-// loops are unrolled), so a pair may take the packed path from one row and the Vec4 path from the
-// other: d then differs between the rows by the packed grid's rounding (h / 2 per coordinate).
-constexpr int kMixedBase = 16;
-
-struct MixedQ {  // one near entry's gather: the packed words or the Vec4 position, as `packed` says
-  uint2 p;
-  Vec4<float> v;
-  bool packed;
-};
-
-template <int MIX>
-struct MixedNear {
-  static_assert(MIX >= 1 && MIX <= 7, "MIX: 1 to 7 of a group's 8 entries from the Vec4 positions");
-  PackedNear q;
-  Positions<float, kAoS4> x;  // the Vec4 positions seen from the row's slot
-  __device__ __forceinline__ MixedNear(const uint2* pq, const Positions<float, kAoS4>& pos, int s)
-      : q(pq, s), x(pos.from(s)) {}
-  // entry v of a group (v a constant once unrolled), slot i relative to the row
-  __device__ __forceinline__ MixedQ at(int v, int i) const {
-    MixedQ r{};
-    r.packed = (v & 7) < 8 - MIX;
-    if (r.packed) {
-      r.p = q[i];
-    } else {
-      r.v = x[i];
-    }
-    return r;
-  }
-  __device__ __forceinline__ MixedQ operator[](int i) const { return at(0, i); }
-};
-
-// Entry v of a group (v: its position, 0-7, or any index whose low 3 bits say it), slot i.
-template <class Near>
-__device__ __forceinline__ auto gather(const Near& near, int v, int i) {
-  return near[i];
-}
-template <int MIX>
-__device__ __forceinline__ MixedQ gather(const MixedNear<MIX>& near, int v, int i) {
-  return near.at(v, i);
-}
-
 // A row's particle for its near entries: its packed coordinates with the period's half added (x, y)
 // or taken off (z), and the constants that turn a 21- or 22-bit remainder into a float.
 struct PackedRow {
@@ -1001,7 +955,7 @@ __device__ __forceinline__ void near_entries(const int* __restrict__ nbr, int n,
   for (; t + STEPS <= whole; t += STEPS) {
     decltype(near[0]) q[BATCH];
 #pragma unroll
-    for (int v = 0; v < BATCH; ++v) q[v] = gather(near, v, e[v]);
+    for (int v = 0; v < BATCH; ++v) q[v] = near[e[v]];
     p += STEPS * gstep;
 #pragma unroll
     for (int v = 0; v < BATCH; ++v) {
@@ -1015,7 +969,7 @@ __device__ __forceinline__ void near_entries(const int* __restrict__ nbr, int n,
     if (t + u < whole) {
       decltype(near[0]) q[PER];
 #pragma unroll
-      for (int w = 0; w < PER; ++w) q[w] = gather(near, w, e[u * PER + w]);
+      for (int w = 0; w < PER; ++w) q[w] = near[e[u * PER + w]];
 #pragma unroll
       for (int w = 0; w < PER; ++w) pair(q[w], true);
     }
@@ -1024,7 +978,7 @@ __device__ __forceinline__ void near_entries(const int* __restrict__ nbr, int n,
     const short* __restrict__ pl = base + (static_cast<long long>(full) * n + s) * 8 + pos0;
     decltype(near[0]) q[PER];
 #pragma unroll
-    for (int w = 0; w < PER; ++w) q[w] = gather(near, w, __ldg(pl + w * TPP));
+    for (int w = 0; w < PER; ++w) q[w] = near[__ldg(pl + w * TPP)];
 #pragma unroll
     for (int w = 0; w < PER; ++w) pair(q[w], pos0 + w * TPP < (m & 7));
   }
@@ -1072,7 +1026,7 @@ __device__ __forceinline__ void near_groups(const int4* __restrict__ rows, int s
   for (; k + G <= wr.whole; k += G) {
     decltype(near[0]) q[8 * G];
 #pragma unroll
-    for (int v = 0; v < 8 * G; ++v) q[v] = gather(near, v, near_of(e[v / 8], v % 8));
+    for (int v = 0; v < 8 * G; ++v) q[v] = near[near_of(e[v / 8], v % 8)];
     p += G * step;
 #pragma unroll
     for (int u = 0; u < G; ++u) e[u] = has(k + G + u) ? __ldg(p + u * step) : none;
@@ -1090,7 +1044,7 @@ __device__ __forceinline__ void near_groups(const int4* __restrict__ rows, int s
       const int e0 = 8 * (k * TPP + lane);  // the group's first entry in the row
       decltype(near[0]) q[8];
 #pragma unroll
-      for (int v = 0; v < 8; ++v) q[v] = e0 + v < m ? gather(near, v, near_of(e[0], v)) : decltype(near[0]){};
+      for (int v = 0; v < 8; ++v) q[v] = e0 + v < m ? near[near_of(e[0], v)] : decltype(near[0]){};
       p += step;
       e[0] = has(k + 1) ? __ldg(p) : none;
 #pragma unroll
@@ -1106,7 +1060,7 @@ __device__ __forceinline__ void near_groups(const int4* __restrict__ rows, int s
         const int e0 = 8 * ((k + u) * TPP + lane);  // the group's first entry in the row
         decltype(near[0]) q[8];
 #pragma unroll
-        for (int v = 0; v < 8; ++v) q[v] = gather(near, v, near_of(e[u], v));
+        for (int v = 0; v < 8; ++v) q[v] = near[near_of(e[u], v)];
 #pragma unroll
         for (int v = 0; v < 8; ++v) pair(q[v], e0 + v < m);
       }
@@ -1117,7 +1071,7 @@ __device__ __forceinline__ void near_groups(const int4* __restrict__ rows, int s
       const int4 el = e0 < m ? __ldg(rows + static_cast<long long>(k * TPP + lane) * stride + row) : none;
       decltype(near[0]) q[8];
 #pragma unroll
-      for (int v = 0; v < 8; ++v) q[v] = gather(near, v, near_of(el, v));
+      for (int v = 0; v < 8; ++v) q[v] = near[near_of(el, v)];
 #pragma unroll
       for (int v = 0; v < 8; ++v) pair(q[v], e0 + v < m);
     }
@@ -1394,9 +1348,8 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
              Acc* __restrict__ partial, unsigned long long* __restrict__ count, int* __restrict__ flag,
              unsigned int* __restrict__ rebuilds, const MdStep<Real, Acc> md, const PackedPositions pk) {
   static_assert(TPP >= 1 && TPP <= 32 && (TPP & (TPP - 1)) == 0, "TPP: a power of two up to a warp");
-  constexpr bool PACKED = LAYOUT == kPacked || LAYOUT > kMixedBase;
-  constexpr int MIX = LAYOUT > kMixedBase ? LAYOUT - kMixedBase : 0;  // near entries of 8 from the Vec4 positions
-  static_assert(!PACKED || sizeof(Real) == 4, "packed positions: float coordinates only");
+  static_assert(LAYOUT != kPacked || sizeof(Real) == 4, "packed positions: float coordinates only");
+  constexpr bool PACKED = LAYOUT == kPacked;
   constexpr int VLAYOUT = PACKED ? kAoS4 : LAYOUT;  // the Vec4 positions' (rows, far entries)
   static_assert(MD >= 0 && MD <= 2, "MD: 0 (forces), 1 (closing kick), 2 (closing and opening kicks, drift)");
   static_assert(BATCH == 8 || BATCH == 16, "BATCH: 8 or 16 near entries (one or two groups)");
@@ -1432,22 +1385,12 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
     if constexpr (PACKED) {
       const uint2 qi = pack_position(pi, pk.inv_h);
       const PackedRow pr(qi, pk);
-      if constexpr (MIX == 0) {
-        auto pair = [&](const uint2& qj, bool valid) {  // valid: an entry of the row (not padding, not past its end)
-          Real dx, dy, dz;
-          const Real r2 = packed_separation<FMA>(pr, qj, dx, dy, dz);
-          acc.template add_where<!ROW_VIRIAL>(f, dx, dy, dz, r2, f.inside(r2) && valid);
-        };
-        near_loop(PackedNear(pk.q, s), pair);
-      } else {
-        auto pair = [&](const MixedQ& qj, bool valid) {  // qj.packed: a constant once the loops are unrolled
-          Real dx, dy, dz;
-          const Real r2 = qj.packed ? packed_separation<FMA>(pr, qj.p, dx, dy, dz)
-                                    : entry_separation<false, FMA>(pi, qj.v, box, dx, dy, dz);
-          acc.template add_where<!ROW_VIRIAL>(f, dx, dy, dz, r2, f.inside(r2) && valid);
-        };
-        near_loop(MixedNear<MIX>(pk.q, pos, s), pair);
-      }
+      auto pair = [&](const uint2& qj, bool valid) {  // valid: an entry of the row (not padding, not past its end)
+        Real dx, dy, dz;
+        const Real r2 = packed_separation<FMA>(pr, qj, dx, dy, dz);
+        acc.template add_where<!ROW_VIRIAL>(f, dx, dy, dz, r2, f.inside(r2) && valid);
+      };
+      near_loop(PackedNear(pk.q, s), pair);
       // the near separations are differences of the grid's coordinates (unwrapped): their row virial's
       if constexpr (ROW_VIRIAL) {
         acc.row_virial(static_cast<Real>(grid_coordinate(pi.x, pk.inv_h)) * pk.h,
