@@ -1188,9 +1188,9 @@ for spec, n, lay in (('lj_liquid', 4000, 'aos4'), ('lj_liquid:density=0.1', 3000
           | tail -1 | sed "s|^|$tag $rep md: |")
       done
     done ;;
-  mix-s28)  # launch parameter mix (layout=packed: the last k of a near group's 8 gathers from the Vec4 positions) at
-    # LJ 1M, fp32: the SASS loops of the forces kernel at mix 0 and 4 (and the default kernels' SASS against .before),
-    # the with-list columns over MIXES with OpenMM beside, ncu at mix 0 and MIXNCU, harness md at both
+  mix-s28)  # launch parameter mix (layout=packed: the last k of a near group's 8 gathers from the Vec4 positions; ran
+    # at f72300a, reverted after its measurement: reports/2026-11-26-h100, twenty-eighth session) at LJ 1M, fp32:
+    # the SASS loops of the forces kernel at mix 0 and 4 (and the default kernels' SASS against .before), the with-list columns over MIXES with OpenMM beside, ncu at mix 0 and MIXNCU, harness md at both
     mkdir -p "$out/md" "$out/sass"
     for x in "false, true, 1, 128, 3, 10, 16" "false, true, 1, 128, 20, 10, 16" "true, true, 1, 128, 3, 8, 8" \
              "true, true, 1, 128, 20, 8, 8"; do
