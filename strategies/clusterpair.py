@@ -360,6 +360,10 @@ def column_grid(problem: Problem, m: int = GPU_CLUSTER) -> np.ndarray:
     return np.array([nx, ny, nz], np.int64)
 
 
+ROLLING_CHOICES = (1, 2, 4, 8)
+PRUNE_BLOCK = 128  # cp_prune's threads per block (a warp per i-cluster)
+
+
 def cap_of(longest: int) -> int:
     """Row capacity (entries per i-cluster) from the longest row of a build."""
     return int(math.ceil(1.2 * longest)) + 8
@@ -377,9 +381,13 @@ class ClusterpairWarpPadded(ListStrategy, CudaStrategy):
                    "search on the device into padded rows of j-clusters with their image, a warp per i-cluster "
                    "computing 8 x 4 pairs per step, full list (deterministic); split warps per i-cluster for small "
                    "systems; the displacement check and rebuild decided on the device every step")
-    launch_defaults: ClassVar[dict] = {"skin": SKIN, "cap": 0, "block": 256, "split": 0, "rebuild": "auto"}
+    # prune: the inner list's buffer ('off', or 0 < prune < skin); rolling: the parts of the
+    # i-clusters the inner list is pruned in, one part a step (1: every part, where a displacement
+    # asks; kernels/clusterpair.cu, cp_prune)
+    launch_defaults: ClassVar[dict] = {"skin": SKIN, "cap": 0, "block": 256, "split": 0, "rebuild": "auto",
+                                       "prune": "off", "rolling": 1}
     launch_choices: ClassVar[dict] = {"block": (32, 64, 128, 256), "split": (0, 1, 2, 4, 8),
-                                      "rebuild": ("auto", "never")}
+                                      "rebuild": ("auto", "never"), "rolling": ROLLING_CHOICES}
     half: ClassVar[str] = "false"  # cp_search's HALF: each cluster pair once (the Newton3 form)
     force_kernel: ClassVar[str] = "cp_force"
 
@@ -389,6 +397,16 @@ class ClusterpairWarpPadded(ListStrategy, CudaStrategy):
         if isinstance(cap, bool) or not isinstance(cap, int) or cap < 0:
             raise InputError(f"{self.name}: launch parameter cap must be a whole number >= 0 (0: sized at the first "
                              f"build), got {cap!r}")
+        prune = self.launch["prune"]
+        if prune != "off":
+            skin = self.launch["skin"]
+            if isinstance(prune, bool) or not isinstance(prune, (int, float)) or not (0.0 < prune < skin):
+                raise InputError(f"{self.name}: launch parameter prune (the inner list's buffer) must be 'off' or a "
+                                 f"number between 0 and the skin ({skin:g}), got {prune!r}")
+            self.launch["prune"] = float(prune)
+        elif self.launch["rolling"] != 1:
+            raise InputError(f"{self.name}: rolling={self.launch['rolling']} prunes the inner list in parts; there is "
+                             "none with prune=off: give prune (a buffer below the skin) or take rolling=1")
 
     def supports(self, problem: Problem, check_device: bool = True) -> tuple[bool, str]:
         ok, why = super().supports(problem, check_device)
@@ -433,7 +451,8 @@ class ClusterpairWarpPadded(ListStrategy, CudaStrategy):
     def data_expressions(self) -> dict[str, list[str]]:
         reals = sorted({m.cxx_compute for m in MODES.values()})
         return {"clusterpair.cu": [f"cp_columns<{COLUMNS_BLOCK}>"] + [e for r in reals for e in (
-                    f"cp_fill<{r}>", f"cp_search<{r}, {SEARCH_BLOCK}, {self.half}>", f"cp_gather<{r}>")],
+                    f"cp_fill<{r}>", f"cp_search<{r}, {SEARCH_BLOCK}, {self.half}>", f"cp_gather<{r}>",
+                    f"cp_prune_check<{r}>", f"cp_prune<{r}, {PRUNE_BLOCK}>")],
                 "verlet.cu": [f"verlet_check<{r}>" for r in reals],
                 "binning.cu": sorted({e for r in reals for e in Binning.expressions(r)})}
 
@@ -502,8 +521,8 @@ class _ClusterCudaPlan(DeviceListPlan):
         self.ccol = cp.zeros(self.ncap, np.int32)
         self.len = cp.zeros(self.ncap, np.int32)
         self.ref = cp.zeros((max(n, 1), 4), self.real)
-        self.flag = cp.ones(1, np.int32)
-        self.rebuilds = cp.zeros(1, np.uint32)
+        self.flag = cp.ones(3, np.int32)  # [0] rebuild, [1] the parts a displacement prunes, [2] the rolling step
+        self.rebuilds = cp.zeros(2, np.uint32)  # [0] rebuilds, [1] parts pruned
         self.overflow = cp.zeros(1, np.int32)
         r = self.real_t
         self.k_check = kernel("verlet.cu", f"verlet_check<{r}>")
@@ -529,15 +548,87 @@ class _ClusterCudaPlan(DeviceListPlan):
                                 f"{self.cap} entries within {self.rl:g}) but the GPU has {free / 2**30:.2f} GiB free; "
                                 "take a smaller skin")
         self.ent = cp.zeros(max(self.cap, 1) * self.ncap, np.int32)
+        self._prune_setup(need, free)
         self.launch_info = {"columns": dims[:2].tolist(), "layers": int(dims[2]), "rlist": self.rl, "skin": self.skin,
                             "cap": self.cap, "block": self.block, "split": self.split, "cluster": GPU_CLUSTER, "build": self.binning.method,
+                            "prune": self.inner_skin if self.inner_skin else "off", "rolling": self.parts or 1,
                             "list_bytes": int(self.ent.nbytes + self.len.nbytes + self.member.nbytes
-                                              + self.xbuild.nbytes + self.xc.nbytes + self.ref.nbytes)}
+                                              + self.xbuild.nbytes + self.xc.nbytes + self.ref.nbytes
+                                              + sum(a.nbytes for a in self._inner_arrays()))}
+
+    def _prune_setup(self, need: int, free: int) -> None:
+        """The inner list (launch parameters prune and rolling; kernels/clusterpair.cu, cp_prune):
+        rows of the outer list's storage, their lengths, a snapshot of the positions per part and
+        the kernels. Refused with the GiB it needs where the GPU lacks it."""
+        cp, strategy = self.cp, self.strategy
+        prune = strategy.launch["prune"]
+        self.inner_skin = 0.0 if prune == "off" else float(prune)
+        self.parts = 0  # the kernels' parts: 0 without an inner list
+        self.ient = self.ilen = self.snap = None
+        if not self.inner_skin or not self.problem.n:
+            return
+        self.parts = int(strategy.launch["rolling"])
+        slots = self.ncap * GPU_CLUSTER
+        total = 2 * need + self.parts * slots * 4 * self.real().itemsize
+        if total > free:
+            raise StrategyError(f"{strategy.name}: the outer and inner lists need {total / 2**30:.2f} GiB "
+                                f"({self.ncap:,} clusters x {self.cap} entries each, and {self.parts} snapshots) but "
+                                f"the GPU has {free / 2**30:.2f} GiB free; take a smaller skin, or prune=off")
+        rin = float(self.problem.potential.cutoff) + self.inner_skin
+        self.rin2 = self.real(rin * rin)
+        self.half_inner2 = self.real((0.5 * self.inner_skin) ** 2)
+        self.ient = cp.zeros_like(self.ent)
+        self.ilen = cp.zeros_like(self.len)
+        self.snap = cp.zeros((self.parts * slots, 4), self.real)
+        self.k_pcheck = kernel("clusterpair.cu", f"cp_prune_check<{self.real_t}>")
+        self.k_prune = kernel("clusterpair.cu", f"cp_prune<{self.real_t}, {PRUNE_BLOCK}>")
+
+    def _inner_arrays(self) -> list:
+        return [a for a in (self.ient, self.ilen, self.snap) if a is not None]
+
+    def _gather(self) -> None:
+        """xc: the positions in cluster order, at the images of the build."""
+        slots = self.ncap * GPU_CLUSTER
+        self.k_gather((max(1, min(-(-slots // 256), 8 * sm_count())),), (256,),
+                      (self.pos, self.member, self.xbuild, self.cstart, np.int32(self.ncols), self.box, self.xc))
+
+    def _prune(self, check: bool) -> None:
+        """The inner list's step (after the outer list's upkeep, on xc of now): the displacement
+        check against each part's snapshot (check), then the parts to prune pruned."""
+        slots = self.ncap * GPU_CLUSTER
+        if check:
+            self.k_pcheck((-(-slots // 256),), (256,), (self.xc, self.member, self.cstart, np.int32(self.ncols),
+                                                         self.snap, np.int32(slots), np.int32(self.parts),
+                                                         self.half_inner2, self.flag))
+        self.k_prune((max(1, -(-self.ncap // (PRUNE_BLOCK // 32))),), (PRUNE_BLOCK,),
+                     (self.xc, self.ent, self.len, self.cstart, np.int32(self.ncols), np.int32(self.cap), self.box,
+                      self.rin2, np.int32(self.parts), np.int32(slots), self.ient, self.ilen, self.snap, self.flag,
+                      self.rebuilds[1:]))
+
+    def build(self) -> None:
+        super().build()
+        if self.parts:  # every part (flag[0] is set)
+            self._gather()
+            self._prune(check=False)
+
+    def update(self) -> None:
+        super().update()
+        if self.parts and self.problem.n and self.strategy.launch["rebuild"] != "never":
+            self._gather()  # the force phase gathers again (it reads xc whatever ran before it)
+            self._prune(check=True)
+
+    def prune_count(self) -> int:
+        """Parts of the inner list pruned since prepare (each part once a prune; 0 without one)."""
+        return int(self.rebuilds.get()[1]) if self.parts else 0
+
+    def _rows_read(self) -> tuple:
+        """The rows the force kernels read: the inner list's where the plan keeps one."""
+        return (self.ient, self.ilen) if self.parts else (self.ent, self.len)
 
     @property
     def device_bytes(self) -> int:
         own = [self.cstart, self.member, self.xbuild, self.xc, self.lo, self.hi, self.ccol, self.len, self.ref,
-               self.flag, self.rebuilds, self.overflow, self.ent]
+               self.flag, self.rebuilds, self.overflow, self.ent, *self._inner_arrays()]
         return CudaPlan.device_bytes.fget(self) + self.binning.device_bytes + int(sum(a.nbytes for a in own))
 
     def _rows(self, guard) -> None:
@@ -562,23 +653,22 @@ class _ClusterCudaPlan(DeviceListPlan):
         if not self.problem.n:
             return 0
         ncl = int(self.cstart[-1].get())
-        return (int(self.cp.sum(self.len[:ncl], dtype=np.int64).get()) + ncl) * GPU_CLUSTER * GPU_CLUSTER
+        rows = self._rows_read()[1]
+        return (int(self.cp.sum(rows[:ncl], dtype=np.int64).get()) + ncl) * GPU_CLUSTER * GPU_CLUSTER
 
     def force(self) -> None:
         n = self.problem.n
         if not n:
             return
-        slots = self.ncap * GPU_CLUSTER
-        self.k_gather((max(1, min(-(-slots // 256), 8 * sm_count())),), (256,),
-                      (self.pos, self.member, self.xbuild, self.cstart, np.int32(self.ncols), self.box, self.xc))
+        self._gather()
         fn = self._force.get(self.outputs)
         if fn is None:
             p = self.problem
             fn = self._force[self.outputs] = kernel("clusterpair.cu", self.strategy.force_expression(
                 p.precision, p.potential, self.energy, self.split), p.potential)
-        fn((self.blocks,), (self.block,), (self.xc, self.member, self.ent, self.len, self.cstart, np.int32(self.ncols),
+        fn((self.blocks,), (self.block,), (self.xc, self.member, *self._rows_read(), self.cstart, np.int32(self.ncols),
                                            np.int32(self.cap), self.box, self.fparams, self.forces, self.partial,
-                                           self.pcount, self.flag, self.rebuilds))
+                                           self.pcount, self.flag, self.rebuilds, np.int32(self.parts)))
 
     def output(self) -> Forces:
         out = super().output()
@@ -611,15 +701,14 @@ class _ClusterN3Plan(_ClusterCudaPlan):
             return
         slots = self.ncap * GPU_CLUSTER
         grid = (max(1, min(-(-slots // 256), 8 * sm_count())),)
-        self.k_gather(grid, (256,), (self.pos, self.member, self.xbuild, self.cstart, np.int32(self.ncols), self.box,
-                                     self.xc))
+        self._gather()
         self.fc.fill(0)
         fn = self._force.get(self.outputs)
         if fn is None:
             p = self.problem
             fn = self._force[self.outputs] = kernel("clusterpair.cu", self.strategy.force_expression(
                 p.precision, p.potential, self.energy, self.split), p.potential)
-        fn((self.blocks,), (self.block,), (self.xc, self.ent, self.len, self.cstart, np.int32(self.ncols),
+        fn((self.blocks,), (self.block,), (self.xc, *self._rows_read(), self.cstart, np.int32(self.ncols),
                                            np.int32(self.cap), self.box, self.fparams, self.fc, self.partial,
-                                           self.pcount, self.flag, self.rebuilds))
+                                           self.pcount, self.flag, self.rebuilds, np.int32(self.parts)))
         self.k_scatter(grid, (256,), (self.fc, self.member, self.cstart, np.int32(self.ncols), self.forces))

@@ -228,3 +228,151 @@ def test_gpu_replay_passes_and_the_negative_control_fails(name):
         assert good["status"] == "pass", good["detail"]
     bad = verify.replay_cell(strategies.create(name, rebuild="never"), case, "fp32", frames)
     assert bad["status"] == "FAIL" and "frame" in bad["detail"]  # pairs missed: the count or the forces
+
+
+# --- the inner list: dynamic and rolling prune (launch parameters prune and rolling) ------------
+
+@pytest.mark.parametrize("launch, says", [
+    ({"prune": 0.3}, "launch parameter prune (the inner list's buffer) must be 'off' or a number between 0 and the "
+                     "skin (0.3), got 0.3"),
+    ({"prune": "x"}, "must be 'off' or a number between 0 and the skin (0.3), got 'x'"),
+    ({"rolling": 2}, "rolling=2 prunes the inner list in parts; there is none with prune=off: give prune"),
+    ({"prune": 0.1, "rolling": 3}, "launch parameter rolling=3 not in (1, 2, 4, 8)"),
+])
+@pytest.mark.parametrize("name", GPU_CLUSTER_PAIRS)
+def test_bad_prune_parameters_of_the_gpu_cluster_pairs(name, launch, says):
+    from mdcore import InputError
+
+    with pytest.raises(InputError) as e:
+        strategies.create(name, **launch)
+    assert says in str(e.value)
+
+
+def test_prune_kernels_are_listed_for_every_real_type():
+    ex = strategies.create("clusterpair_warp_padded").data_expressions()["clusterpair.cu"]
+    for r in ("float", "double"):
+        assert f"cp_prune_check<{r}>" in ex and f"cp_prune<{r}, {C.PRUNE_BLOCK}>" in ex
+
+
+def _inner_rows(plan):
+    """The inner rows on the host, and the outer rows' entries with a particle pair within the
+    inner radius at the positions of now (xc), in the outer order."""
+    ncl = int(plan.cstart.get()[-1])
+    xc = plan.xc.get()[: ncl * 8, :3].astype(np.float64).reshape(ncl, 8, 3)
+    L = plan.problem.box.array
+    ent, length = plan.ent.get().reshape(plan.ncap, plan.cap), plan.len.get()
+    ient, ilen = plan.ient.get().reshape(plan.ncap, plan.cap), plan.ilen.get()
+    rin2 = float(plan.rin2)
+    got, want = [], []
+    for a in range(ncl):
+        got.append(ient[a, : ilen[a]].tolist())
+        keep = []
+        for e in ent[a, : length[a]]:
+            code = int(e) & 31
+            sh = np.array([code // 9 - 1, (code // 3) % 3 - 1, code % 3 - 1]) * L
+            d = (xc[a][:, None, :] - sh) - xc[int(e) >> 5][None, :, :]
+            if np.nan_to_num((d ** 2).sum(-1), nan=np.inf).min() < rin2:
+                keep.append(int(e))
+        want.append(keep)
+    return got, want
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", GPU_CLUSTER_PAIRS)
+def test_gpu_inner_rows_are_the_outer_rows_within_the_inner_radius(name):
+    p = scenarios.make("lj_liquid", 4000, seed=2, precision="fp64")
+    s = strategies.create(name, prune=0.1)
+    plan = s.prepare(p)
+    plan.upload()
+    s.compute(plan)
+    got, want = _inner_rows(plan)
+    assert got == want
+    assert sum(map(len, got)) < 0.95 * int(plan.len.get().sum())  # the inner list is shorter
+    assert plan.listed_pairs() < (int(plan.len.get().sum()) + len(got)) * 64
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("precision", ["fp32", "mixed", "fp64"])
+@pytest.mark.parametrize("rolling", [1, 2, 4])
+def test_gpu_prune_keeps_the_sums_of_the_full_cluster_list(precision, rolling):
+    """clusterpair_warp_padded with and without the inner list: the same bits in one evaluation of
+    each output flavour and in every sample of an MD run with its rebuilds (an entry the prune drops
+    adds nothing); the run prunes several times."""
+    from dataclasses import replace
+
+    p = scenarios.make("lj_liquid", 4000, seed=2, precision=precision)
+    p = replace(p, potential=replace(p.potential, shift=True))
+    for outputs in ("all", "forces"):
+        a, b = (strategies.create("clusterpair_warp_padded", **launch).evaluate(p, outputs)
+                for launch in ({}, {"prune": 0.1, "rolling": rolling}))
+        assert np.array_equal(a.forces, b.forces) and a.energy == b.energy and a.pairs == b.pairs, outputs
+        assert np.array_equal(a.virial, b.virial), outputs
+    runs = [md.run(strategies.create("clusterpair_warp_padded", **launch), p, steps=200, dt=0.005, sample=25, seed=3)
+            for launch in ({}, {"prune": 0.1, "rolling": rolling})]
+    assert [vars(s) for s in runs[0].samples] == [vars(s) for s in runs[1].samples]
+    assert runs[0].rebuilds == runs[1].rebuilds >= 3
+    assert runs[0].prunes is None and runs[1].prunes > 2 * runs[1].rebuilds
+    if rolling > 1:  # a part every step at least
+        assert runs[1].prunes >= 200
+
+
+@pytest.mark.gpu
+def test_gpu_newton3_with_the_inner_list_matches_the_reference():
+    import reference
+    from dataclasses import replace
+
+    p = scenarios.make("lj_liquid", 4000, seed=2, precision="fp32")
+    got = strategies.create("clusterpair_warp_newton3", prune=0.1, rolling=2).evaluate(p)
+    ref = reference.compute(p)
+    assert got.pairs == ref.pairs
+    assert np.abs(got.forces - ref.forces).max() <= 2e-5 * np.abs(ref.forces).max()
+    p = replace(p, potential=replace(p.potential, shift=True))
+    plain = md.run(strategies.create("clusterpair_warp_newton3"), p, steps=150, dt=0.005, sample=50, seed=3)
+    inner = md.run(strategies.create("clusterpair_warp_newton3", prune=0.1, rolling=2), p, steps=150, dt=0.005,
+                   sample=50, seed=3)
+    assert inner.prunes >= 150
+    for a, b in zip(plain.samples, inner.samples, strict=True):
+        assert b.total == pytest.approx(a.total, rel=1e-5)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("rolling", [1, 2])
+def test_gpu_cluster_prune_trigger_and_schedule(rolling):
+    """One particle moved 0.049 (inner 0.1): no prune by displacement; 0.051: the parts pruned
+    before the move pruned again, no rebuild (skin/2 is 0.15); a rebuild prunes every part.
+    rolling=2 prunes one part a step besides."""
+    p = scenarios.make("lj_liquid", 4000, seed=2, precision="fp32")
+    s = strategies.create("clusterpair_warp_padded", prune=0.1, rolling=rolling)
+    plan = s.prepare(p)
+    plan.upload()
+    s.compute(plan)
+    x0 = plan.pos.copy()
+    counts = [(plan.rebuild_count(), plan.prune_count())]
+    for shift in (0.049, 0.051, 0.0, 0.2):
+        plan.pos[:] = x0
+        plan.pos[17, 0] += plan.real(shift)
+        s.step(plan)
+        counts.append((plan.rebuild_count(), plan.prune_count()))
+    if rolling == 1:  # back at x0, 0.051 from the prune's positions: a prune again
+        assert counts == [(1, 1), (1, 1), (1, 2), (1, 3), (2, 4)]
+    else:
+        # the build: both parts; then the step's part (0, 1, 0, ...) and any part whose snapshot
+        # lies 0.051 from the positions: part 1 (pruned before the move) at 0.051, at x0 part 1
+        # (pruned at 0.051) besides the step's part 0; the rebuild both
+        assert counts == [(1, 2), (1, 3), (1, 4), (1, 6), (2, 8)]
+    got, want = _inner_rows(plan)
+    assert got == want
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", GPU_CLUSTER_PAIRS)
+def test_gpu_replay_with_the_inner_list_passes_and_the_negative_control_fails(name):
+    from harness import verify
+
+    case = verify.Case("lj_liquid", scenarios.make("lj_liquid", "small", seed=1))
+    frames = md.record(case.problem, 101)
+    for precision in ("fp32", "fp64"):
+        good = verify.replay_cell(strategies.create(name, prune=0.1, rolling=2), case, precision, frames)
+        assert good["status"] == "pass", good["detail"]
+    bad = verify.replay_cell(strategies.create(name, prune=0.1, rebuild="never"), case, "fp32", frames)
+    assert bad["status"] == "FAIL" and "frame" in bad["detail"]

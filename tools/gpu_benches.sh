@@ -1216,6 +1216,57 @@ for spec, n, lay in (('lj_liquid', 4000, 'aos4'), ('lj_liquid:density=0.1', 3000
         --precision fp32 --steps 2000 --sample 1000 --quiet --json "$out/md/md-${v//[=,]/-}-1m-s28.json" | tail -1 \
         | sed "s|^|$v 1M: |"
     done ;;
+  cprune-s28)  # the cluster pairs' inner list (prune, rolling) at LJ 1M, fp32: the three columns without it, with
+    # prune 0.1 and 0.05 on displacement, and rolling 2 and 4; harness md with each; the default cluster kernels
+    # (which took the inner list's flags) against .before, alternating
+    mkdir -p "$out/md"
+    cps=clusterpair_warp_padded,clusterpair_warp_newton3
+    $PY -m harness bench --strategies $cps --scenario lj_liquid --n large --outputs forces,all \
+      --sweep prune=off:0.1:0.05 --name cprune-s28 "${common[@]}"
+    $PY -m harness bench --strategies $cps --launch prune=0.1 --scenario lj_liquid --n large --outputs forces \
+      --sweep rolling=2:4 --name cprune-rolling-s28 "${common[@]}"
+    for v in prune=off prune=0.1 prune=0.1,rolling=2 prune=0.1,rolling=4; do
+      $PY -m harness md --strategy clusterpair_warp_padded --launch $v --n large \
+        --precision fp32 --steps 1000 --sample 500 --quiet --json "$out/md/md-cp-${v//[=,]/-}-1m-s28.json" | tail -1 \
+        | sed "s|^|clusterpair_warp_padded $v 1M: |"
+    done
+    if [ -d .before ]; then
+      for rep in 1 2; do
+        for tree in . .before; do
+          tag=after hc=${HARNESS_COMMIT:-}
+          [ "$tree" != . ] && tag=before && hc=${BEFORE_COMMIT:-before}
+          (cd "$tree" && HARNESS_COMMIT=$hc PYTHONPATH=/tmp/site:$PWD $PY -m harness bench --strategies $cps \
+            --scenario lj_liquid --n large --outputs forces,all --amortised 0 --name s28-cpcheck-$tag-$rep \
+            "${common[@]}" | grep clusterpair | sed "s|^|$tag $rep: |")
+        done
+      done
+    fi ;;
+  verify-cprune-s28)  # verify with the cluster pairs' inner list (prune 0.1, rolling 2) at small, medium and large
+    # (LJ liquid, REPLAY frames), and the negative control (rebuild=never must fail)
+    cps=clusterpair_warp_padded,clusterpair_warp_newton3
+    for sz in small medium; do
+      $PY -m harness verify --strategies $cps --launch prune=0.1,rolling=2 --size $sz --replay ${REPLAY:-100} \
+        --replay-every $([ $sz = medium ] && echo 10 || echo 1) --quiet --out "$out/verify-cprune-$sz" | tail -5 \
+        | sed "s|^|cprune $sz: |"
+    done
+    $PY -m harness verify --strategies $cps --launch prune=0.1,rolling=2 --scenarios lj_liquid --precision fp32 \
+      --size large --quiet --out "$out/verify-cprune-large" | tail -3 | sed "s|^|cprune large: |"
+    $PY -m harness verify --strategies $cps --launch prune=0.1,rolling=2,rebuild=never --scenarios lj_liquid \
+      --size small --replay ${REPLAY:-100} --quiet --out "$out/verify-cprune-never" | grep "pass:\|FAIL" | head -8 \
+      | sed "s|^|cprune rebuild=never: |" ;;
+  san-cprune-s28)  # compute-sanitizer on the cluster pairs' inner list: evaluations and MD runs (plain steps, graphs)
+    # with rebuilds and prunes, both strategies, rolling 1 and 2
+    for t in memcheck racecheck initcheck synccheck; do
+      cond=1; [ $t = racecheck ] || [ $t = synccheck ] && cond=0
+      MDFORCE_CONDITIONAL=$cond compute-sanitizer --tool $t --error-exitcode 9 $PY -c "import strategies; from harness import scenarios, md
+p = scenarios.make('lj_liquid', 4000, precision='fp32')
+for name in ('clusterpair_warp_padded', 'clusterpair_warp_newton3'):
+    for rolling in (1, 2):
+        s = strategies.create(name, prune=0.1, rolling=rolling)
+        print(name, rolling, [s.evaluate(p, out).pairs for out in ('forces', 'all')])
+        r = md.run(strategies.create(name, prune=0.1, rolling=rolling), p, steps=40, dt=0.005, sample=20)
+        print('md', r.graph, r.rebuilds, r.prunes, r.samples[-1].total)" || echo "sanitizer $t: FAILED"
+    done ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;

@@ -324,16 +324,29 @@ __device__ __forceinline__ void cp_row(Accumulator<Real, Acc, ENERGY>& acc, cons
 // What both force kernels do first: the 27 image shifts of the entry codes into shared memory,
 // and (block 0) the rebuild of this step, if any, counted and its flag cleared (the build is
 // complete by now). Every thread of the block calls it (a barrier).
+// parts > 0 (launch parameter prune): the inner list's flags too, flag[1] (the parts a displacement
+// pruned) cleared and flag[2] (the rolling step) advanced.
 template <typename Real>
-__device__ __forceinline__ void cp_prologue(Vec4<Real> (&s_shift)[27], const Box<Real>& box, int* __restrict__ flag,
-                                            unsigned int* __restrict__ rebuilds) {
+__device__ __forceinline__ void cp_shifts(Vec4<Real> (&s_shift)[27], const Box<Real>& box) {
   if (threadIdx.x < 27) {
     const int c = threadIdx.x;
     s_shift[c] = {Real(c / 9 - 1) * box.lx, Real((c / 3) % 3 - 1) * box.ly, Real(c % 3 - 1) * box.lz, Real(0)};
   }
-  if (blockIdx.x == 0 && threadIdx.x == 0 && *flag) {
-    *flag = 0;
-    ++*rebuilds;
+}
+
+template <typename Real>
+__device__ __forceinline__ void cp_prologue(Vec4<Real> (&s_shift)[27], const Box<Real>& box, int* __restrict__ flag,
+                                            unsigned int* __restrict__ rebuilds, int parts) {
+  cp_shifts(s_shift, box);
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    if (*flag) {
+      *flag = 0;
+      ++*rebuilds;
+    }
+    if (parts > 0) {
+      flag[1] = 0;
+      ++flag[2];
+    }
   }
   __syncthreads();
 }
@@ -346,12 +359,13 @@ __global__ void __launch_bounds__(BLOCK)
 cp_force(const Vec4<Real>* __restrict__ xc, const int* __restrict__ member, const int* __restrict__ ent,
          const int* __restrict__ len, const int* __restrict__ cstart, const int ncols, const int cap,
          const Box<Real> box, const Real* __restrict__ params, Acc* __restrict__ forces, Acc* __restrict__ partial,
-         unsigned long long* __restrict__ count, int* __restrict__ flag, unsigned int* __restrict__ rebuilds) {
+         unsigned long long* __restrict__ count, int* __restrict__ flag, unsigned int* __restrict__ rebuilds,
+         const int parts) {
   static_assert(BLOCK % 32 == 0 && (BLOCK / 32) % SPLIT == 0, "whole warps, whole clusters per block");
   constexpr int kWarps = BLOCK / 32;
   __shared__ Vec4<Real> s_shift[27];
   __shared__ Acc s_f[SPLIT > 1 ? kWarps : 1][kCluster][3];
-  cp_prologue(s_shift, box, flag, rebuilds);
+  cp_prologue(s_shift, box, flag, rebuilds, parts);
   const Functor<Real> f(params);
   Accumulator<Real, Acc, ENERGY> acc;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -480,12 +494,13 @@ __global__ void __launch_bounds__(BLOCK)
 cp_force_n3(const Vec4<Real>* __restrict__ xc, const int* __restrict__ ent, const int* __restrict__ len,
             const int* __restrict__ cstart, const int ncols, const int cap, const Box<Real> box,
             const Real* __restrict__ params, Acc* __restrict__ fc, Acc* __restrict__ partial,
-            unsigned long long* __restrict__ count, int* __restrict__ flag, unsigned int* __restrict__ rebuilds) {
+            unsigned long long* __restrict__ count, int* __restrict__ flag, unsigned int* __restrict__ rebuilds,
+            const int parts) {
   static_assert(BLOCK % 32 == 0 && (BLOCK / 32) % SPLIT == 0, "whole warps, whole clusters per block");
   static_assert(kIGroups * 2 == kCluster, "two i-particles per lane");
   constexpr int kWarps = BLOCK / 32;
   __shared__ Vec4<Real> s_shift[27];
-  cp_prologue(s_shift, box, flag, rebuilds);
+  cp_prologue(s_shift, box, flag, rebuilds, parts);
   const Functor<Real> f(params);
   Accumulator<Real, Acc, ENERGY> acc;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -547,4 +562,96 @@ __global__ void cp_scatter(const Acc* __restrict__ fc, const int* __restrict__ m
       forces[3 * i + 2] = fc[3 * s + 2];
     }
   }
+}
+
+// ---- The inner list (launch parameters prune and rolling; strategies/clusterpair.py) ------------
+// The outer list (r_list = cutoff + skin, rebuilt where a particle moved beyond skin / 2) pruned to
+// the entries with a particle pair within r_in = cutoff + prune at the positions of now (GROMACS's
+// dynamic pruning), into rows of the same storage, which the force kernels read instead. The
+// i-clusters are dealt into `parts` parts (ic % parts). Part k's rows hold every pair within the
+// cutoff while no particle has moved more than prune / 2 since that part's prune: snap[k] holds
+// the positions (cluster order, as xc) of then, and cp_prune_check raises bit k of flag[1] where
+// some particle lies further. A step prunes the parts whose bit is set, every part after a rebuild
+// (flag[0]), and with parts > 1 part flag[2] % parts besides (the rolling prune: each part pruned
+// again every `parts` steps, so that the trigger rarely fires and a step's share stays 1 / parts).
+// The force kernels' block 0 clears flag[1] and advances flag[2] (cp_prologue). An entry the prune
+// drops has no pair within the cutoff while its part is valid: it adds nothing (full list: not even
+// a rounding), so the sums are those of the outer list.
+
+// The parts this step prunes (a bit each); the same in every thread of the launch.
+__device__ __forceinline__ unsigned int pruned_parts(const int* __restrict__ flag, int parts) {
+  const unsigned int all = (1u << parts) - 1u;
+  unsigned int bits = flag[0] ? all : static_cast<unsigned int>(flag[1]);
+  if (parts > 1) bits |= 1u << (static_cast<unsigned int>(flag[2]) % static_cast<unsigned int>(parts));
+  return bits & all;
+}
+
+// Bit k of flag[1] where a particle (a slot that holds one) lies further than prune / 2 from snap[k].
+template <typename Real>
+__global__ void cp_prune_check(const Vec4<Real>* __restrict__ xc, const int* __restrict__ member,
+                               const int* __restrict__ cstart, const int ncols, const Vec4<Real>* __restrict__ snap,
+                               const int stride, const int parts, const Real half_inner2, int* __restrict__ flag) {
+  const int s = blockIdx.x * blockDim.x + threadIdx.x;
+  unsigned int bits = 0u;
+  if (s < cstart[ncols] * kCluster && member[s] >= 0) {
+    const Vec4<Real> p = xc[s];
+    for (int k = 0; k < parts; ++k) {
+      const Vec4<Real> q = snap[static_cast<long long>(k) * stride + s];
+      const Real dx = p.x - q.x, dy = p.y - q.y, dz = p.z - q.z;
+      if (!(dx * dx + dy * dy + dz * dz <= half_inner2)) bits |= 1u << k;  // NaN moves too
+    }
+  }
+  bits = __reduce_or_sync(0xffffffffu, bits);
+  if (bits && (threadIdx.x & 31) == 0) atomicOr(flag + 1, static_cast<int>(bits));
+}
+
+// A warp per i-cluster: its 8 positions into the snapshot of every part pruned now; where its own
+// part is one of them, its inner row from its outer row (entries kept in order: deterministic).
+// Block 0 counts the parts pruned (prunes).
+template <typename Real, int BLOCK>
+__global__ void __launch_bounds__(BLOCK)
+cp_prune(const Vec4<Real>* __restrict__ xc, const int* __restrict__ ent, const int* __restrict__ len,
+         const int* __restrict__ cstart, const int ncols, const int cap, const Box<Real> box, const Real rin2,
+         const int parts, const int stride, int* __restrict__ ient, int* __restrict__ ilen,
+         Vec4<Real>* __restrict__ snap, const int* __restrict__ flag, unsigned int* __restrict__ prunes) {
+  __shared__ Vec4<Real> s_shift[27];
+  cp_shifts(s_shift, box);
+  __syncthreads();
+  const unsigned int todo = pruned_parts(flag, parts);
+  if (blockIdx.x == 0 && threadIdx.x == 0) *prunes += __popc(todo);
+  const int lane = threadIdx.x & 31;
+  const int ic = blockIdx.x * (BLOCK / 32) + (threadIdx.x >> 5);
+  if (todo == 0u || ic >= cstart[ncols]) return;  // whole warps
+  if (lane < kCluster) {
+    const Vec4<Real> p = xc[ic * kCluster + lane];
+    for (int k = 0; k < parts; ++k) {
+      if ((todo >> k) & 1u) snap[static_cast<long long>(k) * stride + ic * kCluster + lane] = p;
+    }
+  }
+  if (!((todo >> (ic % parts)) & 1u)) return;
+  const int a = lane >> 2, b = lane & (kHalf - 1);
+  const Vec4<Real> pi = xc[ic * kCluster + a];
+  const int m = len[ic];
+  const int* __restrict__ row = ent + static_cast<long long>(ic) * cap;
+  int* __restrict__ out = ient + static_cast<long long>(ic) * cap;
+  int kept = 0;
+  for (int k0 = 0; k0 < m; k0 += 32) {
+    const int mine = k0 + lane < m ? row[k0 + lane] : 0;
+    const int steps = min(32, m - k0);
+    for (int t = 0; t < steps; ++t) {
+      const int e = __shfl_sync(0xffffffffu, mine, t);
+      const Vec4<Real>* pj = xc + (e >> kJShift) * kCluster + b;
+      const Vec4<Real> q0 = pj[0], q1 = pj[kHalf];
+      const Vec4<Real> sh = s_shift[e & ((1 << kCodeBits) - 1)];
+      const Real xs = pi.x - sh.x, ys = pi.y - sh.y, zs = pi.z - sh.z;
+      const Real x0 = xs - q0.x, y0 = ys - q0.y, z0 = zs - q0.z;
+      const Real x1 = xs - q1.x, y1 = ys - q1.y, z1 = zs - q1.z;
+      const bool within = x0 * x0 + y0 * y0 + z0 * z0 < rin2 || x1 * x1 + y1 * y1 + z1 * z1 < rin2;
+      if (__any_sync(0xffffffffu, within)) {  // padding is NaN: never within
+        if (lane == 0) out[kept] = e;
+        ++kept;
+      }
+    }
+  }
+  if (lane == 0) ilen[ic] = kept;
 }
