@@ -1241,6 +1241,24 @@ for spec, n, lay in (('lj_liquid', 4000, 'aos4'), ('lj_liquid:density=0.1', 3000
         done
       done
     fi ;;
+  cprune2-s28)  # the rest of cprune-s28 (its call ran out of time): harness md with rolling 2 and 4 (and without,
+    # and prune 0.1 on displacement, again), and the default cluster kernels against .before, alternating
+    mkdir -p "$out/md"
+    cps=clusterpair_warp_padded,clusterpair_warp_newton3
+    for v in prune=off prune=0.1 prune=0.1,rolling=2 prune=0.1,rolling=4; do
+      $PY -m harness md --strategy clusterpair_warp_padded --launch $v --n large \
+        --precision fp32 --steps 1000 --sample 500 --quiet --json "$out/md/md2-cp-${v//[=,]/-}-1m-s28.json" | tail -1 \
+        | sed "s|^|clusterpair_warp_padded $v 1M: |"
+    done
+    for rep in 1 2; do
+      for tree in . .before; do
+        tag=after hc=${HARNESS_COMMIT:-}
+        [ "$tree" != . ] && tag=before && hc=${BEFORE_COMMIT:-before}
+        (cd "$tree" && HARNESS_COMMIT=$hc PYTHONPATH=/tmp/site:$PWD $PY -m harness bench --strategies $cps \
+          --scenario lj_liquid --n large --outputs forces,all --amortised 0 --name s28-cpcheck-$tag-$rep \
+          "${common[@]}" | grep "clusterpair.*ok" | sed "s|^|$tag $rep: |")
+      done
+    done ;;
   verify-cprune-s28)  # verify with the cluster pairs' inner list (prune 0.1, rolling 2) at small, medium and large
     # (LJ liquid, REPLAY frames), and the negative control (rebuild=never must fail)
     cps=clusterpair_warp_padded,clusterpair_warp_newton3
