@@ -383,7 +383,10 @@ class ClusterpairWarpPadded(ListStrategy, CudaStrategy):
                    "systems; the displacement check and rebuild decided on the device every step")
     # prune: the inner list's buffer ('off', or 0 < prune < skin); rolling: the parts of the
     # i-clusters the inner list is pruned in, one part a step (1: every part, where a displacement
-    # asks; kernels/clusterpair.cu, cp_prune)
+    # asks; kernels/clusterpair.cu, cp_prune). Measured (H100, LJ 1M, fp32, twenty-eighth session,
+    # reports/2026-11-26-h100/): the inner list makes the force phase 18% faster (prune 0.1:
+    # 0.341 against 0.417 ms), but a whole prune costs 0.35 ms, about a force phase, so harness md
+    # takes 0.724 ms a step against 0.613 (rolling 2 and 4: 0.800). Off by default.
     launch_defaults: ClassVar[dict] = {"skin": SKIN, "cap": 0, "block": 256, "split": 0, "rebuild": "auto",
                                        "prune": "off", "rolling": 1}
     launch_choices: ClassVar[dict] = {"block": (32, 64, 128, 256), "split": (0, 1, 2, 4, 8),
