@@ -47,6 +47,8 @@
 //               order, 96 contiguous bytes) with one atomic instruction; the i-forces go to fc the
 //               same way once per row. Float atomics sum in scheduling order: not bitwise
 //               repeatable. cp_scatter writes fc to the forces in input order.
+//   cp_prune_check, cp_prune  (launch parameters prune, rolling) the inner list: see the end of
+//               this file; the force kernels then read its rows instead of the outer ones
 // The displacement check is verlet_check (verlet.cu) on ref; every build kernel is guarded by
 // its flag.
 #include "cells.cuh"
@@ -321,11 +323,7 @@ __device__ __forceinline__ void cp_row(Accumulator<Real, Acc, ENERGY>& acc, cons
   }
 }
 
-// What both force kernels do first: the 27 image shifts of the entry codes into shared memory,
-// and (block 0) the rebuild of this step, if any, counted and its flag cleared (the build is
-// complete by now). Every thread of the block calls it (a barrier).
-// parts > 0 (launch parameter prune): the inner list's flags too, flag[1] (the parts a displacement
-// pruned) cleared and flag[2] (the rolling step) advanced.
+// The 27 image shifts of the entry codes, into shared memory (the caller's barrier follows).
 template <typename Real>
 __device__ __forceinline__ void cp_shifts(Vec4<Real> (&s_shift)[27], const Box<Real>& box) {
   if (threadIdx.x < 27) {
@@ -334,6 +332,10 @@ __device__ __forceinline__ void cp_shifts(Vec4<Real> (&s_shift)[27], const Box<R
   }
 }
 
+// What both force kernels do first: the image shifts, and (block 0) the rebuild of this step, if
+// any, counted and its flag cleared (the build is complete by now); with parts > 0 (launch
+// parameter prune) the inner list's flags too: flag[1] (the parts a displacement pruned) cleared
+// and flag[2] (the rolling step) advanced. Every thread of the block calls it (a barrier).
 template <typename Real>
 __device__ __forceinline__ void cp_prologue(Vec4<Real> (&s_shift)[27], const Box<Real>& box, int* __restrict__ flag,
                                             unsigned int* __restrict__ rebuilds, int parts) {
