@@ -176,3 +176,45 @@ def test_every_traversal_kernel_compiles_with_the_new_potential():
     for file, (code, out, _) in nvcc.compile_units(mine, potential=soft).items():
         assert code == 0, out
         assert sum("SoftSphere" in r.expression for r in nvcc.resources(out)) == len(mine[file])
+
+
+# --- Lennard-Jones with sigma and epsilon other than 1 (the functor's float form holds the sigma
+# powers in its constants: lennard_jones.cuh, kPowers) ----------------------------------------
+
+def _lj_scaled(spec="lj_liquid", precision="fp64"):
+    from dataclasses import replace
+
+    from mdcore import LennardJones
+
+    p = scenarios.make(spec, "small", seed=4, precision=precision)
+    return replace(p, potential=LennardJones(epsilon=0.7, sigma=0.9, cutoff=2.3, shift=True))
+
+
+def test_lj_params_hold_the_sigma_powers():
+    from mdcore import LennardJones
+
+    prm = LennardJones(epsilon=0.7, sigma=0.9, cutoff=2.3).params()
+    s6 = 0.9 ** 6
+    assert prm[:4] == pytest.approx([0.81, 16.8, 2.8, 2.3 ** 2])
+    assert prm[5:] == pytest.approx([48 * 0.7 * s6 * s6, 24 * 0.7 * s6, 4 * 0.7 * s6 * s6, 4 * 0.7 * s6], rel=1e-15)
+    one = LennardJones().params()
+    assert one[5:].tolist() == [48.0, 24.0, 4.0, 4.0]  # sigma = 1: the constants of the sigma^2 form
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp64"])
+def test_the_cpu_twin_follows_the_reference_with_sigma_and_epsilon(precision):
+    p = _lj_scaled(precision=precision)
+    got = strategies.create("fullshell_thread_cpu").evaluate(p)
+    ref = reference.compute(p)
+    m = verify.compare(got, ref, p)
+    assert m["failures"] == [], m["failures"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["allpairs_thread_tiled", "fullshell_thread_csr", "verlet_thread_padded",
+                                  "parity_warpblock_twopass_atomic", "clusterpair_warp_padded"])
+def test_gpu_lj_with_sigma_and_epsilon_passes(name):
+    cases = [verify.Case("lj_liquid", _lj_scaled())]
+    rows = verify.run_matrix([strategies.create(name)], cases, ["fp32", "mixed", "fixed", "fp64"])
+    ran = [r for r in rows if r["status"] != "n/a"]
+    assert ran and all(r["status"] == "pass" for r in ran), verify.table(rows)

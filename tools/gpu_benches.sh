@@ -1285,6 +1285,50 @@ for name in ('clusterpair_warp_padded', 'clusterpair_warp_newton3'):
         r = md.run(strategies.create(name, prune=0.1, rolling=rolling), p, steps=40, dt=0.005, sample=20)
         print('md', r.graph, r.rebuilds, r.prunes, r.samples[-1].total)" || echo "sanitizer $t: FAILED"
     done ;;
+  functor-s28)  # the LJ functor in r^-6 (float modes) against .before (the sigma^2 form): SASS loop counts of the
+    # Verlet force kernels, the bits of several strategies in every precision (sigma = 1: the same operations), and
+    # the packed and aos4 kernels at LJ 1M with harness md, alternating, two runs each
+    mkdir -p "$out/md" "$out/sass"
+    for x in "false, true, 1, 128, 3, 10, 16" "true, true, 1, 128, 3, 8, 8" "false, true, 1, 128, 0, 10, 16" \
+             "true, true, 1, 128, 0, 8, 8"; do
+      e="verlet_force<float, float, LennardJones, $x, false>"
+      a=$($PY tools/sass.py verlet.cu "$e" | grep "^loop _Z12verlet_force" | head -1)
+      b=$(cd .before && PYTHONPATH=$PWD $PY tools/sass.py verlet.cu "$e" | grep "^loop _Z12verlet_force" | head -1)
+      echo "sass $x: after ${a##*:} / before ${b##*:}"
+    done
+    for tree in . .before; do
+      (cd "$tree" && PYTHONPATH=/tmp/site:$PWD $PY -c "import hashlib, numpy as np, strategies
+from harness import scenarios
+def h(a): return hashlib.sha1(np.ascontiguousarray(a).tobytes()).hexdigest()[:12]
+for name, launch in (('verlet_thread_padded', {}), ('fullshell_thread_csr', {}), ('clusterpair_warp_padded', {}),
+                     ('allpairs_thread_tiled', {}), ('parity_warpblock_twopass_mutex', {}), ('c08_warp_csr', {}),
+                     ('verlet_thread_pairrows', {})):
+    for prec in ('fp32', 'mixed', 'fixed', 'fp64'):
+        p = scenarios.make('lj_liquid', 4000, seed=2, precision=prec)
+        f = strategies.create(name, **launch).evaluate(p)
+        print(name, prec, h(f.forces), repr(f.energy), h(f.virial), f.pairs)
+p = scenarios.make('lj_liquid:density=0.1', 30000, seed=3, precision='fp32')
+for out in ('forces', 'all'):
+    f = strategies.create('verlet_thread_padded', layout='packed').evaluate(p, out)
+    print('packed', out, h(f.forces), repr(f.energy), h(f.virial), f.pairs)") > "$out/bits-$( [ $tree = . ] && echo after || echo before).txt" 2>&1
+    done
+    cmp -s "$out/bits-after.txt" "$out/bits-before.txt" && echo "bits: the same in $(wc -l < "$out/bits-after.txt") outputs" \
+      || { echo "bits DIFFER:"; diff "$out/bits-after.txt" "$out/bits-before.txt" | head -20; }
+    for rep in 1 2; do
+      for tree in . .before; do
+        tag=after hc=${HARNESS_COMMIT:-}
+        [ "$tree" != . ] && tag=before && hc=${BEFORE_COMMIT:-before}
+        for lay in packed aos4; do
+          (cd "$tree" && HARNESS_COMMIT=$hc PYTHONPATH=/tmp/site:$PWD $PY -m harness bench \
+            --strategies verlet_thread_padded --launch layout=$lay --scenario lj_liquid --n large \
+            --outputs forces,all --amortised 0 --name s28-functor-$tag-$lay-$rep "${common[@]}" | grep "verlet.*ok" \
+            | sed "s|^|$tag $rep: |")
+        done
+        (cd "$tree" && PYTHONPATH=/tmp/site:$PWD $PY -m harness md --strategy verlet_thread_padded --launch layout=packed \
+          --n large --precision fp32 --steps 1000 --sample 500 --quiet --json "$out/md/md-functor-$tag-$rep-s28.json" \
+          | tail -1 | sed "s|^|$tag $rep md: |")
+      done
+    done ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;

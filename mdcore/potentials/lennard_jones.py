@@ -20,14 +20,12 @@ from . import Potential, positive, register
 @njit(inline="always")
 def lj_pair(r2, prm):
     """CPU strategies (the twin of the C++ functor): (|F| / r, u) for r2 inside the cutoff in the
-    compute dtype; prm = sigma^2, 24 eps, 4 eps, cutoff^2, U_shift, 1, 2 in that dtype."""
-    one, two = prm[5], prm[6]
-    inv = one / r2
-    s2 = prm[0] * inv
-    s6 = s2 * s2 * s2
-    # the functor's brackets (its float form): 48 eps s6 - 24 eps and 4 eps s6 - 4 eps (2 x 24 eps
-    # is exact)
-    return s6 * ((two * prm[1]) * s6 - prm[1]) * inv, s6 * (prm[2] * s6 - prm[2]) - prm[4]
+    compute dtype; prm = params() (sigma^2, 24 eps, 4 eps, cutoff^2, U_shift, 48 eps sigma^12,
+    24 eps sigma^6, 4 eps sigma^12, 4 eps sigma^6), then 1, in that dtype."""
+    inv = prm[9] / r2
+    r6 = inv * inv * inv
+    # the functor's brackets (its float form), in r^-6 with the sigma powers in the constants
+    return r6 * (prm[5] * r6 - prm[6]) * inv, r6 * (prm[7] * r6 - prm[8]) - prm[4]
 
 
 @njit(inline="always")
@@ -78,12 +76,16 @@ class LennardJones(Potential):
         return 4.0 * self.epsilon * s6 * (s6 - 1.0)
 
     def params(self) -> np.ndarray:
-        """Functor constants: sigma^2, 24 eps, 4 eps, cutoff^2 (inf = no cutoff), U_shift."""
+        """Functor constants: sigma^2, 24 eps, 4 eps, cutoff^2 (inf = no cutoff), U_shift (the
+        sigma^2 form, fp64), then 48 eps sigma^12, 24 eps sigma^6, 4 eps sigma^12, 4 eps sigma^6
+        (the r^-6 form, float)."""
         rc2 = math.inf if self.cutoff is None else self.cutoff ** 2
-        return np.array([self.sigma ** 2, 24.0 * self.epsilon, 4.0 * self.epsilon, rc2, self.energy_shift])
+        eps, s6 = self.epsilon, self.sigma ** 6
+        return np.array([self.sigma ** 2, 24.0 * eps, 4.0 * eps, rc2, self.energy_shift,
+                         48.0 * eps * s6 * s6, 24.0 * eps * s6, 4.0 * eps * s6 * s6, 4.0 * eps * s6])
 
     def pair_params(self, dtype) -> np.ndarray:
-        return np.concatenate([self.params(), [1.0, 2.0]]).astype(dtype)
+        return np.concatenate([self.params(), [1.0]]).astype(dtype)
 
     def reference_constants(self) -> np.ndarray:
         return np.array([self.sigma * self.sigma, float(self.epsilon), self.energy_shift])
