@@ -400,14 +400,7 @@ class ClusterpairWarpPadded(ListStrategy, CudaStrategy):
         if isinstance(cap, bool) or not isinstance(cap, int) or cap < 0:
             raise InputError(f"{self.name}: launch parameter cap must be a whole number >= 0 (0: sized at the first "
                              f"build), got {cap!r}")
-        prune = self.launch["prune"]
-        if prune != "off":
-            skin = self.launch["skin"]
-            if isinstance(prune, bool) or not isinstance(prune, (int, float)) or not (0.0 < prune < skin):
-                raise InputError(f"{self.name}: launch parameter prune (the inner list's buffer) must be 'off' or a "
-                                 f"number between 0 and the skin ({skin:g}), got {prune!r}")
-            self.launch["prune"] = float(prune)
-        elif self.launch["rolling"] != 1:
+        if self.launch["prune"] == "off" and self.launch["rolling"] != 1:  # prune itself: ListStrategy
             raise InputError(f"{self.name}: rolling={self.launch['rolling']} prunes the inner list in parts; there is "
                              "none with prune=off: give prune (a buffer below the skin) or take rolling=1")
 

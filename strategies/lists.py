@@ -32,6 +32,12 @@ class ListStrategy(Strategy):
         if isinstance(skin, bool) or not isinstance(skin, (int, float)) or not (0.0 <= skin < math.inf):
             raise InputError(f"{self.name}: launch parameter skin must be a finite number >= 0, got {skin!r}")
         self.launch["skin"] = float(skin)
+        prune = self.launch.get("prune", "off")  # the inner list's buffer, where the strategy keeps one
+        if prune != "off":
+            if isinstance(prune, bool) or not isinstance(prune, (int, float)) or not (0.0 < prune < skin):
+                raise InputError(f"{self.name}: launch parameter prune (the inner list's buffer) must be 'off' or a "
+                                 f"number between 0 and the skin ({skin:g}), got {prune!r}")
+            self.launch["prune"] = float(prune)
 
     def rlist(self, problem: Problem) -> float:
         return float(problem.potential.cutoff) + self.launch["skin"]

@@ -385,13 +385,7 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
 
     def __init__(self, **launch):
         super().__init__(**launch)
-        prune = self.launch.get("prune", "off")
-        if prune != "off":
-            skin = self.launch["skin"]
-            if isinstance(prune, bool) or not isinstance(prune, (int, float)) or not (0.0 < prune < skin):
-                raise InputError(f"{self.name}: launch parameter prune (the inner list's buffer) must be 'off' or a "
-                                 f"number between 0 and the skin ({skin:g}), got {prune!r}")
-            self.launch["prune"] = float(prune)
+        if self.launch.get("prune", "off") != "off":  # a number in (0, skin): ListStrategy
             if self.launch["banks"]:
                 raise InputError(f"{self.name}: banks={self.launch['banks']} orders the outer rows, which the force "
                                  "kernel does not read with prune: take banks=0")
