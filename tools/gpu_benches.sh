@@ -36,6 +36,27 @@ profile_points() {  # OUTPUTS:LAUNCH...: OpenMM's kernels, then `harness profile
   done
 }
 
+cprune_md_check() {  # MDPREFIX: harness md of clusterpair_warp_padded without and with its inner list (LJ 1M,
+  # fp32; $out/md/MDPREFIX-cp-*), then both cluster strategies' default kernels against .before, alternating
+  local v rep tree tag hc cps=clusterpair_warp_padded,clusterpair_warp_newton3
+  mkdir -p "$out/md"
+  for v in prune=off prune=0.1 prune=0.1,rolling=2 prune=0.1,rolling=4; do
+    $PY -m harness md --strategy clusterpair_warp_padded --launch $v --n large \
+      --precision fp32 --steps 1000 --sample 500 --quiet --json "$out/md/$1-cp-${v//[=,]/-}-1m-s28.json" | tail -1 \
+      | sed "s|^|clusterpair_warp_padded $v 1M: |"
+  done
+  [ -d .before ] || return 0
+  for rep in 1 2; do
+    for tree in . .before; do
+      tag=after hc=${HARNESS_COMMIT:-}
+      [ "$tree" != . ] && tag=before && hc=${BEFORE_COMMIT:-before}
+      (cd "$tree" && HARNESS_COMMIT=$hc PYTHONPATH=/tmp/site:$PWD $PY -m harness bench --strategies $cps \
+        --scenario lj_liquid --n large --outputs forces,all --amortised 0 --name s28-cpcheck-$tag-$rep \
+        "${common[@]}" | grep "clusterpair.*ok" | sed "s|^|$tag $rep: |")
+    done
+  done
+}
+
 ncu_verlet() {  # STEM PHASE OUTPUTS [LAUNCH]: one point of $VS (default verlet_thread_padded; LJ 1M, fp32) under
   # ncu: STEM.ncu-rep, STEM.csv (raw page), STEM.log; prints ncu_metrics.py's lines for the phase's kernels
   local stem=$1 phase=$2 outs=$3 launch=${4:-} vs=${VS:-verlet_thread_padded}
@@ -1225,40 +1246,10 @@ for spec, n, lay in (('lj_liquid', 4000, 'aos4'), ('lj_liquid:density=0.1', 3000
       --sweep prune=off:0.1:0.05 --name cprune-s28 "${common[@]}"
     $PY -m harness bench --strategies $cps --launch prune=0.1 --scenario lj_liquid --n large --outputs forces \
       --sweep rolling=2:4 --name cprune-rolling-s28 "${common[@]}"
-    for v in prune=off prune=0.1 prune=0.1,rolling=2 prune=0.1,rolling=4; do
-      $PY -m harness md --strategy clusterpair_warp_padded --launch $v --n large \
-        --precision fp32 --steps 1000 --sample 500 --quiet --json "$out/md/md-cp-${v//[=,]/-}-1m-s28.json" | tail -1 \
-        | sed "s|^|clusterpair_warp_padded $v 1M: |"
-    done
-    if [ -d .before ]; then
-      for rep in 1 2; do
-        for tree in . .before; do
-          tag=after hc=${HARNESS_COMMIT:-}
-          [ "$tree" != . ] && tag=before && hc=${BEFORE_COMMIT:-before}
-          (cd "$tree" && HARNESS_COMMIT=$hc PYTHONPATH=/tmp/site:$PWD $PY -m harness bench --strategies $cps \
-            --scenario lj_liquid --n large --outputs forces,all --amortised 0 --name s28-cpcheck-$tag-$rep \
-            "${common[@]}" | grep clusterpair | sed "s|^|$tag $rep: |")
-        done
-      done
-    fi ;;
+    cprune_md_check md ;;  # call 2 ran out of time in it: cprune2-s28 ran it again
   cprune2-s28)  # the rest of cprune-s28 (its call ran out of time): harness md with rolling 2 and 4 (and without,
     # and prune 0.1 on displacement, again), and the default cluster kernels against .before, alternating
-    mkdir -p "$out/md"
-    cps=clusterpair_warp_padded,clusterpair_warp_newton3
-    for v in prune=off prune=0.1 prune=0.1,rolling=2 prune=0.1,rolling=4; do
-      $PY -m harness md --strategy clusterpair_warp_padded --launch $v --n large \
-        --precision fp32 --steps 1000 --sample 500 --quiet --json "$out/md/md2-cp-${v//[=,]/-}-1m-s28.json" | tail -1 \
-        | sed "s|^|clusterpair_warp_padded $v 1M: |"
-    done
-    for rep in 1 2; do
-      for tree in . .before; do
-        tag=after hc=${HARNESS_COMMIT:-}
-        [ "$tree" != . ] && tag=before && hc=${BEFORE_COMMIT:-before}
-        (cd "$tree" && HARNESS_COMMIT=$hc PYTHONPATH=/tmp/site:$PWD $PY -m harness bench --strategies $cps \
-          --scenario lj_liquid --n large --outputs forces,all --amortised 0 --name s28-cpcheck-$tag-$rep \
-          "${common[@]}" | grep "clusterpair.*ok" | sed "s|^|$tag $rep: |")
-      done
-    done ;;
+    cprune_md_check md2 ;;
   verify-cprune-s28)  # verify with the cluster pairs' inner list (prune 0.1, rolling 2) at small, medium and large
     # (LJ liquid, REPLAY frames), and the negative control (rebuild=never must fail)
     cps=clusterpair_warp_padded,clusterpair_warp_newton3
