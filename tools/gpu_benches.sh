@@ -1320,6 +1320,15 @@ for out in ('forces', 'all'):
           | tail -1 | sed "s|^|$tag $rep md: |")
       done
     done ;;
+  functor-ncu-s28)  # the LJ functor in r^-6 under ncu: the packed Verlet force kernel (LJ 1M, fp32, both flavours)
+    # in this tree and in .before (the sigma^2 form), and OpenMM's kernels, in one call
+    mkdir -p "$out/profile"
+    $PY -m harness profile --peer openmm --scenario lj_liquid --n large --out "$out/profile" 2>&1 | tail -4
+    for outs in forces all; do
+      ncu_verlet "$out/profile/ncu-functor-after-$outs" force $outs layout=packed | sed "s|^|after $outs: |"
+      (cd .before && PYTHONPATH=/tmp/site:$PWD ncu_verlet "$out/profile/ncu-functor-before-$outs" force $outs \
+        layout=packed | sed "s|^|before $outs: |")
+    done ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
