@@ -15,11 +15,7 @@ reduce_partials(const Acc* __restrict__ partial, const unsigned long long* __res
 #pragma unroll
   for (int k = 0; k < kSums; ++k) v[k] = Acc(0);
   unsigned long long n = 0ull;
-  for (int p = threadIdx.x; p < nparts; p += BLOCK) {
-#pragma unroll
-    for (int k = 0; k < kSums; ++k) v[k] += partial[p * kSums + k];
-    n += count[p];
-  }
+  sum_partials<BLOCK, sizeof(Acc) == 4 ? 16 : 8>(partial, count, nparts, v, n, [](const auto* p) { return *p; });
   block_reduce<BLOCK>(v, n);
   if (threadIdx.x == 0) {
 #pragma unroll
