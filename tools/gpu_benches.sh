@@ -66,6 +66,64 @@ ncu_verlet() {  # STEM PHASE OUTPUTS [LAUNCH]: one point of $VS (default verlet_
   ncu --import "$stem.ncu-rep" --csv --page raw > "$stem.csv" 2>>"$stem.log"
   $PY tools/ncu_metrics.py "$stem.csv" | tail -n +2
 }
+bits_check() {  # [LARGE]: forces, energy, virial and pairs of seven strategies in every precision (LJ 4,000) and
+  # the packed Verlet list at 30,000 in this tree and in .before, compared ($out/bits-{after,before}.txt); LARGE=1
+  # adds LJ 1M (8,192 force blocks, so that the final reduction runs several rounds of its loads)
+  local tree large=${1:-0}
+  for tree in . .before; do
+    (cd "$tree" && LARGE=$large PYTHONPATH=/tmp/site:$PWD $PY -c "import hashlib, os, numpy as np, strategies
+from harness import scenarios
+def h(a): return hashlib.sha1(np.ascontiguousarray(a).tobytes()).hexdigest()[:12]
+for name, launch in (('verlet_thread_padded', {}), ('fullshell_thread_csr', {}), ('clusterpair_warp_padded', {}),
+                     ('allpairs_thread_tiled', {}), ('parity_warpblock_twopass_mutex', {}), ('c08_warp_csr', {}),
+                     ('verlet_thread_pairrows', {})):
+    for prec in ('fp32', 'mixed', 'fixed', 'fp64'):
+        p = scenarios.make('lj_liquid', 4000, seed=2, precision=prec)
+        f = strategies.create(name, **launch).evaluate(p)
+        print(name, prec, h(f.forces), repr(f.energy), h(f.virial), f.pairs)
+p = scenarios.make('lj_liquid:density=0.1', 30000, seed=3, precision='fp32')
+for out in ('forces', 'all'):
+    f = strategies.create('verlet_thread_padded', layout='packed').evaluate(p, out)
+    print('packed', out, h(f.forces), repr(f.energy), h(f.virial), f.pairs)
+if os.environ['LARGE'] == '1':
+    for prec in ('fp32', 'mixed', 'fixed'):
+        p = scenarios.make('lj_liquid', 1048576, seed=2, precision=prec)
+        for name, launch in (('verlet_thread_padded', {'layout': 'packed'} if prec == 'fp32' else {}),
+                             ('clusterpair_warp_padded', {})):
+            f = strategies.create(name, **launch).evaluate(p)
+            print(name, prec, '1M', h(f.forces), repr(f.energy), h(f.virial), f.pairs)") \
+      > "$out/bits-$( [ $tree = . ] && echo after || echo before).txt" 2>&1
+  done
+  cmp -s "$out/bits-after.txt" "$out/bits-before.txt" && echo "bits: the same in $(wc -l < "$out/bits-after.txt") outputs" \
+    || { echo "bits DIFFER:"; diff "$out/bits-after.txt" "$out/bits-before.txt" | head -20; }
+}
+
+issue_figures() {  # TAG: issue 13's figures on this GPU: three columns at LJ 1M (packed) beside OpenMM's whole
+  # step, 4,000 (defaults), harness md (upkeep conditional / guarded at 1M; 4,000), OpenMM's kernels under ncu;
+  # unless NCU_OURS=0, the parts of a 1M step (tools/step_parts.py) and the packed force kernel (both flavours)
+  # under ncu in the same call
+  local tag=$1 cond outs
+  mkdir -p "$out/md" "$out/profile"
+  $PY -m harness bench --strategies verlet_thread_padded --launch layout=packed --scenario lj_liquid --n large \
+    --outputs forces,all --peers openmm --name $tag-1m "${common[@]}"
+  $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 4000 --outputs forces,all \
+    --name $tag-4k "${common[@]}"
+  for cond in 1 0 1; do
+    MDFORCE_CONDITIONAL=$cond $PY -m harness md --strategy verlet_thread_padded --launch layout=packed --n large \
+      --precision fp32 --steps 2000 --sample 1000 --quiet --json "$out/md/md-$tag-cond$cond-1m.json" | tail -1 \
+      | sed "s|^|cond=$cond packed 1M: |"
+  done
+  $PY -m harness md --strategy verlet_thread_padded --n 4000 --precision fp32 --steps 20000 --sample 10000 --quiet \
+    --json "$out/md/md-$tag-4k.json" | tail -1 | sed "s|^|4,000: |"
+  $PY -m harness profile --peer openmm --scenario lj_liquid --n large --out "$out/profile" 2>&1 | tail -4
+  [ "${NCU_OURS:-1}" = 1 ] || return 0
+  $PY tools/step_parts.py --strategy verlet_thread_padded --launch layout=packed --n large \
+    --json "$out/md/parts-$tag-1m.json" 2>&1 | tail -12
+  for outs in forces all; do
+    ncu_verlet "$out/profile/ncu-$tag-$outs" force $outs layout=packed | sed "s|^|ncu $outs: |"
+  done
+}
+
 case "$name" in
   ab)  # before/after at LJ 4,000 and 1,048,576, fp32, the strategies issue 12 names
     $PY -m harness bench --strategies fullshell_thread_csr,c08_warp_csr,parity_block_csr,parity_warpblock_shared_atomic \
@@ -1120,21 +1178,9 @@ with st:
 print('binning least $least', graphs.NODES, int(b.start[-1].get()))" 2>&1 \
         | grep -v "Host Frame\|^=========     " | sort | uniq -c | sort -rn | head -6 | sed "s|^|binning least $least: |"
     done ;;
-  h200-s26)  # the issue's figures on this GPU with the upkeep in conditional nodes: three columns at LJ 1M (packed)
-    # beside OpenMM's whole step, 4,000 (defaults), harness md (conditional / guarded at 1M), OpenMM's kernel under ncu
-    mkdir -p "$out/md"
-    $PY -m harness bench --strategies verlet_thread_padded --launch layout=packed --scenario lj_liquid --n large \
-      --outputs forces,all --peers openmm --name h200-s26-1m "${common[@]}"
-    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 4000 --outputs forces,all \
-      --name h200-s26-4k "${common[@]}"
-    for cond in 1 0 1; do
-      MDFORCE_CONDITIONAL=$cond $PY -m harness md --strategy verlet_thread_padded --launch layout=packed --n large \
-        --precision fp32 --steps 2000 --sample 1000 --quiet --json "$out/md/md-h200-cond$cond-1m-s26.json" | tail -1 \
-        | sed "s|^|cond=$cond packed 1M: |"
-    done
-    $PY -m harness md --strategy verlet_thread_padded --n 4000 --precision fp32 --steps 20000 --sample 10000 --quiet \
-      --json "$out/md/md-h200-4k-s26.json" | tail -1 | sed "s|^|4,000: |"
-    $PY -m harness profile --peer openmm --scenario lj_liquid --n large --out "$out/profile" ;;
+  h200-s26)  # the issue's figures on this GPU with the upkeep in conditional nodes (issue_figures; OpenMM's kernel
+    # under ncu, not the packed kernel's)
+    NCU_OURS=0 issue_figures h200-s26 ;;
   skin-s27)  # how the Verlet list's three columns move with the skin (LJ 1M, fp32, packed): the force with a
     # built list against the list radius (what an inner, pruned list would buy), and the rebuild's share per step
     mkdir -p "$out/md"
@@ -1287,24 +1333,7 @@ for name in ('clusterpair_warp_padded', 'clusterpair_warp_newton3'):
       b=$(cd .before && PYTHONPATH=$PWD $PY tools/sass.py verlet.cu "$e" | grep "^loop _Z12verlet_force" | head -1)
       echo "sass $x: after ${a##*:} / before ${b##*:}"
     done
-    for tree in . .before; do
-      (cd "$tree" && PYTHONPATH=/tmp/site:$PWD $PY -c "import hashlib, numpy as np, strategies
-from harness import scenarios
-def h(a): return hashlib.sha1(np.ascontiguousarray(a).tobytes()).hexdigest()[:12]
-for name, launch in (('verlet_thread_padded', {}), ('fullshell_thread_csr', {}), ('clusterpair_warp_padded', {}),
-                     ('allpairs_thread_tiled', {}), ('parity_warpblock_twopass_mutex', {}), ('c08_warp_csr', {}),
-                     ('verlet_thread_pairrows', {})):
-    for prec in ('fp32', 'mixed', 'fixed', 'fp64'):
-        p = scenarios.make('lj_liquid', 4000, seed=2, precision=prec)
-        f = strategies.create(name, **launch).evaluate(p)
-        print(name, prec, h(f.forces), repr(f.energy), h(f.virial), f.pairs)
-p = scenarios.make('lj_liquid:density=0.1', 30000, seed=3, precision='fp32')
-for out in ('forces', 'all'):
-    f = strategies.create('verlet_thread_padded', layout='packed').evaluate(p, out)
-    print('packed', out, h(f.forces), repr(f.energy), h(f.virial), f.pairs)") > "$out/bits-$( [ $tree = . ] && echo after || echo before).txt" 2>&1
-    done
-    cmp -s "$out/bits-after.txt" "$out/bits-before.txt" && echo "bits: the same in $(wc -l < "$out/bits-after.txt") outputs" \
-      || { echo "bits DIFFER:"; diff "$out/bits-after.txt" "$out/bits-before.txt" | head -20; }
+    bits_check
     for rep in 1 2; do
       for tree in . .before; do
         tag=after hc=${HARNESS_COMMIT:-}
@@ -1329,6 +1358,22 @@ for out in ('forces', 'all'):
       (cd .before && PYTHONPATH=/tmp/site:$PWD ncu_verlet "$out/profile/ncu-functor-before-$outs" force $outs \
         layout=packed | sed "s|^|before $outs: |")
     done ;;
+  reduce-s29)  # the final reduction's loads issued ahead (reduce.cu, common.cuh sum_partials): the bits of seven
+    # strategies in every precision and at LJ 1M against .before; the with-list column and its reduce phase at LJ 1M
+    # (packed Verlet list, cluster pairs), alternating, two runs each; then issue 13's figures on this GPU
+    bits_check 1
+    for rep in 1 2; do
+      for tree in . .before; do
+        tag=after hc=${HARNESS_COMMIT:-}
+        [ "$tree" != . ] && tag=before && hc=${BEFORE_COMMIT:-before}
+        for v in verlet_thread_padded:--launch=layout=packed clusterpair_warp_padded:; do
+          (cd "$tree" && HARNESS_COMMIT=$hc PYTHONPATH=/tmp/site:$PWD $PY -m harness bench --strategies ${v%%:*} \
+            ${v#*:} --scenario lj_liquid --n large --outputs forces,all --amortised 0 \
+            --name s29-reduce-$tag-${v%%_*}-$rep "${common[@]}" | grep " ok" | sed "s|^|$tag $rep: |")
+        done
+      done
+    done
+    issue_figures s29 ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
