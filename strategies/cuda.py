@@ -114,6 +114,12 @@ def reduce_expression(acc: str) -> str:
     return f"reduce_partials<{acc}, {REDUCE_BLOCK}>"
 
 
+def reduce_blocks(nparts: int, block: int = REDUCE_BLOCK) -> int:
+    """reduce_partials's grid (kernels/reduce.cu, reduce_blocks): a block per `block` partials, at
+    most `block` blocks (the last one sums theirs a thread each)."""
+    return 1 if nparts <= 0 else min(-(-nparts // block), block)
+
+
 def fold_expression(acc: str) -> str:
     return f"fold_slices<{acc}>"
 
@@ -262,6 +268,10 @@ class CudaPlan(Plan):
         self.partial = cupy.empty((max(nparts, 1), 7), dtype=self.acc)
         self.pcount = cupy.empty(max(nparts, 1), dtype=np.uint64)
         self.sums = cupy.empty(7, dtype=self.acc)
+        # the reduction's second level: a block's sums each, and the ticket its last block resets
+        self.level = cupy.empty((REDUCE_BLOCK, 7), dtype=self.acc)
+        self.lcount = cupy.empty(REDUCE_BLOCK, dtype=np.uint64)
+        self.ticket = cupy.zeros(1, dtype=np.uint32)
         self.out = cupy.empty(10, dtype=self.acc)  # energy, then the 3x3 virial
         self.count = cupy.empty(1, dtype=np.uint64)
         try:
@@ -276,7 +286,8 @@ class CudaPlan(Plan):
 
     @property
     def device_bytes(self) -> int:
-        arrays = (self.pos, self.fparams, self.forces, self.partial, self.pcount, self.sums, self.out, self.count)
+        arrays = (self.pos, self.fparams, self.forces, self.partial, self.pcount, self.sums, self.level, self.lcount,
+                  self.ticket, self.out, self.count)
         return int(sum(a.nbytes for a in arrays))
 
     def upload(self) -> None:
@@ -287,8 +298,9 @@ class CudaPlan(Plan):
         if not self.energy:
             return
         shift = np.int32(1 if self.visits_per_pair == 2 else 0)  # every pair seen twice: halve the totals
-        self._reduce((1,), (REDUCE_BLOCK,), (self.partial, self.pcount, np.int32(self.nparts), shift, self.sums,
-                                             self.out, self.count))
+        self._reduce((reduce_blocks(self.nparts),), (REDUCE_BLOCK,),
+                     (self.partial, self.pcount, np.int32(self.nparts), shift, self.level, self.lcount, self.ticket,
+                      self.sums, self.out, self.count))
 
     def output(self) -> Forces:
         forces, out = self.forces, self.out

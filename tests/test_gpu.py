@@ -295,3 +295,47 @@ def test_dense_clump_passes_in_every_precision(name, clump):
     rows = verify.run_matrix([strategies.create(name)], [clump], PRECISIONS)
     assert all(r["status"] in ("pass", "n/a") for r in rows), verify.table(rows)
     assert any(r["status"] == "pass" for r in rows)
+
+
+@pytest.mark.parametrize("acc", ["float", "double", "Fixed"])
+@pytest.mark.parametrize("nparts", [0, 1, 255, 256, 257, 8192, 65536 + 300])
+def test_reduce_partials_two_levels(acc, nparts):
+    """The final reduction (kernels/reduce.cu): every partial counted once, at whatever grid
+    (one block; up to 256 blocks of a partial a thread; 256 blocks looping), the virial laid out
+    symmetric, the totals halved with shift 1, the same bits on a second launch (its ticket reset)."""
+    import cupy as cp
+
+    from strategies.cuda import REDUCE_BLOCK, kernel, reduce_blocks, reduce_expression
+
+    rng = np.random.default_rng(nparts)
+    dtype = {"float": np.float32, "double": np.float64, "Fixed": np.int64}[acc]
+    if acc == "Fixed":  # even raw sums, so that halving is exact as on the device
+        parts = 2 * rng.integers(-2**20, 2**20, size=(max(nparts, 1), 7), dtype=np.int64)
+    else:
+        parts = rng.standard_normal((max(nparts, 1), 7)).astype(dtype)
+    counts = 2 * rng.integers(0, 1000, size=max(nparts, 1)).astype(np.uint64)
+    fn = kernel("reduce.cu", reduce_expression(acc))
+    level = cp.empty((REDUCE_BLOCK, 7), dtype)
+    lcount = cp.empty(REDUCE_BLOCK, np.uint64)
+    ticket = cp.zeros(1, np.uint32)
+    d_parts, d_counts = cp.asarray(parts), cp.asarray(counts)
+    results = []
+    for _ in range(2):
+        sums, out, count = cp.full(7, 7, dtype), cp.full(10, 7, dtype), cp.zeros(1, np.uint64)
+        fn((reduce_blocks(nparts),), (REDUCE_BLOCK,), (d_parts, d_counts, np.int32(nparts), np.int32(1), level, lcount,
+                                                       ticket, sums, out, count))
+        results.append((sums.get(), out.get(), int(count.get()[0])))
+        assert int(ticket.get()[0]) == 0
+    (s1, o1, c1), (s2, o2, c2) = results
+    assert s1.tobytes() == s2.tobytes() and o1.tobytes() == o2.tobytes() and c1 == c2
+    want = parts[:nparts].astype(np.float64 if acc != "Fixed" else np.int64).sum(axis=0)
+    assert c1 == int(counts[:nparts].sum()) // 2
+    tol = {"float": 1e-5, "double": 1e-12, "Fixed": 0}[acc] * max(1.0, np.sqrt(nparts) * 4)
+    if acc == "Fixed":
+        np.testing.assert_array_equal(s1, want)
+    else:
+        np.testing.assert_allclose(s1, want, rtol=0, atol=tol)
+    half = want // 2 if acc == "Fixed" else want * 0.5
+    xx, xy, xz, yy, yz, zz = half[1:]
+    np.testing.assert_allclose(o1.astype(np.float64), np.array([half[0], xx, xy, xz, xy, yy, yz, xz, yz, zz], np.float64),
+                               rtol=0, atol=tol / 2)

@@ -98,6 +98,22 @@ if os.environ['LARGE'] == '1':
     || { echo "bits DIFFER:"; diff "$out/bits-after.txt" "$out/bits-before.txt" | head -20; }
 }
 
+with_list_ab() {  # NAME: this tree against .before, alternating, two runs each: the with-list columns (forces,
+  # all outputs) of the packed Verlet list and the cluster pairs at LJ 1M, fp32 (bench/NAME-{after,before}-*)
+  local rep tree tag hc v
+  for rep in 1 2; do
+    for tree in . .before; do
+      tag=after hc=${HARNESS_COMMIT:-}
+      [ "$tree" != . ] && tag=before && hc=${BEFORE_COMMIT:-before}
+      for v in verlet_thread_padded:--launch=layout=packed clusterpair_warp_padded:; do
+        (cd "$tree" && HARNESS_COMMIT=$hc PYTHONPATH=/tmp/site:$PWD $PY -m harness bench --strategies ${v%%:*} \
+          ${v#*:} --scenario lj_liquid --n large --outputs forces,all --amortised 0 \
+          --name $1-$tag-${v%%_*}-$rep "${common[@]}" | grep " ok" | sed "s|^|$tag $rep: |")
+      done
+    done
+  done
+}
+
 issue_figures() {  # TAG: issue 13's figures on this GPU: three columns at LJ 1M (packed) beside OpenMM's whole
   # step, 4,000 (defaults), harness md (upkeep conditional / guarded at 1M; 4,000), OpenMM's kernels under ncu;
   # unless NCU_OURS=0, the parts of a 1M step (tools/step_parts.py) and the packed force kernel (both flavours)
@@ -1358,22 +1374,16 @@ for name in ('clusterpair_warp_padded', 'clusterpair_warp_newton3'):
       (cd .before && PYTHONPATH=/tmp/site:$PWD ncu_verlet "$out/profile/ncu-functor-before-$outs" force $outs \
         layout=packed | sed "s|^|before $outs: |")
     done ;;
-  reduce-s29)  # the final reduction's loads issued ahead (reduce.cu, common.cuh sum_partials): the bits of seven
+  reduce-s29)  # the final reduction's loads issued ahead (d6d549c, reduce.cu and sum_partials): the bits of seven
     # strategies in every precision and at LJ 1M against .before; the with-list column and its reduce phase at LJ 1M
     # (packed Verlet list, cluster pairs), alternating, two runs each; then issue 13's figures on this GPU
     bits_check 1
-    for rep in 1 2; do
-      for tree in . .before; do
-        tag=after hc=${HARNESS_COMMIT:-}
-        [ "$tree" != . ] && tag=before && hc=${BEFORE_COMMIT:-before}
-        for v in verlet_thread_padded:--launch=layout=packed clusterpair_warp_padded:; do
-          (cd "$tree" && HARNESS_COMMIT=$hc PYTHONPATH=/tmp/site:$PWD $PY -m harness bench --strategies ${v%%:*} \
-            ${v#*:} --scenario lj_liquid --n large --outputs forces,all --amortised 0 \
-            --name s29-reduce-$tag-${v%%_*}-$rep "${common[@]}" | grep " ok" | sed "s|^|$tag $rep: |")
-        done
-      done
-    done
+    with_list_ab s29-reduce
     issue_figures s29 ;;
+  reduce2-s29)  # the final reduction in two levels (a block per 256 partials, the last one sums the blocks'): the
+    # bits against .before (forces the same; energy and virial summed in another order), the with-list columns
+    bits_check 1
+    with_list_ab s29-reduce2 ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;

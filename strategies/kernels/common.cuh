@@ -336,41 +336,6 @@ __device__ __forceinline__ void accumulator_sums(Accumulator<Real, Acc, ENERGY>&
   if constexpr (ENERGY) block_sums<BLOCK>(acc.s, static_cast<unsigned long long>(acc.pairs), partial, count, slot);
 }
 
-// Thread t's share of a final reduction: partials t, t + BLOCK, t + 2 BLOCK, ... of nparts added
-// into v (and their counts into n) in that order, as a plain strided loop adds them, so the same
-// bits; but U partials' loads issued before their adds. The plain loop waited one memory latency
-// per partial: the one-block reduction of the Verlet force kernel's 8,192 block sums at 1M took
-// 16.5 us (H100, reduce_ms, s28-call1) of a 174 us force phase. load: how a value is read
-// (__ldcg where other SMs wrote it during this launch). U: partials in flight per thread, each
-// kSums + 2 registers (2 kSums + 2 for 8-byte sums): reduce_partials takes 16 (8 of 8 bytes). Not
-// in fold_in_last_block: there even 4 raised the cell kernels' registers and made them spill.
-template <int BLOCK, int U, typename Acc, class Load>
-__device__ __forceinline__ void sum_partials(const Acc* __restrict__ partial, const unsigned long long* __restrict__ count,
-                                             const int nparts, Acc (&v)[kSums], unsigned long long& n,
-                                             const Load& load) {
-  for (int p0 = threadIdx.x; p0 < nparts; p0 += U * BLOCK) {
-    Acc x[U][kSums];
-    unsigned long long c[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int p = p0 + u * BLOCK;
-      if (p < nparts) {
-#pragma unroll
-        for (int k = 0; k < kSums; ++k) x[u][k] = load(partial + static_cast<long long>(p) * kSums + k);
-        c[u] = load(count + p);
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      if (p0 + u * BLOCK < nparts) {
-#pragma unroll
-        for (int k = 0; k < kSums; ++k) v[k] += x[u][k];
-        n += c[u];
-      }
-    }
-  }
-}
-
 // The totals of a reduction, written as every strategy returns them: out[0] = energy,
 // out[1..9] = the symmetric 3x3 virial (row-major), out_count[0] = pairs; sums and count halved
 // where `shift` is 1 (every pair visited from both sides).

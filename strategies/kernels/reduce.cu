@@ -1,26 +1,61 @@
-// Final reduction of per-block partial sums: one block, fixed order, so repeated runs give
-// identical bits. Writes out[0] = energy, out[1..9] = the symmetric 3x3 virial (row-major)
-// and out_count[0] = pair count.
+// Final reduction of per-block partial sums, in two levels and a fixed order, so repeated runs
+// give identical bits. Writes out[0] = energy, out[1..9] = the symmetric 3x3 virial (row-major)
+// and out_count[0] = pair count (and the raw sums to sums[]).
 //
 // shift: 1 for traversals that visit every pair from both sides (full shell): sums and count
 // halved; 0 with Newton3.
 #include "common.cuh"
 
+// Grid: strategies/cuda.py, reduce_blocks (a block per BLOCK partials, at most BLOCK blocks).
+// Level 1: block b sums partials b BLOCK + t, then + G BLOCK, ... in thread t (G = gridDim.x:
+// one each up to BLOCK^2 partials), then over the block (block_reduce), into level[b]. Level 2:
+// the last block to finish (a ticket) sums level[0 .. G) over the block and writes the totals,
+// then resets the ticket for the next launch. Which block finishes last does not change a sum.
+// The one-block loop of before (a thread adding its 32 partials one after another) took 16.9 us
+// for the 8,192 block sums of the Verlet force kernel at LJ 1M, and 9.7 us with its loads issued
+// 16 ahead (H200, reduce_ms; reports/2026-11-26-h100, twenty-ninth session).
 template <typename Acc, int BLOCK>
 __global__ void __launch_bounds__(BLOCK)
 reduce_partials(const Acc* __restrict__ partial, const unsigned long long* __restrict__ count, const int nparts,
-                const int shift, Acc* __restrict__ sums, Acc* __restrict__ out,
+                const int shift, Acc* __restrict__ level, unsigned long long* __restrict__ lcount,
+                unsigned int* __restrict__ ticket, Acc* __restrict__ sums, Acc* __restrict__ out,
                 unsigned long long* __restrict__ out_count) {
+  __shared__ bool s_last;
   Acc v[kSums];
 #pragma unroll
   for (int k = 0; k < kSums; ++k) v[k] = Acc(0);
   unsigned long long n = 0ull;
-  sum_partials<BLOCK, sizeof(Acc) == 4 ? 16 : 8>(partial, count, nparts, v, n, [](const auto* p) { return *p; });
+  for (int p = blockIdx.x * BLOCK + threadIdx.x; p < nparts; p += gridDim.x * BLOCK) {
+#pragma unroll
+    for (int k = 0; k < kSums; ++k) v[k] += partial[static_cast<long long>(p) * kSums + k];
+    n += count[p];
+  }
+  block_reduce<BLOCK>(v, n);
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int k = 0; k < kSums; ++k) level[blockIdx.x * kSums + k] = v[k];
+    lcount[blockIdx.x] = n;
+    __threadfence();  // this block's sums are visible before its ticket
+    s_last = atomicAdd(ticket, 1u) == gridDim.x - 1u;
+  }
+  __syncthreads();
+  if (!s_last) return;
+  __threadfence();
+#pragma unroll
+  for (int k = 0; k < kSums; ++k) v[k] = Acc(0);
+  n = 0ull;
+  if (threadIdx.x < gridDim.x) {
+#pragma unroll
+    for (int k = 0; k < kSums; ++k) v[k] = __ldcg(level + threadIdx.x * kSums + k);  // past L1: other SMs wrote them
+    n = __ldcg(lcount + threadIdx.x);
+  }
+  __syncthreads();  // block_reduce's shared arrays are reused
   block_reduce<BLOCK>(v, n);
   if (threadIdx.x == 0) {
 #pragma unroll
     for (int k = 0; k < kSums; ++k) sums[k] = v[k];
     write_totals(v, n, shift, out, out_count);
+    *ticket = 0u;
   }
 }
 
