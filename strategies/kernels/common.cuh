@@ -356,6 +356,93 @@ __device__ __forceinline__ void write_totals(const Acc (&w)[kSums], unsigned lon
   out_count[0] = m >> shift;
 }
 
+// Where a kernel folds the final reduction in groups (fold_in_groups): where the groups' sums go,
+// the tickets, and the totals as reduce_partials writes them. strategies/cuda.py, TOTALS_DTYPE.
+template <typename Acc>
+struct Totals {
+  Acc* level;                    // a group's sums each (kSums)
+  unsigned long long* lcount;    // and its pairs
+  unsigned int* tickets;         // [0]: groups done; [1 + g]: blocks of group g done (zero between launches)
+  Acc* sums;                     // the raw totals (kSums)
+  Acc* out;                      // energy, then the 3x3 virial
+  unsigned long long* out_count; // pairs
+  int shift;                     // 1: every pair seen from both sides (totals halved)
+};
+
+// The final reduction folded into a kernel of many blocks, in two levels and a fixed order: every
+// block writes its sums to partial[blockIdx.x]; the last block of each group of BLOCK blocks to
+// finish (a ticket per group) sums the group's, a block's a thread, into level[g]; the last group
+// to finish (ticket 0) sums the groups' and writes the totals. Each finisher resets the ticket it
+// took. Which blocks finish last changes no sum: deterministic. A block's extra work is a few
+// registers (one partial a thread) after its pairs, and the kernel launches no reduction after it:
+// the Verlet force kernel's separate one-block reduction took 16.4 us at LJ 1M, a two-level
+// reduction kernel 7.2 us (H200, reduce_ms; reports/2026-11-26-h100, twenty-ninth session).
+// Every thread of every block must call it.
+template <int BLOCK, typename Acc>
+__device__ __forceinline__ void fold_in_groups(Acc (&v)[kSums], unsigned long long n, Acc* __restrict__ partial,
+                                               unsigned long long* __restrict__ pcount, const Totals<Acc>& t) {
+  __shared__ bool s_group, s_last;
+  const int slot = blockIdx.x, g = slot / BLOCK;
+  const int ngroups = (gridDim.x + BLOCK - 1) / BLOCK;
+  const int members = min(BLOCK, static_cast<int>(gridDim.x) - g * BLOCK);
+  block_reduce<BLOCK>(v, n);
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int k = 0; k < kSums; ++k) partial[slot * kSums + k] = v[k];
+    pcount[slot] = n;
+    __threadfence();  // this block's sums are visible before its ticket
+    s_group = atomicAdd(&t.tickets[1 + g], 1u) == static_cast<unsigned int>(members - 1);
+  }
+  __syncthreads();
+  if (!s_group) return;
+  __threadfence();
+#pragma unroll
+  for (int k = 0; k < kSums; ++k) v[k] = Acc(0);
+  n = 0ull;
+  if (threadIdx.x < members) {
+    const int p = g * BLOCK + threadIdx.x;
+#pragma unroll
+    for (int k = 0; k < kSums; ++k) v[k] = __ldcg(partial + p * kSums + k);  // past L1: other SMs wrote them
+    n = __ldcg(pcount + p);
+  }
+  __syncthreads();  // block_reduce's shared arrays are reused
+  block_reduce<BLOCK>(v, n);
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int k = 0; k < kSums; ++k) t.level[g * kSums + k] = v[k];
+    t.lcount[g] = n;
+    t.tickets[1 + g] = 0u;
+    __threadfence();
+    s_last = atomicAdd(&t.tickets[0], 1u) == static_cast<unsigned int>(ngroups - 1);
+  }
+  __syncthreads();
+  if (!s_last) return;
+  __threadfence();
+#pragma unroll
+  for (int k = 0; k < kSums; ++k) v[k] = Acc(0);
+  n = 0ull;
+  for (int q = threadIdx.x; q < ngroups; q += BLOCK) {
+#pragma unroll
+    for (int k = 0; k < kSums; ++k) v[k] += __ldcg(t.level + q * kSums + k);
+    n += __ldcg(t.lcount + q);
+  }
+  __syncthreads();
+  block_reduce<BLOCK>(v, n);
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int k = 0; k < kSums; ++k) t.sums[k] = v[k];
+    write_totals(v, n, t.shift, t.out, t.out_count);
+    t.tickets[0] = 0u;
+  }
+}
+
+// fold_in_groups where the kernel computes energy and virial (ENERGY), nothing otherwise.
+template <int BLOCK, bool ENERGY, typename Real, typename Acc>
+__device__ __forceinline__ void accumulator_fold(Accumulator<Real, Acc, ENERGY>& acc, Acc* __restrict__ partial,
+                                                 unsigned long long* __restrict__ count, const Totals<Acc>& t) {
+  if constexpr (ENERGY) fold_in_groups<BLOCK>(acc.s, static_cast<unsigned long long>(acc.pairs), partial, count, t);
+}
+
 // The final reduction folded into a kernel: every block writes its sums to partial[slot]; the
 // last block to finish (a ticket counter) sums all nblocks slots in block order and writes
 // out[0] = energy, out[1..9] = the symmetric virial, both halved and out_count[0] = pairs >> shift, and
