@@ -114,15 +114,6 @@ def reduce_expression(acc: str) -> str:
     return f"reduce_partials<{acc}, {REDUCE_BLOCK}>"
 
 
-# kernels/common.cuh, Totals: where a kernel that folds the final reduction in groups
-# (fold_in_groups) puts the groups' sums and the totals
-TOTALS_DTYPE = np.dtype({"names": ["level", "lcount", "tickets", "sums", "out", "out_count", "shift"],
-                         "formats": [np.uint64] * 6 + [np.int32]}, align=True)
-
-
-FOLD_ARRAYS = ("fold_level", "fold_lcount", "fold_tickets")
-
-
 def reduce_blocks(nparts: int, block: int = REDUCE_BLOCK) -> int:
     """reduce_partials's grid (kernels/reduce.cu, reduce_blocks): a block per `block` partials, at
     most `block` blocks (the last one sums theirs a thread each)."""
@@ -296,30 +287,16 @@ class CudaPlan(Plan):
     @property
     def device_bytes(self) -> int:
         arrays = (self.pos, self.fparams, self.forces, self.partial, self.pcount, self.sums, self.level, self.lcount,
-                  self.ticket, self.out, self.count) + tuple(getattr(self, a) for a in FOLD_ARRAYS if hasattr(self, a))
+                  self.ticket, self.out, self.count)
         return int(sum(a.nbytes for a in arrays))
 
     def upload(self) -> None:
         if self.problem.n:
             self.pos[: self.problem.n].set(self.host_pos)
 
-    def totals(self, group: int) -> np.ndarray:
-        """Totals for force kernels that fold the final reduction themselves in groups of `group`
-        blocks (kernels/common.cuh, fold_in_groups); from then on reduce() launches nothing. Call it
-        in the plan's set-up: it allocates (not inside a graph's capture)."""
-        if getattr(self, "_totals", None) is None:
-            cp, ngroups = self.cp, max(1, -(-self.nparts // group))
-            self.fold_level = cp.empty((ngroups, 7), dtype=self.acc)
-            self.fold_lcount = cp.empty(ngroups, dtype=np.uint64)
-            self.fold_tickets = cp.zeros(1 + ngroups, dtype=np.uint32)
-            self._totals = np.array([(self.fold_level.data.ptr, self.fold_lcount.data.ptr, self.fold_tickets.data.ptr,
-                                      self.sums.data.ptr, self.out.data.ptr, self.count.data.ptr,
-                                      1 if self.visits_per_pair == 2 else 0)], dtype=TOTALS_DTYPE)
-        return self._totals
-
     def reduce(self) -> None:
-        if not self.energy or (getattr(self, "_totals", None) is not None and self.nparts):
-            return  # no sums, or summed by the force kernel (with no particles it does not run: zeros below)
+        if not self.energy:
+            return
         shift = np.int32(1 if self.visits_per_pair == 2 else 0)  # every pair seen twice: halve the totals
         self._reduce((reduce_blocks(self.nparts),), (REDUCE_BLOCK,),
                      (self.partial, self.pcount, np.int32(self.nparts), shift, self.level, self.lcount, self.ticket,

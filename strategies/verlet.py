@@ -519,7 +519,6 @@ class VerletPlan(DeviceListPlan):
         self.rows = self.row_count(strategy, problem)
         self.blocks = max(1, -(-(self.rows * self.tpp) // self.block))
         super().__init__(strategy, problem, nparts=self.blocks if n else 0)
-        self.totals(self.block)  # the force kernels fold the final reduction (kernels/common.cuh, fold_in_groups)
         cp = self.cp
         self.skin = strategy.launch["skin"]
         self.rl = strategy.rlist(problem)
@@ -754,7 +753,7 @@ class VerletPlan(DeviceListPlan):
         self.layout.fill(cur, n + 1)  # aos3, soa: the positions of this step (and the phantom), copied
         fn((self.blocks,), (self.block,), (*self.layout.args(cur), self.binning.order, *self._rows_read(),
                                            np.int32(n), np.int32(self.cap), self.box, self.fparams, self.forces, self.partial,
-                                           self.pcount, flag, self.rebuilds, md, self._packed(), self.totals(self.block)))
+                                           self.pcount, flag, self.rebuilds, md, self._packed()))
 
     def _packed(self) -> np.ndarray:
         """The kernels' PackedPositions (layout=packed: the plan's q now; zero otherwise)."""
@@ -1097,8 +1096,7 @@ class VerletPairPlan(VerletPlan):
         fn((self.blocks,), (self.block,), (*self.layout.args(self.cur), self.binning.order, self.row_slot,
                                            self.rfirst[self.ncells:], self.nbr, self.len, np.int32(n),
                                            np.int32(self.rows), np.int32(self.cap), self.box, self.fparams, self.forces,
-                                           self.partial, self.pcount, self.flag, self.rebuilds,
-                                           self.totals(self.block)))
+                                           self.partial, self.pcount, self.flag, self.rebuilds))
 
 
 # --- CPU ------------------------------------------------------------------------------------

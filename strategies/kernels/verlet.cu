@@ -36,8 +36,7 @@
 //   verlet_pack    (guarded; layout=packed) cur's 8-byte fixed-point copy after a build (verlet_refresh
 //                  and the fused steps write it with cur; PackedPositions below)
 //   verlet_force   TPP threads per row: force on i = order[s] from its row; forces written in
-//                  input order; energy and virial (ENERGY) summed to the totals in the kernel
-//                  (fold_in_groups: no reduction launched after it). Block 0 clears *flag and
+//                  input order; energy and virial per block (ENERGY). Block 0 clears *flag and
 //                  counts the rebuild. With MD (the MD loop's fused steps, MdStep below): no
 //                  forces written; the row's particle kicked (and drifted) in slot order instead
 //   verlet_open, verlet_unsort, verlet_sort  (the fused steps) the opening kick and drift of a run
@@ -1347,8 +1346,7 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
              const int* __restrict__ nbr, const int2* __restrict__ len, const int n, const int cap,
              const Box<Real> box, const Real* __restrict__ params, Acc* __restrict__ forces,
              Acc* __restrict__ partial, unsigned long long* __restrict__ count, int* __restrict__ flag,
-             unsigned int* __restrict__ rebuilds, const MdStep<Real, Acc> md, const PackedPositions pk,
-             const Totals<Acc> totals) {
+             unsigned int* __restrict__ rebuilds, const MdStep<Real, Acc> md, const PackedPositions pk) {
   static_assert(TPP >= 1 && TPP <= 32 && (TPP & (TPP - 1)) == 0, "TPP: a power of two up to a warp");
   static_assert(LAYOUT != kPacked || sizeof(Real) == 4, "packed positions: float coordinates only");
   constexpr bool PACKED = LAYOUT == kPacked;
@@ -1443,7 +1441,7 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
     }
   }
   if constexpr (MD == 2) md_flags(md, bits);  // every lane of every warp reaches it (no early return)
-  accumulator_fold<BLOCK, ENERGY>(acc, partial, count, totals);
+  accumulator_sums<BLOCK, ENERGY>(acc, partial, count, blockIdx.x);
 }
 
 // ---- Rows of two particles (verlet_thread_pairrows, strategies/verlet.py) ----------------------
@@ -1610,8 +1608,7 @@ verlet_force_pairs(const Real* __restrict__ pos_data, const int stride, const in
                    const int* __restrict__ row_slot, const int* __restrict__ rows_now, const int* __restrict__ nbr,
                    const int2* __restrict__ len, const int n, const int rows_max, const int cap, const Box<Real> box,
                    const Real* __restrict__ params, Acc* __restrict__ forces, Acc* __restrict__ partial,
-                   unsigned long long* __restrict__ count, int* __restrict__ flag, unsigned int* __restrict__ rebuilds,
-                   const Totals<Acc> totals) {
+                   unsigned long long* __restrict__ count, int* __restrict__ flag, unsigned int* __restrict__ rebuilds) {
   static_assert(BATCH == 8 || BATCH == 16, "BATCH: 8 or 16 near entries (one or two groups)");
   constexpr int G = BATCH / 8;
   constexpr bool FMA = Contracted<Acc>::value;
@@ -1684,5 +1681,5 @@ verlet_force_pairs(const Real* __restrict__ pos_data, const int stride, const in
     for (int k = 0; k < kSums; ++k) acc0.s[k] += acc1.s[k];
     acc0.pairs += acc1.pairs;
   }
-  accumulator_fold<BLOCK, ENERGY>(acc0, partial, count, totals);
+  accumulator_sums<BLOCK, ENERGY>(acc0, partial, count, blockIdx.x);
 }
