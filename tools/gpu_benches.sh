@@ -1384,10 +1384,13 @@ for name in ('clusterpair_warp_padded', 'clusterpair_warp_newton3'):
     # bits against .before (forces the same; energy and virial summed in another order), the with-list columns
     bits_check 1
     with_list_ab s29-reduce2 ;;
-  fold-s29)  # the Verlet force kernels fold the final reduction in groups (common.cuh, fold_in_groups; no reduction
-    # launched after them): the bits against .before, the with-list columns (the cluster pairs keep the reduction kernel)
+  fold-s29)  # the Verlet force kernels fold the final reduction in groups (ff53d2a, common.cuh fold_in_groups; no
+    # reduction launched after them; reverted: no faster than reduce2-s29's kernel): the bits against .before, the
+    # with-list columns (the cluster pairs keep the reduction kernel)
     bits_check 1
     with_list_ab s29-fold ;;
+  final-s29)  # issue 13's figures on this GPU at the session's last tree (the two-level reduction kernel)
+    issue_figures s29-final ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
