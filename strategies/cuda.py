@@ -115,7 +115,7 @@ def reduce_expression(acc: str) -> str:
 
 
 def reduce_blocks(nparts: int, block: int = REDUCE_BLOCK) -> int:
-    """reduce_partials's grid (kernels/reduce.cu, reduce_blocks): a block per `block` partials, at
+    """reduce_partials's grid (kernels/reduce.cu): a block per `block` partials, at
     most `block` blocks (the last one sums theirs a thread each)."""
     return 1 if nparts <= 0 else min(-(-nparts // block), block)
 
