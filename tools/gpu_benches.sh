@@ -114,6 +114,19 @@ with_list_ab() {  # NAME: this tree against .before, alternating, two runs each:
   done
 }
 
+skin_sweep() {  # TAG: the packed Verlet list's three columns at seven skins (LJ 1M, fp32; bench/skin-TAG) and
+  # harness md at skins 0.3, 0.4 and 0.5 (md/md-skinS-1m-TAG.json)
+  local sk
+  mkdir -p "$out/md"
+  $PY -m harness bench --strategies verlet_thread_padded --launch layout=packed --scenario lj_liquid --n large \
+    --outputs forces,all --sweep skin=0.05:0.1:0.15:0.2:0.3:0.4:0.5 --name skin-$1 "${common[@]}"
+  for sk in 0.3 0.4 0.5; do
+    $PY -m harness md --strategy verlet_thread_padded --launch layout=packed,skin=$sk --n large \
+      --precision fp32 --steps 2000 --sample 1000 --quiet --json "$out/md/md-skin$sk-1m-$1.json" | tail -1 \
+      | sed "s|^|skin $sk packed 1M: |"
+  done
+}
+
 issue_figures() {  # TAG: issue 13's figures on this GPU: three columns at LJ 1M (packed) beside OpenMM's whole
   # step, 4,000 (defaults), harness md (upkeep conditional / guarded at 1M; 4,000), OpenMM's kernels under ncu;
   # unless NCU_OURS=0, the parts of a 1M step (tools/step_parts.py) and the packed force kernel (both flavours)
@@ -1199,14 +1212,7 @@ print('binning least $least', graphs.NODES, int(b.start[-1].get()))" 2>&1 \
     NCU_OURS=0 issue_figures h200-s26 ;;
   skin-s27)  # how the Verlet list's three columns move with the skin (LJ 1M, fp32, packed): the force with a
     # built list against the list radius (what an inner, pruned list would buy), and the rebuild's share per step
-    mkdir -p "$out/md"
-    $PY -m harness bench --strategies verlet_thread_padded --launch layout=packed --scenario lj_liquid --n large \
-      --outputs forces,all --sweep skin=0.05:0.1:0.15:0.2:0.3:0.4:0.5 --name skin-s27 "${common[@]}"
-    for sk in 0.3 0.4 0.5; do
-      $PY -m harness md --strategy verlet_thread_padded --launch layout=packed,skin=$sk --n large \
-        --precision fp32 --steps 2000 --sample 1000 --quiet --json "$out/md/md-skin$sk-1m-s27.json" | tail -1 \
-        | sed "s|^|skin $sk packed 1M: |"
-    done ;;
+    skin_sweep s27 ;;
   prune-s27)  # the inner list (prune) against none at LJ 1M (packed, fp32): the three columns at skins 0.3 and 0.5,
     # then harness md per step (fused steps) with and without it
     mkdir -p "$out/md"
@@ -1391,6 +1397,8 @@ for name in ('clusterpair_warp_padded', 'clusterpair_warp_newton3'):
     with_list_ab s29-fold ;;
   final-s29)  # issue 13's figures on this GPU at the session's last tree (the two-level reduction kernel)
     issue_figures s29-final ;;
+  skin-s29)  # skin_sweep on the H200 at the session's last tree: where the whole step is fastest
+    skin_sweep s29 ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
