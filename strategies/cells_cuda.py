@@ -38,6 +38,12 @@ from .registry import register
 STORAGES = {"csr": 0, "2d": 1, "nested": 2}
 GRID_DTYPE = np.dtype([("nx", np.int32), ("ny", np.int32), ("nz", np.int32), ("pmask", np.int32)])
 CELLS_DTYPE = np.dtype([("pos", np.uint64), ("force", np.uint64), ("start", np.uint64), ("cap", np.int64)])
+
+
+def fold_groups(blocks: int, block: int) -> int:
+    """Groups of `block` blocks whose sums a kernel folding the final reduction adds first
+    (kernels/common.cuh, fold_in_last_block): its partial sums and tickets hold that many more."""
+    return -(-blocks // block)
 POOL_GRANULE = 512  # CuPy's memory pool rounds every allocation up to this
 
 
@@ -479,13 +485,14 @@ class FullshellCsrPlan(CellsPlan):
             tpp = auto_tpp(problem.n, 32)
         self.tpp = tpp
         self.grid = max(1, -(-problem.n * tpp // self.block))
+        self.groups = fold_groups(self.grid, self.block)
         self.schedule_info = {"tpp": tpp, "reach": self.reach_cells, "minimage": self.minimage,
                               "regs": strategy.launch["regs"], "window": bool(strategy.launch["window"]) and not self.minimage,
                               "layout": strategy.launch["layout"]}
-        return self.grid
+        return self.grid + self.groups  # the blocks' sums, then their groups' (fold_in_last_block)
 
     def _upload_schedule(self) -> list:
-        self.ticket = self.cp.zeros(1, np.uint32)
+        self.ticket = self.cp.zeros(1 + self.groups, np.uint32)  # the groups done, then each group's blocks done
         p = self.problem
         self.rc2 = self.real(p.potential.cutoff ** 2)
         # z-windows: the strips are sorted by z as a float; a margin of a few float ulps at the

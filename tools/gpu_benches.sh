@@ -98,17 +98,21 @@ if os.environ['LARGE'] == '1':
     || { echo "bits DIFFER:"; diff "$out/bits-after.txt" "$out/bits-before.txt" | head -20; }
 }
 
-with_list_ab() {  # NAME: this tree against .before, alternating, two runs each: the with-list columns (forces,
-  # all outputs) of the packed Verlet list and the cluster pairs at LJ 1M, fp32 (bench/NAME-{after,before}-*)
-  local rep tree tag hc v
+with_list_ab() {  # NAME [STRATEGY:ARGS...]: this tree against .before, alternating, two runs each: the with-list
+  # columns (forces, all outputs) at LJ 1M, fp32 (bench/NAME-{after,before}-*) of the strategies named (default: the
+  # packed Verlet list and the cluster pairs)
+  local rep tree tag hc v name=$1
+  shift
+  local specs=("$@")
+  [ ${#specs[@]} -gt 0 ] || specs=(verlet_thread_padded:--launch=layout=packed clusterpair_warp_padded:)
   for rep in 1 2; do
     for tree in . .before; do
       tag=after hc=${HARNESS_COMMIT:-}
       [ "$tree" != . ] && tag=before && hc=${BEFORE_COMMIT:-before}
-      for v in verlet_thread_padded:--launch=layout=packed clusterpair_warp_padded:; do
+      for v in "${specs[@]}"; do
         (cd "$tree" && HARNESS_COMMIT=$hc PYTHONPATH=/tmp/site:$PWD $PY -m harness bench --strategies ${v%%:*} \
           ${v#*:} --scenario lj_liquid --n large --outputs forces,all --amortised 0 \
-          --name $1-$tag-${v%%_*}-$rep "${common[@]}" | grep " ok" | sed "s|^|$tag $rep: |")
+          --name $name-$tag-${v%%_*}-$rep "${common[@]}" | grep " ok" | sed "s|^|$tag $rep: |")
       done
     done
   done
@@ -1399,6 +1403,10 @@ for name in ('clusterpair_warp_padded', 'clusterpair_warp_newton3'):
     issue_figures s29-final ;;
   skin-s29)  # skin_sweep on the H200 at the session's last tree: where the whole step is fastest
     skin_sweep s29 ;;
+  foldcells-s29)  # the CSR full shell's in-kernel reduction in two levels (fold_in_last_block: groups of a block's
+    # count of slots, then the groups'): the bits against .before, its with-list columns at LJ 1M
+    bits_check
+    with_list_ab s29-foldcells fullshell_thread_csr: ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;

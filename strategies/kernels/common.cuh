@@ -356,41 +356,69 @@ __device__ __forceinline__ void write_totals(const Acc (&w)[kSums], unsigned lon
   out_count[0] = m >> shift;
 }
 
-// The final reduction folded into a kernel: every block writes its sums to partial[slot]; the
-// last block to finish (a ticket counter) sums all nblocks slots in block order and writes
-// out[0] = energy, out[1..9] = the symmetric virial, both halved and out_count[0] = pairs >> shift, and
-// resets the ticket for the next launch. The order of the sum does not depend on which block
-// finishes last: deterministic. Every thread of every block must call it.
+// The final reduction folded into a kernel of nblocks blocks, in two levels and a fixed order:
+// every block writes its sums to partial[slot]; the last block of each group of BLOCK slots to
+// finish (ticket[1 + g]) sums the group's, a slot a thread, into partial[nblocks + g]; the last
+// group to finish (ticket[0]) sums the groups' and writes out[0] = energy, out[1..9] = the
+// symmetric virial, both halved, and out_count[0] = pairs >> shift. Each finisher resets the
+// ticket it took, for the next launch. Which blocks finish last changes no sum: deterministic.
+// partial and pcount hold nblocks + groups slots, ticket 1 + groups counters (groups =
+// ceil(nblocks / BLOCK); strategies/cells_cuda.py, fold_groups). The one-level form (the last
+// block summing all nblocks slots, a thread adding nblocks / BLOCK of them one after another)
+// waited one memory latency per slot. Every thread of every block must call it.
 template <int BLOCK, typename Acc>
 __device__ __forceinline__ void fold_in_last_block(Acc (&v)[kSums], unsigned long long n, Acc* __restrict__ partial,
                                                    unsigned long long* __restrict__ pcount, int slot, int nblocks,
                                                    unsigned int* __restrict__ ticket, int shift,
                                                    Acc* __restrict__ out, unsigned long long* __restrict__ out_count) {
-  __shared__ bool s_last;
+  __shared__ bool s_group, s_last;
+  const int g = slot / BLOCK, groups = (nblocks + BLOCK - 1) / BLOCK;
+  const int members = min(BLOCK, nblocks - g * BLOCK);
   block_reduce<BLOCK>(v, n);
   if (threadIdx.x == 0) {
 #pragma unroll
     for (int k = 0; k < kSums; ++k) partial[slot * kSums + k] = v[k];
     pcount[slot] = n;
     __threadfence();  // this block's partial is visible before its ticket
-    s_last = atomicAdd(ticket, 1u) == static_cast<unsigned int>(nblocks - 1);
+    s_group = atomicAdd(&ticket[1 + g], 1u) == static_cast<unsigned int>(members - 1);
+  }
+  __syncthreads();
+  if (!s_group) return;
+  __threadfence();
+#pragma unroll
+  for (int k = 0; k < kSums; ++k) v[k] = Acc(0);
+  n = 0ull;
+  if (threadIdx.x < members) {
+    const int p = g * BLOCK + threadIdx.x;
+#pragma unroll
+    for (int k = 0; k < kSums; ++k) v[k] = __ldcg(partial + p * kSums + k);  // past L1: other SMs wrote them
+    n = __ldcg(pcount + p);
+  }
+  __syncthreads();  // block_reduce's shared arrays are reused
+  block_reduce<BLOCK>(v, n);
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int k = 0; k < kSums; ++k) partial[(nblocks + g) * kSums + k] = v[k];
+    pcount[nblocks + g] = n;
+    ticket[1 + g] = 0u;
+    __threadfence();
+    s_last = atomicAdd(&ticket[0], 1u) == static_cast<unsigned int>(groups - 1);
   }
   __syncthreads();
   if (!s_last) return;
   __threadfence();
-  Acc w[kSums];
 #pragma unroll
-  for (int k = 0; k < kSums; ++k) w[k] = Acc(0);
-  unsigned long long m = 0ull;
-  for (int p = threadIdx.x; p < nblocks; p += BLOCK) {
+  for (int k = 0; k < kSums; ++k) v[k] = Acc(0);
+  n = 0ull;
+  for (int q = threadIdx.x; q < groups; q += BLOCK) {
 #pragma unroll
-    for (int k = 0; k < kSums; ++k) w[k] += __ldcg(partial + p * kSums + k);  // past L1: other SMs wrote them
-    m += __ldcg(pcount + p);
+    for (int k = 0; k < kSums; ++k) v[k] += __ldcg(partial + (nblocks + q) * kSums + k);
+    n += __ldcg(pcount + nblocks + q);
   }
-  __syncthreads();  // block_reduce's shared arrays are reused
-  block_reduce<BLOCK>(w, m);
+  __syncthreads();
+  block_reduce<BLOCK>(v, n);
   if (threadIdx.x == 0) {
-    write_totals(w, m, shift, out, out_count);
-    *ticket = 0u;
+    write_totals(v, n, shift, out, out_count);
+    ticket[0] = 0u;
   }
 }
