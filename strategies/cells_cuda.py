@@ -38,13 +38,13 @@ from .registry import register
 STORAGES = {"csr": 0, "2d": 1, "nested": 2}
 GRID_DTYPE = np.dtype([("nx", np.int32), ("ny", np.int32), ("nz", np.int32), ("pmask", np.int32)])
 CELLS_DTYPE = np.dtype([("pos", np.uint64), ("force", np.uint64), ("start", np.uint64), ("cap", np.int64)])
+POOL_GRANULE = 512  # CuPy's memory pool rounds every allocation up to this
 
 
 def fold_groups(blocks: int, block: int) -> int:
     """Groups of `block` blocks whose sums a kernel folding the final reduction adds first
     (kernels/common.cuh, fold_in_last_block): its partial sums and tickets hold that many more."""
     return -(-blocks // block)
-POOL_GRANULE = 512  # CuPy's memory pool rounds every allocation up to this
 
 
 def needs_minimage(dims, periodic, reach: int = 1) -> bool:

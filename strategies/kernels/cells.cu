@@ -17,8 +17,8 @@
 // image shift per strip (no per-pair minimum image unless MINIMAGE); the particle itself is
 // skipped by splitting its own strip at k (no per-candidate test). No Newton3: each thread
 // writes only its own particle's force, straight to input order (force[3 order[k] + a]). With
-// ENERGY the block sums go to partial[] and the last block folds them into out (no separate
-// reduction). The TPP threads of a particle take every TPP-th candidate and add their forces
+// ENERGY the block sums go to partial[] and the last blocks fold them into out in two levels
+// (fold_in_last_block; no separate reduction). The TPP threads of a particle take every TPP-th candidate and add their forces
 // with shuffles in a fixed order: results are the same bits run to run.
 //
 // WINDOW: a strip is sorted by z (the binning sorts each cell by z), so only its z-window
