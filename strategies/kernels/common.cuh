@@ -356,6 +356,30 @@ __device__ __forceinline__ void write_totals(const Acc (&w)[kSums], unsigned lon
   out_count[0] = m >> shift;
 }
 
+// Thread 0, after its block's sums are stored: the store made visible, then the block's ticket.
+// Whether the block is the last of `members` to arrive (the others' stores visible to it after a
+// __threadfence of its own). The two-level reductions' step (reduce_partials, fold_in_last_block).
+__device__ __forceinline__ bool arrive_last(unsigned int* __restrict__ ticket, int members) {
+  __threadfence();
+  return atomicAdd(ticket, 1u) == static_cast<unsigned int>(members - 1);
+}
+
+// v and n: the sums of slots [first, first + count) of partial and pcount, a slot a thread (BLOCK
+// apart), read past L1 (other SMs wrote them), not yet summed over the block. Then a
+// __syncthreads() (block_reduce's shared arrays may still be read) and block_reduce or block_sums.
+template <int BLOCK, typename Acc>
+__device__ __forceinline__ void load_slots(const Acc* __restrict__ partial, const unsigned long long* __restrict__ pcount,
+                                           int first, int count, Acc (&v)[kSums], unsigned long long& n) {
+#pragma unroll
+  for (int k = 0; k < kSums; ++k) v[k] = Acc(0);
+  n = 0ull;
+  for (int q = threadIdx.x; q < count; q += BLOCK) {
+#pragma unroll
+    for (int k = 0; k < kSums; ++k) v[k] += __ldcg(partial + (first + q) * kSums + k);
+    n += __ldcg(pcount + first + q);
+  }
+}
+
 // The final reduction folded into a kernel of nblocks blocks, in two levels and a fixed order:
 // every block writes its sums to partial[slot]; the last block of each group of BLOCK slots to
 // finish (ticket[1 + g]) sums the group's, a slot a thread, into partial[nblocks + g]; the last
@@ -374,47 +398,22 @@ __device__ __forceinline__ void fold_in_last_block(Acc (&v)[kSums], unsigned lon
   __shared__ bool s_group, s_last;
   const int g = slot / BLOCK, groups = (nblocks + BLOCK - 1) / BLOCK;
   const int members = min(BLOCK, nblocks - g * BLOCK);
-  block_reduce<BLOCK>(v, n);
-  if (threadIdx.x == 0) {
-#pragma unroll
-    for (int k = 0; k < kSums; ++k) partial[slot * kSums + k] = v[k];
-    pcount[slot] = n;
-    __threadfence();  // this block's partial is visible before its ticket
-    s_group = atomicAdd(&ticket[1 + g], 1u) == static_cast<unsigned int>(members - 1);
-  }
+  block_sums<BLOCK>(v, n, partial, pcount, slot);
+  if (threadIdx.x == 0) s_group = arrive_last(&ticket[1 + g], members);
   __syncthreads();
   if (!s_group) return;
   __threadfence();
-#pragma unroll
-  for (int k = 0; k < kSums; ++k) v[k] = Acc(0);
-  n = 0ull;
-  if (threadIdx.x < members) {
-    const int p = g * BLOCK + threadIdx.x;
-#pragma unroll
-    for (int k = 0; k < kSums; ++k) v[k] = __ldcg(partial + p * kSums + k);  // past L1: other SMs wrote them
-    n = __ldcg(pcount + p);
-  }
-  __syncthreads();  // block_reduce's shared arrays are reused
-  block_reduce<BLOCK>(v, n);
+  load_slots<BLOCK>(partial, pcount, g * BLOCK, members, v, n);
+  __syncthreads();
+  block_sums<BLOCK>(v, n, partial, pcount, nblocks + g);
   if (threadIdx.x == 0) {
-#pragma unroll
-    for (int k = 0; k < kSums; ++k) partial[(nblocks + g) * kSums + k] = v[k];
-    pcount[nblocks + g] = n;
     ticket[1 + g] = 0u;
-    __threadfence();
-    s_last = atomicAdd(&ticket[0], 1u) == static_cast<unsigned int>(groups - 1);
+    s_last = arrive_last(&ticket[0], groups);
   }
   __syncthreads();
   if (!s_last) return;
   __threadfence();
-#pragma unroll
-  for (int k = 0; k < kSums; ++k) v[k] = Acc(0);
-  n = 0ull;
-  for (int q = threadIdx.x; q < groups; q += BLOCK) {
-#pragma unroll
-    for (int k = 0; k < kSums; ++k) v[k] += __ldcg(partial + (nblocks + q) * kSums + k);
-    n += __ldcg(pcount + nblocks + q);
-  }
+  load_slots<BLOCK>(partial, pcount, nblocks, groups, v, n);
   __syncthreads();
   block_reduce<BLOCK>(v, n);
   if (threadIdx.x == 0) {

@@ -31,26 +31,13 @@ reduce_partials(const Acc* __restrict__ partial, const unsigned long long* __res
     for (int k = 0; k < kSums; ++k) v[k] += partial[static_cast<long long>(p) * kSums + k];
     n += count[p];
   }
-  block_reduce<BLOCK>(v, n);
-  if (threadIdx.x == 0) {
-#pragma unroll
-    for (int k = 0; k < kSums; ++k) level[blockIdx.x * kSums + k] = v[k];
-    lcount[blockIdx.x] = n;
-    __threadfence();  // this block's sums are visible before its ticket
-    s_last = atomicAdd(ticket, 1u) == gridDim.x - 1u;
-  }
+  block_sums<BLOCK>(v, n, level, lcount, blockIdx.x);
+  if (threadIdx.x == 0) s_last = arrive_last(ticket, gridDim.x);
   __syncthreads();
   if (!s_last) return;
   __threadfence();
-#pragma unroll
-  for (int k = 0; k < kSums; ++k) v[k] = Acc(0);
-  n = 0ull;
-  if (threadIdx.x < gridDim.x) {
-#pragma unroll
-    for (int k = 0; k < kSums; ++k) v[k] = __ldcg(level + threadIdx.x * kSums + k);  // past L1: other SMs wrote them
-    n = __ldcg(lcount + threadIdx.x);
-  }
-  __syncthreads();  // block_reduce's shared arrays are reused
+  load_slots<BLOCK>(level, lcount, 0, gridDim.x, v, n);
+  __syncthreads();
   block_reduce<BLOCK>(v, n);
   if (threadIdx.x == 0) {
 #pragma unroll
