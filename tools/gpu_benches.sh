@@ -1407,6 +1407,8 @@ for name in ('clusterpair_warp_padded', 'clusterpair_warp_newton3'):
     # count of slots, then the groups'): the bits against .before, its with-list columns at LJ 1M
     bits_check
     with_list_ab s29-foldcells fullshell_thread_csr: ;;
+  bitsonly-s29)  # a refactor's check: the bits of seven strategies in every precision against .before (must be the same)
+    bits_check ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
