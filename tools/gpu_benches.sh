@@ -1409,6 +1409,45 @@ for name in ('clusterpair_warp_padded', 'clusterpair_warp_newton3'):
     with_list_ab s29-foldcells fullshell_thread_csr: ;;
   bitsonly-s29)  # a refactor's check: the bits of seven strategies in every precision against .before (must be the same)
     bits_check ;;
+  explore-s30)  # where the packed Verlet list's time goes at LJ 1M (fp32): the force kernel's rounds pipelined
+    # (ahead=1; minb 8, where the forces flavour fits it without spilling) against not; the strip build walking each
+    # strip's z-window against whole strips (window=0); ncu's warp states (stall reasons) of the force kernel and of
+    # the build; the parts of a step and harness md
+    mkdir -p "$out/profile" "$out/md"
+    $PY -m harness bench --strategies verlet_thread_padded --launch layout=packed --scenario lj_liquid --n large \
+      --outputs forces,all --amortised 0 --sweep ahead=0:1 --name s30-ahead "${common[@]}"
+    $PY -m harness bench --strategies verlet_thread_padded --launch layout=packed,minb=8 --scenario lj_liquid \
+      --n large --outputs forces --amortised 0 --sweep ahead=0:1 --name s30-ahead-m8 "${common[@]}"
+    $PY -m harness bench --strategies verlet_thread_padded --launch layout=packed --scenario lj_liquid --n large \
+      --outputs forces --amortised 0 --sweep window=0:1 --name s30-window "${common[@]}"
+    $PY tools/step_parts.py --strategy verlet_thread_padded --launch layout=packed --n large \
+      --json "$out/md/parts-s30-1m.json" 2>&1 | tail -12
+    $PY -m harness md --strategy verlet_thread_padded --launch layout=packed --n large --precision fp32 --steps 2000 \
+      --sample 1000 --quiet --json "$out/md/md-s30-1m.json" | tail -1
+    for v in force:forces:layout=packed force:forces:layout=packed,minb=8,ahead=1 force:all:layout=packed \
+             build:forces:layout=packed build:forces:layout=packed,window=0; do
+      IFS=: read -r phase outs launch <<<"$v"
+      stem="$out/profile/s30-warps-$phase-$outs-${launch//[=,]/-}"
+      ncu --nvtx --nvtx-include "$phase/verlet_thread_padded/" --clock-control none --section WarpStateStats \
+        --section SchedulerStats --section Occupancy --section LaunchStats --section SpeedOfLight \
+        --metrics smsp__thread_inst_executed_per_inst_executed.ratio,smsp__inst_executed.sum -f -o "$stem" \
+        $PY -m harness profile --inner --strategy verlet_thread_padded --scenario lj_liquid --n large \
+        --precision fp32 --outputs $outs --launch $launch > "$stem.log" 2>&1
+      ncu --import "$stem.ncu-rep" --csv --page raw > "$stem.csv" 2>>"$stem.log"
+      ncu --import "$stem.ncu-rep" --page details > "$stem.txt" 2>>"$stem.log"
+      echo "== $v"; grep -E "Duration|Warp Cycles Per Issued|Issue Slots Busy|Achieved Occupancy|Registers Per" "$stem.txt" | head -12
+      $PY - "$stem.csv" <<'PYEOF'
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+head, data = rows[0], rows[2:]
+for r in data:  # one line per kernel: its stall reasons per issued instruction, largest first
+    stalls = {h.split('stalled_')[1].split('_per_issue_active')[0]: float(v.replace(',', '') or 0)
+              for h, v in zip(head, r) if 'issue_stalled' in h and h.endswith('per_issue_active.ratio')}
+    name = r[head.index('Kernel Name')][:60]
+    top = sorted(stalls.items(), key=lambda kv: -kv[1])[:8]
+    print(name, ' '.join(f'{k}={v:.2f}' for k, v in top))
+PYEOF
+    done ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
