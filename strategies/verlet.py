@@ -94,14 +94,17 @@ AUTO_MINB = {False: 10, True: 8}
 # shrink per row); forces 0.152 / 0.153 / 0.177 ms (s18-call6).
 AUTO_MINB_BLOCK = 128
 AUTO_BATCH = {False: 16, True: 8}
+# Tried and dropped (thirtieth session, H200, reports/2026-11-28-h200, s30-call1, commit f7b0223): the
+# whole rounds software-pipelined (the next round's 8 gathers issued before this round's pairs, two
+# register buffers in turn). ptxas sank the gathers below the pairs again to save registers (SASS:
+# the loads at the end of each half-iteration, or, behind a branch, after half of the pairs), and
+# under the forces flavour's cap of 10 blocks it spilled: LJ 1M packed, forces with a built list
+# 0.2619 against 0.1247 ms, at minb 8 0.1789 against 0.1276. ncu says why there was little to win:
+# the kernel's warps wait first for the scheduler (not selected 3.43 cycles an instruction, math
+# pipe throttle 1.49) and only then for memory (long scoreboard 3.29 of 11.33): it is bound by issue.
 # split by entries keeps one 16-bit index per entry in flight beside its position: 16 in flight spill
 # under the forces flavour's register cap (compiled here: 300-600 bytes at tpp 2-8), 8 do not
 AUTO_BATCH_ENTRIES = 8
-# ahead: the near groups' whole rounds software-pipelined (kernels/verlet.cu, near_groups' AHEAD): the
-# next rounds' positions gathered before this round's pairs are computed. 'auto': AUTO_AHEAD per output
-# flavour {energy: value}; split by entries has no rounds (0 there).
-AHEAD_CHOICES = ("auto", 0, 1)
-AUTO_AHEAD = {False: 0, True: 0}
 # banks=1: each whole near group reordered after the build (kernels/verlet.cu, verlet_banks) so that
 # a quarter-warp's gathers read distinct 16-byte L1 bank groups where the group allows. Measured
 # (H100, LJ 1M, tpp 1, fifteenth session, reports/2026-11-25-h100/bench/s15-call1-*, profile/s15-
@@ -378,12 +381,12 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
     # the compiler's choice); batch: list entries a thread gathers before computing their pairs;
     # 'auto': each output flavour its own (AUTO_MINB, AUTO_BATCH)
     launch_defaults = {**VerletStrategy.launch_defaults, "block": 128, "tpp": 0, "build": "auto", "window": 1,
-                       "layout": "aos4", "minb": "auto", "batch": "auto", "ahead": "auto", "split": "auto",
-                       "row_groups": 1, "banks": 0, "prune": "off"}
+                       "layout": "aos4", "minb": "auto", "batch": "auto", "split": "auto", "row_groups": 1, "banks": 0,
+                       "prune": "off"}
     launch_choices = {**VerletStrategy.launch_choices, "block": (64, 128, 256, 512), "tpp": TPP_CHOICES,
                       "build": BUILD_CHOICES, "window": (0, 1), "layout": tuple(VERLET_LAYOUTS),
                       "minb": MINB_CHOICES,
-                      "batch": BATCH_CHOICES, "ahead": AHEAD_CHOICES, "split": SPLIT_CHOICES, "row_groups": TILE_GROUPS,
+                      "batch": BATCH_CHOICES, "split": SPLIT_CHOICES, "row_groups": TILE_GROUPS,
                       "banks": (0, 1, 2)}
     auto_minb: ClassVar[dict] = AUTO_MINB
     auto_batch: ClassVar[dict] = AUTO_BATCH
@@ -425,11 +428,10 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
         """The force kernel for threads per row `tpp` (the plan's: launch tpp, or auto_tpp's where 0);
         md 1 or 2: the fused MD step's (kernels/verlet.cu, MdStep)."""
         real, acc = ctypes(precision)
-        entries = self.entries(tpp)
-        minb, batch = self.register_cap(energy, acc), self.batch(energy, entries)
+        minb, batch = self.register_cap(energy, acc), self.batch(energy, self.entries(tpp))
         return (f"verlet_force<{real}, {acc}, {potential.functor}, {cbool(energy)}, {cbool(pbc)}, "
                 f"{tpp}, {self.launch['block']}, {VERLET_LAYOUTS[self.launch['layout']]}, {minb}, {batch}, "
-                f"{cbool(self.ahead(energy, entries))}, {cbool(entries)}" + (f", {md}>" if md else ">"))
+                f"{cbool(self.entries(tpp))}" + (f", {md}>" if md else ">"))
 
     def md_expressions(self, potential: Potential) -> list[str]:
         """The fused MD steps' force kernels (periodic boxes, the float precision modes): the
@@ -468,11 +470,6 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
             return m if m * block <= MAX_THREADS_PER_SM else 0
         return m
 
-    def ahead(self, energy: bool, entries: bool = False) -> bool:
-        """Whether the near groups' rounds are pipelined (launch parameter ahead; never split by entries)."""
-        a = self.launch["ahead"]
-        return not entries and bool(AUTO_AHEAD[energy] if a == "auto" else a)
-
     def batch(self, energy: bool, entries: bool = False) -> int:
         b = self.launch["batch"]
         if b != "auto":
@@ -481,11 +478,11 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
 
     def expressions(self, potential: Potential) -> list[str]:
         """Every tpp at the default block (split by groups and by entries), every block at tpp 1,
-        every layout, minb and batch (each with its rounds pipelined too), each flavour and precision."""
+        every layout, minb and batch, each flavour and precision."""
         variants = [{"tpp": t} for t in TPP_CHOICES] + [{"block": b} for b in self.launch_choices["block"]] + \
             [{"layout": lay} for lay in VERLET_LAYOUTS] + [{"minb": m} for m in MINB_CHOICES] + \
-            [{"batch": b} for b in BATCH_CHOICES] + [{"ahead": 1, "batch": b} for b in BATCH_CHOICES] + \
-            [{"tpp": t, "split": sp} for t in TPP_CHOICES[2:] for sp in ("groups", "entries")]
+            [{"batch": b} for b in BATCH_CHOICES] + [{"tpp": t, "split": sp} for t in TPP_CHOICES[2:]
+                                                     for sp in ("groups", "entries")]
         out: list[str] = []
         for v in variants:
             s = VerletThreadPadded(**v)

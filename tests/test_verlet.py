@@ -112,27 +112,22 @@ def test_a_skin_too_large_for_the_box_is_not_applicable():
 
 
 def test_the_force_kernel_launch_knobs_resolve_per_output_flavour():
-    """minb, batch and ahead 'auto': each flavour its measured choice; the cap is dropped where its
-    blocks would not fit on an SM, and an explicit impossible cap is refused; batch is whole groups
-    of 4 entries; rows split by entries are never pipelined."""
+    """minb and batch 'auto': each flavour its measured choice; the cap is dropped where its blocks
+    would not fit on an SM, and an explicit impossible cap is refused; batch is whole groups of 4
+    entries."""
     from mdcore.potentials import LennardJones
-    from strategies.verlet import AUTO_AHEAD, AUTO_BATCH, AUTO_BATCH_ENTRIES, AUTO_MINB
+    from strategies.verlet import AUTO_BATCH, AUTO_BATCH_ENTRIES, AUTO_MINB
 
     lj = LennardJones(cutoff=2.5)
     s = strategies.create("verlet_thread_padded")
     for energy in (False, True):
-        ahead = "true" if AUTO_AHEAD[energy] else "false"
         expr = s.force_expression("fp32", lj, energy, True, 1)
-        assert expr.endswith(f", {AUTO_MINB[energy]}, {AUTO_BATCH[energy]}, {ahead}, false>"), expr
+        assert expr.endswith(f", {AUTO_MINB[energy]}, {AUTO_BATCH[energy]}, false>"), expr
         # several lanes per row split it by entries ('auto'), with fewer entries in flight
         expr = s.force_expression("fp32", lj, energy, True, 4)
-        assert expr.endswith(f", {AUTO_MINB[energy]}, {AUTO_BATCH_ENTRIES}, false, true>"), expr
-    assert strategies.create("verlet_thread_padded", split="groups", ahead=0).force_expression(
-        "fp32", lj, False, True, 4).endswith(f", {AUTO_BATCH[False]}, false, false>")
-    assert strategies.create("verlet_thread_padded", split="groups", ahead=1).force_expression(
-        "fp32", lj, False, True, 4).endswith(f", {AUTO_BATCH[False]}, true, false>")
-    assert strategies.create("verlet_thread_padded", ahead=1).force_expression(
-        "fp32", lj, False, True, 4).endswith(", false, true>")
+        assert expr.endswith(f", {AUTO_MINB[energy]}, {AUTO_BATCH_ENTRIES}, true>"), expr
+    assert strategies.create("verlet_thread_padded", split="groups").force_expression(
+        "fp32", lj, False, True, 4).endswith(f", {AUTO_BATCH[False]}, false>")
     # two lanes per row: by groups unless asked (by entries it spills under the register cap)
     assert s.force_expression("fp32", lj, False, True, 2).endswith(", false>")
     assert strategies.create("verlet_thread_padded", split="entries").force_expression(
@@ -144,16 +139,14 @@ def test_the_force_kernel_launch_knobs_resolve_per_output_flavour():
         s = strategies.create("verlet_thread_padded", block=block)
         assert (s.register_cap(False), s.register_cap(True)) == caps, block
     assert strategies.create("verlet_thread_padded", block=512).register_cap(False, "double") == 0
-    assert strategies.create("verlet_thread_padded", minb=8, batch=16, ahead=0).force_expression(
-        "fp32", lj, True, True, 1).endswith(", 8, 16, false, false>")
+    assert strategies.create("verlet_thread_padded", minb=8, batch=16).force_expression(
+        "fp32", lj, True, True, 1).endswith(", 8, 16, false>")
     with pytest.raises(InputError, match="split"):
         strategies.create("verlet_thread_padded", split="rows")
     with pytest.raises(InputError, match="row_groups"):
         strategies.create("verlet_thread_padded", build="tile", row_groups=3)
     with pytest.raises(InputError, match="batch"):
         strategies.create("verlet_thread_padded", batch=4)
-    with pytest.raises(InputError, match="ahead"):
-        strategies.create("verlet_thread_padded", ahead=2)
     with pytest.raises(InputError, match="do not fit on one SM"):
         strategies.create("verlet_thread_padded", minb=16, block=256)
 

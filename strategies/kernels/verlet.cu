@@ -895,12 +895,6 @@ struct PackedNear {
   __device__ __forceinline__ PackedNear(const uint2* q, int s)
       : p(reinterpret_cast<const unsigned int*>(q) + 2LL * s) {}
   __device__ __forceinline__ uint2 operator[](int i) const { return __ldg(reinterpret_cast<const uint2*>(p) + i); }
-  // the same load as a coherent one (ld.global, not .nc), which ptxas does not move across a barrier
-  __device__ __forceinline__ uint2 ordered(int i) const {
-    uint2 v;
-    asm volatile("ld.global.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(reinterpret_cast<const uint2*>(p) + i));
-    return v;
-  }
 };
 
 // A row's particle for its near entries: its packed coordinates with the period's half added (x, y)
@@ -1016,17 +1010,10 @@ __device__ __forceinline__ WarpRounds warp_rounds(int m, bool row) {
 // (there, and the partial last group's padding) are masked. rows: the storage, `stride` rows per
 // group; row: this row's index in it; m: its near entries. pair(q, valid) adds one candidate.
 // Each lane takes its groups in order, as a loop per lane would: the same sums.
-//
-// AHEAD: the whole rounds software-pipelined: the positions of rounds k + G .. k + 2G - 1 are gathered
-// before the pairs of rounds k .. k + G - 1 are computed (and their entries loaded a round earlier
-// still), so that a gather has G rounds of pairs to arrive in instead of none: the same pairs in the
-// same order (the same sums), 16 G registers more for the positions in flight. Two buffers taken in
-// turn (the loop unrolled by two), so that no register moves from one to the other.
-template <int TPP, int G, bool AHEAD = false, class Near, class Pair>
+template <int TPP, int G, class Near, class Pair>
 __device__ __forceinline__ void near_groups(const int4* __restrict__ rows, int stride, int row, int lane, int m,
                                             const WarpRounds& wr, const Near& near, Pair& pair) {
   static_assert(G == 1 || G == 2, "G: one or two groups in flight");
-  using Q = decltype(near[0]);
   const long long step = static_cast<long long>(TPP) * stride;
   const int4 none = make_int4(0, 0, 0, 0);
   const int4* __restrict__ p = rows + static_cast<long long>(lane) * stride + row;  // round 0's group
@@ -1035,54 +1022,16 @@ __device__ __forceinline__ void near_groups(const int4* __restrict__ rows, int s
 #pragma unroll
   for (int u = 0; u < G; ++u) e[u] = has(u) ? __ldg(p + u * step) : none;
   int k = 0;
-  if constexpr (AHEAD) {
-    // e: the entries of rounds k + G ..; qa (or qb): the positions of rounds k .. k + G - 1
-    Q qa[8 * G], qb[8 * G];
-    auto gather = [&](Q (&q)[8 * G], int next) {  // q from e, then e from rounds next .. next + G - 1
-#pragma unroll
-      for (int v = 0; v < 8 * G; ++v) q[v] = near[near_of(e[v / 8], v % 8)];
-      p += G * step;
-#pragma unroll
-      for (int u = 0; u < G; ++u) e[u] = has(next + u) ? __ldg(p + u * step) : none;
-      if (m < 0) __trap();  // never (m >= 0): a branch that keeps ptxas from sinking the gathers below the pairs  // keeps ptxas from sinking the gathers below the pairs that follow (it did, to save registers)
-    };
-    auto pairs = [&](const Q (&q)[8 * G]) {
-#pragma unroll
-      for (int v = 0; v < 8 * G; ++v) pair(q[v], true);
-    };
-    if (G <= wr.whole) {
-      gather(qa, G);
 #pragma unroll 1
-      for (;;) {
-        if (k + 2 * G > wr.whole) {
-          pairs(qa);
-          break;
-        }
-        gather(qb, k + 2 * G);
-        pairs(qa);
-        k += G;
-        if (k + 2 * G > wr.whole) {
-          pairs(qb);
-          break;
-        }
-        gather(qa, k + 2 * G);
-        pairs(qb);
-        k += G;
-      }
-      k += G;  // e: the entries of rounds k .. k + G - 1, as the plain loop leaves them
-    }
-  } else {
-#pragma unroll 1
-    for (; k + G <= wr.whole; k += G) {
-      Q q[8 * G];
+  for (; k + G <= wr.whole; k += G) {
+    decltype(near[0]) q[8 * G];
 #pragma unroll
-      for (int v = 0; v < 8 * G; ++v) q[v] = near[near_of(e[v / 8], v % 8)];
-      p += G * step;
+    for (int v = 0; v < 8 * G; ++v) q[v] = near[near_of(e[v / 8], v % 8)];
+    p += G * step;
 #pragma unroll
-      for (int u = 0; u < G; ++u) e[u] = has(k + G + u) ? __ldg(p + u * step) : none;
+    for (int u = 0; u < G; ++u) e[u] = has(k + G + u) ? __ldg(p + u * step) : none;
 #pragma unroll
-      for (int v = 0; v < 8 * G; ++v) pair(q[v], true);
-    }
+    for (int v = 0; v < 8 * G; ++v) pair(q[v], true);
   }
   if constexpr (G == 1) {
     // the masked rounds, one at a time, each loaded a round ahead (a warp with a short row, one of
@@ -1391,7 +1340,7 @@ verlet_prune(const Vec4<Real>* __restrict__ cur, const int* __restrict__ nbr, co
 // every entry and keeps the pair where it lies inside the cutoff (Accumulator::add_where): about
 // 3 of 4 entries do, so a warp would run the body anyway, and a branch would only add to it.
 template <typename Real, typename Acc, template <typename> class Functor, bool ENERGY, bool PBC, int TPP, int BLOCK,
-          int LAYOUT, int MINB, int BATCH, bool AHEAD, bool ENTRIES = false, int MD = 0>
+          int LAYOUT, int MINB, int BATCH, bool ENTRIES = false, int MD = 0>
 __global__ void __launch_bounds__(BLOCK, MINB)
 verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __restrict__ order,
              const int* __restrict__ nbr, const int2* __restrict__ len, const int n, const int cap,
@@ -1405,7 +1354,6 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
   static_assert(MD >= 0 && MD <= 2, "MD: 0 (forces), 1 (closing kick), 2 (closing and opening kicks, drift)");
   static_assert(BATCH == 8 || BATCH == 16, "BATCH: 8 or 16 near entries (one or two groups)");
   static_assert(!ENTRIES || TPP > 1, "ENTRIES: a row shared by several lanes");
-  static_assert(!(AHEAD && ENTRIES), "AHEAD: the near groups' loop (split by groups)");
   constexpr int G = BATCH / 8;  // near groups in flight
   constexpr bool FMA = Contracted<Acc>::value;
   // the near entries' virial from the forces (their d is the raw difference, and near is
@@ -1431,7 +1379,7 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
       if constexpr (ENTRIES) {
         near_entries<TPP, BATCH>(nbr, n, s, lane, m.x, near, pair);
       } else {
-        near_groups<TPP, G, AHEAD>(rows, n, s, lane, m.x, wr, near, pair);
+        near_groups<TPP, G>(rows, n, s, lane, m.x, wr, near, pair);
       }
     };
     if constexpr (PACKED) {
