@@ -1448,6 +1448,17 @@ for r in data:  # one line per kernel: its stall reasons per issued instruction,
     print(name, ' '.join(f'{k}={v:.2f}' for k, v in top))
 PYEOF
     done ;;
+  masked-s30)  # the Verlet force kernels' pairs through the functor's masked form (Accumulator::add_masked: the
+    # inverse square selected instead of the force and the energy, the energy's shift once per pair counted): the
+    # bits against .before (forces and pair counts the same, Verlet energies within rounding), the with-list columns
+    # at LJ 1M (packed; aos4), the parts of a step with the fused rebuild's own parts, the GPU tests of the Verlet list
+    bits_check 1
+    with_list_ab s30-masked verlet_thread_padded:--launch=layout=packed verlet_thread_padded:
+    mkdir -p "$out/md"
+    $PY tools/step_parts.py --strategy verlet_thread_padded --launch layout=packed --n large \
+      --json "$out/md/parts-s30-masked-1m.json" 2>&1 | tail -3
+    $PY -m pytest -q -n 8 -p no:cacheprovider tests/test_verlet.py tests/test_verlet_packed.py tests/test_md_fused.py \
+      tests/test_gpu.py tests/test_layouts.py -k "verlet or reduce or layout" 2>&1 | tail -3 ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;

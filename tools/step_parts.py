@@ -9,8 +9,9 @@ step. The integrator's parts are timed with dt = 0 (the same kernels; nothing mo
 step with dt = 0.005 (the list is rebuilt as it would be). 'bin' and 'rows' run unguarded (a rebuild's cost); 'update' is the step's guarded upkeep
 with the flag the displacement check leaves (usually no rebuild). Where the plan offers fused
 steps (the Verlet list's VerletSteps), their parts too: the opening kick and drift, the guarded
-upkeep, the force kernel with the particles' update (dt = 0), and a whole fused step (dt = 0.005,
-inside a run of steps: upkeep and force).
+upkeep, the force kernel with the particles' update (dt = 0), a rebuild's own parts (the state to
+input order and back, the packed copy; unguarded), and a whole fused step (dt = 0.005, inside a run
+of steps: upkeep and force).
 """
 from __future__ import annotations
 
@@ -105,8 +106,16 @@ def main(argv=None) -> int:
                 strategy.compute_built(plan)
                 frozen, why = plan.md_steps(still, plan.forces, always=True)
                 if frozen is not None:
+                    one = cp.ones(2, np.int32)  # a flag that is always set: the rebuild's body, unguarded
+
+                    def sort():
+                        frozen.k_sort((frozen.guarded_blocks,), (256,), (plan.binning.order, still.x, still.v,
+                                                                         np.int32(n), frozen.xs, frozen.vs, one))
                     fused = {"fused open": frozen.open, "fused upkeep (guarded)": lambda: frozen.upkeep(0),
-                             "fused force (MD 2)": lambda: (frozen.force(0, 2), frozen.force(1, 2))}
+                             "fused force (MD 2)": lambda: (frozen.force(0, 2), frozen.force(1, 2)),
+                             "fused unsort": lambda: frozen._unsort(one), "fused sort": sort}
+                    if getattr(plan.layout, "pack", None) is not None and hasattr(plan.layout, "q"):
+                        fused["pack"] = lambda: plan.layout.pack(plan.cur, n, one)
                     for name, fn in fused.items():
                         res[name] = timed(cp, fn, a.reps, replays) / (2 if "MD 2" in name else 1)
                     moving, _ = plan.md_steps(integ, plan.forces, always=True)

@@ -52,4 +52,35 @@ struct LennardJones {
       return s6 * bracket * inv_r2;
     }
   }
+
+  // The masked form (Accumulator::add_masked): where !in the inverse square is taken as 0, so that
+  // the force over r and the energy before its shift (raw = u + shift) come out 0 without a select
+  // of their own; where in, the force is force_over_r's bit for bit. The shift is the caller's, once
+  // per pair counted (energy_shift()): a multiply-add and a select a pair fewer than u selected.
+  __device__ __forceinline__ Real force_over_r_masked(Real r2, bool in, Real& raw) const {
+    const Real inv_r2 = in ? Math<Real>::rcp(r2) : Real(0);
+    if constexpr (kPowers) {
+      const Real r6 = inv_r2 * inv_r2 * inv_r2;
+#ifdef NO_CONTRACTION
+      raw = r6 * (c12u * r6 - c6u);
+      const Real bracket = c12f * r6 - c6f;
+#else
+      raw = r6 * fma(c12u, r6, -c6u);
+      const Real bracket = fma(c12f, r6, -c6f);
+#endif
+      return r6 * bracket * inv_r2;
+    } else {
+      const Real s2 = sigma2 * inv_r2;
+      const Real s6 = s2 * s2 * s2;
+#ifdef NO_CONTRACTION
+      raw = s6 * (eps4 * s6 - eps4);
+      const Real bracket = eps24 * (Real(2) * s6 - Real(1));
+#else
+      raw = s6 * fma(eps4, s6, -eps4);
+      const Real bracket = eps24 * fma(Real(2), s6, Real(-1));
+#endif
+      return s6 * bracket * inv_r2;
+    }
+  }
+  __device__ __forceinline__ Real energy_shift() const { return shift; }
 };
