@@ -7,10 +7,6 @@
 //   explicit F(const Real* params)          constants in the host's params() order
 //   bool inside(Real r2) const              r2 within the cutoff
 //   Real force_over_r(Real r2, Real& u) const   |F| / r (positive = repulsive), pair energy u
-// and may provide (Accumulator::add_masked: fewer instructions a pair where a kernel counts energy)
-//   Real force_over_r_masked(Real r2, bool in, Real& raw) const   force_over_r's force where in,
-//                                           0 elsewhere, and raw = u + energy_shift() (0 elsewhere)
-//   Real energy_shift() const
 //
 // Compiled by NVRTC through CuPy (strategies/cuda.py inlines this header) and by nvcc in the
 // CI compile check, so no system headers. Types are chosen on purpose: Real is the compute
@@ -48,15 +44,6 @@ struct Fixed {
     return *this;
   }
   __device__ __forceinline__ Fixed operator-() const { return raw(wrap(0ull - static_cast<unsigned long long>(v))); }
-};
-
-template <typename Acc>
-struct IsFixed {
-  static constexpr bool value = false;
-};
-template <>
-struct IsFixed<Fixed> {
-  static constexpr bool value = true;
 };
 
 __device__ __forceinline__ Fixed operator+(Fixed a, Fixed b) { return a += b; }
@@ -151,18 +138,6 @@ __device__ __forceinline__ Real separation(const Vec4<Real>& pi, const Vec4<Real
 // Energy, then the virial's 6 independent components (xx, xy, xz, yy, yz, zz).
 constexpr int kSums = 7;
 
-// Whether Accumulator::add_masked takes functor F's masked form (F::force_over_r_masked, with
-// F::energy_shift): where F has one and the sums are not Fixed (its kernels' pair terms must be
-// every strategy's, bit for bit).
-template <class F, typename Acc>
-struct Masked {
-  template <class G>
-  static char test(decltype(&G::force_over_r_masked));
-  template <class G>
-  static long test(...);
-  static constexpr bool value = sizeof(test<F>(nullptr)) == 1 && !IsFixed<Acc>::value;
-};
-
 // One thread's sums. pair() takes d = r_i - r_j inside the cutoff and returns the force on i
 // (Newton3 traversals subtract it from j themselves); with ENERGY it also adds the pair energy,
 // the pair virial r (x) f and one to the pair count (ENERGY = false: the forces-only flavour of
@@ -207,38 +182,6 @@ struct Accumulator {
       }
       pairs += in ? 1u : 0u;
     }
-  }
-
-  // add_where's pairs through the functor's masked form where it has one (force_over_r_masked) and
-  // the sums are float or double (not Fixed, whose pair terms must be every strategy's): no select of
-  // the force or the energy, the energy summed before its shift; finish_masked() then takes the
-  // shift off once per pair counted. Every pair of the thread's sums must come through here. The
-  // same forces, bit for bit, as add_where; the energy within rounding of its.
-  template <bool VIRIAL = true, class Functor>
-  __device__ __forceinline__ void add_masked(const Functor& f, Real dx, Real dy, Real dz, Real r2, bool in) {
-    if constexpr (Masked<Functor, Acc>::value) {
-      Real raw;
-      const Real fr = f.force_over_r_masked(r2, in, raw);
-      const Real ax = fr * dx, ay = fr * dy, az = fr * dz;
-      fx += Acc(ax);
-      fy += Acc(ay);
-      fz += Acc(az);
-      if constexpr (ENERGY) {
-        if constexpr (VIRIAL) {
-          energy_virial(raw, ax, ay, az, dx, dy, dz);
-        } else {
-          s[0] += Acc(raw);
-        }
-        if (in) ++pairs;  // one predicated add (pairs += in ? 1 : 0 took an add and a predicated move)
-      }
-    } else {
-      add_where<VIRIAL>(f, dx, dy, dz, r2, in);
-    }
-  }
-  template <class Functor>
-  __device__ __forceinline__ void finish_masked(const Functor& f) {
-    // the product in Real (mixed: float arithmetic, a double sum), exact to a rounding of a thread's shifts
-    if constexpr (ENERGY && Masked<Functor, Acc>::value) s[0] -= Acc(f.energy_shift() * static_cast<Real>(pairs));
   }
 
   // The virial of the pairs summed into (fx, fy, fz) without theirs (add_where<false>), from the

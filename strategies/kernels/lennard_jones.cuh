@@ -15,6 +15,13 @@ struct LennardJones {
   // form, so the same bits. fp64 keeps the sigma^2 form: its register pairs for two more constants
   // made a cell kernel spill past tests/test_kernels.py's bound.
   static constexpr bool kPowers = sizeof(Real) == 4;
+  // Tried and dropped (thirtieth session, H200, reports/2026-11-28-h200, s30-call2, commit 5648d67): a
+  // masked form for the Verlet kernels, the inverse square selected to 0 outside the cutoff (then the
+  // force and the energy need no select) and the energy's shift taken off once per pair counted. The
+  // all-outputs packed loop took 263 SASS instructions for 8 pairs against 276, but ptxas made the
+  // select a move and a predicated MUFU.RCP and the count a move and a predicated add. LJ 1M, with a
+  // built list: all outputs 0.1617 against 0.1652 ms (packed), 0.1714 against 0.1701 (aos4); forces
+  // only 0.1266 against 0.1249 (packed). No gain across the flavours: the select stays on the force.
   Real sigma2, eps24, eps4, cutoff2, shift, c12f, c6f, c12u, c6u;
 
   __device__ __forceinline__ explicit LennardJones(const Real* __restrict__ p)
@@ -52,35 +59,4 @@ struct LennardJones {
       return s6 * bracket * inv_r2;
     }
   }
-
-  // The masked form (Accumulator::add_masked): where !in the inverse square is taken as 0, so that
-  // the force over r and the energy before its shift (raw = u + shift) come out 0 without a select
-  // of their own; where in, the force is force_over_r's bit for bit. The shift is the caller's, once
-  // per pair counted (energy_shift()): a multiply-add and a select a pair fewer than u selected.
-  __device__ __forceinline__ Real force_over_r_masked(Real r2, bool in, Real& raw) const {
-    const Real inv_r2 = in ? Math<Real>::rcp(r2) : Real(0);
-    if constexpr (kPowers) {
-      const Real r6 = inv_r2 * inv_r2 * inv_r2;
-#ifdef NO_CONTRACTION
-      raw = r6 * (c12u * r6 - c6u);
-      const Real bracket = c12f * r6 - c6f;
-#else
-      raw = r6 * fma(c12u, r6, -c6u);
-      const Real bracket = fma(c12f, r6, -c6f);
-#endif
-      return r6 * bracket * inv_r2;
-    } else {
-      const Real s2 = sigma2 * inv_r2;
-      const Real s6 = s2 * s2 * s2;
-#ifdef NO_CONTRACTION
-      raw = s6 * (eps4 * s6 - eps4);
-      const Real bracket = eps24 * (Real(2) * s6 - Real(1));
-#else
-      raw = s6 * fma(eps4, s6, -eps4);
-      const Real bracket = eps24 * fma(Real(2), s6, Real(-1));
-#endif
-      return s6 * bracket * inv_r2;
-    }
-  }
-  __device__ __forceinline__ Real energy_shift() const { return shift; }
 };

@@ -1337,7 +1337,7 @@ verlet_prune(const Vec4<Real>* __restrict__ cur, const int* __restrict__ nbr, co
 // in fixed point) the near entries' virial is 2 r_i (x) F_i of the row's near force, added once per
 // lane before its far entries (Accumulator::row_virial): 6 products per lane instead of 6 per
 // entry; the far entries, whose d takes an image, add theirs pair by pair. The pair body runs for
-// every entry and keeps the pair where it lies inside the cutoff (Accumulator::add_masked): about
+// every entry and keeps the pair where it lies inside the cutoff (Accumulator::add_where): about
 // 3 of 4 entries do, so a warp would run the body anyway, and a branch would only add to it.
 template <typename Real, typename Acc, template <typename> class Functor, bool ENERGY, bool PBC, int TPP, int BLOCK,
           int LAYOUT, int MINB, int BATCH, bool ENTRIES = false, int MD = 0>
@@ -1388,7 +1388,7 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
       auto pair = [&](const uint2& qj, bool valid) {  // valid: an entry of the row (not padding, not past its end)
         Real dx, dy, dz;
         const Real r2 = packed_separation<FMA>(pr, qj, dx, dy, dz);
-        acc.template add_masked<!ROW_VIRIAL>(f, dx, dy, dz, r2, f.inside(r2) && valid);
+        acc.template add_where<!ROW_VIRIAL>(f, dx, dy, dz, r2, f.inside(r2) && valid);
       };
       near_loop(PackedNear(pk.q, s), pair);
       // the near separations are differences of the grid's coordinates (unwrapped): their row virial's
@@ -1401,7 +1401,7 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
       auto pair = [&](const Vec4<Real>& pj, bool valid) {  // valid: an entry of the row (not padding, not past its end)
         Real dx, dy, dz;
         const Real r2 = entry_separation<false, FMA>(pi, pj, box, dx, dy, dz);
-        acc.template add_masked<!ROW_VIRIAL>(f, dx, dy, dz, r2, f.inside(r2) && valid);
+        acc.template add_where<!ROW_VIRIAL>(f, dx, dy, dz, r2, f.inside(r2) && valid);
       };
       near_loop(pos.from(s), pair);  // near entries are slots relative to s
       if constexpr (ROW_VIRIAL) acc.row_virial(pi.x, pi.y, pi.z);  // before the far entries add their forces
@@ -1417,7 +1417,7 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
       for (int v = 0; v < 4; ++v) {
         Real dx, dy, dz;
         const Real r2 = entry_separation<PBC, FMA>(pi, q[v], box, dx, dy, dz);
-        acc.add_masked(f, dx, dy, dz, r2, f.inside(r2) && 4 * gi + v >= first);  // the padding is not a pair
+        acc.add_where(f, dx, dy, dz, r2, f.inside(r2) && 4 * gi + v >= first);  // the padding is not a pair
       }
     }
   }
@@ -1441,7 +1441,6 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
     }
   }
   if constexpr (MD == 2) md_flags(md, bits);  // every lane of every warp reaches it (no early return)
-  acc.finish_masked(f);
   accumulator_sums<BLOCK, ENERGY>(acc, partial, count, blockIdx.x);
 }
 
