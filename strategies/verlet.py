@@ -806,7 +806,8 @@ def md_data_expressions() -> list[str]:
     """The fused MD steps' kernels besides the force kernel, for the float precision modes."""
     pairs = sorted({(MODES[p].cxx_compute, MODES[p].cxx_accumulate) for p in FLOAT_PRECISIONS})
     return ([f"verlet_open<{r}, {a}>" for r, a in pairs] + [f"verlet_unsort<{r}, {a}>" for r, a in pairs]
-            + [f"verlet_sort<{a}>" for a in sorted({a for _, a in pairs})])
+            + [f"verlet_stage<{r}, {a}>" for r, a in pairs]
+            + [f"verlet_resort<{a}>" for a in sorted({a for _, a in pairs})])
 
 
 MD_BLOCK = 256
@@ -830,9 +831,12 @@ class VerletSteps:
     particle's update (kernels/verlet.cu, MdStep): the closing half kick, the next step's opening
     one, the drift, the next step's positions (a second buffer: the kernel still gathers from the
     first) and trigger (a second flag). The last step of a run keeps the forces and closes only;
-    the next run opens with verlet_open. A rebuild takes the state through input order
-    (verlet_unsort, the binning on the same positions as the plain loop's, verlet_sort), so that the
-    rows, the sums and every coordinate are the plain loop's bit for bit (tests/test_md_fused.py).
+    the next run opens with verlet_open. A rebuild bins the positions in input order, as the plain
+    loop does (verlet_stage writes them, with the state copied aside and the old order's inverse),
+    and takes the state to the new order through that inverse (verlet_resort), so that the rows, the
+    sums and every coordinate are the plain loop's bit for bit (tests/test_md_fused.py). x and v in
+    input order (the integrator's, here the rebuild's scratch) are written where the loop reads them
+    (kinetic, positions, velocities: verlet_unsort).
     """
 
     def __init__(self, plan: VerletPlan, integ, forces):
@@ -851,7 +855,9 @@ class VerletSteps:
         real_t, acc_t = plan.real_t, plan.acc_t
         self.k_open = kernel("verlet.cu", f"verlet_open<{real_t}, {acc_t}>")
         self.k_unsort = kernel("verlet.cu", f"verlet_unsort<{real_t}, {acc_t}>")
-        self.k_sort = kernel("verlet.cu", f"verlet_sort<{acc_t}>")
+        self.k_stage = kernel("verlet.cu", f"verlet_stage<{real_t}, {acc_t}>")
+        self.k_resort = kernel("verlet.cu", f"verlet_resort<{acc_t}>")
+        self.inv = cp.empty(max(n, 1), np.int32)  # the old slot order's inverse, during a rebuild
         self.dtype = md_dtype(plan.acc, plan.real)
         self.blocks = max(1, -(-n // MD_BLOCK))
         self.guarded_blocks = max(1, min(self.blocks, GUARDED_BLOCKS_PER_SM * sm_count()))
@@ -900,20 +906,22 @@ class VerletSteps:
         return p.output()
 
     def upkeep(self, i: int) -> None:
-        """The rebuild where flag i is set (skipped on the device otherwise): the state to input
-        order, the binning, the state to the new slot order, the rows (their positions into cur i);
-        then the inner list's prune where its trigger (flag i's second) is set."""
+        """The rebuild where flag i is set (skipped on the device otherwise): the positions to input
+        order and the state aside (verlet_stage, into the integrator's x and v as scratch), the
+        binning, the state to the new slot order (verlet_resort), the rows (their positions into cur
+        i); then the inner list's prune where its trigger (flag i's second) is set."""
         p, n, flag = self.plan, self.n, self.flags[i]
         p.cur = self.cur[i]
         if self.qs[i] is not None:
             p.layout.q = self.qs[i]
         if self.never:
             return
+        xt, vt, grid = self.integ.x, self.integ.v, (self.guarded_blocks,)
         with upkeep_if(flag):  # under capture: a conditional node's body (strategies/graphs.py)
-            self._unsort(flag)
+            self.k_stage(grid, (MD_BLOCK,), (p.binning.order, self.xs, self.vs, p.ref, np.int32(n), xt, vt, p.pos,
+                                             self.inv, flag))
             p.binning.run(guard=flag)
-            self.k_sort((self.guarded_blocks,), (MD_BLOCK,), (p.binning.order, self.integ.x, self.integ.v,
-                                                              np.int32(n), self.xs, self.vs, flag))
+            self.k_resort(grid, (MD_BLOCK,), (p.binning.order, self.inv, xt, vt, np.int32(n), self.xs, self.vs, flag))
             p._rows(flag)
         p._prune(flag[1:])  # the inner list (prune), where flag[1] is set: a moved particle or the rebuild
 
@@ -922,12 +930,11 @@ class VerletSteps:
         md = self._md(self.cur[i ^ 1], None if self.never else self.flags[i ^ 1], self.qs[i ^ 1])
         self.plan._launch_force(self._kernel(self.plan.outputs, mode), self.cur[i], self.flags[i], md)
 
-    def _unsort(self, guard=None) -> None:
+    def _unsort(self) -> None:
         """x, v (the integrator's, input order) and the plan's positions from the slot-order state."""
         i = self.integ
-        self.k_unsort((self.guarded_blocks if guard is not None else self.blocks,), (MD_BLOCK,),
-                      (self.plan.binning.order, self.xs, self.vs, np.int32(self.n), i.x, i.v, self.plan.pos,
-                       guard if guard is not None else np.uint64(0)))
+        self.k_unsort((self.blocks,), (MD_BLOCK,), (self.plan.binning.order, self.xs, self.vs, np.int32(self.n), i.x,
+                                                    i.v, self.plan.pos))
 
     def kinetic(self):
         self._unsort()

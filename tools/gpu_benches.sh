@@ -98,6 +98,21 @@ if os.environ['LARGE'] == '1':
     || { echo "bits DIFFER:"; diff "$out/bits-after.txt" "$out/bits-before.txt" | head -20; }
 }
 
+md_ab() {  # TAG: harness md of the packed Verlet list at LJ 1M (fp32, 2,000 steps) in this tree and in .before,
+  # alternating, two runs each (md/TAG-{after,before}-N.json)
+  local rep tree tag hc
+  mkdir -p "$out/md"
+  for rep in 1 2; do
+    for tree in . .before; do
+      tag=after hc=${HARNESS_COMMIT:-}
+      [ "$tree" != . ] && tag=before && hc=${BEFORE_COMMIT:-before}
+      (cd "$tree" && HARNESS_COMMIT=$hc PYTHONPATH=/tmp/site:$PWD $PY -m harness md --strategy verlet_thread_padded \
+        --launch layout=packed --n large --precision fp32 --steps 2000 --sample 1000 --quiet \
+        --json "$out/md/$1-$tag-$rep.json" | tail -1 | sed "s|^|$tag $rep: |")
+    done
+  done
+}
+
 with_list_ab() {  # NAME [STRATEGY:ARGS...]: this tree against .before, alternating, two runs each: the with-list
   # columns (forces, all outputs) at LJ 1M, fp32 (bench/NAME-{after,before}-*) of the strategies named (default: the
   # packed Verlet list and the cluster pairs)
@@ -1459,6 +1474,14 @@ PYEOF
       --json "$out/md/parts-s30-masked-1m.json" 2>&1 | tail -3
     $PY -m pytest -q -n 8 -p no:cacheprovider tests/test_verlet.py tests/test_verlet_packed.py tests/test_md_fused.py \
       tests/test_gpu.py tests/test_layouts.py -k "verlet or reduce or layout" 2>&1 | tail -3 ;;
+  stage-s30)  # the fused loop's rebuild through verlet_stage and verlet_resort (one scattered store of 16 bytes and
+    # one of 4 a particle) instead of verlet_unsort and verlet_sort (nine of 4): the fused-loop GPU tests (the plain
+    # loop's bits), the parts of a step, then harness md at LJ 1M (packed, fp32) against .before, alternating
+    mkdir -p "$out/md"
+    $PY -m pytest -q -n 8 -p no:cacheprovider tests/test_md_fused.py tests/test_md.py tests/test_graphs.py 2>&1 | tail -3
+    $PY tools/step_parts.py --strategy verlet_thread_padded --launch layout=packed --n large \
+      --json "$out/md/parts-s30-stage-1m.json" 2>&1 | tail -2
+    md_ab s30-stage ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;

@@ -108,12 +108,19 @@ def main(argv=None) -> int:
                 if frozen is not None:
                     one = cp.ones(2, np.int32)  # a flag that is always set: the rebuild's body, unguarded
 
-                    def sort():
-                        frozen.k_sort((frozen.guarded_blocks,), (256,), (plan.binning.order, still.x, still.v,
-                                                                         np.int32(n), frozen.xs, frozen.vs, one))
+                    grid, args = (frozen.guarded_blocks,), (np.int32(n), still.x, still.v)
+
+                    def stage():
+                        frozen.k_stage(grid, (256,), (plan.binning.order, frozen.xs, frozen.vs, plan.ref, *args,
+                                                      plan.pos, frozen.inv, one))
+
+                    def resort():  # the state in the order it is in: its values do not change
+                        frozen.k_resort(grid, (256,), (plan.binning.order, frozen.inv, still.x, still.v, np.int32(n),
+                                                       frozen.xs, frozen.vs, one))
                     fused = {"fused open": frozen.open, "fused upkeep (guarded)": lambda: frozen.upkeep(0),
                              "fused force (MD 2)": lambda: (frozen.force(0, 2), frozen.force(1, 2)),
-                             "fused unsort": lambda: frozen._unsort(one), "fused sort": sort}
+                             "fused unsort": frozen._unsort, "fused stage": stage,
+                             "fused resort": resort}
                     if getattr(plan.layout, "pack", None) is not None and hasattr(plan.layout, "q"):
                         fused["pack"] = lambda: plan.layout.pack(plan.cur, n, one)
                     for name, fn in fused.items():
