@@ -436,7 +436,7 @@ def cmd_md(args: argparse.Namespace) -> int:
     fused = f"; fused steps: {res.fused}" if res.fused != "off" else ""
     fused += f"; list upkeep in the graphs: {res.upkeep}" if res.upkeep else ""
     print(f"{res.ms_per_step:.4f} ms per step ({args.steps} steps, samples included; CUDA graph: {res.graph}"
-          f"{f', {md.GRAPH_STEPS} steps per replay, recorded in {res.capture_ms:.0f} ms before the clock' if res.graph == 'on' else ''}"
+          f"{f', up to {md.GRAPH_STEPS} steps per replay, recorded in {res.capture_ms:.0f} ms before the clock' if res.graph == 'on' else ''}"
           f"{fused}{rebuilt}); "
           f"energy drift {res.drift:+.3e} per particle per tau, largest |E - E0| {res.max_deviation:.3e} per particle"
           + (f"; {res.frames} frames -> {args.out}" if args.out else ""))

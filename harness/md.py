@@ -7,9 +7,9 @@ CUDA strategies; strategies/integrate.py), every step is `kick_drift`, the strat
 
 Every `sample` steps the step computes energy and virial too (the all-outputs flavour) and the
 host reads kinetic and potential energy, temperature and pressure; the other steps compute
-forces only. On the GPU the forces-only steps are captured once as CUDA graphs (one step, and
-GRAPH_STEPS steps in one graph) and replayed where the strategy allows (`graph` in the result says
-whether it did, or why not).
+forces only. On the GPU the forces-only steps are captured once as CUDA graphs (of GRAPH_SIZES
+steps each) and replayed where the strategy allows (`graph` in the result says whether it did, or
+why not).
 
 Where the strategy's plan offers fused steps (`md_steps`: the Verlet list, strategies/verlet.py
 VerletSteps) the loop takes them: the state kept in the list's order and the integrator run at the
@@ -40,8 +40,12 @@ from strategies.integrate import Integrator, check_periodic
 HEADROOM = 1.0
 # forces-only steps one CUDA graph replays: the host launches a graph in about the time a step of
 # 4,000 particles takes (H200: 17.5 us per step with a graph per step, 13.4 with 20 per graph,
-# reports/2026-11-24-h200, tenth session)
-GRAPH_STEPS = 16
+# reports/2026-11-24-h200, tenth session). A run of forces-only steps takes the largest graphs that
+# fit, then smaller ones: each graph opens its steps and closes the last, which the fused steps of
+# the Verlet list pay with a pass over the particles (verlet_open, 29 us at LJ 1M on the H200): with
+# graphs of 16 and 1 a run of 999 steps took 69 of them, with 64, 8 and 1 it takes 26.
+GRAPH_SIZES = (64, 8, 1)
+GRAPH_STEPS = GRAPH_SIZES[0]  # the most steps one replay runs
 
 
 class BlowUp(InputError):
@@ -218,8 +222,8 @@ def run(strategy: strategies.Strategy, problem: Problem, steps: int, dt: float, 
                         continue
                     # forces-only steps up to (not including) the next sample, and up to the next frame
                     run = _forces_only_run(step, steps, sample, frame_every if traj is not None else None)
-                    if graphs:  # replayed: GRAPH_STEPS steps per launch, then one at a time
-                        k = GRAPH_STEPS if run >= GRAPH_STEPS and GRAPH_STEPS in graphs else 1
+                    if graphs:  # replayed: the largest graph the run holds
+                        k = next(k for k in GRAPH_SIZES if k <= run and k in graphs)
                         graphs[k]()
                         step += k
                     else:
@@ -354,16 +358,16 @@ def _stepper(strategy, plan, integ: Integrator, forces, fuse: bool | str):
 
 def _capture(steps_, stream=None):
     """CUDA graphs of forces-only steps (open, then the steps) on `stream` (default: the current
-    one): one step, and GRAPH_STEPS steps in one graph (one host launch for them: at a few thousand
-    particles a step takes about as long as the host needs to launch a graph). Returns ({steps:
-    launch}, "on") or ({}, why not)."""
+    one): one of each of GRAPH_SIZES steps (one host launch for them: at a few thousand particles a
+    step takes about as long as the host needs to launch a graph). Returns ({steps: launch}, "on")
+    or ({}, why not)."""
     if stream is None:
         import cupy
 
         stream = cupy.cuda.get_current_stream()
     graphs = {}
     try:
-        for k in (1, GRAPH_STEPS):
+        for k in sorted(GRAPH_SIZES):
             before = getattr(steps_, "forces", None)
             stream.begin_capture()
             try:
