@@ -98,16 +98,16 @@ if os.environ['LARGE'] == '1':
     || { echo "bits DIFFER:"; diff "$out/bits-after.txt" "$out/bits-before.txt" | head -20; }
 }
 
-md_ab() {  # TAG: harness md of the packed Verlet list at LJ 1M (fp32, 2,000 steps) in this tree and in .before,
-  # alternating, two runs each (md/TAG-{after,before}-N.json)
-  local rep tree tag hc
+md_ab() {  # TAG [N STEPS LAUNCH]: harness md of the Verlet list at LJ N (default 1M, 2,000 steps, layout=packed;
+  # fp32) in this tree and in .before, alternating, two runs each (md/TAG-{after,before}-REP.json)
+  local rep tree tag hc n=${2:-large} steps=${3:-2000} launch=${4-layout=packed}
   mkdir -p "$out/md"
   for rep in 1 2; do
     for tree in . .before; do
       tag=after hc=${HARNESS_COMMIT:-}
       [ "$tree" != . ] && tag=before && hc=${BEFORE_COMMIT:-before}
       (cd "$tree" && HARNESS_COMMIT=$hc PYTHONPATH=/tmp/site:$PWD $PY -m harness md --strategy verlet_thread_padded \
-        --launch layout=packed --n large --precision fp32 --steps 2000 --sample 1000 --quiet \
+        ${launch:+--launch $launch} --n $n --precision fp32 --steps $steps --sample $((steps / 2)) --quiet \
         --json "$out/md/$1-$tag-$rep.json" | tail -1 | sed "s|^|$tag $rep: |")
     done
   done
@@ -1482,6 +1482,11 @@ PYEOF
     $PY tools/step_parts.py --strategy verlet_thread_padded --launch layout=packed --n large \
       --json "$out/md/parts-s30-stage-1m.json" 2>&1 | tail -2
     md_ab s30-stage ;;
+  final-s30)  # issue 13's figures at the session's last tree (OpenMM in the same run), then the whole MD step against
+    # .before (the session's start): LJ 1M (packed) and 4,000 (the defaults)
+    issue_figures s30-final
+    md_ab s30-final-1m
+    md_ab s30-final-4k 4000 20000 "" ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
