@@ -1484,9 +1484,9 @@ PYEOF
     md_ab s30-stage ;;
   final-s30)  # issue 13's figures at the session's last tree (OpenMM in the same run), then the whole MD step against
     # .before (the session's start): LJ 1M (packed) and 4,000 (the defaults)
-    issue_figures s30-final
     md_ab s30-final-1m
-    md_ab s30-final-4k 4000 20000 "" ;;
+    md_ab s30-final-4k 4000 20000 ""
+    issue_figures s30-final ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
