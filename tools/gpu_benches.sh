@@ -1488,15 +1488,25 @@ PYEOF
     md_ab s30-final-4k 4000 20000 ""
     issue_figures s30-final ;;
   san-s30)  # compute-sanitizer on the fused MD loop's rebuild through verlet_stage and verlet_resort (aos4 and packed,
-    # graphs of 64, 8 and 1 steps, rebuilds inside conditional nodes), each tool
+    # graphs of 64, 8 and 1 steps), each tool; racecheck and synccheck with the guarded upkeep launches, as harness
+    # sanitize runs them (they do not follow conditional bodies: harness/sanitize.py, GUARDED_TOOLS); then harness
+    # sanitize on the Verlet list (its self-test first)
     for t in memcheck racecheck initcheck synccheck; do
-      compute-sanitizer --tool $t --error-exitcode 9 $PY -c "import strategies; from harness import scenarios, md
+      cond=1
+      case $t in racecheck|synccheck) cond=0 ;; esac
+      log=$(MDFORCE_CONDITIONAL=$cond compute-sanitizer --tool $t --error-exitcode 9 $PY -c "import strategies
+from harness import scenarios, md
 for n, lay in ((16000, 'aos4'), (30000, 'packed')):
     p = scenarios.make('lj_liquid' + (':density=0.1' if lay == 'packed' else ''), n, precision='fp32')
     r = md.run(strategies.create('verlet_thread_padded', layout=lay), p, steps=80, dt=0.005, sample=80, fuse='always')
     print('$t md', n, lay, r.fused, r.graph, r.upkeep, r.rebuilds, r.samples[-1].total)
-    assert r.fused == 'on' and r.rebuilds > 1, (r.fused, r.rebuilds)" || echo "sanitizer $t: FAILED"
-    done ;;
+    assert r.fused == 'on' and r.rebuilds > 1, (r.fused, r.rebuilds)" 2>&1)
+      rc=$?
+      echo "$log" | grep -E "md |SUMMARY"
+      [ $rc = 0 ] || { echo "sanitizer $t: FAILED (exit $rc)"; echo "$log" | tail -5; }
+    done
+    $PY -m harness sanitize --self-test --tools memcheck,racecheck && \
+      $PY -m harness sanitize --size small --strategies verlet_thread_padded ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
