@@ -1186,7 +1186,9 @@ __global__ void verlet_open(const MdStep<Real, Acc> md, const Box<Real> box, con
 // (after it: xs[s'] = xt[inv[order[s']]]), the same values the plain loop's binning and sort give,
 // with one scattered store of 16 bytes and one of 4 a particle where going through input order took
 // nine of 4 (H200, LJ 1M: verlet_unsort 66 us, the old sort 18). The two are guarded by *guard as
-// the rebuild is; grid-stride: a skipped launch costs few blocks.
+// the rebuild is; grid-stride: a skipped launch costs few blocks. The three copies stay written out,
+// loads first: one helper taking a coordinate at a time (load, store x, store v) cost 14 us a rebuild
+// (thirtieth session, s30-call8: harness md at LJ 1M 0.2167-0.2171 against 0.2150-0.2154 ms a step).
 template <typename Real, typename Acc>
 __global__ void verlet_unsort(const int* __restrict__ order, const Acc* __restrict__ xs, const Acc* __restrict__ vs,
                               const int n, Acc* __restrict__ x, Acc* __restrict__ v, Vec4<Real>* __restrict__ pos) {
