@@ -1507,6 +1507,34 @@ for n, lay in ((16000, 'aos4'), (30000, 'packed')):
     done
     $PY -m harness sanitize --self-test --tools memcheck,racecheck && \
       $PY -m harness sanitize --size small --strategies verlet_thread_padded ;;
+  pred-s31)  # the pairs kept by predicated adds instead of a select (Accumulator::add_where): the bits against .before,
+    # the with-list columns at LJ 1M (packed; aos4), harness md against .before; then the packed kernel at blocks of
+    # 64 and 256 (the last wave's share), and ncu's SM-active and issue figures of the force kernel (both flavours)
+    bits_check 1
+    with_list_ab s31-pred verlet_thread_padded:--launch=layout=packed verlet_thread_padded:
+    md_ab s31-pred
+    $PY -m harness bench --strategies verlet_thread_padded --launch layout=packed --scenario lj_liquid --n large \
+      --outputs forces,all --amortised 0 --sweep block=64:128:256 --name s31-block "${common[@]}" | grep " ok"
+    mkdir -p "$out/profile"
+    for outs in forces all; do
+      stem="$out/profile/s31-active-$outs"
+      ncu --nvtx --nvtx-include "force/verlet_thread_padded/" --clock-control none --metrics \
+        gpu__time_duration.sum,sm__cycles_active.avg,sm__cycles_active.max,sm__cycles_elapsed.avg,smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,smsp__issue_active.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active,launch__waves_per_multiprocessor,launch__registers_per_thread,smsp__thread_inst_executed_per_inst_executed.ratio \
+        -f -o "$stem" $PY -m harness profile --inner --strategy verlet_thread_padded --scenario lj_liquid --n large \
+        --precision fp32 --outputs $outs --launch layout=packed > "$stem.log" 2>&1
+      ncu --import "$stem.ncu-rep" --csv --page raw > "$stem.csv" 2>>"$stem.log"
+      $PY - "$stem.csv" "$outs" <<'PYEOF'
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+head, data = rows[0], rows[2:]
+for r in data:
+    if 'verlet_force' not in r[head.index('Kernel Name')]:
+        continue
+    print(sys.argv[2], ' '.join(f"{h}={v}" for h, v in zip(head, r) if h.startswith(('gpu__', 'sm__', 'smsp__', 'launch__w', 'launch__r'))))
+PYEOF
+    done
+    $PY -m pytest -q -n 8 -p no:cacheprovider tests/test_verlet.py tests/test_verlet_packed.py tests/test_md_fused.py \
+      tests/test_gpu.py -k "verlet or reduce" 2>&1 | tail -3 ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;

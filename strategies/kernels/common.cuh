@@ -138,6 +138,16 @@ __device__ __forceinline__ Real separation(const Vec4<Real>& pi, const Vec4<Real
 // Energy, then the virial's 6 independent components (xx, xy, xz, yy, yz, zz).
 constexpr int kSums = 7;
 
+// Whether A and B are one type (NVRTC builds without the standard headers).
+template <class A, class B>
+struct SameType {
+  static constexpr bool value = false;
+};
+template <class A>
+struct SameType<A, A> {
+  static constexpr bool value = true;
+};
+
 // One thread's sums. pair() takes d = r_i - r_j inside the cutoff and returns the force on i
 // (Newton3 traversals subtract it from j themselves); with ENERGY it also adds the pair energy,
 // the pair virial r (x) f and one to the pair count (ENERGY = false: the forces-only flavour of
@@ -168,19 +178,30 @@ struct Accumulator {
   template <bool VIRIAL = true, class Functor>
   __device__ __forceinline__ void add_where(const Functor& f, Real dx, Real dy, Real dz, Real r2, bool in) {
     Real u;
-    const Real all = f.force_over_r(r2, u);  // evaluated for every candidate, then selected
-    const Real fr = in ? all : Real(0);
-    const Real ax = fr * dx, ay = fr * dy, az = fr * dz;
-    fx += Acc(ax);
-    fy += Acc(ay);
-    fz += Acc(az);
-    if constexpr (ENERGY) {
+    const Real all = f.force_over_r(r2, u);  // evaluated for every candidate, then kept or not
+    if constexpr (ENERGY && !VIRIAL && SameType<Real, float>::value && SameType<Acc, float>::value) {
+      // predicated adds, spelled out: written as a branch, ptxas makes one (BSSY, BRA, BSYNC per pair)
+      asm("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %5, 0;\n\t"
+          "@p fma.rn.f32 %0, %6, %7, %0;\n\t@p fma.rn.f32 %1, %6, %8, %1;\n\t@p fma.rn.f32 %2, %6, %9, %2;\n\t"
+          "@p add.f32 %3, %3, %10;\n\t@p add.u32 %4, %4, 1;\n\t}"
+          : "+f"(fx), "+f"(fy), "+f"(fz), "+f"(s[0]), "+r"(pairs)
+          : "r"(static_cast<int>(in)), "f"(all), "f"(dx), "f"(dy), "f"(dz), "f"(u));
+    } else if constexpr (ENERGY) {
+      const Real fr = in ? all : Real(0);
+      const Real ax = fr * dx, ay = fr * dy, az = fr * dz;
+      fx += Acc(ax);
+      fy += Acc(ay);
+      fz += Acc(az);
       if constexpr (VIRIAL) {
         energy_virial(in ? u : Real(0), ax, ay, az, dx, dy, dz);
       } else {
         s[0] += Acc(in ? u : Real(0));
       }
       pairs += in ? 1u : 0u;
+    } else if (in) {
+      fx += Acc(all * dx);
+      fy += Acc(all * dy);
+      fz += Acc(all * dz);
     }
   }
 
