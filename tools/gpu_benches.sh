@@ -1535,6 +1535,17 @@ PYEOF
     done
     $PY -m pytest -q -n 8 -p no:cacheprovider tests/test_verlet.py tests/test_verlet_packed.py tests/test_md_fused.py \
       tests/test_gpu.py -k "verlet or reduce" 2>&1 | tail -3 ;;
+  tune-s31)  # the predicated pairs only where they pay (packed, energy flavours): the bits against .before, the with-list
+    # columns (packed; aos4) against .before; then the register cap and the entries in flight again on the packed
+    # kernel (both flavours), which the predicated adds change
+    bits_check 1
+    with_list_ab s31-tune verlet_thread_padded:--launch=layout=packed verlet_thread_padded:
+    $PY -m harness bench --strategies verlet_thread_padded --launch layout=packed --scenario lj_liquid --n large \
+      --outputs forces --amortised 0 --sweep minb=10:12:16 --sweep batch=8:16 --name s31-tune-forces "${common[@]}" \
+      | grep " ok"
+    $PY -m harness bench --strategies verlet_thread_padded --launch layout=packed --scenario lj_liquid --n large \
+      --outputs all --amortised 0 --sweep minb=0:8:10 --sweep batch=8:16 --name s31-tune-all "${common[@]}" \
+      | grep " ok" ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;

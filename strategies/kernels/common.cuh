@@ -175,33 +175,44 @@ struct Accumulator {
   // warps would run the body anyway. The functor is evaluated at every r2 (beyond the cutoff,
   // infinity for padding): what it gives there is selected away, never multiplied.
   // VIRIAL = false: energy and count only, the pair's virial left to row_virial().
-  template <bool VIRIAL = true, class Functor>
+  // PREDICATED: the sums' adds predicated on `in` instead of the force selected (one select a
+  // pair fewer; with energy in fp32 also the energy's select), the same bits. Written as a branch,
+  // ptxas predicates the forces flavour's adds but makes the energy flavour's a branch per pair
+  // (BSSY, BRA, BSYNC), so those are spelled out in PTX. Measured (H200, LJ 1M, with a built list,
+  // reports/2026-11-28-h200 s31-call1): packed forces 0.1229 against 0.1250 ms (SASS: 439 against
+  // 455 instructions a step of 16 pairs), all outputs 0.1592 against 0.1649 (255 against 276 a
+  // step of 8); aos4 all outputs 0.1693 against 0.1695, but aos4 forces 0.1516 against 0.1491, so
+  // verlet_force predicates the packed layout's loops and the energy flavours only.
+  template <bool VIRIAL = true, bool PREDICATED = false, class Functor>
   __device__ __forceinline__ void add_where(const Functor& f, Real dx, Real dy, Real dz, Real r2, bool in) {
     Real u;
     const Real all = f.force_over_r(r2, u);  // evaluated for every candidate, then kept or not
-    if constexpr (ENERGY && !VIRIAL && SameType<Real, float>::value && SameType<Acc, float>::value) {
-      // predicated adds, spelled out: written as a branch, ptxas makes one (BSSY, BRA, BSYNC per pair)
+    if constexpr (PREDICATED && ENERGY && !VIRIAL && SameType<Real, float>::value && SameType<Acc, float>::value) {
       asm("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %5, 0;\n\t"
           "@p fma.rn.f32 %0, %6, %7, %0;\n\t@p fma.rn.f32 %1, %6, %8, %1;\n\t@p fma.rn.f32 %2, %6, %9, %2;\n\t"
           "@p add.f32 %3, %3, %10;\n\t@p add.u32 %4, %4, 1;\n\t}"
           : "+f"(fx), "+f"(fy), "+f"(fz), "+f"(s[0]), "+r"(pairs)
           : "r"(static_cast<int>(in)), "f"(all), "f"(dx), "f"(dy), "f"(dz), "f"(u));
-    } else if constexpr (ENERGY) {
+    } else if constexpr (PREDICATED && !ENERGY) {
+      if (in) {
+        fx += Acc(all * dx);
+        fy += Acc(all * dy);
+        fz += Acc(all * dz);
+      }
+    } else {
       const Real fr = in ? all : Real(0);
       const Real ax = fr * dx, ay = fr * dy, az = fr * dz;
       fx += Acc(ax);
       fy += Acc(ay);
       fz += Acc(az);
-      if constexpr (VIRIAL) {
-        energy_virial(in ? u : Real(0), ax, ay, az, dx, dy, dz);
-      } else {
-        s[0] += Acc(in ? u : Real(0));
+      if constexpr (ENERGY) {
+        if constexpr (VIRIAL) {
+          energy_virial(in ? u : Real(0), ax, ay, az, dx, dy, dz);
+        } else {
+          s[0] += Acc(in ? u : Real(0));
+        }
+        pairs += in ? 1u : 0u;
       }
-      pairs += in ? 1u : 0u;
-    } else if (in) {
-      fx += Acc(all * dx);
-      fy += Acc(all * dy);
-      fz += Acc(all * dz);
     }
   }
 

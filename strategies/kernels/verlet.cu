@@ -1390,6 +1390,7 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
   // Not in fixed point (the one type built without contraction), whose sums must not depend on
   // how terms are grouped: it keeps the pair-by-pair virial.
   constexpr bool ROW_VIRIAL = ENERGY && FMA;
+  constexpr bool PRED = PACKED || ENERGY;  // the sums' adds predicated (Accumulator::add_where says where it pays)
   consume_flags(flag, rebuilds);
   const Positions<Real, VLAYOUT> pos{pos_data, stride};
   const Functor<Real> f(params);
@@ -1417,7 +1418,7 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
       auto pair = [&](const uint2& qj, bool valid) {  // valid: an entry of the row (not padding, not past its end)
         Real dx, dy, dz;
         const Real r2 = packed_separation<FMA>(pr, qj, dx, dy, dz);
-        acc.template add_where<!ROW_VIRIAL>(f, dx, dy, dz, r2, f.inside(r2) && valid);
+        acc.template add_where<!ROW_VIRIAL, PRED>(f, dx, dy, dz, r2, f.inside(r2) && valid);
       };
       near_loop(PackedNear(pk.q, s), pair);
       // the near separations are differences of the grid's coordinates (unwrapped): their row virial's
@@ -1430,7 +1431,7 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
       auto pair = [&](const Vec4<Real>& pj, bool valid) {  // valid: an entry of the row (not padding, not past its end)
         Real dx, dy, dz;
         const Real r2 = entry_separation<false, FMA>(pi, pj, box, dx, dy, dz);
-        acc.template add_where<!ROW_VIRIAL>(f, dx, dy, dz, r2, f.inside(r2) && valid);
+        acc.template add_where<!ROW_VIRIAL, PRED>(f, dx, dy, dz, r2, f.inside(r2) && valid);
       };
       near_loop(pos.from(s), pair);  // near entries are slots relative to s
       if constexpr (ROW_VIRIAL) acc.row_virial(pi.x, pi.y, pi.z);  // before the far entries add their forces
@@ -1446,7 +1447,7 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
       for (int v = 0; v < 4; ++v) {
         Real dx, dy, dz;
         const Real r2 = entry_separation<PBC, FMA>(pi, q[v], box, dx, dy, dz);
-        acc.add_where(f, dx, dy, dz, r2, f.inside(r2) && 4 * gi + v >= first);  // the padding is not a pair
+        acc.template add_where<true, PRED>(f, dx, dy, dz, r2, f.inside(r2) && 4 * gi + v >= first);  // the padding is not a pair
       }
     }
   }
