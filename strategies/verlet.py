@@ -94,6 +94,12 @@ AUTO_MINB = {False: 10, True: 8}
 # shrink per row); forces 0.152 / 0.153 / 0.177 ms (s18-call6).
 AUTO_MINB_BLOCK = 128
 AUTO_BATCH = {False: 16, True: 8}
+# layout=packed's own 'auto' (minb at AUTO_MINB_BLOCK, batch), from the sweep after the predicated pairs (H200, LJ 1M,
+# fp32, with a built list, reports/2026-11-28-h200 s31-call2, ms): forces at minb 10 / 12 / 16 with 16 in flight
+# 0.1232 / 0.1219 / 0.1504 (8 in flight: 0.1245 / 0.1269 / 0.1412); all outputs at minb 0 / 8 / 10 with 16 in flight
+# 0.1703 / 0.1542 / 0.1648 (8 in flight: 0.1602 / 0.1594 / 0.1599). No spill at either (SASS: 37 and 61 registers).
+AUTO_MINB_PACKED = {False: 12, True: 8}
+AUTO_BATCH_PACKED = {False: 16, True: 16}
 # Tried and dropped (thirtieth session, H200, reports/2026-11-28-h200, s30-call1, commit f7b0223): the
 # whole rounds software-pipelined (the next round's 8 gathers issued before this round's pairs, two
 # register buffers in turn). ptxas sank the gathers below the pairs again to save registers (SASS:
@@ -390,6 +396,7 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
                       "banks": (0, 1, 2)}
     auto_minb: ClassVar[dict] = AUTO_MINB
     auto_batch: ClassVar[dict] = AUTO_BATCH
+    auto_packed: ClassVar[tuple] = (AUTO_MINB_PACKED, AUTO_BATCH_PACKED)  # layout=packed's (minb, batch)
 
     def __init__(self, **launch):
         super().__init__(**launch)
@@ -458,15 +465,16 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
         return (t[0], t[-1]) if len(t) > 1 else t
 
     def register_cap(self, energy: bool, acc: str = "float") -> int:
-        """minb for the flavour: 'auto' is AUTO_MINB's threads per SM (measured, H200, LJ, fp32,
-        blocks of AUTO_MINB_BLOCK) in blocks of this size where the sums are float, none otherwise
+        """minb for the flavour: 'auto' is AUTO_MINB's threads per SM (layout=packed: AUTO_MINB_PACKED's;
+        measured, H200, LJ, fp32, blocks of AUTO_MINB_BLOCK) in blocks of this size where the sums are float, none otherwise
         (mixed, fixed point and fp64 spilled under it), dropped where those blocks do not fit on an
         SM."""
         m, block = self.launch["minb"], self.launch["block"]
         if m == "auto":
             if acc != "float":
                 return 0
-            m = max(1, self.auto_minb[energy] * AUTO_MINB_BLOCK // block)
+            table = self.auto_packed[0] if self.launch.get("layout") == "packed" else self.auto_minb
+            m = max(1, table[energy] * AUTO_MINB_BLOCK // block)
             return m if m * block <= MAX_THREADS_PER_SM else 0
         return m
 
@@ -474,7 +482,9 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
         b = self.launch["batch"]
         if b != "auto":
             return b
-        return AUTO_BATCH_ENTRIES if entries else self.auto_batch[energy]
+        if entries:
+            return AUTO_BATCH_ENTRIES
+        return (self.auto_packed[1] if self.launch.get("layout") == "packed" else self.auto_batch)[energy]
 
     def expressions(self, potential: Potential) -> list[str]:
         """Every tpp at the default block (split by groups and by entries), every block at tpp 1,
@@ -1000,6 +1010,7 @@ class VerletThreadPairrows(VerletThreadPadded):
     # batch 8: 0.2134 / 0.2100 / 0.2644, batch 16: 0.2316 / 0.2260 / 0.3490.
     auto_minb: ClassVar[dict] = PAIR_AUTO_MINB
     auto_batch: ClassVar[dict] = PAIR_AUTO_BATCH
+    auto_packed: ClassVar[tuple] = (PAIR_AUTO_MINB, PAIR_AUTO_BATCH)
 
     def entries(self, tpp: int) -> bool:
         return False

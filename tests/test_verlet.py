@@ -139,6 +139,17 @@ def test_the_force_kernel_launch_knobs_resolve_per_output_flavour():
         s = strategies.create("verlet_thread_padded", block=block)
         assert (s.register_cap(False), s.register_cap(True)) == caps, block
     assert strategies.create("verlet_thread_padded", block=512).register_cap(False, "double") == 0
+    # layout=packed: its own measured choice (a cap of 12 blocks and 16 entries in flight for forces, 8 and 16 with
+    # energy), kept as threads per SM at other block sizes; an explicit choice wins
+    from strategies.verlet import AUTO_BATCH_PACKED, AUTO_MINB_PACKED
+    packed = strategies.create("verlet_thread_padded", layout="packed")
+    for energy in (False, True):
+        assert packed.force_expression("fp32", lj, energy, True, 1).endswith(
+            f", {AUTO_MINB_PACKED[energy]}, {AUTO_BATCH_PACKED[energy]}, false>")
+    assert AUTO_MINB_PACKED == {False: 12, True: 8}
+    assert strategies.create("verlet_thread_padded", layout="packed", block=256).register_cap(False) == 6
+    assert strategies.create("verlet_thread_padded", layout="packed", minb=10, batch=8).force_expression(
+        "fp32", lj, False, True, 1).endswith(", 10, 8, false>")
     assert strategies.create("verlet_thread_padded", minb=8, batch=16).force_expression(
         "fp32", lj, True, True, 1).endswith(", 8, 16, false>")
     with pytest.raises(InputError, match="split"):

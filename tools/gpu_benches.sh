@@ -1546,6 +1546,22 @@ PYEOF
     $PY -m harness bench --strategies verlet_thread_padded --launch layout=packed --scenario lj_liquid --n large \
       --outputs all --amortised 0 --sweep minb=0:8:10 --sweep batch=8:16 --name s31-tune-all "${common[@]}" \
       | grep " ok" ;;
+  auto-s31)  # layout=packed's own 'auto' (forces: minb 12, 16 in flight; all outputs: minb 8, 16 in flight): the with-list
+    # columns and harness md against .before, alternating; the Verlet GPU tests; then ncu's per-instruction counts
+    # (SourceCounters) of the strip build and the packed force kernel, exported as SASS with counts
+    with_list_ab s31-auto verlet_thread_padded:--launch=layout=packed
+    md_ab s31-auto
+    $PY -m pytest -q -n 8 -p no:cacheprovider tests/test_verlet.py tests/test_verlet_packed.py tests/test_md_fused.py \
+      2>&1 | tail -2
+    mkdir -p "$out/profile"
+    for phase in build force; do
+      stem="$out/profile/s31-source-$phase"
+      ncu --nvtx --nvtx-include "$phase/verlet_thread_padded/" --clock-control none --section SourceCounters \
+        --import-source no -f -o "$stem" $PY -m harness profile --inner --strategy verlet_thread_padded \
+        --scenario lj_liquid --n large --precision fp32 --outputs forces --launch layout=packed > "$stem.log" 2>&1
+      ncu --import "$stem.ncu-rep" --page source --csv --print-source sass > "$stem-sass.csv" 2>>"$stem.log"
+      echo "$phase: $(wc -l < "$stem-sass.csv") lines of SASS with counts"; tail -2 "$stem.log"
+    done ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
