@@ -435,7 +435,7 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
         """The force kernel for threads per row `tpp` (the plan's: launch tpp, or auto_tpp's where 0);
         md 1 or 2: the fused MD step's (kernels/verlet.cu, MdStep)."""
         real, acc = ctypes(precision)
-        minb, batch = self.register_cap(energy, acc), self.batch(energy, self.entries(tpp))
+        minb, batch = self.register_cap(energy, acc, md), self.batch(energy, self.entries(tpp), md)
         return (f"verlet_force<{real}, {acc}, {potential.functor}, {cbool(energy)}, {cbool(pbc)}, "
                 f"{tpp}, {self.launch['block']}, {VERLET_LAYOUTS[self.launch['layout']]}, {minb}, {batch}, "
                 f"{cbool(self.entries(tpp))}" + (f", {md}>" if md else ">"))
@@ -464,27 +464,28 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
         t = self.tpps()
         return (t[0], t[-1]) if len(t) > 1 else t
 
-    def register_cap(self, energy: bool, acc: str = "float") -> int:
+    def register_cap(self, energy: bool, acc: str = "float", md: int = 0) -> int:
         """minb for the flavour: 'auto' is AUTO_MINB's threads per SM (layout=packed: AUTO_MINB_PACKED's;
         measured, H200, LJ, fp32, blocks of AUTO_MINB_BLOCK) in blocks of this size where the sums are float, none otherwise
         (mixed, fixed point and fp64 spilled under it), dropped where those blocks do not fit on an
-        SM."""
+        SM. The fused MD steps' kernels (md > 0) keep AUTO_MINB's at every layout: at minb 12 the
+        packed MD 2 kernel took harness md's step from 0.2122 to 0.2140 ms (LJ 1M, s31-call1 and -call3)."""
         m, block = self.launch["minb"], self.launch["block"]
         if m == "auto":
             if acc != "float":
                 return 0
-            table = self.auto_packed[0] if self.launch.get("layout") == "packed" else self.auto_minb
+            table = self.auto_packed[0] if self.launch.get("layout") == "packed" and not md else self.auto_minb
             m = max(1, table[energy] * AUTO_MINB_BLOCK // block)
             return m if m * block <= MAX_THREADS_PER_SM else 0
         return m
 
-    def batch(self, energy: bool, entries: bool = False) -> int:
+    def batch(self, energy: bool, entries: bool = False, md: int = 0) -> int:
         b = self.launch["batch"]
         if b != "auto":
             return b
         if entries:
             return AUTO_BATCH_ENTRIES
-        return (self.auto_packed[1] if self.launch.get("layout") == "packed" else self.auto_batch)[energy]
+        return (self.auto_packed[1] if self.launch.get("layout") == "packed" and not md else self.auto_batch)[energy]
 
     def expressions(self, potential: Potential) -> list[str]:
         """Every tpp at the default block (split by groups and by entries), every block at tpp 1,

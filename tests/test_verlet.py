@@ -147,6 +147,9 @@ def test_the_force_kernel_launch_knobs_resolve_per_output_flavour():
         assert packed.force_expression("fp32", lj, energy, True, 1).endswith(
             f", {AUTO_MINB_PACKED[energy]}, {AUTO_BATCH_PACKED[energy]}, false>")
     assert AUTO_MINB_PACKED == {False: 12, True: 8}
+    # the fused MD steps' kernels keep the general table (measured slower under the packed forces cap)
+    assert packed.force_expression("fp32", lj, False, True, 1, md=2).endswith(
+        f", {AUTO_MINB[False]}, {AUTO_BATCH[False]}, false, 2>")
     assert strategies.create("verlet_thread_padded", layout="packed", block=256).register_cap(False) == 6
     assert strategies.create("verlet_thread_padded", layout="packed", minb=10, batch=8).force_expression(
         "fp32", lj, False, True, 1).endswith(", 10, 8, false>")
