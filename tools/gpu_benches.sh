@@ -1562,6 +1562,11 @@ PYEOF
       ncu --import "$stem.ncu-rep" --page source --csv --print-source sass > "$stem-sass.csv" 2>>"$stem.log"
       echo "$phase: $(wc -l < "$stem-sass.csv") lines of SASS with counts"; tail -2 "$stem.log"
     done ;;
+  final-s31)  # the session's last tree: harness md against .before (the session's start) at LJ 1M (packed) and 4,000 (the
+    # defaults), then issue 13's figures with OpenMM in the same call (issue_figures)
+    md_ab s31-final-1m
+    md_ab s31-final-4k 4000 20000 ""
+    issue_figures s31-final ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
