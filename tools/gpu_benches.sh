@@ -1567,6 +1567,12 @@ PYEOF
     md_ab s31-final-1m
     md_ab s31-final-4k 4000 20000 ""
     issue_figures s31-final ;;
+  split-s31)  # the energy split (LennardJones::force_over_r_split: one fma a pair into the energy sum, the shift taken off
+    # once per row): the with-list columns at LJ 1M (packed) against .before, then the GPU tests of the Verlet list,
+    # the MD loop and the potentials
+    with_list_ab s31-split verlet_thread_padded:--launch=layout=packed
+    $PY -m pytest -q -n 8 -p no:cacheprovider tests/test_verlet.py tests/test_verlet_packed.py tests/test_md_fused.py \
+      tests/test_md.py tests/test_potentials.py 2>&1 | tail -2 ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;

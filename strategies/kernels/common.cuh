@@ -183,8 +183,24 @@ struct Accumulator {
   // 455 instructions a step of 16 pairs), all outputs 0.1592 against 0.1649 (255 against 276 a
   // step of 8); aos4 all outputs 0.1693 against 0.1695, but aos4 forces 0.1516 against 0.1491, so
   // verlet_force predicates the packed layout's loops and the energy flavours only.
+  // With the energy split (SPLIT: the functor's force_over_r_split) the energy sum takes fma(ua, ub,
+  // sum) a pair, and take_shift() the shift off once for the pairs added so: one add a pair fewer.
+  template <bool VIRIAL, bool PREDICATED, class Functor>
+  static constexpr bool kSplit = PREDICATED && ENERGY && !VIRIAL && SameType<Real, float>::value &&
+                                 SameType<Acc, float>::value && Functor::kSplitEnergy;
+
   template <bool VIRIAL = true, bool PREDICATED = false, class Functor>
   __device__ __forceinline__ void add_where(const Functor& f, Real dx, Real dy, Real dz, Real r2, bool in) {
+    if constexpr (kSplit<VIRIAL, PREDICATED, Functor>) {
+      Real ua, ub;
+      const Real all = f.force_over_r_split(r2, ua, ub);
+      asm("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %5, 0;\n\t"
+          "@p fma.rn.f32 %0, %6, %7, %0;\n\t@p fma.rn.f32 %1, %6, %8, %1;\n\t@p fma.rn.f32 %2, %6, %9, %2;\n\t"
+          "@p fma.rn.f32 %3, %10, %11, %3;\n\t@p add.u32 %4, %4, 1;\n\t}"
+          : "+f"(fx), "+f"(fy), "+f"(fz), "+f"(s[0]), "+r"(pairs)
+          : "r"(static_cast<int>(in)), "f"(all), "f"(dx), "f"(dy), "f"(dz), "f"(ua), "f"(ub));
+      return;
+    }
     Real u;
     const Real all = f.force_over_r(r2, u);  // evaluated for every candidate, then kept or not
     if constexpr (PREDICATED && ENERGY && !VIRIAL && SameType<Real, float>::value && SameType<Acc, float>::value) {
@@ -214,6 +230,13 @@ struct Accumulator {
         pairs += in ? 1u : 0u;
       }
     }
+  }
+
+  // The shift of the pairs add_where<VIRIAL, PREDICATED> added since the count was `from`, where
+  // their energy was split (kSplit): taken off once.
+  template <bool VIRIAL, bool PREDICATED, class Functor>
+  __device__ __forceinline__ void take_shift(const Functor& f, unsigned int from) {
+    if constexpr (kSplit<VIRIAL, PREDICATED, Functor>) s[0] = fma(-f.energy_shift(), static_cast<Real>(pairs - from), s[0]);
   }
 
   // The virial of the pairs summed into (fx, fy, fz) without theirs (add_where<false>), from the

@@ -59,4 +59,19 @@ struct LennardJones {
       return s6 * bracket * inv_r2;
     }
   }
+
+  // force_over_r with the energy split for a sum (Accumulator::add_where's predicated float form):
+  // u = ua ub - shift, so that a sum adds fma(ua, ub, sum) a pair and takes the shift off once for
+  // the pairs it counted (Accumulator::take_shift): one add a pair fewer. The force's bits are
+  // force_over_r's; the energy's sum rounds once per pair as before, but without the shift.
+  static constexpr bool kSplitEnergy = kPowers;
+  __device__ __forceinline__ Real force_over_r_split(Real r2, Real& ua, Real& ub) const {
+    const Real inv_r2 = Math<Real>::rcp(r2);
+    const Real r6 = inv_r2 * inv_r2 * inv_r2;
+    ua = r6;
+    ub = fma(c12u, r6, -c6u);
+    const Real bracket = fma(c12f, r6, -c6f);
+    return r6 * bracket * inv_r2;
+  }
+  __device__ __forceinline__ Real energy_shift() const { return shift; }
 };

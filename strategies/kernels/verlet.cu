@@ -1420,7 +1420,9 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
         const Real r2 = packed_separation<FMA>(pr, qj, dx, dy, dz);
         acc.template add_where<!ROW_VIRIAL, PRED>(f, dx, dy, dz, r2, f.inside(r2) && valid);
       };
+      const unsigned int p0 = acc.pairs;
       near_loop(PackedNear(pk.q, s), pair);
+      acc.template take_shift<!ROW_VIRIAL, PRED>(f, p0);
       // the near separations are differences of the grid's coordinates (unwrapped): their row virial's
       if constexpr (ROW_VIRIAL) {
         acc.row_virial(static_cast<Real>(grid_coordinate(pi.x, pk.inv_h)) * pk.h,
@@ -1433,7 +1435,9 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
         const Real r2 = entry_separation<false, FMA>(pi, pj, box, dx, dy, dz);
         acc.template add_where<!ROW_VIRIAL, PRED>(f, dx, dy, dz, r2, f.inside(r2) && valid);
       };
+      const unsigned int p0 = acc.pairs;
       near_loop(pos.from(s), pair);  // near entries are slots relative to s
+      acc.template take_shift<!ROW_VIRIAL, PRED>(f, p0);
       if constexpr (ROW_VIRIAL) acc.row_virial(pi.x, pi.y, pi.z);  // before the far entries add their forces
     }
     // the far groups, from the back of the row: the minimum image on a periodic box (an entry
