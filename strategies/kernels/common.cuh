@@ -148,6 +148,17 @@ struct SameType<A, A> {
   static constexpr bool value = true;
 };
 
+// Whether a functor offers force_over_r_split (its kSplitEnergy, lennard_jones.cuh); false where it
+// does not say (a potential need not).
+template <class F, class = void>
+struct SplitEnergy {
+  static constexpr bool value = false;
+};
+template <class F>
+struct SplitEnergy<F, decltype(void(F::kSplitEnergy))> {
+  static constexpr bool value = F::kSplitEnergy;
+};
+
 // One thread's sums. pair() takes d = r_i - r_j inside the cutoff and returns the force on i
 // (Newton3 traversals subtract it from j themselves); with ENERGY it also adds the pair energy,
 // the pair virial r (x) f and one to the pair count (ENERGY = false: the forces-only flavour of
@@ -187,7 +198,7 @@ struct Accumulator {
   // sum) a pair, and take_shift() the shift off once for the pairs added so: one add a pair fewer.
   template <bool VIRIAL, bool PREDICATED, class Functor>
   static constexpr bool kSplit = PREDICATED && ENERGY && !VIRIAL && SameType<Real, float>::value &&
-                                 SameType<Acc, float>::value && Functor::kSplitEnergy;
+                                 SameType<Acc, float>::value && SplitEnergy<Functor>::value;
 
   template <bool VIRIAL = true, bool PREDICATED = false, class Functor>
   __device__ __forceinline__ void add_where(const Functor& f, Real dx, Real dy, Real dz, Real r2, bool in) {

@@ -39,8 +39,6 @@ struct Coordination {
     return out;
   }
 
-  static constexpr bool kSplitEnergy = false;  // no force_over_r_split (lennard_jones.cuh)
-
   // For r2 inside dmax: |F| / r = -dS/dr / r (positive = repulsive) and u = S(r).
   __device__ __forceinline__ Real force_over_r(Real r2, Real& u) const {
     const Real r = sqrt(r2);
