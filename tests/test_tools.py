@@ -1,5 +1,5 @@
-"""The device-call helpers in tools/: the bench table, the ncu metrics a call's log ends with, and the
-per-instruction summary of ncu's source page."""
+"""The device-call helpers in tools/: the bench table, the ncu metrics a call's log ends with, the
+per-instruction summary of ncu's source page, and the strip build's lane-balance model."""
 import json
 import subprocess
 import sys
@@ -9,6 +9,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
 import bench_table  # noqa: E402
+import build_balance  # noqa: E402
 import ncu_metrics  # noqa: E402
 import ncu_source  # noqa: E402
 
@@ -120,3 +121,15 @@ def test_ncu_source_refuses_bad_input_in_one_line(tmp_path, capsys):
     assert ncu_source.main([str(_source_csv(tmp_path / "s.csv")), "--show", "9-2"]) == 2
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 3 and "not ncu's source page" in err[1] and "--show takes FIRST-LAST" in err[2]
+
+
+def test_build_balance_models_the_strip_builds_walks(capsys):
+    steps = build_balance.window_steps(4000, 2.8)
+    assert steps.shape == (4000, 9) and (steps[:, 4] > 0).all()  # every row walks its own column's window
+    assert (steps >= 0).all() and steps.sum(1).min() >= 5
+    busy, now, paired, flat = build_balance.balance(steps)
+    assert busy < flat <= paired < now  # a warp runs its longest lane: one stream, then pairs, then columns
+    assert build_balance.main(["--n", "4000"]) == 0
+    assert "with opposite columns paired" in capsys.readouterr().out
+    assert build_balance.main(["--n", "10"]) == 2
+    assert "--n must be at least 128" in capsys.readouterr().err

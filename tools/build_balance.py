@@ -1,0 +1,80 @@
+"""A CPU model of the strip build's lane balance (kernels/verlet.cu, verlet_build with WINDOW): for each
+row (slot order: cells, then z) and each of the 9 neighbour columns, the candidates in the row's z-window
+(its lateral gap to the column taken off r_list), walked 8 a step. A warp runs, column by column, the
+longest walk of its 32 lanes. Prints the lanes' busy share now, with each column walked together with its
+opposite (the pair's windows' lengths add to a near-constant), and with all nine walked as one stream.
+
+    python3 tools/build_balance.py --n 256000
+
+The seventeenth session's flattened walk lost the L1 (lanes spread over nine columns); the pairs keep
+two columns in flight. ncu's SourceCounters of the build (thirty-first session) give 21 of 32 lanes
+active in its candidate loop, the model's "now".
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from harness.scenarios import SCENARIOS  # noqa: E402
+
+OFFSETS = [(a, b) for a in (-1, 0, 1) for b in (-1, 0, 1)]  # the build's column order
+OPPOSITE = [(0, 8), (1, 7), (2, 6), (3, 5)]                 # column c and 8 - c; 4 is the row's own
+
+
+def window_steps(n: int, rlist: float, step: int = 8, seed: int = 1) -> np.ndarray:
+    """(rows, 9) steps of `step` candidates each row walks in each column (LJ liquid, periodic)."""
+    pos, box, _ = SCENARIOS["lj_liquid"].build(n, np.random.default_rng(seed))
+    L = float(box.lengths[0])
+    nc = int(L // rlist)
+    side = L / nc
+    c = np.floor(pos / side).astype(int) % nc
+    cell = (c[:, 0] * nc + c[:, 1]) * nc + c[:, 2]
+    order = np.lexsort((pos[:, 2], cell))
+    p, cs = pos[order], c[order]
+    column = cs[:, 0] * nc + cs[:, 1]
+    zs = [np.sort(p[column == k, 2]) for k in range(nc * nc)]
+    inside = p[:, :2] - cs[:, :2] * side
+    counts = np.zeros((len(p), 9), int)
+    for j, (ox, oy) in enumerate(OFFSETS):
+        gx = np.where(ox < 0, inside[:, 0], np.where(ox > 0, side - inside[:, 0], 0.0))
+        gy = np.where(oy < 0, inside[:, 1], np.where(oy > 0, side - inside[:, 1], 0.0))
+        w2 = rlist * rlist - gx * gx - gy * gy
+        w = np.sqrt(np.maximum(w2, 0.0))
+        target = ((cs[:, 0] + ox) % nc) * nc + (cs[:, 1] + oy) % nc
+        for k in np.unique(target):
+            m = np.where(target == k)[0]
+            z = np.concatenate([zs[k] - L, zs[k], zs[k] + L])
+            counts[m, j] = np.where(w2[m] > 0, np.searchsorted(z, p[m, 2] + w[m]) - np.searchsorted(z, p[m, 2] - w[m]), 0)
+    return -(-counts // step)
+
+
+def balance(steps: np.ndarray) -> tuple[float, float, float, float]:
+    """(steps a lane walks, a warp's steps now, with opposite columns paired, as one stream), means over
+    the warps of 32 consecutive rows."""
+    w = len(steps) // 32
+    s = steps[: w * 32].reshape(w, 32, 9)
+    paired = s[:, :, 4].max(1) + sum((s[:, :, i] + s[:, :, j]).max(1) for i, j in OPPOSITE)
+    return float(s.sum(2).mean()), float(s.max(1).sum(1).mean()), float(paired.mean()), float(s.sum(2).max(1).mean())
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n", type=int, default=256000, help="particles (LJ liquid; default 256000)")
+    ap.add_argument("--rlist", type=float, default=2.8, help="cutoff + skin (default 2.8)")
+    a = ap.parse_args(argv)
+    if a.n < 32 * 4 or not a.rlist > 0:
+        print("build_balance: --n must be at least 128 and --rlist positive", file=sys.stderr)
+        return 2
+    busy, now, paired, flat = balance(window_steps(a.n, a.rlist))
+    print(f"steps a lane walks {busy:.1f}; a warp runs {now:.1f} now (lanes busy {busy / now:.2f}), "
+          f"{paired:.1f} with opposite columns paired ({busy / paired:.2f}), {flat:.1f} as one stream ({busy / flat:.2f})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
