@@ -184,7 +184,8 @@ struct Accumulator {
   // over r is selected (zero outside), so the sums take the same bits as add() where `in` and
   // are unchanged elsewhere. For loops where most candidates interact (a Verlet row), whose
   // warps would run the body anyway. The functor is evaluated at every r2 (beyond the cutoff,
-  // infinity for padding): what it gives there is selected away, never multiplied.
+  // infinity for padding): what it gives there is selected away (or its adds predicated off),
+  // never multiplied.
   // VIRIAL = false: energy and count only, the pair's virial left to row_virial().
   // PREDICATED: the sums' adds predicated on `in` instead of the force selected (one select a
   // pair fewer; with energy in fp32 also the energy's select), the same bits. Written as a branch,
@@ -194,8 +195,8 @@ struct Accumulator {
   // 455 instructions a step of 16 pairs), all outputs 0.1592 against 0.1649 (255 against 276 a
   // step of 8); aos4 all outputs 0.1693 against 0.1695, but aos4 forces 0.1516 against 0.1491, so
   // verlet_force predicates the packed layout's loops and the energy flavours only.
-  // With the energy split (SPLIT: the functor's force_over_r_split) the energy sum takes fma(ua, ub,
-  // sum) a pair, and take_shift() the shift off once for the pairs added so: one add a pair fewer.
+  // With the energy split (kSplit: the functor's force_over_r_split) the energy sum takes fma(ua,
+  // ub, sum) a pair, and take_shift() the shift off once for the pairs added so: one add a pair fewer.
   template <bool VIRIAL, bool PREDICATED, class Functor>
   static constexpr bool kSplit = PREDICATED && ENERGY && !VIRIAL && SameType<Real, float>::value &&
                                  SameType<Acc, float>::value && SplitEnergy<Functor>::value;
@@ -247,7 +248,9 @@ struct Accumulator {
   // their energy was split (kSplit): taken off once.
   template <bool VIRIAL, bool PREDICATED, class Functor>
   __device__ __forceinline__ void take_shift(const Functor& f, unsigned int from) {
-    if constexpr (kSplit<VIRIAL, PREDICATED, Functor>) s[0] = fma(-f.energy_shift(), static_cast<Real>(pairs - from), s[0]);
+    if constexpr (kSplit<VIRIAL, PREDICATED, Functor>) {
+      s[0] = fma(-f.energy_shift(), static_cast<Real>(pairs - from), s[0]);
+    }
   }
 
   // The virial of the pairs summed into (fx, fy, fz) without theirs (add_where<false>), from the
