@@ -465,19 +465,26 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
         return (t[0], t[-1]) if len(t) > 1 else t
 
     def register_cap(self, energy: bool, acc: str = "float", md: int = 0) -> int:
-        """minb for the flavour: 'auto' is AUTO_MINB's threads per SM (layout=packed: AUTO_MINB_PACKED's;
-        measured, H200, LJ, fp32, blocks of AUTO_MINB_BLOCK) in blocks of this size where the sums are float, none otherwise
-        (mixed, fixed point and fp64 spilled under it), dropped where those blocks do not fit on an
-        SM. The fused MD steps' kernels (md > 0) keep AUTO_MINB's at every layout: at minb 12 the
-        packed MD 2 kernel took harness md's step from 0.2122 to 0.2140 ms (LJ 1M, s31-call1 and -call3)."""
+        """minb for the flavour: 'auto' is AUTO_MINB's threads per SM (layout=packed:
+        AUTO_MINB_PACKED's; measured, H200, LJ, fp32, blocks of AUTO_MINB_BLOCK) in blocks of this
+        size where the sums are float, none otherwise (mixed, fixed point and fp64 spilled under it),
+        dropped where those blocks do not fit on an SM. The fused MD steps' kernels (md > 0) keep
+        AUTO_MINB's at every layout: at minb 12 the packed MD 2 kernel took harness md's step from
+        0.2122 to 0.2140 ms (LJ 1M, s31-call1 and -call3)."""
         m, block = self.launch["minb"], self.launch["block"]
         if m == "auto":
             if acc != "float":
                 return 0
-            table = self.auto_packed[0] if self.launch.get("layout") == "packed" and not md else self.auto_minb
-            m = max(1, table[energy] * AUTO_MINB_BLOCK // block)
+            m = max(1, self._auto_tables(md)[0][energy] * AUTO_MINB_BLOCK // block)
             return m if m * block <= MAX_THREADS_PER_SM else 0
         return m
+
+    def _auto_tables(self, md: int) -> tuple[dict, dict]:
+        """'auto''s (minb, batch) tables: layout=packed's own for the force kernels, the general ones
+        for the other layouts and the fused MD steps' kernels."""
+        if self.launch.get("layout") == "packed" and not md:
+            return self.auto_packed
+        return self.auto_minb, self.auto_batch
 
     def batch(self, energy: bool, entries: bool = False, md: int = 0) -> int:
         b = self.launch["batch"]
@@ -485,7 +492,7 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
             return b
         if entries:
             return AUTO_BATCH_ENTRIES
-        return (self.auto_packed[1] if self.launch.get("layout") == "packed" and not md else self.auto_batch)[energy]
+        return self._auto_tables(md)[1][energy]
 
     def expressions(self, potential: Potential) -> list[str]:
         """Every tpp at the default block (split by groups and by entries), every block at tpp 1,
@@ -1011,7 +1018,6 @@ class VerletThreadPairrows(VerletThreadPadded):
     # batch 8: 0.2134 / 0.2100 / 0.2644, batch 16: 0.2316 / 0.2260 / 0.3490.
     auto_minb: ClassVar[dict] = PAIR_AUTO_MINB
     auto_batch: ClassVar[dict] = PAIR_AUTO_BATCH
-    auto_packed: ClassVar[tuple] = (PAIR_AUTO_MINB, PAIR_AUTO_BATCH)
 
     def entries(self, tpp: int) -> bool:
         return False
