@@ -39,16 +39,16 @@ def _separation(qi: np.ndarray, qj: np.ndarray, h: float) -> np.ndarray:
     """packed_separation's d = r_i - r_j, step by step in float32 as the kernel computes it."""
     u32 = np.uint32
     cx = (qi[:, 0] & u32(0x1FFFFF)) + u32(1 << 20)
-    cy = (((qi[:, 0] >> u32(21)) | (qi[:, 1] << u32(11))) & u32(0x1FFFFF)) + u32(1 << 20)
+    cy = u32(1 << 20) - (((qi[:, 0] >> u32(21)) | (qi[:, 1] << u32(11))) & u32(0x1FFFFF))
     cz = u32(1 << 21) - (qi[:, 1] >> u32(10))
     yj = (qj[:, 0] >> u32(21)) | (qj[:, 1] << u32(11))  # __funnelshift_r(x, y, 21)
     mx = _as_float(((cx - qj[:, 0]) & u32(0x1FFFFF)) | u32(PACKED_EXPO))
-    my = _as_float(((cy - yj) & u32(0x1FFFFF)) | u32(PACKED_EXPO))
+    my = _as_float(((yj + cy) & u32(0x1FFFFF)) | u32(PACKED_EXPO))
     mz = _as_float((((qj[:, 1] >> u32(10)) + cz) & u32(0x3FFFFF)) | u32(PACKED_EXPO))
     hf = np.float32(h)
     # each step exact (a product by a power of two, then a difference representable in float)
     dx = mx * hf + np.float32(-9437184.0 * h)
-    dy = my * hf + np.float32(-9437184.0 * h)
+    dy = my * -hf + np.float32(9437184.0 * h)
     dz = mz * -hf + np.float32(10485760.0 * h)
     return np.stack([dx, dy, dz], 1)
 

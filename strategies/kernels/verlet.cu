@@ -898,28 +898,30 @@ struct PackedNear {
   __device__ __forceinline__ uint2 operator[](int i) const { return __ldg(reinterpret_cast<const uint2*>(p) + i); }
 };
 
-// A row's particle for its near entries: its packed coordinates with the period's half added (x, y)
-// or taken off (z), and the constants that turn a 21- or 22-bit remainder into a float.
+// A row's particle for its near entries: its packed coordinates with the period's half added (x) or
+// taken off (y, z), and the constants that turn a 21- or 22-bit remainder into a float. y and z take
+// the partner's coordinate plus the row's constant: ptxas folds the shift that extracts it and the
+// add into one LEA.HI (y's funnel shift too: 25 SASS instructions a pair against 26).
 struct PackedRow {
   unsigned int cx, cy, cz, expo;
   float h, kxy, kz;
   __device__ __forceinline__ PackedRow(const uint2& qi, const PackedPositions& pk)
-      : cx((qi.x & 0x1fffffu) + (1u << 20)), cy((__funnelshift_r(qi.x, qi.y, 21) & 0x1fffffu) + (1u << 20)),
+      : cx((qi.x & 0x1fffffu) + (1u << 20)), cy((1u << 20) - (__funnelshift_r(qi.x, qi.y, 21) & 0x1fffffu)),
         cz((1u << 21) - (qi.y >> 10)), expo(pk.expo), h(pk.h), kxy(-9437184.0f * pk.h), kz(10485760.0f * pk.h) {}
 };
 
 // d = r_i - r_j for a near entry from the packed coordinates: the remainder t of (qi - qj + half
-// period) modulo the period, as the float 2^23 + t (its bits: t under the exponent of 2^23), then
-// (2^23 + t) h - (2^23 + half) h: every step exact, the same d from either row. |d|^2 rounded as
-// entry_separation's.
+// period) modulo the period (y, z: of qj - qi + half), as the float 2^23 + t (its bits: t under the
+// exponent of 2^23), then (2^23 + t) h - (2^23 + half) h (y, z: the other way round): every step
+// exact, the same d from either row. |d|^2 rounded as entry_separation's.
 template <bool FMA>
 __device__ __forceinline__ float packed_separation(const PackedRow& r, const uint2& qj, float& dx, float& dy,
                                                    float& dz) {
   const float mx = __int_as_float(static_cast<int>(((r.cx - qj.x) & 0x1fffffu) | r.expo));
-  const float my = __int_as_float(static_cast<int>(((r.cy - __funnelshift_r(qj.x, qj.y, 21)) & 0x1fffffu) | r.expo));
+  const float my = __int_as_float(static_cast<int>(((__funnelshift_r(qj.x, qj.y, 21) + r.cy) & 0x1fffffu) | r.expo));
   const float mz = __int_as_float(static_cast<int>((((qj.y >> 10) + r.cz) & 0x3fffffu) | r.expo));
   dx = __fmaf_rn(mx, r.h, r.kxy);   // (2^23 + t) h - (2^23 + 2^20) h
-  dy = __fmaf_rn(my, r.h, r.kxy);
+  dy = __fmaf_rn(my, -r.h, -r.kxy);  // y: t = qj - qi + 2^20, so d = (2^23 + 2^20) h - (2^23 + t) h
   dz = __fmaf_rn(mz, -r.h, r.kz);   // z: t = qj - qi + 2^21, so d = (2^23 + 2^21) h - (2^23 + t) h
   if constexpr (FMA) {
     return fma(dz, dz, fma(dx, dx, dy * dy));
