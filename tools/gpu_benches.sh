@@ -133,6 +133,26 @@ with_list_ab() {  # NAME [STRATEGY:ARGS...]: this tree against .before, alternat
   done
 }
 
+trees_ab() {  # NAME TREE=COMMIT...: the with-list columns (forces, all outputs; LJ 1M, fp32, packed) and harness md
+  # (LJ 1M, packed, 2,000 steps) of each tree unpacked in TREE ('.': this one), the trees alternating, two runs each
+  # (bench/NAME-TREE-*, md/NAME-TREE-REP.json)
+  local rep spec tree hc tag name=$1
+  shift
+  mkdir -p "$out/md"
+  for rep in 1 2; do
+    for spec in "$@"; do
+      tree=${spec%%=*} hc=${spec#*=}
+      tag=$( [ "$tree" = . ] && echo this || echo "${tree#.}")
+      (cd "$tree" && HARNESS_COMMIT=$hc PYTHONPATH=/tmp/site:$PWD $PY -m harness bench --strategies verlet_thread_padded \
+        --launch layout=packed --scenario lj_liquid --n large --outputs forces,all --amortised 0 \
+        --name $name-$tag-$rep "${common[@]}" | grep " ok" | sed "s|^|$tag $rep: |")
+      (cd "$tree" && HARNESS_COMMIT=$hc PYTHONPATH=/tmp/site:$PWD $PY -m harness md --strategy verlet_thread_padded \
+        --launch layout=packed --n large --precision fp32 --steps 2000 --sample 1000 --quiet \
+        --json "$out/md/$name-$tag-$rep.json" | tail -1 | sed "s|^|$tag $rep md: |")
+    done
+  done
+}
+
 skin_sweep() {  # TAG: the packed Verlet list's three columns at seven skins (LJ 1M, fp32; bench/skin-TAG) and
   # harness md at skins 0.3, 0.4 and 0.5 (md/md-skinS-1m-TAG.json)
   local sk
@@ -1573,6 +1593,10 @@ PYEOF
     with_list_ab s31-split verlet_thread_padded:--launch=layout=packed
     $PY -m pytest -q -n 8 -p no:cacheprovider tests/test_verlet.py tests/test_verlet_packed.py tests/test_md_fused.py \
       tests/test_md.py tests/test_potentials.py 2>&1 | tail -2 ;;
+  s32-a)  # the y coordinate's LEA.HI (.mid, 7c809ae) and the first groups loaded ahead (this tree) against the session's
+    # start (.before): the bits (this tree against .before), then the with-list columns and harness md of the three trees
+    bits_check 0
+    trees_ab s32-a .before=${BEFORE_COMMIT:-before} .mid=${MID_COMMIT:-mid} .=${HARNESS_COMMIT:-this} ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
