@@ -133,6 +133,30 @@ with_list_ab() {  # NAME [STRATEGY:ARGS...]: this tree against .before, alternat
   done
 }
 
+verlet_bits() {  # the Verlet list's forces, energy, virial and pairs in this tree and in .before, compared ($out/vbits-*.txt):
+  # every precision at LJ 4,000 (split by entries) and 256,000 (a thread per row), layout=packed at 30,000 (gas) and 1M
+  local tree
+  for tree in . .before; do
+    (cd "$tree" && PYTHONPATH=/tmp/site:$PWD $PY -c "import hashlib, numpy as np, strategies
+from harness import scenarios
+def h(a): return hashlib.sha1(np.ascontiguousarray(a).tobytes()).hexdigest()[:12]
+for n in (4000, 256000):
+    for prec in ('fp32', 'mixed', 'fixed', 'fp64'):
+        p = scenarios.make('lj_liquid', n, seed=2, precision=prec)
+        for out in ('forces', 'all'):
+            f = strategies.create('verlet_thread_padded').evaluate(p, out)
+            print(n, prec, out, h(f.forces), repr(f.energy), h(f.virial), f.pairs)
+for spec, n in (('lj_liquid:density=0.1', 30000), ('lj_liquid', 1048576)):
+    p = scenarios.make(spec, n, seed=3, precision='fp32')
+    for out in ('forces', 'all'):
+        f = strategies.create('verlet_thread_padded', layout='packed').evaluate(p, out)
+        print('packed', n, out, h(f.forces), repr(f.energy), h(f.virial), f.pairs)") \
+      > "$out/vbits-$( [ $tree = . ] && echo after || echo before).txt" 2>&1
+  done
+  cmp -s "$out/vbits-after.txt" "$out/vbits-before.txt" && echo "bits: the same in $(wc -l < "$out/vbits-after.txt") outputs" \
+    || { echo "bits DIFFER:"; diff "$out/vbits-after.txt" "$out/vbits-before.txt" | head -20; }
+}
+
 trees_ab() {  # NAME TREE=COMMIT...: the with-list columns (forces, all outputs; LJ 1M, fp32, packed) and harness md
   # (LJ 1M, packed, 2,000 steps) of each tree unpacked in TREE ('.': this one), the trees alternating, two runs each
   # (bench/NAME-TREE-*, md/NAME-TREE-REP.json)
@@ -1594,8 +1618,9 @@ PYEOF
     $PY -m pytest -q -n 8 -p no:cacheprovider tests/test_verlet.py tests/test_verlet_packed.py tests/test_md_fused.py \
       tests/test_md.py tests/test_potentials.py 2>&1 | tail -2 ;;
   s32-a)  # the y coordinate's LEA.HI (.mid, 7c809ae) and the first groups loaded ahead (this tree) against the session's
-    # start (.before): the bits (this tree against .before), then the with-list columns and harness md of the three trees
-    bits_check 0
+    # start (.before): the Verlet list's bits (this tree against .before), then the with-list columns and harness md of
+    # the three trees
+    verlet_bits
     trees_ab s32-a .before=${BEFORE_COMMIT:-before} .mid=${MID_COMMIT:-mid} .=${HARNESS_COMMIT:-this} ;;
   *)
     echo "unknown bench set $name" >&2
