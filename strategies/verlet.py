@@ -604,9 +604,7 @@ class VerletPlan(DeviceListPlan):
             raise StrategyError(f"{strategy.name}: the list needs {need / 2**30:.2f} GiB ({rows:,} rows x {self.cap} "
                                 f"neighbours within {self.rl:g}) but the GPU has {free / 2**30:.2f} GiB free; take a "
                                 "smaller skin")
-        # cleared: the force kernel loads a row's first groups before its length (kernels/verlet.cu,
-        # first_groups), so a short row's unused groups are read too (and dropped)
-        self.nbr = cp.zeros(groups_of(self.cap) * 4 * rows, np.int32)
+        self.nbr = cp.empty(groups_of(self.cap) * 4 * rows, np.int32)
         self._prune_setup(need, free)
         if strategy.launch["layout"] == "packed":
             self.layout = PackedLayout(cp, n + 1, strategy.packed_reach(problem))
@@ -642,7 +640,7 @@ class VerletPlan(DeviceListPlan):
         rl_in = float(self.problem.potential.cutoff) + self.inner_skin
         self.rin2 = self.real(rl_in ** 2)
         self.half_inner2 = self.real((0.5 * self.inner_skin) ** 2)
-        self.inner = cp.zeros_like(self.nbr)  # cleared, as nbr
+        self.inner = cp.empty_like(self.nbr)
         self.ilen = cp.zeros_like(self.len)
         self.pref = cp.zeros((max(n, 1), 4), self.real)
         packed = strategy.launch["layout"] == "packed"

@@ -1005,22 +1005,6 @@ __device__ __forceinline__ WarpRounds warp_rounds(int m, bool row) {
           static_cast<int>((__reduce_max_sync(0xffffffffu, groups) + TPP - 1) / TPP)};
 }
 
-// Rounds 0 .. G - 1's groups of row `row` (near_groups' pre), loaded without its length: their loads
-// then wait for no other, where the length's load, the warp's rounds and the groups' loads would
-// otherwise follow one another at the start of every row. A group the row does not hold is stale
-// or padding (the storage is cleared when allocated), and near_groups takes none for it. Only groups
-// inside the row's storage (row_groups(cap) of them) are read.
-template <int TPP, int G>
-__device__ __forceinline__ void first_groups(const int4* __restrict__ rows, int stride, int row, int lane, int cap,
-                                             bool has_row, int4 (&pre)[G]) {
-#pragma unroll
-  for (int u = 0; u < G; ++u) {
-    const int k = u * TPP + lane;
-    pre[u] = has_row && k < row_groups(cap) ? __ldg(rows + static_cast<long long>(k) * stride + row)
-                                            : make_int4(0, 0, 0, 0);
-  }
-}
-
 // A row's near entries taken by whole groups (verlet_force without ENTRIES, verlet_force_pairs), in
 // the warp's rounds (warp_rounds): lane t of the row's TPP takes groups t, t + TPP, ..., G rounds
 // at a time through a pointer (no 64-bit index product per group), each group loaded a step ahead
@@ -1029,11 +1013,9 @@ __device__ __forceinline__ void first_groups(const int4* __restrict__ rows, int 
 // (there, and the partial last group's padding) are masked. rows: the storage, `stride` rows per
 // group; row: this row's index in it; m: its near entries. pair(q, valid) adds one candidate.
 // Each lane takes its groups in order, as a loop per lane would: the same sums.
-// pre (nullptr: none): rounds 0 .. G - 1's groups as first_groups loaded them, before m was known.
 template <int TPP, int G, class Near, class Pair>
 __device__ __forceinline__ void near_groups(const int4* __restrict__ rows, int stride, int row, int lane, int m,
-                                            const WarpRounds& wr, const Near& near, Pair& pair,
-                                            const int4* pre = nullptr) {
+                                            const WarpRounds& wr, const Near& near, Pair& pair) {
   static_assert(G == 1 || G == 2, "G: one or two groups in flight");
   const long long step = static_cast<long long>(TPP) * stride;
   const int4 none = make_int4(0, 0, 0, 0);
@@ -1041,7 +1023,7 @@ __device__ __forceinline__ void near_groups(const int4* __restrict__ rows, int s
   auto has = [&](int k) { return 8 * (k * TPP + lane) < m; };                      // round k holds a group of the row
   int4 e[G];
 #pragma unroll
-  for (int u = 0; u < G; ++u) e[u] = has(u) ? (pre != nullptr ? pre[u] : __ldg(p + u * step)) : none;
+  for (int u = 0; u < G; ++u) e[u] = has(u) ? __ldg(p + u * step) : none;
   int k = 0;
 #pragma unroll 1
   for (; k + G <= wr.whole; k += G) {
@@ -1411,27 +1393,25 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
   // how terms are grouped: it keeps the pair-by-pair virial.
   constexpr bool ROW_VIRIAL = ENERGY && FMA;
   constexpr bool PRED = PACKED || ENERGY;  // the sums' adds predicated (Accumulator::add_where says where it pays)
+  consume_flags(flag, rebuilds);
   const Positions<Real, VLAYOUT> pos{pos_data, stride};
+  const Functor<Real> f(params);
+  Accumulator<Real, Acc, ENERGY> acc;
   const int t = blockIdx.x * BLOCK + threadIdx.x;
   const int s = t / TPP, lane = t % TPP;
   const bool row = s < n;
-  // the row's length, position and first groups loaded together, ahead of everything that waits for them
   const int2 m = row ? __ldg(len + s) : make_int2(0, 0);  // (near, far) entries
-  int4 pre[G];
-  if constexpr (!ENTRIES) first_groups<TPP, G>(reinterpret_cast<const int4*>(nbr), n, s, lane, cap, row, pre);
-  const Vec4<Real> pi = row ? pos[s] : Vec4<Real>{};
-  const Functor<Real> f(params);
-  Accumulator<Real, Acc, ENERGY> acc;
   WarpRounds wr{0, 0};
   if constexpr (!ENTRIES) wr = warp_rounds<TPP>(m.x, row);
   if (row) {
+    const Vec4<Real> pi = pos[s];
     const int4* __restrict__ rows = reinterpret_cast<const int4*>(nbr);
     // the near entries (raw differences), by entries or by whole groups
     auto near_loop = [&](const auto& near, auto& pair) {
       if constexpr (ENTRIES) {
         near_entries<TPP, BATCH>(nbr, n, s, lane, m.x, near, pair);
       } else {
-        near_groups<TPP, G>(rows, n, s, lane, m.x, wr, near, pair, pre);
+        near_groups<TPP, G>(rows, n, s, lane, m.x, wr, near, pair);
       }
     };
     if constexpr (PACKED) {
@@ -1498,9 +1478,6 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
   }
   if constexpr (MD == 2) md_flags(md, bits);  // every lane of every warp reaches it (no early return)
   accumulator_sums<BLOCK, ENERGY>(acc, partial, count, blockIdx.x);
-  // last, so that no load above waits behind its branch (nothing in this kernel reads *flag; the fused
-  // steps raise the next step's trigger in the other flag buffer, md.flag)
-  consume_flags(flag, rebuilds);
 }
 
 // ---- Rows of two particles (verlet_thread_pairrows, strategies/verlet.py) ----------------------
