@@ -325,16 +325,31 @@ __device__ __forceinline__ unsigned int below(float r2, float rl2) {
 }
 __device__ __forceinline__ unsigned int below(double r2, double rl2) { return r2 < rl2 ? 1u : 0u; }
 
-// Column col (0..8: x offset col / 3 - 1, y offset col % 3 - 1) of the 3 x 3 columns around
-// column (cx, cy), the order every build walks them in: its offsets, coordinates and image shifts;
-// false where there is none (axis_neighbour).
+// The 3 x 3 columns around a row's column in the order every build walks them: each column
+// followed by its opposite, the row's own column last (offsets c = 0, 8, 1, 7, 2, 6, 3, 5, 4 with
+// x offset c / 3 - 1, y offset c % 3 - 1). The strip build walks each pair as one stream of
+// candidates (verlet_build): a lateral gap that shortens one's z-window lengthens the other's.
+__device__ __forceinline__ int column_at(int i) { return i == 8 ? 4 : (i & 1) ? 8 - (i >> 1) : (i >> 1); }
+
+// Column col (0..8, in the walk's order: column_at) of the 3 x 3 columns around column (cx, cy):
+// its offsets, coordinates and image shifts; false where there is none (axis_neighbour).
 template <bool MINIMAGE, typename Real>
 __device__ __forceinline__ bool column_neighbour(int cx, int cy, int col, const Grid& g, const Box<Real>& box, int& ox,
                                                  int& oy, int& x, int& y, Real& sx, Real& sy) {
-  ox = col / 3 - 1;
-  oy = col % 3 - 1;
+  const int c = column_at(col);
+  ox = c / 3 - 1;
+  oy = c % 3 - 1;
   return axis_neighbour<MINIMAGE>(cx, ox, g.nx, g.pmask & 1, box.lx, x, sx) &&
          axis_neighbour<MINIMAGE>(cy, oy, g.ny, g.pmask & 2, box.ly, y, sy);
+}
+
+// A run's image shift along one axis (0, -len or +len: axis_neighbour, z_runs) as 2 bits, and back.
+template <typename Real>
+__device__ __forceinline__ unsigned int shift_code(Real s) { return s < Real(0) ? 1u : (s > Real(0) ? 2u : 0u); }
+template <typename Real>
+__device__ __forceinline__ Real from_code(unsigned int c, Real len) {
+  c &= 3u;
+  return c == 1u ? -len : (c == 2u ? len : Real(0));
 }
 
 // One thread per row (sorted slot k), the full shell's walk (cells.cuh): 9 z-strips of the CSR
@@ -362,92 +377,137 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell
   const Real lo_y = pi.y + Real(0.5) * box.ly - Real(cy) * side_y, hi_y = side_y - lo_y;
   int count = 0;  // hits
   RowWriter row(nbr, n, k, cap);
-#pragma unroll 1
-  for (int col = 0; col < 9; ++col) {
-    int ox, oy, x, y;
-    Real sx, sy;
-    if (!column_neighbour<MINIMAGE>(cx, cy, col, g, box, ox, oy, x, y, sx, sy)) continue;
-    Real w = Real(0);
-    if constexpr (WINDOW) {
-      w = z_reach(lateral_gap(ox, lo_x, hi_x, side_x), lateral_gap(oy, lo_y, hi_y, side_y), rlist2, margin);
-      if (w < Real(0)) continue;
-    }
-    int b[2], e[2];
-    Real sz[2];
-    const int runs = z_runs<1, MINIMAGE>(start, (x * g.ny + y) * g.nz, cz, g, box.lz, b, e, sz);
-    // one run (constant indices: b, e, sz stay in registers)
-    auto walk = [&](int rb, int re, Real rsz) {
-      const Vec4<Real> p = shifted(pi, sx, sy, rsz);
-      const bool run_img = sx != Real(0) || sy != Real(0) || rsz != Real(0);
-      // the window [z - w, z + w] as an index range, both ends found by bisection (the two
-      // searches side by side, bisect_z_window): the loop below then has no exit of its own, so
-      // its loads can be issued ahead of the checks
-      int first = rb, last = re;
-      if constexpr (WINDOW) {
-        bisect_z_window(sorted, rb, re, p.z - w, p.z + w, first, last);
-      }
-      // 32 candidates at a time: their hits as bits, then stored in slot order. The store
-      // (the divergent part: ~3 in 10 candidates hit, so some lane almost always does) runs
-      // once per hit of the lane, not once per candidate of the warp. The particle itself (r2 = 0)
-      // is taken out of its round's bits: the run is not split at k (a second pass of rounds).
-#pragma unroll 1
-      for (int q0 = first; q0 < last; q0 += 32) {
-        const int end = min(last, q0 + 32);
-        const bool self = static_cast<unsigned int>(k - q0) < static_cast<unsigned int>(end - q0);
-        unsigned int bits = 0u, ibits = 0u;
-        if constexpr (MINIMAGE) {
+  // One round: candidates q0 .. end - 1 (at most 32) of a run whose image shift moved pi to p. Their
+  // hits as bits, then stored in slot order. The store (the divergent part: ~3 in 10 candidates hit,
+  // so some lane almost always does) runs once per hit of the lane, not once per candidate of the
+  // warp. The particle itself (r2 = 0) is taken out of its round's bits: the run is not split at k
+  // (a second pass of rounds).
+  auto round = [&](int q0, int end, const Vec4<Real>& p, bool run_img) {
+    const bool self = static_cast<unsigned int>(k - q0) < static_cast<unsigned int>(end - q0);
+    unsigned int bits = 0u, ibits = 0u;
+    if constexpr (MINIMAGE) {
 #pragma unroll 4
-          for (int q = q0; q < end; ++q) {
-            const Vec4<Real> pj = sorted[q];
-            Real dx, dy, dz;
-            const bool hit = separation<MINIMAGE>(p, pj, box, dx, dy, dz) < rlist2;
-            bits |= static_cast<unsigned int>(hit) << (q - q0);
-            ibits |= static_cast<unsigned int>(hit && crosses(pi, pj, box)) << (q - q0);
-          }
-          if (self) bits &= ~(1u << (k - q0));
-        } else {
-          // Each candidate's bit shifted in from the bottom, then the mask aligned to the top (candidate
-          // q at bit 31 - (q - q0)): a candidate costs its test and one shift-add, not a variable shift.
-          // Eight candidates a step and no remainder loop: the last step reads up to seven slots past
-          // the round (the binning pads `sorted` for them: strategies/binning.py, SORTED_PAD), their
-          // bits cleared below. Measured under ncu (H200, LJ 1M): 496 us against 505 with four a step.
-          const int len = end - q0;
-          const Vec4<Real>* __restrict__ src = sorted + q0;
+      for (int q = q0; q < end; ++q) {
+        const Vec4<Real> pj = sorted[q];
+        Real dx, dy, dz;
+        const bool hit = separation<MINIMAGE>(p, pj, box, dx, dy, dz) < rlist2;
+        bits |= static_cast<unsigned int>(hit) << (q - q0);
+        ibits |= static_cast<unsigned int>(hit && crosses(pi, pj, box)) << (q - q0);
+      }
+      if (self) bits &= ~(1u << (k - q0));
+    } else {
+      // Each candidate's bit shifted in from the bottom, then the mask aligned to the top (candidate
+      // q at bit 31 - (q - q0)): a candidate costs its test and one shift-add, not a variable shift.
+      // Eight candidates a step and no remainder loop: the last step reads up to seven slots past
+      // the round (the binning pads `sorted` for them: strategies/binning.py, SORTED_PAD), their
+      // bits cleared below. Measured under ncu (H200, LJ 1M): 496 us against 505 with four a step.
+      const int len = end - q0;
+      const Vec4<Real>* __restrict__ src = sorted + q0;
 #pragma unroll 1
-          for (int u0 = 0; u0 < len; u0 += 8) {
-            Vec4<Real> pj[8];
+      for (int u0 = 0; u0 < len; u0 += 8) {
+        Vec4<Real> pj[8];
 #pragma unroll
-            for (int u = 0; u < 8; ++u) pj[u] = src[u0 + u];
+        for (int u = 0; u < 8; ++u) pj[u] = src[u0 + u];
 #pragma unroll
-            for (int u = 0; u < 8; ++u) {
-              Real dx, dy, dz;
-              bits = (bits << 1) | below(separation<false>(p, pj[u], box, dx, dy, dz), rlist2);
-            }
-          }
-          bits <<= 32 - ((len + 7) & ~7);  // candidate q at bit 31 - (q - q0)
-          bits &= 0xffffffffu << (32 - len);
-          if (self) bits &= ~(0x80000000u >> (k - q0));
-        }
-        // the common case: every hit of the round a near entry (no image, |q - k| within 16 bits for
-        // the whole round) and room for all of them, so that a hit takes no test of its own; it
-        // leaves no bits for the general loop below
-        const int hits = __popc(bits);
-        if (!MINIMAGE && !run_img && count + hits <= cap && q0 - k >= -kNear && end - 1 - k <= kNear) {
-          row.push_round_msb(bits, q0 - k);
-          bits = 0u;
-          count += hits;
-        }
-        if constexpr (!MINIMAGE) bits = __brev(bits);  // bit t: candidate q0 + t again
-        while (bits) {
-          const int t = __ffs(bits) - 1;
-          bits &= bits - 1u;
-          if (count < cap) row.add(q0 + t, MINIMAGE ? ((ibits >> t) & 1u) != 0u : run_img);
-          ++count;
+        for (int u = 0; u < 8; ++u) {
+          Real dx, dy, dz;
+          bits = (bits << 1) | below(separation<false>(p, pj[u], box, dx, dy, dz), rlist2);
         }
       }
-    };
-    walk(b[0], e[0], sz[0]);
-    if (runs > 1) walk(b[1], e[1], sz[1]);
+      bits <<= 32 - ((len + 7) & ~7);  // candidate q at bit 31 - (q - q0)
+      bits &= 0xffffffffu << (32 - len);
+      if (self) bits &= ~(0x80000000u >> (k - q0));
+    }
+    // the common case: every hit of the round a near entry (no image, |q - k| within 16 bits for
+    // the whole round) and room for all of them, so that a hit takes no test of its own; it
+    // leaves no bits for the general loop below
+    const int hits = __popc(bits);
+    if (!MINIMAGE && !run_img && count + hits <= cap && q0 - k >= -kNear && end - 1 - k <= kNear) {
+      row.push_round_msb(bits, q0 - k);
+      bits = 0u;
+      count += hits;
+    }
+    if constexpr (!MINIMAGE) bits = __brev(bits);  // bit t: candidate q0 + t again
+    while (bits) {
+      const int t = __ffs(bits) - 1;
+      bits &= bits - 1u;
+      if (count < cap) row.add(q0 + t, MINIMAGE ? ((ibits >> t) & 1u) != 0u : run_img);
+      ++count;
+    }
+  };
+  if constexpr (WINDOW) {
+    // The columns two at a time, each with its opposite (column_at), the own column last. A lane's
+    // z-window in a column depends on its lateral gap to it, so the lanes of a warp walk windows of
+    // different lengths; the pair's lengths add to a near-constant. Each pair's runs (up to two a
+    // column) become up to four segments (the window's index range, found by bisection, and the
+    // run's image shift as a code of 2 bits an axis), walked by each lane as one stream of rounds:
+    // the warp runs its longest lane's pair, not each column's longest lane. The rows are those of
+    // the columns walked one by one in the same order (the other builds).
+#pragma unroll 1
+    for (int pr = 0; pr < 5; ++pr) {
+      int sf[4] = {0, 0, 0, 0}, sl[4] = {0, 0, 0, 0};  // segment: [sf, sl)
+      unsigned int codes = 0u;                         // segment t's shift code at bits 6 t
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        int ox, oy, x, y;
+        Real sx, sy;
+        if (pr == 4 && h == 1) continue;  // the own column: alone
+        if (!column_neighbour<false>(cx, cy, 2 * pr + h, g, box, ox, oy, x, y, sx, sy)) continue;
+        const Real w = z_reach(lateral_gap(ox, lo_x, hi_x, side_x), lateral_gap(oy, lo_y, hi_y, side_y), rlist2,
+                               margin);
+        if (w < Real(0)) continue;
+        int b[2], e[2];
+        Real sz[2];
+        const int runs = z_runs<1, false>(start, (x * g.ny + y) * g.nz, cz, g, box.lz, b, e, sz);
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          if (r < runs) {
+            const Real pz = pi.z - sz[r];  // shifted()'s z
+            // the window [z - w, z + w] as an index range, both ends found by bisection (the two
+            // searches side by side, bisect_z_window): the round's loop then has no exit of its
+            // own, so its loads can be issued ahead of the checks
+            bisect_z_window(sorted, b[r], e[r], pz - w, pz + w, sf[2 * h + r], sl[2 * h + r]);
+            codes |= (shift_code(sx) | shift_code(sy) << 2 | shift_code(sz[r]) << 4) << (6 * (2 * h + r));
+          }
+        }
+      }
+      // the segments in order, each lane on its own: the queue moves up as one is done
+      int q0 = sf[0], last = sl[0];
+#pragma unroll 1
+      for (int left = 3;;) {
+        while (q0 >= last && left > 0) {
+          q0 = sf[1], last = sl[1], sf[1] = sf[2], sl[1] = sl[2], sf[2] = sf[3], sl[2] = sl[3], sf[3] = sl[3] = 0;
+          codes >>= 6;
+          --left;
+        }
+        if (q0 >= last) break;
+        const unsigned int code = codes & 63u;
+        const Vec4<Real> p = shifted(pi, from_code(code, box.lx), from_code(code >> 2, box.ly),
+                                     from_code(code >> 4, box.lz));
+        const int end = min(last, q0 + 32);
+        round(q0, end, p, code != 0u);
+        q0 = end;
+      }
+    }
+  } else {
+#pragma unroll 1
+    for (int col = 0; col < 9; ++col) {
+      int ox, oy, x, y;
+      Real sx, sy;
+      if (!column_neighbour<MINIMAGE>(cx, cy, col, g, box, ox, oy, x, y, sx, sy)) continue;
+      int b[2], e[2];
+      Real sz[2];
+      const int runs = z_runs<1, MINIMAGE>(start, (x * g.ny + y) * g.nz, cz, g, box.lz, b, e, sz);
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        if (r < runs) {  // constant indices: b, e, sz stay in registers
+          const Vec4<Real> p = shifted(pi, sx, sy, sz[r]);
+          const bool run_img = sx != Real(0) || sy != Real(0) || sz[r] != Real(0);
+#pragma unroll 1
+          for (int q0 = b[r]; q0 < e[r]; q0 += 32) round(q0, min(e[r], q0 + 32), p, run_img);
+        }
+      }
+    }
   }
   len[k] = row.finish();  // the force phase reads what was stored; the overflow is reported
   if (count > cap) atomicMax(overflow, count);
@@ -683,8 +743,8 @@ verlet_build_cells(const Vec4<Real>* __restrict__ sorted, const int* __restrict_
   const int first = start[c], count_c = start[c + 1] - first;
   if (count_c == 0) return;  // the whole block
   const int cz = c % g.nz, cy = (c / g.nz) % g.ny, cx = c / (g.nz * g.ny);
-  if (lane < 9) {  // column `lane`: up to two runs, each with its image shift
-    const int ox = lane / 3 - 1, oy = lane % 3 - 1;
+  if (lane < 9) {  // column `lane` of the walk's order (column_at): up to two runs, each with its image shift
+    const int ox = column_at(lane) / 3 - 1, oy = column_at(lane) % 3 - 1;
     int x, y, runs = 0, b[2] = {0, 0}, e[2] = {0, 0};
     Real sx, sy, sz[2] = {Real(0), Real(0)};
     if (axis_neighbour<MINIMAGE>(cx, ox, g.nx, g.pmask & 1, box.lx, x, sx) &&
