@@ -1622,6 +1622,35 @@ PYEOF
     # the three trees
     verlet_bits
     trees_ab s32-a .before=${BEFORE_COMMIT:-before} .mid=${MID_COMMIT:-mid} .=${HARNESS_COMMIT:-this} ;;
+  s32-b)  # the strip build walking each column with its opposite (this tree) against .before: the build's ms (bench,
+    # forces, the build_ms column) at LJ 1M and 256,000 (packed), Gaussian 64,000 and clump 48,000, alternating, two runs
+    # each; harness md at 1M against .before; then the build kernel under ncu in both trees (LJ 1M, packed)
+    local_rep=0
+    for local_rep in 1 2; do
+      for tree in . .before; do
+        tag=after hc=${HARNESS_COMMIT:-}
+        [ "$tree" != . ] && tag=before && hc=${BEFORE_COMMIT:-before}
+        (cd "$tree" && HARNESS_COMMIT=$hc PYTHONPATH=/tmp/site:$PWD $PY -m harness bench --strategies verlet_thread_padded \
+          --launch layout=packed --scenario lj_liquid --n large,256000 --outputs forces --amortised 0 \
+          --name s32-b-lj-$tag-$local_rep "${common[@]}" | grep " ok" | sed "s|^|$tag $local_rep: |")
+        for sc in gaussian:64000 clump:48000; do
+          (cd "$tree" && HARNESS_COMMIT=$hc PYTHONPATH=/tmp/site:$PWD $PY -m harness bench --strategies verlet_thread_padded \
+            --scenario ${sc%%:*} --n ${sc#*:} --outputs forces --amortised 0 \
+            --name s32-b-${sc%%:*}-$tag-$local_rep "${common[@]}" | grep " ok" | sed "s|^|$tag $local_rep: |")
+        done
+      done
+    done
+    md_ab s32-b
+    mkdir -p "$out/profile"
+    for tree in . .before; do
+      tag=$( [ "$tree" = . ] && echo after || echo before)
+      (cd "$tree" && PYTHONPATH=/tmp/site:$PWD ncu --nvtx --nvtx-include "build/verlet_thread_padded/" --clock-control none \
+        --metrics $L1_METRICS -f -o "$out/profile/s32-build-$tag" $PY -m harness profile --inner \
+        --strategy verlet_thread_padded --scenario lj_liquid --n large --precision fp32 --outputs forces \
+        --launch layout=packed > "$out/profile/s32-build-$tag.log" 2>&1
+       ncu --import "$out/profile/s32-build-$tag.ncu-rep" --csv --page raw > "$out/profile/s32-build-$tag.csv" 2>>"$out/profile/s32-build-$tag.log"
+       $PY tools/ncu_metrics.py "$out/profile/s32-build-$tag.csv" | tail -n +2 | sed "s|^|ncu build $tag: |")
+    done ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
