@@ -61,7 +61,7 @@ TUNE_SPACE: dict[str, tuple] = {
     "cell_factor": (1.0, 0.5),
     "skin": (0.2, 0.3, 0.4, 0.6),
     "split": (1, 2, 4),
-    "build": ("strip", "cell", "warp"),
+    "build": ("strip", "opposite", "cell", "warp"),
 }
 
 

@@ -238,7 +238,7 @@ GRID_DTYPE = np.dtype([("nx", np.int32), ("ny", np.int32), ("nz", np.int32), ("p
 WARP_ROWS_PER_SM = 128
 CELL_BUILD_MAX = 96_000
 CELL_BUILD_FULLEST = 64
-BUILD_CHOICES = ("auto", "strip", "cell", "warp", "tile")
+BUILD_CHOICES = ("auto", "strip", "opposite", "cell", "warp", "tile")
 TILE_GROUPS = (1, 2, 4)
 TILE_WARPS = 4  # kTileWarps
 TILE_BLOCKS_PER_SM = 16  # the tile build's grid-stride grid: a guarded launch that skips costs few blocks
@@ -252,7 +252,7 @@ def build_kind(build: str, n: int, sms: int, fullest: int = 0) -> str:
     if n <= WARP_ROWS_PER_SM * sms:
         return "warp"
     if fullest > CELL_BUILD_FULLEST:
-        return "strip"
+        return "opposite"
     return "cell" if n < CELL_BUILD_MAX else "strip"
 
 
@@ -521,6 +521,7 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
         return {"verlet.cu": [f"verlet_refresh<{r}>" for r in reals] + [f"verlet_build<{r}, {m}, {w}>"
                                                                        for r in reals
                                                                        for m, w in BUILD_FLAGS] +
+                              [f"verlet_build<{r}, false, true, true>" for r in reals] +
                               [f"verlet_build_cells<{r}, {m}>" for r in reals for m in ("false", "true")] +
                               [f"verlet_build_warp<{r}, {m}>" for r in reals for m in ("false", "true")] +
                               [f"verlet_build_tile<{r}, {gr}>" for r in reals for gr in TILE_GROUPS] +
@@ -689,10 +690,13 @@ class VerletPlan(DeviceListPlan):
         self.build_kind = build_kind(launch["build"], self.problem.n, self.sms, fullest)
         if self.build_kind == "tile" and minimage:  # the tile build takes one image shift per run
             self.build_kind = "strip"
+        if self.build_kind == "opposite" and (minimage or not window):  # its walk is over z-windows
+            self.build_kind = "strip"
         self.k_build = kernel("verlet.cu", {
             "cell": f"verlet_build_cells<{real_t}, {cbool(minimage)}>",
             "warp": f"verlet_build_warp<{real_t}, {cbool(minimage)}>",
             "tile": f"verlet_build_tile<{real_t}, {launch['row_groups']}>",
+            "opposite": f"verlet_build<{real_t}, false, true, true>",
         }.get(self.build_kind, f"verlet_build<{real_t}, {cbool(minimage)}, {cbool(window)}>"))
 
     @property

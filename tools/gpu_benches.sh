@@ -1651,6 +1651,24 @@ PYEOF
        ncu --import "$out/profile/s32-build-$tag.ncu-rep" --csv --page raw > "$out/profile/s32-build-$tag.csv" 2>>"$out/profile/s32-build-$tag.log"
        $PY tools/ncu_metrics.py "$out/profile/s32-build-$tag.csv" | tail -n +2 | sed "s|^|ncu build $tag: |")
     done ;;
+  s32-c)  # build=opposite as a choice ('auto' on crowded inputs), the strip build in the new column order: the build's
+    # ms at LJ 1M (packed; strip) and on the crowded inputs ('auto': opposite here, strip in .before), alternating, two
+    # runs each; harness md at 1M against .before
+    for local_rep in 1 2; do
+      for tree in . .before; do
+        tag=after hc=${HARNESS_COMMIT:-}
+        [ "$tree" != . ] && tag=before && hc=${BEFORE_COMMIT:-before}
+        (cd "$tree" && HARNESS_COMMIT=$hc PYTHONPATH=/tmp/site:$PWD $PY -m harness bench --strategies verlet_thread_padded \
+          --launch layout=packed --scenario lj_liquid --n large --outputs forces --amortised 0 \
+          --name s32-c-lj-$tag-$local_rep "${common[@]}" | grep " ok" | sed "s|^|$tag $local_rep: |")
+        for sc in gaussian:64000 clump:48000 clump:24000; do
+          (cd "$tree" && HARNESS_COMMIT=$hc PYTHONPATH=/tmp/site:$PWD $PY -m harness bench --strategies verlet_thread_padded \
+            --scenario ${sc%%:*} --n ${sc#*:} --outputs forces --amortised 0 \
+            --name s32-c-${sc%%:*}${sc#*:}-$tag-$local_rep "${common[@]}" | grep " ok" | sed "s|^|$tag $local_rep: |")
+        done
+      done
+    done
+    md_ab s32-c ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;

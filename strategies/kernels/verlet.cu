@@ -358,7 +358,7 @@ __device__ __forceinline__ Real from_code(unsigned int c, Real len) {
 // z-window a strip's column can reach (the strips are sorted by z). Hits are appended in strip
 // order: the same rows with and without WINDOW.
 // (The builds take no __launch_bounds__(128): with it ptxas aims at full occupancy and spills.)
-template <typename Real, bool MINIMAGE, bool WINDOW>
+template <typename Real, bool MINIMAGE, bool WINDOW, bool OPPOSITE = false>
 __global__ void
 verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell_sorted,
              const int* __restrict__ start, const int n, const Grid g, const Box<Real> box, const Real rlist2,
@@ -366,6 +366,7 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell
              Vec4<Real>* __restrict__ ref, Vec4<Real>* __restrict__ cur, int* __restrict__ overflow,
              const int* __restrict__ guard) {
   static_assert(!(WINDOW && MINIMAGE), "z-windows need one image shift per strip");
+  static_assert(!OPPOSITE || WINDOW, "the opposite columns' walk is over z-windows");
   if (guard != nullptr && *guard == 0) return;
   const int k = blockIdx.x * blockDim.x + threadIdx.x;
   if (k >= n) return;
@@ -435,14 +436,15 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell
       ++count;
     }
   };
-  if constexpr (WINDOW) {
-    // The columns two at a time, each with its opposite (column_at), the own column last. A lane's
-    // z-window in a column depends on its lateral gap to it, so the lanes of a warp walk windows of
-    // different lengths; the pair's lengths add to a near-constant. Each pair's runs (up to two a
-    // column) become up to four segments (the window's index range, found by bisection, and the
-    // run's image shift as a code of 2 bits an axis), walked by each lane as one stream of rounds:
-    // the warp runs its longest lane's pair, not each column's longest lane. The rows are those of
-    // the columns walked one by one in the same order (the other builds).
+  if constexpr (OPPOSITE) {
+    // build=opposite: the columns two at a time, each with its opposite (column_at), the own column
+    // last. A lane's z-window in a column depends on its lateral gap to it, so the lanes of a warp
+    // walk windows of different lengths; the pair's lengths add to a near-constant. Each pair's runs
+    // (up to two a column) become up to four segments (the window's index range, found by bisection,
+    // and the run's image shift as a code of 2 bits an axis), walked by each lane as one stream of
+    // rounds: the warp runs its longest lane's pair, not each column's longest lane. The rows are
+    // those of the columns walked one by one in the same order (the other builds). It pays where
+    // windows differ most (crowded inputs), not on the LJ liquid (strategies/verlet.py, build).
 #pragma unroll 1
     for (int pr = 0; pr < 5; ++pr) {
       int sf[4] = {0, 0, 0, 0}, sl[4] = {0, 0, 0, 0};  // segment: [sf, sl)
@@ -495,6 +497,11 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell
       int ox, oy, x, y;
       Real sx, sy;
       if (!column_neighbour<MINIMAGE>(cx, cy, col, g, box, ox, oy, x, y, sx, sy)) continue;
+      Real w = Real(0);
+      if constexpr (WINDOW) {
+        w = z_reach(lateral_gap(ox, lo_x, hi_x, side_x), lateral_gap(oy, lo_y, hi_y, side_y), rlist2, margin);
+        if (w < Real(0)) continue;
+      }
       int b[2], e[2];
       Real sz[2];
       const int runs = z_runs<1, MINIMAGE>(start, (x * g.ny + y) * g.nz, cz, g, box.lz, b, e, sz);
@@ -503,8 +510,13 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell
         if (r < runs) {  // constant indices: b, e, sz stay in registers
           const Vec4<Real> p = shifted(pi, sx, sy, sz[r]);
           const bool run_img = sx != Real(0) || sy != Real(0) || sz[r] != Real(0);
+          // the window [z - w, z + w] as an index range, both ends found by bisection (the two
+          // searches side by side, bisect_z_window): the round's loop then has no exit of its own,
+          // so its loads can be issued ahead of the checks
+          int first = b[r], last = e[r];
+          if constexpr (WINDOW) bisect_z_window(sorted, b[r], e[r], p.z - w, p.z + w, first, last);
 #pragma unroll 1
-          for (int q0 = b[r]; q0 < e[r]; q0 += 32) round(q0, min(e[r], q0 + 32), p, run_img);
+          for (int q0 = first; q0 < last; q0 += 32) round(q0, min(last, q0 + 32), p, run_img);
         }
       }
     }
