@@ -1669,6 +1669,38 @@ PYEOF
       done
     done
     md_ab s32-c ;;
+  s32-d)  # compute-sanitizer (each tool) on build=opposite (LJ 4,000 with its periodic images, Gaussian 4,000, clump 6,000,
+    # and the MD loop's rebuilds at LJ 4,000, T 3); then layout=packed's register cap and entries in flight again after the
+    # y coordinate's LEA.HI (with-list columns, LJ 1M), and harness md at 1M under the packed table's minb 12
+    for t in memcheck racecheck initcheck synccheck; do
+      log=$(compute-sanitizer --tool $t --error-exitcode 9 $PY -c "import numpy as np, strategies
+from harness import scenarios, md
+for spec, n in (('lj_liquid', 4000), ('gaussian', 4000), ('clump', 6000)):
+    p = scenarios.make(spec, n, precision='fp32')
+    f = strategies.create('verlet_thread_padded', build='opposite').evaluate(p)
+    print('$t', spec, n, f.pairs)
+p = scenarios.make('lj_liquid', 4000, precision='fp32')
+r = md.run(strategies.create('verlet_thread_padded', build='opposite', tpp=1), p, steps=60, dt=0.005, sample=60,
+           temperature=3.0)
+print('$t md lj', r.rebuilds, r.samples[-1].total)" 2>&1)
+      rc=$?
+      echo "$log" | grep -E "^$t |md lj|ERROR SUMMARY"
+      [ $rc = 0 ] || { echo "sanitizer $t: FAILED (exit $rc)"; echo "$log" | tail -5; }
+    done
+    $PY -m harness bench --strategies verlet_thread_padded --launch layout=packed --scenario lj_liquid --n large \
+      --outputs forces --amortised 0 --sweep minb=10:12 --sweep batch=8:16 --name s32-tune-forces "${common[@]}" \
+      | grep " ok"
+    $PY -m harness bench --strategies verlet_thread_padded --launch layout=packed --scenario lj_liquid --n large \
+      --outputs all --amortised 0 --sweep minb=0:8:10 --sweep batch=8:16 --name s32-tune-all "${common[@]}" \
+      | grep " ok"
+    mkdir -p "$out/md"
+    for rep in 1 2; do
+      for launch in layout=packed layout=packed,minb=12 layout=packed,minb=12,batch=8; do
+        $PY -m harness md --strategy verlet_thread_padded --launch $launch --n large --precision fp32 --steps 2000 \
+          --sample 1000 --quiet --json "$out/md/s32-d-$(echo $launch | tr ',=' '--')-$rep.json" | tail -1 \
+          | sed "s|^|$launch $rep: |"
+      done
+    done ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
