@@ -1673,7 +1673,7 @@ PYEOF
     # and the MD loop's rebuilds at LJ 4,000, T 3); then layout=packed's register cap and entries in flight again after the
     # y coordinate's LEA.HI (with-list columns, LJ 1M), and harness md at 1M under the packed table's minb 12
     for t in memcheck racecheck initcheck synccheck; do
-      log=$(compute-sanitizer --tool $t --error-exitcode 9 $PY -c "import numpy as np, strategies
+      log=$(MDFORCE_CONDITIONAL=0 compute-sanitizer --tool $t --error-exitcode 9 $PY -c "import numpy as np, strategies
 from harness import scenarios, md
 for spec, n in (('lj_liquid', 4000), ('gaussian', 4000), ('clump', 6000)):
     p = scenarios.make(spec, n, precision='fp32')
