@@ -1701,6 +1701,8 @@ print('$t md lj', r.rebuilds, r.samples[-1].total)" 2>&1)
           | sed "s|^|$launch $rep: |"
       done
     done ;;
+  final-s32)  # the session's last tree: issue 13's figures with OpenMM in the same call (issue_figures)
+    issue_figures s32-final ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
