@@ -1703,6 +1703,19 @@ print('$t md lj', r.rebuilds, r.samples[-1].total)" 2>&1)
     done ;;
   final-s32)  # the session's last tree: issue 13's figures with OpenMM in the same call (issue_figures)
     issue_figures s32-final ;;
+  s32-e)  # the strip build under a cap of 10 blocks (verlet_build_capped, this tree) against .before: the build's ms at LJ
+    # 1M (packed) and 256,000, alternating, two runs each; harness md at 1M; the GPU tests of the Verlet list
+    for local_rep in 1 2; do
+      for tree in . .before; do
+        tag=after hc=${HARNESS_COMMIT:-}
+        [ "$tree" != . ] && tag=before && hc=${BEFORE_COMMIT:-before}
+        (cd "$tree" && HARNESS_COMMIT=$hc PYTHONPATH=/tmp/site:$PWD $PY -m harness bench --strategies verlet_thread_padded \
+          --launch layout=packed --scenario lj_liquid --n large,256000 --outputs forces --amortised 0 \
+          --name s32-e-lj-$tag-$local_rep "${common[@]}" | grep " ok" | sed "s|^|$tag $local_rep: |")
+      done
+    done
+    md_ab s32-e
+    $PY -m pytest -q -n 8 -p no:cacheprovider tests/test_verlet.py tests/test_md_fused.py 2>&1 | tail -2 ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
