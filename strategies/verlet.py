@@ -521,7 +521,7 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
         return {"verlet.cu": [f"verlet_refresh<{r}>" for r in reals] + [f"verlet_build<{r}, {m}, {w}>"
                                                                        for r in reals
                                                                        for m, w in BUILD_FLAGS] +
-                              [f"verlet_build<{r}, false, true, true>" for r in reals] + ["verlet_build_capped<float>"] +
+                              [f"verlet_build<{r}, false, true, true>" for r in reals] +
                               [f"verlet_build_cells<{r}, {m}>" for r in reals for m in ("false", "true")] +
                               [f"verlet_build_warp<{r}, {m}>" for r in reals for m in ("false", "true")] +
                               [f"verlet_build_tile<{r}, {gr}>" for r in reals for gr in TILE_GROUPS] +
@@ -697,8 +697,7 @@ class VerletPlan(DeviceListPlan):
             "warp": f"verlet_build_warp<{real_t}, {cbool(minimage)}>",
             "tile": f"verlet_build_tile<{real_t}, {launch['row_groups']}>",
             "opposite": f"verlet_build<{real_t}, false, true, true>",
-        }.get(self.build_kind, "verlet_build_capped<float>" if real_t == "float" and window and not minimage
-              else f"verlet_build<{real_t}, {cbool(minimage)}, {cbool(window)}>"))
+        }.get(self.build_kind, f"verlet_build<{real_t}, {cbool(minimage)}, {cbool(window)}>"))
 
     @property
     def device_bytes(self) -> int:

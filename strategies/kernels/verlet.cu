@@ -357,17 +357,14 @@ __device__ __forceinline__ Real from_code(unsigned int c, Real len) {
 // axis of fewer than 3 cells), the particle itself split out of its strip. WINDOW: only the
 // z-window a strip's column can reach (the strips are sorted by z). Hits are appended in strip
 // order: the same rows with and without WINDOW.
-// (The builds take no __launch_bounds__(128) by default: any bound changes ptxas's register budget
-// for the worse where it is not needed (the opposite walk, double: 92-116 registers under a bound of
-// one block). verlet_build_capped: the float z-window build under a cap of 10 blocks of 128, 47
-// registers with no spill against 56.)
-template <typename Real, bool MINIMAGE, bool WINDOW, bool OPPOSITE>
-__device__ __forceinline__ void
-build_rows(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell_sorted,
-           const int* __restrict__ start, const int n, const Grid g, const Box<Real> box, const Real rlist2,
-           const Real margin, const int cap, int* __restrict__ nbr, int2* __restrict__ len,
-           Vec4<Real>* __restrict__ ref, Vec4<Real>* __restrict__ cur, int* __restrict__ overflow,
-           const int* __restrict__ guard) {
+// (The builds take no __launch_bounds__(128): with it ptxas aims at full occupancy and spills.)
+template <typename Real, bool MINIMAGE, bool WINDOW, bool OPPOSITE = false>
+__global__ void
+verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell_sorted,
+             const int* __restrict__ start, const int n, const Grid g, const Box<Real> box, const Real rlist2,
+             const Real margin, const int cap, int* __restrict__ nbr, int2* __restrict__ len,
+             Vec4<Real>* __restrict__ ref, Vec4<Real>* __restrict__ cur, int* __restrict__ overflow,
+             const int* __restrict__ guard) {
   static_assert(!(WINDOW && MINIMAGE), "z-windows need one image shift per strip");
   static_assert(!OPPOSITE || WINDOW, "the opposite columns' walk is over z-windows");
   if (guard != nullptr && *guard == 0) return;
@@ -528,26 +525,6 @@ build_rows(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell_s
   if (count > cap) atomicMax(overflow, count);
   ref[k] = pi;
   cur[k] = pi;
-}
-template <typename Real, bool MINIMAGE, bool WINDOW, bool OPPOSITE = false>
-__global__ void
-verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell_sorted,
-             const int* __restrict__ start, const int n, const Grid g, const Box<Real> box, const Real rlist2,
-             const Real margin, const int cap, int* __restrict__ nbr, int2* __restrict__ len,
-             Vec4<Real>* __restrict__ ref, Vec4<Real>* __restrict__ cur, int* __restrict__ overflow,
-             const int* __restrict__ guard) {
-  build_rows<Real, MINIMAGE, WINDOW, OPPOSITE>(sorted, cell_sorted, start, n, g, box, rlist2, margin, cap, nbr, len,
-                                               ref, cur, overflow, guard);
-}
-template <typename Real>
-__global__ void __launch_bounds__(128, 10)
-verlet_build_capped(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell_sorted,
-                    const int* __restrict__ start, const int n, const Grid g, const Box<Real> box, const Real rlist2,
-                    const Real margin, const int cap, int* __restrict__ nbr, int2* __restrict__ len,
-                    Vec4<Real>* __restrict__ ref, Vec4<Real>* __restrict__ cur, int* __restrict__ overflow,
-                    const int* __restrict__ guard) {
-  build_rows<Real, false, true, false>(sorted, cell_sorted, start, n, g, box, rlist2, margin, cap, nbr, len, ref,
-                                       cur, overflow, guard);
 }
 
 // The same rows, a warp per row: the strip kernel's walk (9 columns, their runs in order, each
