@@ -235,6 +235,17 @@ GRID_DTYPE = np.dtype([("nx", np.int32), ("ny", np.int32), ("nz", np.int32), ("p
 # 256,000 0.197 against 0.239; uniform 1M 0.579 against 0.726. The crowded inputs were not re-timed.
 # The rows of two's build took the bit shift-in, the two-hit stores and the window searches (not the
 # eight-a-step loop or the masked self): 0.590 against 0.663 ms at LJ 1M (s21-call7).
+# build 'opposite' (thirty-second session, H200, reports/2026-11-28-h200, s32-call2 and -call3): the strip
+# build walking each column with its opposite as one stream of rounds per thread (kernels/verlet.cu, verlet_build
+# with OPPOSITE; every build walks the columns in that pair order, column_at, so the rows stay the same). The CPU
+# model (tools/build_balance.py) promised lanes 0.65 -> 0.82 busy; on the LJ liquid ncu measured 21.43 lanes
+# against 20.05, 380.7M instructions against 377.5M, and 66 registers against 56 (occupancy 37.8% against 47.4%):
+# 0.5883 against 0.5416 ms at 1M. Where windows differ most it wins (build ms, opposite / strip): Gaussian 64,000
+# 0.942 / 1.050, clump 48,000 0.391 / 0.424, clump 24,000 0.197 / 0.213, so 'auto' takes it where a cell is
+# crowded. Tried and dropped (same session, s32-call6): the strip build under __launch_bounds__(128, 10) (47
+# registers, no spill, 10 blocks an SM against 9): 0.5566 against 0.5393 ms at LJ 1M, 0.2086 against 0.1983 at
+# 256,000. A bound on the shared kernel (one block) raised the other variants to 92-116 registers: the builds
+# take none.
 WARP_ROWS_PER_SM = 128
 CELL_BUILD_MAX = 96_000
 CELL_BUILD_FULLEST = 64
@@ -267,6 +278,13 @@ def cap_of(longest: int) -> int:
     return int(math.ceil(1.2 * longest)) + 8
 
 
+# Thirty-second session (H200, reports/2026-11-28-h200, s32-call1): y taken as z is, the partner's coordinate plus
+# the row's constant (packed_separation), so ptxas folds its funnel shift and add into one LEA.HI: 25 SASS
+# instructions a pair against 26, the same separations; with a built list 0.1192 against 0.1219 ms (forces), 0.1488
+# against 0.1515 (all outputs), harness md 0.2102 against 0.2126 ms a step. Tried and dropped in the same call
+# (b79bfbc): a row's first near groups loaded with its length, ahead of the warp's reduce (the flags consumed at
+# the kernel's end so that ptxas kept them there): the forces loop 3 instructions longer under its cap, 0.1228
+# against 0.1192 ms.
 # layout=packed (kernels/verlet.cu, PackedPositions): the near entries' gathers read x, y and z as
 # 21, 21 and 22 bits of fixed point (8 bytes a particle), modulo 2^21 h; the Vec4 positions stay for
 # the rows' own particles and the far entries. Float coordinates only. Measured (H100, LJ 1M, fp32,

@@ -8,7 +8,10 @@ opposite (the pair's windows' lengths add to a near-constant), and with all nine
 
 The seventeenth session's flattened walk lost the L1 (lanes spread over nine columns); the pairs keep
 two columns in flight. ncu's SourceCounters of the build (thirty-first session) give 21 of 32 lanes
-active in its candidate loop, the model's "now".
+active in its candidate loop, the model's "now". The pairs, built (thirty-second session: build=opposite,
+strategies/verlet.py), reached 21.4 lanes against 20.1 over the whole kernel at LJ 1M, not the model's
+quarter more: the model counts full steps of 8 in the candidate loop only, not the short rounds at a
+segment's end or the per-lane hit pushes. They win on crowded inputs (8-10%), not on the liquid.
 """
 from __future__ import annotations
 
