@@ -1716,33 +1716,6 @@ print('$t md lj', r.rebuilds, r.samples[-1].total)" 2>&1)
     done
     md_ab s32-e
     $PY -m pytest -q -n 8 -p no:cacheprovider tests/test_verlet.py tests/test_md_fused.py 2>&1 | tail -2 ;;
-  s32-f)  # persistent warps (launch persist=1: the forces flavour's kernels, a thread per row) against persist=0 in this
-    # tree: the bits (forces at LJ 1M packed, LJ 256,000 and Gaussian 64,000 at tpp 1; the fused MD loop at LJ 4,000, tpp
-    # 1), the with-list column at LJ 1M (packed), twice; harness md at 1M, alternating, two runs each
-    $PY -c "import hashlib, numpy as np, strategies
-from harness import scenarios, md
-def h(a): return hashlib.sha1(np.ascontiguousarray(a).tobytes()).hexdigest()[:12]
-for spec, n, launch in (('lj_liquid', 1048576, {'layout': 'packed'}), ('lj_liquid', 256000, {'tpp': 1}),
-                        ('gaussian', 64000, {'tpp': 1})):
-    p = scenarios.make(spec, n, precision='fp32')
-    a = strategies.create('verlet_thread_padded', **launch).evaluate(p)
-    b = strategies.create('verlet_thread_padded', persist=1, **launch).evaluate(p)
-    print('bits', spec, n, h(a.forces), h(b.forces), 'same' if h(a.forces) == h(b.forces) else 'DIFFER')
-p = scenarios.make('lj_liquid', 4000, precision='fp32')
-r = [md.run(strategies.create('verlet_thread_padded', tpp=1, persist=k), p, steps=200, dt=0.005, sample=100, fuse='always')
-     for k in (0, 1)]
-print('md', [(x.fused, x.rebuilds, x.samples[-1].total) for x in r], 'same' if r[0].samples[-1].total == r[1].samples[-1].total else 'DIFFER')"
-    for rep in 1 2; do
-      $PY -m harness bench --strategies verlet_thread_padded --launch layout=packed --scenario lj_liquid --n large \
-        --outputs forces --amortised 0 --sweep persist=0:1 --name s32-persist-$rep "${common[@]}" | grep " ok"
-    done
-    mkdir -p "$out/md"
-    for rep in 1 2; do
-      for k in 0 1; do
-        $PY -m harness md --strategy verlet_thread_padded --launch layout=packed,persist=$k --n large --precision fp32 \
-          --steps 2000 --sample 1000 --quiet --json "$out/md/s32-f-persist$k-$rep.json" | tail -1 | sed "s|^|persist=$k $rep: |"
-      done
-    done ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;

@@ -1443,7 +1443,7 @@ verlet_prune(const Vec4<Real>* __restrict__ cur, const int* __restrict__ nbr, co
 // every entry and keeps the pair where it lies inside the cutoff (Accumulator::add_where): about
 // 3 of 4 entries do, so a warp would run the body anyway, and a branch would only add to it.
 template <typename Real, typename Acc, template <typename> class Functor, bool ENERGY, bool PBC, int TPP, int BLOCK,
-          int LAYOUT, int MINB, int BATCH, bool ENTRIES = false, int MD = 0, bool PERSIST = false>
+          int LAYOUT, int MINB, int BATCH, bool ENTRIES = false, int MD = 0>
 __global__ void __launch_bounds__(BLOCK, MINB)
 verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __restrict__ order,
              const int* __restrict__ nbr, const int2* __restrict__ len, const int n, const int cap,
@@ -1465,22 +1465,11 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
   // how terms are grouped: it keeps the pair-by-pair virial.
   constexpr bool ROW_VIRIAL = ENERGY && FMA;
   constexpr bool PRED = PACKED || ENERGY;  // the sums' adds predicated (Accumulator::add_where says where it pays)
-  // PERSIST (launch parameter persist): a grid of the blocks that fit at once, each warp taking the
-  // warps' chunks of 32 rows w, w + W, ... (W: the grid's warps) in turn, so that a warp starts its
-  // next rows as soon as it is done instead of its block's slot waiting for the block's last warp.
-  // The same rows per lane in the same order: the same bits.
-  static_assert(!PERSIST || (!ENERGY && TPP == 1), "persist: the forces flavour, a thread per row");
   consume_flags(flag, rebuilds);
   const Positions<Real, VLAYOUT> pos{pos_data, stride};
   const Functor<Real> f(params);
-  const int chunks = PERSIST ? (n + 31) / 32 : 0;
-  const int warps = PERSIST ? static_cast<int>(gridDim.x) * (BLOCK / 32) : 0;
-#pragma unroll 1
-  for (int c = PERSIST ? static_cast<int>(blockIdx.x) * (BLOCK / 32) + static_cast<int>(threadIdx.x >> 5) : 0;
-       PERSIST ? c < chunks : c == 0; c += PERSIST ? warps : 1) {
   Accumulator<Real, Acc, ENERGY> acc;
-  const int t = PERSIST ? c * 32 + static_cast<int>(threadIdx.x & 31) : static_cast<int>(blockIdx.x) * BLOCK +
-                                                                           static_cast<int>(threadIdx.x);
+  const int t = blockIdx.x * BLOCK + threadIdx.x;
   const int s = t / TPP, lane = t % TPP;
   const bool row = s < n;
   const int2 m = row ? __ldg(len + s) : make_int2(0, 0);  // (near, far) entries
@@ -1560,8 +1549,7 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
     }
   }
   if constexpr (MD == 2) md_flags(md, bits);  // every lane of every warp reaches it (no early return)
-  if constexpr (!PERSIST) accumulator_sums<BLOCK, ENERGY>(acc, partial, count, blockIdx.x);
-  }
+  accumulator_sums<BLOCK, ENERGY>(acc, partial, count, blockIdx.x);
 }
 
 // ---- Rows of two particles (verlet_thread_pairrows, strategies/verlet.py) ----------------------
