@@ -284,7 +284,10 @@ def cap_of(longest: int) -> int:
 # against 0.1515 (all outputs), harness md 0.2102 against 0.2126 ms a step. Tried and dropped in the same call
 # (b79bfbc): a row's first near groups loaded with its length, ahead of the warp's reduce (the flags consumed at
 # the kernel's end so that ptxas kept them there): the forces loop 3 instructions longer under its cap, 0.1228
-# against 0.1192 ms.
+# against 0.1192 ms. Tried and dropped (s32-call7, b2fcd52): persistent warps for the forces flavour at a thread per
+# row (a grid of the blocks that fit at once, each warp taking chunks of 32 rows w, w + W, ... in turn; achieved
+# occupancy was 51% of 62.5%): the same bits, but 0.1443 against 0.1186 ms with a built list at LJ 1M (packed),
+# harness md 0.2355 against 0.2094 ms a step.
 # layout=packed (kernels/verlet.cu, PackedPositions): the near entries' gathers read x, y and z as
 # 21, 21 and 22 bits of fixed point (8 bytes a particle), modulo 2^21 h; the Vec4 positions stay for
 # the rows' own particles and the far entries. Float coordinates only. Measured (H100, LJ 1M, fp32,
