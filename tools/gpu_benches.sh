@@ -157,6 +157,24 @@ for spec, n in (('lj_liquid:density=0.1', 30000), ('lj_liquid', 1048576)):
     || { echo "bits DIFFER:"; diff "$out/vbits-after.txt" "$out/vbits-before.txt" | head -20; }
 }
 
+points_ab() {  # TAG SPEC...: this tree against .before, alternating, two runs each: the Verlet list's build and
+  # with-list columns (bench, forces; no amortised column) at each SPEC, scenario:n[:launch] (n a comma list)
+  local rep tree tag hc spec sc n launch name=$1
+  shift
+  for rep in 1 2; do
+    for tree in . .before; do
+      tag=after hc=${HARNESS_COMMIT:-}
+      [ "$tree" != . ] && tag=before && hc=${BEFORE_COMMIT:-before}
+      for spec in "$@"; do
+        IFS=: read -r sc n launch <<<"$spec"
+        (cd "$tree" && HARNESS_COMMIT=$hc PYTHONPATH=/tmp/site:$PWD $PY -m harness bench --strategies verlet_thread_padded \
+          ${launch:+--launch $launch} --scenario $sc --n $n --outputs forces --amortised 0 \
+          --name $name-$sc$(echo $n | tr , -)-$tag-$rep "${common[@]}" | grep " ok" | sed "s|^|$tag $rep: |")
+      done
+    done
+  done
+}
+
 trees_ab() {  # NAME TREE=COMMIT...: the with-list columns (forces, all outputs; LJ 1M, fp32, packed) and harness md
   # (LJ 1M, packed, 2,000 steps) of each tree unpacked in TREE ('.': this one), the trees alternating, two runs each
   # (bench/NAME-TREE-*, md/NAME-TREE-REP.json)
@@ -1625,21 +1643,7 @@ PYEOF
   s32-b)  # the strip build walking each column with its opposite (this tree) against .before: the build's ms (bench,
     # forces, the build_ms column) at LJ 1M and 256,000 (packed), Gaussian 64,000 and clump 48,000, alternating, two runs
     # each; harness md at 1M against .before; then the build kernel under ncu in both trees (LJ 1M, packed)
-    local_rep=0
-    for local_rep in 1 2; do
-      for tree in . .before; do
-        tag=after hc=${HARNESS_COMMIT:-}
-        [ "$tree" != . ] && tag=before && hc=${BEFORE_COMMIT:-before}
-        (cd "$tree" && HARNESS_COMMIT=$hc PYTHONPATH=/tmp/site:$PWD $PY -m harness bench --strategies verlet_thread_padded \
-          --launch layout=packed --scenario lj_liquid --n large,256000 --outputs forces --amortised 0 \
-          --name s32-b-lj-$tag-$local_rep "${common[@]}" | grep " ok" | sed "s|^|$tag $local_rep: |")
-        for sc in gaussian:64000 clump:48000; do
-          (cd "$tree" && HARNESS_COMMIT=$hc PYTHONPATH=/tmp/site:$PWD $PY -m harness bench --strategies verlet_thread_padded \
-            --scenario ${sc%%:*} --n ${sc#*:} --outputs forces --amortised 0 \
-            --name s32-b-${sc%%:*}-$tag-$local_rep "${common[@]}" | grep " ok" | sed "s|^|$tag $local_rep: |")
-        done
-      done
-    done
+    points_ab s32-b lj_liquid:large,256000:layout=packed gaussian:64000 clump:48000
     md_ab s32-b
     mkdir -p "$out/profile"
     for tree in . .before; do
@@ -1654,20 +1658,7 @@ PYEOF
   s32-c)  # build=opposite as a choice ('auto' on crowded inputs), the strip build in the new column order: the build's
     # ms at LJ 1M (packed; strip) and on the crowded inputs ('auto': opposite here, strip in .before), alternating, two
     # runs each; harness md at 1M against .before
-    for local_rep in 1 2; do
-      for tree in . .before; do
-        tag=after hc=${HARNESS_COMMIT:-}
-        [ "$tree" != . ] && tag=before && hc=${BEFORE_COMMIT:-before}
-        (cd "$tree" && HARNESS_COMMIT=$hc PYTHONPATH=/tmp/site:$PWD $PY -m harness bench --strategies verlet_thread_padded \
-          --launch layout=packed --scenario lj_liquid --n large --outputs forces --amortised 0 \
-          --name s32-c-lj-$tag-$local_rep "${common[@]}" | grep " ok" | sed "s|^|$tag $local_rep: |")
-        for sc in gaussian:64000 clump:48000 clump:24000; do
-          (cd "$tree" && HARNESS_COMMIT=$hc PYTHONPATH=/tmp/site:$PWD $PY -m harness bench --strategies verlet_thread_padded \
-            --scenario ${sc%%:*} --n ${sc#*:} --outputs forces --amortised 0 \
-            --name s32-c-${sc%%:*}${sc#*:}-$tag-$local_rep "${common[@]}" | grep " ok" | sed "s|^|$tag $local_rep: |")
-        done
-      done
-    done
+    points_ab s32-c lj_liquid:large:layout=packed gaussian:64000 clump:48000 clump:24000
     md_ab s32-c ;;
   s32-d)  # compute-sanitizer (each tool) on build=opposite (LJ 4,000 with its periodic images, Gaussian 4,000, clump 6,000,
     # and the MD loop's rebuilds at LJ 4,000, T 3); then layout=packed's register cap and entries in flight again after the
@@ -1705,15 +1696,7 @@ print('$t md lj', r.rebuilds, r.samples[-1].total)" 2>&1)
     issue_figures s32-final ;;
   s32-e)  # the strip build under a cap of 10 blocks (verlet_build_capped, this tree) against .before: the build's ms at LJ
     # 1M (packed) and 256,000, alternating, two runs each; harness md at 1M; the GPU tests of the Verlet list
-    for local_rep in 1 2; do
-      for tree in . .before; do
-        tag=after hc=${HARNESS_COMMIT:-}
-        [ "$tree" != . ] && tag=before && hc=${BEFORE_COMMIT:-before}
-        (cd "$tree" && HARNESS_COMMIT=$hc PYTHONPATH=/tmp/site:$PWD $PY -m harness bench --strategies verlet_thread_padded \
-          --launch layout=packed --scenario lj_liquid --n large,256000 --outputs forces --amortised 0 \
-          --name s32-e-lj-$tag-$local_rep "${common[@]}" | grep " ok" | sed "s|^|$tag $local_rep: |")
-      done
-    done
+    points_ab s32-e lj_liquid:large,256000:layout=packed
     md_ab s32-e
     $PY -m pytest -q -n 8 -p no:cacheprovider tests/test_verlet.py tests/test_md_fused.py 2>&1 | tail -2 ;;
   *)
