@@ -195,6 +195,21 @@ trees_ab() {  # NAME TREE=COMMIT...: the with-list columns (forces, all outputs;
   done
 }
 
+build_ncu() {  # STEM: the build phase's kernels under ncu (LJ 1M, fp32, packed) in this tree and in .before
+  # ($out/profile/STEM-{after,before}.*); prints ncu_metrics.py's lines
+  local tree tag
+  mkdir -p "$out/profile"
+  for tree in . .before; do
+    tag=$( [ "$tree" = . ] && echo after || echo before)
+    (cd "$tree" && PYTHONPATH=/tmp/site:$PWD ncu --nvtx --nvtx-include "build/verlet_thread_padded/" --clock-control none \
+      --metrics $L1_METRICS -f -o "$out/profile/$1-$tag" $PY -m harness profile --inner \
+      --strategy verlet_thread_padded --scenario lj_liquid --n large --precision fp32 --outputs forces \
+      --launch layout=packed > "$out/profile/$1-$tag.log" 2>&1
+     ncu --import "$out/profile/$1-$tag.ncu-rep" --csv --page raw > "$out/profile/$1-$tag.csv" 2>>"$out/profile/$1-$tag.log"
+     $PY tools/ncu_metrics.py "$out/profile/$1-$tag.csv" | tail -n +2 | sed "s|^|ncu build $tag: |")
+  done
+}
+
 skin_sweep() {  # TAG: the packed Verlet list's three columns at seven skins (LJ 1M, fp32; bench/skin-TAG) and
   # harness md at skins 0.3, 0.4 and 0.5 (md/md-skinS-1m-TAG.json)
   local sk
@@ -1645,16 +1660,7 @@ PYEOF
     # each; harness md at 1M against .before; then the build kernel under ncu in both trees (LJ 1M, packed)
     points_ab s32-b lj_liquid:large,256000:layout=packed gaussian:64000 clump:48000
     md_ab s32-b
-    mkdir -p "$out/profile"
-    for tree in . .before; do
-      tag=$( [ "$tree" = . ] && echo after || echo before)
-      (cd "$tree" && PYTHONPATH=/tmp/site:$PWD ncu --nvtx --nvtx-include "build/verlet_thread_padded/" --clock-control none \
-        --metrics $L1_METRICS -f -o "$out/profile/s32-build-$tag" $PY -m harness profile --inner \
-        --strategy verlet_thread_padded --scenario lj_liquid --n large --precision fp32 --outputs forces \
-        --launch layout=packed > "$out/profile/s32-build-$tag.log" 2>&1
-       ncu --import "$out/profile/s32-build-$tag.ncu-rep" --csv --page raw > "$out/profile/s32-build-$tag.csv" 2>>"$out/profile/s32-build-$tag.log"
-       $PY tools/ncu_metrics.py "$out/profile/s32-build-$tag.csv" | tail -n +2 | sed "s|^|ncu build $tag: |")
-    done ;;
+    build_ncu s32-build ;;
   s32-c)  # build=opposite as a choice ('auto' on crowded inputs), the strip build in the new column order: the build's
     # ms at LJ 1M (packed; strip) and on the crowded inputs ('auto': opposite here, strip in .before), alternating, two
     # runs each; harness md at 1M against .before
@@ -1698,6 +1704,14 @@ print('$t md lj', r.rebuilds, r.samples[-1].total)" 2>&1)
     # 1M (packed) and 256,000, alternating, two runs each; harness md at 1M; the GPU tests of the Verlet list
     points_ab s32-e lj_liquid:large,256000:layout=packed
     md_ab s32-e
+    $PY -m pytest -q -n 8 -p no:cacheprovider tests/test_verlet.py tests/test_md_fused.py 2>&1 | tail -2 ;;
+  s33-a)  # the strip build's near entries through a shared-memory ring (this tree) against .before: the Verlet list's
+    # bits; the build's ms at LJ 1M and 256,000 (packed), Gaussian 64,000 and clump 48,000 (the opposite walk),
+    # alternating, two runs each; harness md at 1M; the build kernel under ncu in both trees; the GPU tests of the list
+    verlet_bits
+    points_ab s33-a lj_liquid:large,256000:layout=packed gaussian:64000 clump:48000
+    md_ab s33-a
+    build_ncu s33-build
     $PY -m pytest -q -n 8 -p no:cacheprovider tests/test_verlet.py tests/test_md_fused.py 2>&1 | tail -2 ;;
   *)
     echo "unknown bench set $name" >&2
