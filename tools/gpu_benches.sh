@@ -1706,13 +1706,13 @@ print('$t md lj', r.rebuilds, r.samples[-1].total)" 2>&1)
     md_ab s32-e
     $PY -m pytest -q -n 8 -p no:cacheprovider tests/test_verlet.py tests/test_md_fused.py 2>&1 | tail -2 ;;
   s33-a)  # the strip build's near entries through a shared-memory ring (this tree) against .before: the Verlet list's
-    # bits; the build's ms at LJ 1M and 256,000 (packed), Gaussian 64,000 and clump 48,000 (the opposite walk),
-    # alternating, two runs each; harness md at 1M; the build kernel under ncu in both trees; the GPU tests of the list
+    # bits and GPU tests; the build's ms at LJ 1M and 256,000 (packed) and Gaussian 64,000 (the opposite walk),
+    # alternating, two runs each; harness md at 1M; the build kernel under ncu in both trees
     verlet_bits
-    points_ab s33-a lj_liquid:large,256000:layout=packed gaussian:64000 clump:48000
+    $PY -m pytest -q -n 8 -p no:cacheprovider tests/test_verlet.py tests/test_md_fused.py 2>&1 | tail -2
+    points_ab s33-a lj_liquid:large,256000:layout=packed gaussian:64000
     md_ab s33-a
-    build_ncu s33-build
-    $PY -m pytest -q -n 8 -p no:cacheprovider tests/test_verlet.py tests/test_md_fused.py 2>&1 | tail -2 ;;
+    build_ncu s33-build ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;

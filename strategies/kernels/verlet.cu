@@ -276,120 +276,6 @@ struct RowWriter {
   }
 };
 
-// The strip build's row writer (verlet_build): near entries through a ring of 16 in shared memory, one
-// 32-bit slot each, slot e of the block's thread t at ring[e * kBuildBlock + t] (a warp's stores at
-// one e or at different e hit distinct banks). The candidate loop stores every candidate's entry at
-// the ring's next slot and moves the slot on where the candidate is a hit (stage_near): a hit takes
-// no branch and no loop of its own, where the register buffer's push (RowWriter) ran once per hit,
-// on the lanes that had one. Every 8 entries go to the row's next group (one 16-byte store), the
-// ring's remainder moved down. The rows are RowWriter's, entry for entry.
-constexpr int kBuildBlock = 128;  // the strip build's block (strategies/verlet.py, _build_rows)
-
-constexpr unsigned int kSlot = 4u * kBuildBlock;  // bytes from one ring slot of a thread to its next
-
-// w += kSlot where r2 < rl2 (and `valid`): one predicated add (float: the test, then the add).
-__device__ __forceinline__ void stage_advance(unsigned int& w, float r2, float rl2, bool valid) {
-  asm("{\n\t.reg .pred p, v;\n\tsetp.ne.b32 v, %3, 0;\n\tsetp.lt.and.f32 p, %1, %2, v;\n\t@p add.u32 %0, %0, %4;\n\t}"
-      : "+r"(w)
-      : "f"(r2), "f"(rl2), "r"(static_cast<int>(valid)), "n"(kSlot));
-}
-__device__ __forceinline__ void stage_advance(unsigned int& w, double r2, double rl2, bool valid) {
-  asm("{\n\t.reg .pred p, v;\n\tsetp.ne.b32 v, %3, 0;\n\tsetp.lt.and.f64 p, %1, %2, v;\n\t@p add.u32 %0, %0, %4;\n\t}"
-      : "+r"(w)
-      : "d"(r2), "d"(rl2), "r"(static_cast<int>(valid)), "n"(kSlot));
-}
-
-template <bool B>
-struct Flag {  // a compile-time flag passed to a generic lambda
-  static constexpr bool value = B;
-};
-
-struct StagedRow {
-  int* __restrict__ nbr;
-  int n, s, top;  // as RowWriter
-  int a = 0, b = 0;  // near entries stored or in the ring; far entries
-  unsigned int* ring;  // this thread's slot 0 (the next slot: ring + (a & 7) * kBuildBlock)
-  int4* __restrict__ next;
-
-  __device__ __forceinline__ StagedRow(int* __restrict__ nbr_, int n_, int s_, int cap, unsigned int* ring_)
-      : nbr(nbr_), n(n_), s(s_), top(4 * row_groups(cap)), ring(ring_), next(reinterpret_cast<int4*>(nbr_) + s_) {}
-
-  // the ring's first 8 entries to the row's next group, slots 8 .. 15 moved to 0 .. 7
-  __device__ __forceinline__ void flush() {
-    unsigned int h[8];
-    asm volatile("" ::: "memory");  // after stage_near's stores (PTX)
-#pragma unroll
-    for (int v = 0; v < 8; ++v) h[v] = ring[v * kBuildBlock];
-    *next = make_int4(static_cast<int>(__byte_perm(h[0], h[1], 0x5410)), static_cast<int>(__byte_perm(h[2], h[3], 0x5410)),
-                      static_cast<int>(__byte_perm(h[4], h[5], 0x5410)), static_cast<int>(__byte_perm(h[6], h[7], 0x5410)));
-    next += n;
-#pragma unroll
-    for (int v = 0; v < 8; ++v) ring[v * kBuildBlock] = ring[(v + 8) * kBuildBlock];
-  }
-  __device__ __forceinline__ void push(int d) {
-    ring[(a & 7) * kBuildBlock] = static_cast<unsigned int>(d);
-    if ((++a & 7) == 0) flush();
-  }
-  // The near entries of candidates [first, last) of a round, partner q as q - s, in order: every
-  // candidate's entry is stored at the next slot, which moves on where it is a hit. Eight candidates
-  // a step (the last reads up to 7 slots past `last`, as the bits path does: the binning pads
-  // `sorted`), the last step's extra candidates never moving the slot. The hits are stored; the
-  // caller checks that the row has room for every candidate. Returns the hits.
-  template <typename Real>
-  __device__ __forceinline__ int stage_near(const Vec4<Real>* __restrict__ sorted, int first, int last, const Vec4<Real>& p,
-                                            const Box<Real>& box, Real rlist2) {
-    const int a0 = a;
-    // w: the next slot's shared-memory address, moved on by one predicated add where a candidate hits
-    // (spelled in PTX: written in C++, ptxas selects between two sums, two instructions a candidate)
-    const unsigned int w0 = static_cast<unsigned int>(__cvta_generic_to_shared(ring));
-    unsigned int w = w0 + (a & 7) * kSlot;
-    int d = first - s;  // the entry of the step's first candidate
-    // one step: candidates u0 .. u0 + 7, those from u0 + rem on (TAIL) never moving the slot
-    auto step = [&](int u0, auto tail, int rem) {
-      Vec4<Real> pj[8];
-#pragma unroll
-      for (int u = 0; u < 8; ++u) pj[u] = sorted[u0 + u];
-#pragma unroll
-      for (int u = 0; u < 8; ++u) {
-        Real dx, dy, dz;
-        const Real r2 = separation<false>(p, pj[u], box, dx, dy, dz);
-        asm volatile("st.shared.u32 [%0], %1;" ::"r"(w), "r"(d + u) : "memory");
-        if constexpr (decltype(tail)::value) {
-          stage_advance(w, r2, rlist2, u < rem);
-        } else {
-          stage_advance(w, r2, rlist2, true);
-        }
-      }
-      d += 8;
-      if (w >= w0 + 8 * kSlot) {  // a whole group
-        flush();
-        w -= 8 * kSlot;
-        a += 8;
-      }
-    };
-    int u0 = first;
-#pragma unroll 1
-    for (; u0 + 8 <= last; u0 += 8) step(u0, Flag<false>{}, 8);
-    if (u0 < last) step(u0, Flag<true>{}, last - u0);
-    a = (a & ~7) + static_cast<int>((w - w0) / kSlot);
-    return a - a0;
-  }
-  __device__ __forceinline__ void far(int q) { nbr[far_at(top - 1 - b++, s, n)] = q; }
-  __device__ __forceinline__ void add(int q, bool img) {
-    if (far_entry(q, s, img)) {
-      far(q);
-    } else {
-      push(q - s);
-    }
-  }
-  __device__ __forceinline__ int2 finish() {
-    const int near = a;
-    while (a & 7) push(0);
-    pad_far(nbr, n, s, top, b, n);
-    return make_int2(near, b);
-  }
-};
-
 // Whether the kernel is built with contraction (fmad): every accumulation type but Fixed, whose
 // kernels are built with --fmad=false (strategies/cuda.py, FIXED_OPTIONS).
 template <typename Acc>
@@ -491,26 +377,14 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell
   const Real lo_x = pi.x + Real(0.5) * box.lx - Real(cx) * side_x, hi_x = side_x - lo_x;
   const Real lo_y = pi.y + Real(0.5) * box.ly - Real(cy) * side_y, hi_y = side_y - lo_y;
   int count = 0;  // hits
-  __shared__ unsigned int ring[16 * kBuildBlock];
-  StagedRow row(nbr, n, k, cap, ring + threadIdx.x);
-  // One round: candidates q0 .. end - 1 (at most 32) of a run whose image shift moved pi to p. Where
-  // every hit of the round is a near entry (no image, |q - k| within 16 bits) and the row has room for
-  // all its candidates, their entries go through the writer's ring (StagedRow::stage_near), the round
-  // split at the particle itself. Otherwise their hits as bits, then stored in slot order, once per
-  // hit of the lane; the particle itself (r2 = 0) taken out of its round's bits.
+  RowWriter row(nbr, n, k, cap);
+  // One round: candidates q0 .. end - 1 (at most 32) of a run whose image shift moved pi to p. Their
+  // hits as bits, then stored in slot order. The store (the divergent part: ~3 in 10 candidates hit,
+  // so some lane almost always does) runs once per hit of the lane, not once per candidate of the
+  // warp. The particle itself (r2 = 0) is taken out of its round's bits: the run is not split at k
+  // (a second pass of rounds).
   auto round = [&](int q0, int end, const Vec4<Real>& p, bool run_img) {
     const bool self = static_cast<unsigned int>(k - q0) < static_cast<unsigned int>(end - q0);
-    if constexpr (!MINIMAGE) {
-      if (!run_img && count + (end - q0) <= cap && q0 - k >= -kNear && end - 1 - k <= kNear) {
-        if (self) {
-          count += row.stage_near(sorted, q0, k, p, box, rlist2);
-          count += row.stage_near(sorted, k + 1, end, p, box, rlist2);
-        } else {
-          count += row.stage_near(sorted, q0, end, p, box, rlist2);
-        }
-        return;
-      }
-    }
     unsigned int bits = 0u, ibits = 0u;
     if constexpr (MINIMAGE) {
 #pragma unroll 4
@@ -544,6 +418,15 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell
       bits <<= 32 - ((len + 7) & ~7);  // candidate q at bit 31 - (q - q0)
       bits &= 0xffffffffu << (32 - len);
       if (self) bits &= ~(0x80000000u >> (k - q0));
+    }
+    // the common case: every hit of the round a near entry (no image, |q - k| within 16 bits for
+    // the whole round) and room for all of them, so that a hit takes no test of its own; it
+    // leaves no bits for the general loop below
+    const int hits = __popc(bits);
+    if (!MINIMAGE && !run_img && count + hits <= cap && q0 - k >= -kNear && end - 1 - k <= kNear) {
+      row.push_round_msb(bits, q0 - k);
+      bits = 0u;
+      count += hits;
     }
     if constexpr (!MINIMAGE) bits = __brev(bits);  // bit t: candidate q0 + t again
     while (bits) {
