@@ -13,6 +13,10 @@ L1_METRICS=$L1_METRICS,smsp__thread_inst_executed_per_inst_executed.ratio,l1tex_
 L1_METRICS=$L1_METRICS,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__data_pipe_lsu_wavefronts.sum
 L1_METRICS=$L1_METRICS,l1tex__throughput.avg.pct_of_peak_sustained_active,l1tex__t_sector_hit_rate.pct
 L1_METRICS=$L1_METRICS,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active
+# warp states besides (tools/ncu_metrics.py: elig, lsb/issue, nsel/issue)
+STALL_METRICS=smsp__warps_eligible.avg.per_cycle_active
+STALL_METRICS=$STALL_METRICS,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio
+STALL_METRICS=$STALL_METRICS,smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio
 
 ncu_points() {  # TAG POINT...: ncu_verlet for each PHASE:OUTPUTS:LAUNCH point, into $out/profile/ncu-TAG-*
   local tag=$1 v phase outs launch stem
@@ -60,7 +64,7 @@ cprune_md_check() {  # MDPREFIX: harness md of clusterpair_warp_padded without a
 ncu_verlet() {  # STEM PHASE OUTPUTS [LAUNCH]: one point of $VS (default verlet_thread_padded; LJ 1M, fp32) under
   # ncu: STEM.ncu-rep, STEM.csv (raw page), STEM.log; prints ncu_metrics.py's lines for the phase's kernels
   local stem=$1 phase=$2 outs=$3 launch=${4:-} vs=${VS:-verlet_thread_padded}
-  ncu --nvtx --nvtx-include "$phase/$vs/" --clock-control none --metrics $L1_METRICS -f -o "$stem" \
+  ncu --nvtx --nvtx-include "$phase/$vs/" --clock-control none --metrics ${METRICS:-$L1_METRICS} -f -o "$stem" \
     $PY -m harness profile --inner --strategy $vs --scenario lj_liquid --n large \
     --precision fp32 --outputs $outs ${launch:+--launch $launch} > "$stem.log" 2>&1
   ncu --import "$stem.ncu-rep" --csv --page raw > "$stem.csv" 2>>"$stem.log"
@@ -1713,6 +1717,17 @@ print('$t md lj', r.rebuilds, r.samples[-1].total)" 2>&1)
     points_ab s33-a lj_liquid:large,256000:layout=packed gaussian:64000
     md_ab s33-a
     build_ncu s33-build ;;
+  s33-b)  # why persistent warps lost (thirty-second session): the forces flavour at LJ 1M (packed) under ncu in
+    # b2fcd52 (unpacked in .persist) with persist=0 and persist=1, the L1 and warp-state figures, two runs each
+    mkdir -p "$out/profile"
+    for rep in 1 2; do
+      for p in 0 1; do
+        (cd .persist && PYTHONPATH=/tmp/site:$PWD METRICS=$L1_METRICS,$STALL_METRICS \
+          ncu_verlet "$out/profile/s33-persist-$p-$rep" force forces layout=packed,persist=$p > /dev/null)
+        $PY tools/ncu_metrics.py "$out/profile/s33-persist-$p-$rep.csv" --match verlet_force | tail -n +2 \
+          | sed "s|^|persist=$p $rep: |"
+      done
+    done ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;

@@ -25,6 +25,11 @@ WANT = {
     "hit%": ("l1tex__t_sector_hit_rate.pct",),
     "regs": ("launch__registers_per_thread",),
     "occ%": ("sm__warps_active.avg.pct_of_peak_sustained_active",),
+    # warp states (where measured: STALL_METRICS in tools/gpu_benches.sh): warps eligible a cycle, and warps
+    # waiting on a long-scoreboard dependency (a global or local load) and not selected, per issue
+    "elig": ("smsp__warps_eligible.avg.per_cycle_active",),
+    "lsb/issue": ("smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",),
+    "nsel/issue": ("smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio",),
 }
 
 
