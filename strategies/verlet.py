@@ -409,12 +409,12 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
     # 'auto': each output flavour its own (AUTO_MINB, AUTO_BATCH)
     launch_defaults = {**VerletStrategy.launch_defaults, "block": 128, "tpp": 0, "build": "auto", "window": 1,
                        "layout": "aos4", "minb": "auto", "batch": "auto", "split": "auto", "row_groups": 1, "banks": 0,
-                       "prune": "off", "persist": 0}
+                       "prune": "off"}
     launch_choices = {**VerletStrategy.launch_choices, "block": (64, 128, 256, 512), "tpp": TPP_CHOICES,
                       "build": BUILD_CHOICES, "window": (0, 1), "layout": tuple(VERLET_LAYOUTS),
                       "minb": MINB_CHOICES,
                       "batch": BATCH_CHOICES, "split": SPLIT_CHOICES, "row_groups": TILE_GROUPS,
-                      "banks": (0, 1, 2), "persist": (0, 1)}
+                      "banks": (0, 1, 2)}
     auto_minb: ClassVar[dict] = AUTO_MINB
     auto_batch: ClassVar[dict] = AUTO_BATCH
     auto_packed: ClassVar[tuple] = (AUTO_MINB_PACKED, AUTO_BATCH_PACKED)  # layout=packed's (minb, batch)
@@ -457,15 +457,9 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
         md 1 or 2: the fused MD step's (kernels/verlet.cu, MdStep)."""
         real, acc = ctypes(precision)
         minb, batch = self.register_cap(energy, acc, md), self.batch(energy, self.entries(tpp), md)
-        tail = f", {md}, true>" if self.persists(energy, tpp) else (f", {md}>" if md else ">")
         return (f"verlet_force<{real}, {acc}, {potential.functor}, {cbool(energy)}, {cbool(pbc)}, "
                 f"{tpp}, {self.launch['block']}, {VERLET_LAYOUTS[self.launch['layout']]}, {minb}, {batch}, "
-                f"{cbool(self.entries(tpp))}" + tail)
-
-    def persists(self, energy: bool, tpp: int) -> bool:
-        """Whether the force kernel runs persistent warps (launch persist=1; kernels/verlet.cu,
-        PERSIST): the forces flavour with a thread per row only, the others as without it."""
-        return bool(self.launch.get("persist")) and not energy and tpp == 1
+                f"{cbool(self.entries(tpp))}" + (f", {md}>" if md else ">"))
 
     def md_expressions(self, potential: Potential) -> list[str]:
         """The fused MD steps' force kernels (periodic boxes, the float precision modes): the
@@ -527,8 +521,7 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
         variants = [{"tpp": t} for t in TPP_CHOICES] + [{"block": b} for b in self.launch_choices["block"]] + \
             [{"layout": lay} for lay in VERLET_LAYOUTS] + [{"minb": m} for m in MINB_CHOICES] + \
             [{"batch": b} for b in BATCH_CHOICES] + [{"tpp": t, "split": sp} for t in TPP_CHOICES[2:]
-                                                     for sp in ("groups", "entries")] + \
-            [{"tpp": 1, "persist": 1}, {"tpp": 1, "persist": 1, "layout": "packed"}]
+                                                     for sp in ("groups", "entries")]
         out: list[str] = []
         for v in variants:
             s = VerletThreadPadded(**v)
@@ -605,8 +598,6 @@ class VerletPlan(DeviceListPlan):
         window = bool(strategy.launch.get("window", 1)) and not minimage
         self.margin = self.real(8 * np.finfo(np.float32).eps * (0.5 * float(problem.box.array.max()) + self.rl))
         self._force: dict[str, object] = {}
-        self._grids: dict[int, int] = {}  # id(force kernel) -> its grid (force_fn)
-        self.taken = cp.zeros(1, np.int32)  # persistent warps' chunk count (kernels/verlet.cu, PERSIST), 0 between launches
         self.banks = int(strategy.launch.get("banks", 0))
         if self.banks == 2 and self.tpp != 1:
             raise StrategyError(f"{strategy.name}: banks=2 orders each row for one thread per row, but this run "
@@ -731,8 +722,7 @@ class VerletPlan(DeviceListPlan):
 
     @property
     def device_bytes(self) -> int:
-        own = [self.flag, self.rebuilds, self.overflow, self.ref, self.cur, self.len, self.nbr, self.taken,
-               *self._inner_arrays()]
+        own = [self.flag, self.rebuilds, self.overflow, self.ref, self.cur, self.len, self.nbr, *self._inner_arrays()]
         return (CudaPlan.device_bytes.fget(self) + self.binning.device_bytes + int(sum(a.nbytes for a in own))
                 + self.layout.nbytes)
 
@@ -796,19 +786,9 @@ class VerletPlan(DeviceListPlan):
         """The force kernel of this run's outputs (compiled once per flavour)."""
         fn = self._force.get(self.outputs)
         if fn is None:
-            fn = self._force[self.outputs] = self.force_fn(self.energy, 0)
-        return fn
-
-    def force_fn(self, energy: bool, md: int):
-        """The force kernel of one flavour, compiled, and its grid recorded for _launch_force: the
-        blocks that fit at once where its warps persist (strategy.persists: MINB blocks an SM, its
-        launch bound), one block per `block` rows otherwise."""
-        p = self.problem
-        s = self.strategy
-        fn = kernel("verlet.cu", s.force_expression(p.precision, p.potential, energy, self.pbc, self.tpp, md),
-                    p.potential)
-        minb = s.register_cap(energy, ctypes(p.precision)[1], md)
-        self._grids[id(fn)] = min(self.blocks, minb * self.sms) if s.persists(energy, self.tpp) and minb else self.blocks
+            p = self.problem
+            expr = self.strategy.force_expression(p.precision, p.potential, self.energy, self.pbc, self.tpp)
+            fn = self._force[self.outputs] = kernel("verlet.cu", expr, p.potential)
         return fn
 
     def force(self) -> None:
@@ -822,10 +802,9 @@ class VerletPlan(DeviceListPlan):
         the step's upkeep made); md: its MdStep (zero where it writes forces)."""
         n = self.problem.n
         self.layout.fill(cur, n + 1)  # aos3, soa: the positions of this step (and the phantom), copied
-        grid = self._grids.get(id(fn), self.blocks)
-        fn((grid,), (self.block,), (*self.layout.args(cur), self.binning.order, *self._rows_read(),
+        fn((self.blocks,), (self.block,), (*self.layout.args(cur), self.binning.order, *self._rows_read(),
                                            np.int32(n), np.int32(self.cap), self.box, self.fparams, self.forces, self.partial,
-                                           self.pcount, flag, self.rebuilds, md, self._packed(), self.taken))
+                                           self.pcount, flag, self.rebuilds, md, self._packed()))
 
     def _packed(self) -> np.ndarray:
         """The kernels' PackedPositions (layout=packed: the plan's q now; zero otherwise)."""
@@ -943,7 +922,9 @@ class VerletSteps:
         p = self.plan
         key = (outputs, mode)
         if key not in self._fn:
-            self._fn[key] = p.force_fn(outputs == "all", mode)
+            expr = p.strategy.force_expression(p.problem.precision, p.problem.potential, outputs == "all", p.pbc,
+                                               p.tpp, mode)
+            self._fn[key] = kernel("verlet.cu", expr, p.problem.potential)
         return self._fn[key]
 
     def open(self) -> None:

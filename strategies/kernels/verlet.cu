@@ -1443,14 +1443,13 @@ verlet_prune(const Vec4<Real>* __restrict__ cur, const int* __restrict__ nbr, co
 // every entry and keeps the pair where it lies inside the cutoff (Accumulator::add_where): about
 // 3 of 4 entries do, so a warp would run the body anyway, and a branch would only add to it.
 template <typename Real, typename Acc, template <typename> class Functor, bool ENERGY, bool PBC, int TPP, int BLOCK,
-          int LAYOUT, int MINB, int BATCH, bool ENTRIES = false, int MD = 0, bool PERSIST = false>
+          int LAYOUT, int MINB, int BATCH, bool ENTRIES = false, int MD = 0>
 __global__ void __launch_bounds__(BLOCK, MINB)
 verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __restrict__ order,
              const int* __restrict__ nbr, const int2* __restrict__ len, const int n, const int cap,
              const Box<Real> box, const Real* __restrict__ params, Acc* __restrict__ forces,
              Acc* __restrict__ partial, unsigned long long* __restrict__ count, int* __restrict__ flag,
-             unsigned int* __restrict__ rebuilds, const MdStep<Real, Acc> md, const PackedPositions pk,
-             int* __restrict__ taken) {
+             unsigned int* __restrict__ rebuilds, const MdStep<Real, Acc> md, const PackedPositions pk) {
   static_assert(TPP >= 1 && TPP <= 32 && (TPP & (TPP - 1)) == 0, "TPP: a power of two up to a warp");
   static_assert(LAYOUT != kPacked || sizeof(Real) == 4, "packed positions: float coordinates only");
   constexpr bool PACKED = LAYOUT == kPacked;
@@ -1466,24 +1465,11 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
   // how terms are grouped: it keeps the pair-by-pair virial.
   constexpr bool ROW_VIRIAL = ENERGY && FMA;
   constexpr bool PRED = PACKED || ENERGY;  // the sums' adds predicated (Accumulator::add_where says where it pays)
-  // PERSIST (launch parameter persist): a grid of the blocks that fit at once. Warp w of the W in
-  // the grid takes chunk w of 32 rows first, then the next chunk not yet taken (W + the count of
-  // *taken, one atomic a chunk, drawn as a chunk is done), so that a warp starts new rows as
-  // soon as it is done, where a block's slot otherwise waits for its block's last warp. The warp
-  // that draws the last number of the launch (one a chunk: 0 .. chunks - 1) sets *taken back to 0 for
-  // the next. The same rows per lane in the same order: the same bits.
-  static_assert(!PERSIST || (!ENERGY && TPP == 1), "persist: the forces flavour, a thread per row");
   consume_flags(flag, rebuilds);
   const Positions<Real, VLAYOUT> pos{pos_data, stride};
   const Functor<Real> f(params);
-  const int chunks = PERSIST ? (n + 31) / 32 : 0;
-  const int warps = PERSIST ? static_cast<int>(gridDim.x) * (BLOCK / 32) : 0;
-#pragma unroll 1
-  for (int c = PERSIST ? static_cast<int>(blockIdx.x) * (BLOCK / 32) + static_cast<int>(threadIdx.x >> 5) : 0;
-       PERSIST ? c < chunks : c == 0;) {
   Accumulator<Real, Acc, ENERGY> acc;
-  const int t = PERSIST ? c * 32 + static_cast<int>(threadIdx.x & 31) : static_cast<int>(blockIdx.x) * BLOCK +
-                                                                           static_cast<int>(threadIdx.x);
+  const int t = blockIdx.x * BLOCK + threadIdx.x;
   const int s = t / TPP, lane = t % TPP;
   const bool row = s < n;
   const int2 m = row ? __ldg(len + s) : make_int2(0, 0);  // (near, far) entries
@@ -1563,17 +1549,7 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
     }
   }
   if constexpr (MD == 2) md_flags(md, bits);  // every lane of every warp reaches it (no early return)
-  if constexpr (PERSIST) {
-    int drawn = 0;
-    if ((threadIdx.x & 31) == 0) drawn = atomicAdd(taken, 1);
-    drawn = __shfl_sync(0xffffffffu, drawn, 0);
-    if (drawn == chunks - 1 && (threadIdx.x & 31) == 0) *taken = 0;  // every other draw of the launch is done
-    c = warps + drawn;
-  } else {
-    accumulator_sums<BLOCK, ENERGY>(acc, partial, count, blockIdx.x);
-    c = 1;
-  }
-  }
+  accumulator_sums<BLOCK, ENERGY>(acc, partial, count, blockIdx.x);
 }
 
 // ---- Rows of two particles (verlet_thread_pairrows, strategies/verlet.py) ----------------------
