@@ -300,10 +300,6 @@ PACKED_DTYPE = np.dtype({"names": ["q", "h", "inv_h", "expo"],
                          "formats": [np.uint64, np.float32, np.float32, np.uint32]}, align=True)
 PACKED_EXPO = 0x4B000000  # the bits of the float 2^23
 NO_PACKED = np.zeros(1, PACKED_DTYPE)  # the kernels' PackedPositions where the layout is not packed
-# the kernels' ChunkQueues (kernels/verlet.cu): persistent warps' counters, chunks, regions, chunks per region
-QUEUES_DTYPE = np.dtype({"names": ["count", "chunks", "regions", "per"],
-                         "formats": [np.uint64, np.int32, np.int32, np.int32]}, align=True)
-QUEUES_SHARE = 0.9  # the chunks dealt into the SMs' regions; the rest a pool for whichever SM is free
 PACKED_BITS = 21  # x and y; z has one more
 
 
@@ -413,12 +409,12 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
     # 'auto': each output flavour its own (AUTO_MINB, AUTO_BATCH)
     launch_defaults = {**VerletStrategy.launch_defaults, "block": 128, "tpp": 0, "build": "auto", "window": 1,
                        "layout": "aos4", "minb": "auto", "batch": "auto", "split": "auto", "row_groups": 1, "banks": 0,
-                       "prune": "off", "persist": 0}
+                       "prune": "off"}
     launch_choices = {**VerletStrategy.launch_choices, "block": (64, 128, 256, 512), "tpp": TPP_CHOICES,
                       "build": BUILD_CHOICES, "window": (0, 1), "layout": tuple(VERLET_LAYOUTS),
                       "minb": MINB_CHOICES,
                       "batch": BATCH_CHOICES, "split": SPLIT_CHOICES, "row_groups": TILE_GROUPS,
-                      "banks": (0, 1, 2), "persist": (0, 1)}
+                      "banks": (0, 1, 2)}
     auto_minb: ClassVar[dict] = AUTO_MINB
     auto_batch: ClassVar[dict] = AUTO_BATCH
     auto_packed: ClassVar[tuple] = (AUTO_MINB_PACKED, AUTO_BATCH_PACKED)  # layout=packed's (minb, batch)
@@ -463,13 +459,7 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
         minb, batch = self.register_cap(energy, acc, md), self.batch(energy, self.entries(tpp), md)
         return (f"verlet_force<{real}, {acc}, {potential.functor}, {cbool(energy)}, {cbool(pbc)}, "
                 f"{tpp}, {self.launch['block']}, {VERLET_LAYOUTS[self.launch['layout']]}, {minb}, {batch}, "
-                f"{cbool(self.entries(tpp))}" + (f", {md}, true>" if self.persists(energy, tpp) else
-                                                 (f", {md}>" if md else ">")))
-
-    def persists(self, energy: bool, tpp: int) -> bool:
-        """Whether the force kernel runs persistent warps (launch persist=1; kernels/verlet.cu,
-        ChunkQueues): the forces flavour (and the MD loop's fused forces) at a thread per row."""
-        return bool(self.launch.get("persist")) and not energy and tpp == 1
+                f"{cbool(self.entries(tpp))}" + (f", {md}>" if md else ">"))
 
     def md_expressions(self, potential: Potential) -> list[str]:
         """The fused MD steps' force kernels (periodic boxes, the float precision modes): the
@@ -608,15 +598,6 @@ class VerletPlan(DeviceListPlan):
         window = bool(strategy.launch.get("window", 1)) and not minimage
         self.margin = self.real(8 * np.finfo(np.float32).eps * (0.5 * float(problem.box.array.max()) + self.rl))
         self._force: dict[str, object] = {}
-        self._grids: dict[int, int] = {}  # id(force kernel) -> its grid, where its warps persist (persistent)
-        # persistent warps' counters (kernels/verlet.cu, ChunkQueues): a region per SM, the pool, the warps done;
-        # all 0 between launches
-        chunks = -(-n // 32)
-        self.sms = cp.cuda.Device().attributes["MultiProcessorCount"]
-        self.taken = cp.zeros(self.sms + 2, np.int32)
-        self.queues = np.zeros(1, QUEUES_DTYPE)
-        self.queues["count"], self.queues["chunks"] = self.taken.data.ptr, chunks
-        self.queues["regions"], self.queues["per"] = self.sms, int(chunks * QUEUES_SHARE) // self.sms
         self.banks = int(strategy.launch.get("banks", 0))
         if self.banks == 2 and self.tpp != 1:
             raise StrategyError(f"{strategy.name}: banks=2 orders each row for one thread per row, but this run "
@@ -629,6 +610,7 @@ class VerletPlan(DeviceListPlan):
         if n:
             self.upload()
         counts = self.binning.choose()
+        self.sms = cp.cuda.Device().attributes["MultiProcessorCount"]
         self._build_kernel(int(counts.max()) if counts.size else 0, minimage, window)
         self.cap = int(strategy.launch["cap"])
         self.nbr = cp.zeros(1, np.int32)
@@ -740,8 +722,7 @@ class VerletPlan(DeviceListPlan):
 
     @property
     def device_bytes(self) -> int:
-        own = [self.flag, self.rebuilds, self.overflow, self.ref, self.cur, self.len, self.nbr, self.taken,
-               *self._inner_arrays()]
+        own = [self.flag, self.rebuilds, self.overflow, self.ref, self.cur, self.len, self.nbr, *self._inner_arrays()]
         return (CudaPlan.device_bytes.fget(self) + self.binning.device_bytes + int(sum(a.nbytes for a in own))
                 + self.layout.nbytes)
 
@@ -807,16 +788,7 @@ class VerletPlan(DeviceListPlan):
         if fn is None:
             p = self.problem
             expr = self.strategy.force_expression(p.precision, p.potential, self.energy, self.pbc, self.tpp)
-            fn = self._force[self.outputs] = self.persistent(kernel("verlet.cu", expr, p.potential), self.energy, 0)
-        return fn
-
-    def persistent(self, fn, energy: bool, md: int):
-        """fn, its grid recorded for _launch_force where its warps persist (strategy.persists): the
-        blocks that fit at once (its launch bound's MINB an SM; kernels/verlet.cu, ChunkQueues)."""
-        s, p = self.strategy, self.problem
-        minb = s.register_cap(energy, ctypes(p.precision)[1], md) if hasattr(s, "persists") else 0
-        if minb and s.persists(energy, self.tpp):
-            self._grids[id(fn)] = min(self.blocks, minb * self.sms)
+            fn = self._force[self.outputs] = kernel("verlet.cu", expr, p.potential)
         return fn
 
     def force(self) -> None:
@@ -830,10 +802,9 @@ class VerletPlan(DeviceListPlan):
         the step's upkeep made); md: its MdStep (zero where it writes forces)."""
         n = self.problem.n
         self.layout.fill(cur, n + 1)  # aos3, soa: the positions of this step (and the phantom), copied
-        fn((self._grids.get(id(fn), self.blocks),), (self.block,),
-           (*self.layout.args(cur), self.binning.order, *self._rows_read(), np.int32(n), np.int32(self.cap), self.box,
-            self.fparams, self.forces, self.partial, self.pcount, flag, self.rebuilds, md, self._packed(),
-            self.queues))
+        fn((self.blocks,), (self.block,), (*self.layout.args(cur), self.binning.order, *self._rows_read(),
+                                           np.int32(n), np.int32(self.cap), self.box, self.fparams, self.forces, self.partial,
+                                           self.pcount, flag, self.rebuilds, md, self._packed()))
 
     def _packed(self) -> np.ndarray:
         """The kernels' PackedPositions (layout=packed: the plan's q now; zero otherwise)."""
@@ -953,7 +924,7 @@ class VerletSteps:
         if key not in self._fn:
             expr = p.strategy.force_expression(p.problem.precision, p.problem.potential, outputs == "all", p.pbc,
                                                p.tpp, mode)
-            self._fn[key] = p.persistent(kernel("verlet.cu", expr, p.problem.potential), outputs == "all", mode)
+            self._fn[key] = kernel("verlet.cu", expr, p.problem.potential)
         return self._fn[key]
 
     def open(self) -> None:

@@ -1728,29 +1728,6 @@ print('$t md lj', r.rebuilds, r.samples[-1].total)" 2>&1)
           | sed "s|^|persist=$p $rep: |"
       done
     done ;;
-  s33-d)  # persistent warps taking chunks from their SM's region (persist=1; kernels/verlet.cu, ChunkQueues) against
-    # a block per 128 rows (persist=0), this tree: the GPU tests (persist, the Verlet list, the fused steps), then at
-    # LJ 1M (packed, fp32) the forces column with a built list and harness md, alternating, two runs each, and the
-    # force kernel under ncu (warp states, L1)
-    $PY -m pytest -q -n 8 -p no:cacheprovider tests/test_verlet_persist.py tests/test_verlet.py tests/test_md_fused.py \
-      2>&1 | grep -E "passed|failed|FAILED|Error" | head -20
-    mkdir -p "$out/md" "$out/profile"
-    for rep in 1 2; do
-      for launch in layout=packed,persist=1 layout=packed; do
-        $PY -m harness bench --strategies verlet_thread_padded --launch $launch --scenario lj_liquid --n large \
-          --outputs forces --amortised 0 --name s33-d-$(echo $launch | tr ',=' '--')-$rep "${common[@]}" \
-          | grep " ok" | sed "s|^|$launch $rep: |"
-        $PY -m harness md --strategy verlet_thread_padded --launch $launch --n large --precision fp32 --steps 2000 \
-          --sample 1000 --quiet --json "$out/md/s33-d-$(echo $launch | tr ',=' '--')-$rep.json" | tail -1 \
-          | sed "s|^|$launch $rep md: |"
-      done
-    done
-    for p in 1 0; do
-      METRICS=$L1_METRICS,$STALL_METRICS ncu_verlet "$out/profile/s33-d-persist-$p" force forces \
-        layout=packed,persist=$p > /dev/null
-      $PY tools/ncu_metrics.py "$out/profile/s33-d-persist-$p.csv" --match verlet_force | tail -n +2 \
-        | sed "s|^|ncu persist=$p: |"
-    done ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;

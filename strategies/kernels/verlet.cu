@@ -1420,71 +1420,6 @@ verlet_prune(const Vec4<Real>* __restrict__ cur, const int* __restrict__ nbr, co
   ilen[s] = row.finish();
 }
 
-// Persistent warps' work (verlet_force with PERSIST, launch persist=1): the rows' chunks of 32, the
-// first `regions` * `per` of them dealt into a region of `per` consecutive chunks per SM, the rest a
-// pool. A warp takes its SM's next chunk (%smid's region: one atomic a chunk), then the pool's, then
-// any region's left (a coalesced look at every counter, then an atomic where one has some): every
-// chunk once, whatever SMs the blocks land on. The warps on one SM so work on rows next to one
-// another, whose partners overlap. count[regions + 1] counts the warps done; the grid's last sets
-// every counter back to 0 for the next launch. Each row's pairs in the same order: the same bits.
-struct ChunkQueues {
-  int* count;      // regions + 2 counters: each region's chunks drawn, the pool's, warps done
-  int chunks;      // ceil(n / 32)
-  int regions;     // SMs (the regions; a %smid of `regions` or more starts at the pool)
-  int per;         // chunks per region
-  struct Cursor {
-    int phase = 0;  // 0: the SM's region, 1: the pool, 2: any region
-  };
-  // lane 0's draw, broadcast: the chunk, or -1 where there is none left
-  __device__ __forceinline__ int draw(int* c, int base, int limit) const {
-    int v = 0;
-    if ((threadIdx.x & 31u) == 0u) v = atomicAdd(c, 1);
-    v = __shfl_sync(0xffffffffu, v, 0);
-    return v < limit ? base + v : -1;
-  }
-  __device__ __forceinline__ int next(Cursor& cur) const {
-    if (cur.phase == 0) {
-      unsigned int sm;
-      asm("mov.u32 %0, %%smid;" : "=r"(sm));
-      const int k = static_cast<int>(sm);
-      if (k < regions) {
-        const int c = draw(count + k, k * per, per);
-        if (c >= 0) return c;
-      }
-      cur.phase = 1;
-    }
-    if (cur.phase == 1) {
-      const int c = draw(count + regions, regions * per, chunks - regions * per);
-      if (c >= 0) return c;
-      cur.phase = 2;
-    }
-    for (;;) {  // phase 2: a region some SM left (its blocks fewer, or on no SM)
-      int k = -1;
-      for (int k0 = 0; k0 < regions && k < 0; k0 += 32) {
-        const int r = k0 + static_cast<int>(threadIdx.x & 31u);
-        const bool left = r < regions && *reinterpret_cast<volatile int*>(count + r) < per;
-        const unsigned int b = __ballot_sync(0xffffffffu, left);
-        if (b != 0u) k = k0 + __ffs(b) - 1;
-      }
-      if (k < 0) return -1;
-      const int c = draw(count + k, k * per, per);
-      if (c >= 0) return c;
-    }
-  }
-  // every lane of every warp, once it has no chunk left
-  __device__ __forceinline__ void leave() const {
-    int last = 0;
-    if ((threadIdx.x & 31u) == 0u) {
-      __threadfence();
-      last = atomicAdd(count + regions + 1, 1) == static_cast<int>(gridDim.x * (blockDim.x / 32u)) - 1;
-    }
-    if (__shfl_sync(0xffffffffu, last, 0)) {  // every other warp is done with the counters
-      for (int r = static_cast<int>(threadIdx.x & 31u); r < regions + 2; r += 32) count[r] = 0;
-    }
-  }
-};
-
-
 // LAYOUT (layout.cuh): how the positions (cur: sorted order) lie: kAoS4 the plan's Vec4 array;
 // kAoS3, kSoA a copy made at the start of the force phase, `stride` elements per array in kSoA.
 // BATCH: near entries a thread gathers (whole groups of 8) before it computes their pairs
@@ -1508,17 +1443,15 @@ struct ChunkQueues {
 // every entry and keeps the pair where it lies inside the cutoff (Accumulator::add_where): about
 // 3 of 4 entries do, so a warp would run the body anyway, and a branch would only add to it.
 template <typename Real, typename Acc, template <typename> class Functor, bool ENERGY, bool PBC, int TPP, int BLOCK,
-          int LAYOUT, int MINB, int BATCH, bool ENTRIES = false, int MD = 0, bool PERSIST = false>
+          int LAYOUT, int MINB, int BATCH, bool ENTRIES = false, int MD = 0>
 __global__ void __launch_bounds__(BLOCK, MINB)
 verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __restrict__ order,
              const int* __restrict__ nbr, const int2* __restrict__ len, const int n, const int cap,
              const Box<Real> box, const Real* __restrict__ params, Acc* __restrict__ forces,
              Acc* __restrict__ partial, unsigned long long* __restrict__ count, int* __restrict__ flag,
-             unsigned int* __restrict__ rebuilds, const MdStep<Real, Acc> md, const PackedPositions pk,
-             const ChunkQueues q) {
+             unsigned int* __restrict__ rebuilds, const MdStep<Real, Acc> md, const PackedPositions pk) {
   static_assert(TPP >= 1 && TPP <= 32 && (TPP & (TPP - 1)) == 0, "TPP: a power of two up to a warp");
   static_assert(LAYOUT != kPacked || sizeof(Real) == 4, "packed positions: float coordinates only");
-  static_assert(!PERSIST || (!ENERGY && TPP == 1), "persist: the forces flavour, a thread per row");
   constexpr bool PACKED = LAYOUT == kPacked;
   constexpr int VLAYOUT = PACKED ? kAoS4 : LAYOUT;  // the Vec4 positions' (rows, far entries)
   static_assert(MD >= 0 && MD <= 2, "MD: 0 (forces), 1 (closing kick), 2 (closing and opening kicks, drift)");
@@ -1535,15 +1468,8 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
   consume_flags(flag, rebuilds);
   const Positions<Real, VLAYOUT> pos{pos_data, stride};
   const Functor<Real> f(params);
-  // PERSIST: the warps of a grid of the blocks that fit at once take chunks of 32 rows from their
-  // SM's queue (ChunkQueues), so that the warps on one SM work on neighbouring rows and share the
-  // partners' positions in its L1; without, a block per BLOCK rows (one pass of the loop).
-  ChunkQueues::Cursor cur_q;
-#pragma unroll 1
-  for (int chunk = PERSIST ? q.next(cur_q) : 0; chunk >= 0; chunk = PERSIST ? q.next(cur_q) : -1) {
   Accumulator<Real, Acc, ENERGY> acc;
-  const int t = PERSIST ? chunk * 32 + static_cast<int>(threadIdx.x & 31u)
-                        : static_cast<int>(blockIdx.x) * BLOCK + static_cast<int>(threadIdx.x);
+  const int t = blockIdx.x * BLOCK + threadIdx.x;
   const int s = t / TPP, lane = t % TPP;
   const bool row = s < n;
   const int2 m = row ? __ldg(len + s) : make_int2(0, 0);  // (near, far) entries
@@ -1623,9 +1549,7 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
     }
   }
   if constexpr (MD == 2) md_flags(md, bits);  // every lane of every warp reaches it (no early return)
-  if constexpr (!PERSIST) accumulator_sums<BLOCK, ENERGY>(acc, partial, count, blockIdx.x);
-  }
-  if constexpr (PERSIST) q.leave();
+  accumulator_sums<BLOCK, ENERGY>(acc, partial, count, blockIdx.x);
 }
 
 // ---- Rows of two particles (verlet_thread_pairrows, strategies/verlet.py) ----------------------
