@@ -967,7 +967,11 @@ struct PackedNear {
   const unsigned int* __restrict__ p;  // slot s's words (as Positions::from: one IMAD.WIDE a gather from here)
   __device__ __forceinline__ PackedNear(const uint2* q, int s)
       : p(reinterpret_cast<const unsigned int*>(q) + 2LL * s) {}
-  __device__ __forceinline__ uint2 operator[](int i) const { return __ldg(reinterpret_cast<const uint2*>(p) + i); }
+  __device__ __forceinline__ uint2 operator[](int i) const {  // kept in L1 before other lines (evict_last)
+    uint2 v;
+    asm("ld.global.nc.L1::evict_last.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(reinterpret_cast<const uint2*>(p) + i));
+    return v;
+  }
 };
 
 // A row's particle for its near entries: its packed coordinates with the period's half added (x) or
