@@ -1728,6 +1728,17 @@ print('$t md lj', r.rebuilds, r.samples[-1].total)" 2>&1)
           | sed "s|^|persist=$p $rep: |"
       done
     done ;;
+  s33-e)  # cache hints on the packed Verlet force kernel: the rows read past L1 (.a: L1::no_allocate), and besides the
+    # partners' positions gathered with L1::evict_last (this tree), against .before: the with-list columns and harness
+    # md at LJ 1M (trees_ab), then the force kernel (forces) under ncu in the three trees
+    trees_ab s33-e .before=${BEFORE_COMMIT:-before} .a=${A_COMMIT:-a} .=${HARNESS_COMMIT:-this}
+    mkdir -p "$out/profile"
+    for tree in .before .a .; do
+      tag=$( [ "$tree" = . ] && echo this || echo "${tree#.}")
+      (cd "$tree" && PYTHONPATH=/tmp/site:$PWD METRICS=$L1_METRICS,$STALL_METRICS \
+        ncu_verlet "$out/profile/s33-e-$tag" force forces layout=packed > /dev/null)
+      $PY tools/ncu_metrics.py "$out/profile/s33-e-$tag.csv" --match verlet_force | tail -n +2 | sed "s|^|ncu $tag: |"
+    done ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
