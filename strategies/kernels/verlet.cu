@@ -967,11 +967,7 @@ struct PackedNear {
   const unsigned int* __restrict__ p;  // slot s's words (as Positions::from: one IMAD.WIDE a gather from here)
   __device__ __forceinline__ PackedNear(const uint2* q, int s)
       : p(reinterpret_cast<const unsigned int*>(q) + 2LL * s) {}
-  __device__ __forceinline__ uint2 operator[](int i) const {  // kept in L1 before other lines (evict_last)
-    uint2 v;
-    asm("ld.global.nc.L1::evict_last.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(reinterpret_cast<const uint2*>(p) + i));
-    return v;
-  }
+  __device__ __forceinline__ uint2 operator[](int i) const { return __ldg(reinterpret_cast<const uint2*>(p) + i); }
 };
 
 // A row's particle for its near entries: its packed coordinates with the period's half added (x) or
@@ -1063,17 +1059,6 @@ __device__ __forceinline__ void near_entries(const int* __restrict__ nbr, int n,
   }
 }
 
-// A group of a row (16 bytes), read once per evaluation: past L1 (no line allocated there), so that
-// the rows streaming through an SM do not evict the partners' positions, which the rows of a block
-// gather again and again.
-__device__ __forceinline__ int4 row_group(const int4* p) {
-  int4 v;
-  asm("ld.global.nc.L1::no_allocate.v4.s32 {%0, %1, %2, %3}, [%4];"
-      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-      : "l"(p));
-  return v;
-}
-
 // A warp's rounds of near groups (near_groups): in round k lane t of a row takes the row's group
 // k TPP + t. `whole`: the rounds in which every row of the warp has whole groups only; `rounds`: the
 // rounds that hold every row's groups. Warp-uniform, so that the warp's rows run their groups
@@ -1110,7 +1095,7 @@ __device__ __forceinline__ void near_groups(const int4* __restrict__ rows, int s
   auto has = [&](int k) { return 8 * (k * TPP + lane) < m; };                      // round k holds a group of the row
   int4 e[G];
 #pragma unroll
-  for (int u = 0; u < G; ++u) e[u] = has(u) ? row_group(p + u * step) : none;
+  for (int u = 0; u < G; ++u) e[u] = has(u) ? __ldg(p + u * step) : none;
   int k = 0;
 #pragma unroll 1
   for (; k + G <= wr.whole; k += G) {
@@ -1119,7 +1104,7 @@ __device__ __forceinline__ void near_groups(const int4* __restrict__ rows, int s
     for (int v = 0; v < 8 * G; ++v) q[v] = near[near_of(e[v / 8], v % 8)];
     p += G * step;
 #pragma unroll
-    for (int u = 0; u < G; ++u) e[u] = has(k + G + u) ? row_group(p + u * step) : none;
+    for (int u = 0; u < G; ++u) e[u] = has(k + G + u) ? __ldg(p + u * step) : none;
 #pragma unroll
     for (int v = 0; v < 8 * G; ++v) pair(q[v], true);
   }
@@ -1136,7 +1121,7 @@ __device__ __forceinline__ void near_groups(const int4* __restrict__ rows, int s
 #pragma unroll
       for (int v = 0; v < 8; ++v) q[v] = e0 + v < m ? near[near_of(e[0], v)] : decltype(near[0]){};
       p += step;
-      e[0] = has(k + 1) ? row_group(p) : none;
+      e[0] = has(k + 1) ? __ldg(p) : none;
 #pragma unroll
       for (int v = 0; v < 8; ++v) pair(q[v], e0 + v < m);
     }
@@ -1158,7 +1143,7 @@ __device__ __forceinline__ void near_groups(const int4* __restrict__ rows, int s
 #pragma unroll 1
     for (k += G; k < wr.rounds; ++k) {
       const int e0 = 8 * (k * TPP + lane);
-      const int4 el = e0 < m ? row_group(rows + static_cast<long long>(k * TPP + lane) * stride + row) : none;
+      const int4 el = e0 < m ? __ldg(rows + static_cast<long long>(k * TPP + lane) * stride + row) : none;
       decltype(near[0]) q[8];
 #pragma unroll
       for (int v = 0; v < 8; ++v) q[v] = near[near_of(el, v)];
@@ -1534,7 +1519,7 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
     const int top = 4 * row_groups(cap), first = top - m.y;  // entries first .. top - 1
 #pragma unroll 1
     for (int gi = (first >> 2) + lane; gi < (top >> 2); gi += TPP) {
-      const int4 ef = row_group(rows + static_cast<long long>(gi) * n + s);
+      const int4 ef = __ldg(rows + static_cast<long long>(gi) * n + s);
       const Vec4<Real> q[4] = {pos[ef.x], pos[ef.y], pos[ef.z], pos[ef.w]};
 #pragma unroll
       for (int v = 0; v < 4; ++v) {
