@@ -245,7 +245,11 @@ GRID_DTYPE = np.dtype([("nx", np.int32), ("ny", np.int32), ("nz", np.int32), ("p
 # crowded. Tried and dropped (same session, s32-call6): the strip build under __launch_bounds__(128, 10) (47
 # registers, no spill, 10 blocks an SM against 9): 0.5566 against 0.5393 ms at LJ 1M, 0.2086 against 0.1983 at
 # 256,000. A bound on the shared kernel (one block) raised the other variants to 92-116 registers: the builds
-# take none.
+# take none. Tried and dropped (thirty-third session, s33-call1, cdf5825): the strip build's near entries through a
+# ring of 16 slots a thread in shared memory, every candidate's entry stored and the slot moved on by one predicated
+# add where it hits, instead of the per-hit push: the same rows, but 0.686 against 0.538 ms at LJ 1M. Shared
+# stores go through the same L1 data pipe as the candidates' loads (ncu: 144M wavefronts against 88M, the pipe 93%
+# against 75% busy) and the candidate loop grew by 2 instructions a candidate (398M against 378M in all).
 WARP_ROWS_PER_SM = 128
 CELL_BUILD_MAX = 96_000
 CELL_BUILD_FULLEST = 64
@@ -285,9 +289,14 @@ def cap_of(longest: int) -> int:
 # (b79bfbc): a row's first near groups loaded with its length, ahead of the warp's reduce (the flags consumed at
 # the kernel's end so that ptxas kept them there): the forces loop 3 instructions longer under its cap, 0.1228
 # against 0.1192 ms. Tried and dropped (s32-call7, b2fcd52): persistent warps for the forces flavour at a thread per
-# row (a grid of the blocks that fit at once, each warp taking chunks of 32 rows w, w + W, ... in turn; achieved
-# occupancy was 51% of 62.5%): the same bits, but 0.1443 against 0.1186 ms with a built list at LJ 1M (packed),
-# harness md 0.2355 against 0.2094 ms a step.
+# row (a grid of the blocks that fit at once, each warp taking chunks of 32 rows w, w + W, ... in turn): the same
+# bits, but 0.1443 against 0.1186 ms with a built list at LJ 1M (packed), harness md 0.2355 against 0.2094 ms a
+# step. Thirty-third session (s33-call2 to -call5): under ncu that variant keeps the L1 hit rate (80.4% against
+# 80.7%) and loses warps (55% active against 62%: 5.17 chunks a warp, the last round 17% full). Chunks drawn from
+# a counter (fc81400) and from a region per SM by %smid (a6d7267) raised the warps active to 67-68% and the L1 hit
+# rate by at most 2 points, but doubled the long-scoreboard stalls a chunk's draw adds: 0.1238 and 0.1518 against
+# 0.1185 ms. The rows read past L1 (L1::no_allocate) and the gathers marked evict_last: the same 80.6% hit rate
+# and time. A launched block's four warps on 128 consecutive rows stay the best schedule found.
 # layout=packed (kernels/verlet.cu, PackedPositions): the near entries' gathers read x, y and z as
 # 21, 21 and 22 bits of fixed point (8 bytes a particle), modulo 2^21 h; the Vec4 positions stay for
 # the rows' own particles and the far entries. Float coordinates only. Measured (H100, LJ 1M, fp32,
