@@ -71,6 +71,20 @@ def test_ncu_metrics_per_request_figures(tmp_path, capsys):
     assert "bin_count" in out[2] and "us 1.261e+04" in out[2]  # a time in us as ncu gave it
 
 
+def test_ncu_metrics_stalls_largest_first(tmp_path, capsys):
+    stall = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
+    names = ["ID", "Kernel Name", stall.format("long_scoreboard"), stall.format("wait"),
+             stall.format("math_pipe_throttle"), stall.format("barrier")]
+    rows = [["0", "void verlet_force<float>(...)", "4.49", "0.61", "1.20", "0.00"]]
+    path = tmp_path / "s.csv"
+    path.write_text("\n".join(",".join(f'"{c}"' for c in r) for r in [names, [""] * 6, *rows]) + "\n")
+    assert ncu_metrics.main([str(path), "--stalls"]) == 0
+    line = capsys.readouterr().out.splitlines()[1]
+    assert line.endswith("stalls per issue: long_scoreboard 4.49, math_pipe_throttle 1.20, wait 0.61")
+    assert ncu_metrics.main([str(path)]) == 0
+    assert "per issue" not in capsys.readouterr().out
+
+
 def test_ncu_metrics_missing_file_exits_2(tmp_path, capsys):
     assert ncu_metrics.main([str(tmp_path / "none.csv")]) == 2
 

@@ -62,9 +62,11 @@ cprune_md_check() {  # MDPREFIX: harness md of clusterpair_warp_padded without a
 }
 
 ncu_verlet() {  # STEM PHASE OUTPUTS [LAUNCH]: one point of $VS (default verlet_thread_padded; LJ 1M, fp32) under
-  # ncu: STEM.ncu-rep, STEM.csv (raw page), STEM.log; prints ncu_metrics.py's lines for the phase's kernels
+  # ncu ($METRICS, default L1_METRICS; $SECTION, a section besides): STEM.ncu-rep, STEM.csv (raw page), STEM.log;
+  # prints ncu_metrics.py's lines for the phase's kernels
   local stem=$1 phase=$2 outs=$3 launch=${4:-} vs=${VS:-verlet_thread_padded}
-  ncu --nvtx --nvtx-include "$phase/$vs/" --clock-control none --metrics ${METRICS:-$L1_METRICS} -f -o "$stem" \
+  ncu --nvtx --nvtx-include "$phase/$vs/" --clock-control none --metrics ${METRICS:-$L1_METRICS} \
+    ${SECTION:+--section $SECTION} -f -o "$stem" \
     $PY -m harness profile --inner --strategy $vs --scenario lj_liquid --n large \
     --precision fp32 --outputs $outs ${launch:+--launch $launch} > "$stem.log" 2>&1
   ncu --import "$stem.ncu-rep" --csv --page raw > "$stem.csv" 2>>"$stem.log"
@@ -1738,6 +1740,14 @@ print('$t md lj', r.rebuilds, r.samples[-1].total)" 2>&1)
       (cd "$tree" && PYTHONPATH=/tmp/site:$PWD METRICS=$L1_METRICS,$STALL_METRICS \
         ncu_verlet "$out/profile/s33-e-$tag" force forces layout=packed > /dev/null)
       $PY tools/ncu_metrics.py "$out/profile/s33-e-$tag.csv" --match verlet_force | tail -n +2 | sed "s|^|ncu $tag: |"
+    done ;;
+  final-s33)  # the session's last tree (the kernels of 050a295): the force kernel (forces, all outputs) and the build
+    # (LJ 1M, packed) under ncu with every warp-stall reason (WarpStateStats), for the report's bounds
+    mkdir -p "$out/profile"
+    for v in force:forces build:forces force:all; do
+      SECTION=WarpStateStats ncu_verlet "$out/profile/final-s33-${v/:/-}" ${v%%:*} ${v#*:} layout=packed > /dev/null
+      $PY tools/ncu_metrics.py "$out/profile/final-s33-${v/:/-}.csv" --match "verlet_(force|build)" --stalls \
+        | tail -n +2 | sed "s|^|$v: |"
     done ;;
   *)
     echo "unknown bench set $name" >&2

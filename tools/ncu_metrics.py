@@ -3,7 +3,11 @@ line per kernel launch: time, warp instructions, issue slots, L1 requests, secto
 wavefronts of global loads, and what they give per request. For comparing two variants of a
 kernel in one device call:
 
-    python3 tools/ncu_metrics.py reports/profile/*.csv [--match REGEX]
+    python3 tools/ncu_metrics.py reports/profile/*.csv [--match REGEX] [--stalls]
+
+--stalls adds, per kernel, every warp-stall reason the run measured (ncu's WarpStateStats section:
+smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio), as warps waiting per issued
+instruction, largest first.
 """
 from __future__ import annotations
 
@@ -40,7 +44,22 @@ def _num(text: str) -> float | None:
         return None
 
 
-def rows(path: str, match: str | None) -> list[str]:
+_STALL = re.compile(r"^smsp__average_warps_issue_stalled_(\w+?)_per_issue_active\.ratio$")
+
+
+def stalls(names: list[str], row: list[str]) -> str:
+    """'stalls per issue: reason v, ...' (largest first, those of 0.05 or more), or ''."""
+    found = []
+    for i, n in enumerate(names):
+        m = _STALL.match(n)
+        if m and i < len(row):
+            v = _num(row[i])
+            if v is not None and v >= 0.05:
+                found.append((v, m.group(1)))
+    return ("  stalls per issue: " + ", ".join(f"{k} {v:.2f}" for v, k in sorted(found, reverse=True))) if found else ""
+
+
+def rows(path: str, match: str | None, with_stalls: bool = False) -> list[str]:
     with open(path, newline="") as fh:
         data = [r for r in csv.reader(fh) if r and not r[0].startswith("==")]
     if len(data) < 3:
@@ -68,7 +87,7 @@ def rows(path: str, match: str | None) -> list[str]:
             per = (f" sect/req {vals.get('ld_sect', 0) / vals['ld_req']:.2f}"
                    f" wf/req {vals.get('wavefr', 0) / vals['ld_req']:.2f}")
         text = " ".join(f"{k} {v:.4g}" for k, v in vals.items() if v is not None)
-        out.append(f"{kernel.split('(')[0][:48]:48s} {text}{per}")
+        out.append(f"{kernel.split('(')[0][:48]:48s} {text}{per}" + (stalls(names, r) if with_stalls else ""))
     return out
 
 
@@ -76,10 +95,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("csv", nargs="+")
     ap.add_argument("--match", help="only kernels whose name matches this regular expression")
+    ap.add_argument("--stalls", action="store_true", help="every warp-stall reason measured, per issue")
     a = ap.parse_args(argv)
     for path in a.csv:
         try:
-            lines = rows(path, a.match)
+            lines = rows(path, a.match, a.stalls)
         except OSError as e:
             print(f"{path}: {e}", file=sys.stderr)
             return 2
