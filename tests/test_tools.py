@@ -147,3 +147,16 @@ def test_build_balance_models_the_strip_builds_walks(capsys):
     assert "with opposite columns paired" in capsys.readouterr().out
     assert build_balance.main(["--n", "10"]) == 2
     assert "--n must be at least 128" in capsys.readouterr().err
+
+
+def test_build_balance_weighs_narrower_columns_and_the_union_walk(capsys):
+    f = build_balance.alternatives(8000, 2.8)
+    # a particle's neighbours within r_list: 4/3 pi 2.8^3 0.8442 = 77.6; every window holds them all
+    assert 77.6 < f["candidates_2"] < f["candidates_1"] and f["columns_1"] <= 9 < f["columns_2"] <= 25
+    # the same windows as window_steps, walked 8 a step: the longest lane per column, summed
+    steps = build_balance.window_steps(8000, 2.8)
+    w = len(steps) // 32
+    assert f["longest_1"] == 8 * steps[: w * 32].reshape(w, 32, 9).max(1).sum(1).mean()
+    assert f["union"] > f["longest_1"]  # a warp's lanes sit at different z: the union's windows are longer
+    assert build_balance.main(["--n", "8000", "--alternatives"]) == 0
+    assert "union of its lanes' windows" in capsys.readouterr().out

@@ -4,7 +4,7 @@ row (slot order: cells, then z) and each of the 9 neighbour columns, the candida
 longest walk of its 32 lanes. Prints the lanes' busy share now, with each column walked together with its
 opposite (the pair's windows' lengths add to a near-constant), and with all nine walked as one stream.
 
-    python3 tools/build_balance.py --n 256000
+    python3 tools/build_balance.py --n 256000 [--alternatives]
 
 The seventeenth session's flattened walk lost the L1 (lanes spread over nine columns); the pairs keep
 two columns in flight. ncu's SourceCounters of the build (thirty-first session) give 21 of 32 lanes
@@ -65,14 +65,88 @@ def balance(steps: np.ndarray) -> tuple[float, float, float, float]:
     return float(s.sum(2).mean()), float(s.max(1).sum(1).mean()), float(paired.mean()), float(s.sum(2).max(1).mean())
 
 
+def _binned(n: int, rlist: float, split: int, seed: int = 1):
+    """The LJ liquid binned as the strip build bins it, its columns `split` times narrower (side about
+    r_list / split): (sorted positions, their column coordinates, box side, columns a side, column side,
+    the z-sorted positions of each column)."""
+    pos, box, _ = SCENARIOS["lj_liquid"].build(n, np.random.default_rng(seed))
+    L = float(box.lengths[0])
+    nc = int(L // (rlist / split))
+    side = L / nc
+    c = np.floor(pos / side).astype(int) % nc
+    order = np.lexsort((pos[:, 2], (c[:, 0] * nc + c[:, 1]) * nc + c[:, 2]))
+    p, cs = pos[order], c[order]
+    column = cs[:, 0] * nc + cs[:, 1]
+    return p, cs, L, nc, side, [np.sort(p[column == k, 2]) for k in range(nc * nc)]
+
+
+def _windows(p, cs, L, nc, side, zs, rlist, ox, oy):
+    """Each row's z-window in column (ox, oy) of its own, as index ranges of that column's z-sorted
+    positions (lo, hi; hi == lo where the column is out of reach) and the column's index."""
+    inside = p[:, :2] - cs[:, :2] * side
+    gx = np.where(ox < 0, inside[:, 0] + (-ox - 1) * side, np.where(ox > 0, ox * side - inside[:, 0], 0.0))
+    gy = np.where(oy < 0, inside[:, 1] + (-oy - 1) * side, np.where(oy > 0, oy * side - inside[:, 1], 0.0))
+    w2 = rlist * rlist - gx * gx - gy * gy
+    w = np.sqrt(np.maximum(w2, 0.0))
+    target = ((cs[:, 0] + ox) % nc) * nc + (cs[:, 1] + oy) % nc
+    lo, hi = np.zeros(len(p), int), np.zeros(len(p), int)
+    for k in np.unique(target):
+        m = np.where(target == k)[0]
+        z = np.concatenate([zs[k] - L, zs[k], zs[k] + L])
+        lo[m], hi[m] = np.searchsorted(z, p[m, 2] - w[m]), np.searchsorted(z, p[m, 2] + w[m])
+    hi = np.where(w2 > 0, hi, lo)
+    return lo, hi, target
+
+
+def alternatives(n: int, rlist: float) -> dict[str, float]:
+    """Two builds weighed against the strip build (thirty-third session, reports/2026-11-28-h200), means
+    per row or per warp of 32 consecutive rows: columns a row visits, candidates a row tests, and the
+    candidate slots a warp's longest lane walks (steps of 8), with columns of side r_list (split 1, the
+    strip build) and r_list / 2 (split 2); and the slots a warp walks if its lanes shared one walk over
+    the union of their windows, 32 candidates a step (union)."""
+    out: dict[str, float] = {}
+    for split in (1, 2):
+        p, cs, L, nc, side, zs = _binned(n, rlist, split)
+        reach = int(np.ceil(rlist / side))
+        w = len(p) // 32
+        cols, cand, longest, union = np.zeros(len(p)), np.zeros(len(p)), np.zeros(w), np.zeros(w)
+        for ox in range(-reach, reach + 1):
+            for oy in range(-reach, reach + 1):
+                lo, hi, target = _windows(p, cs, L, nc, side, zs, rlist, ox, oy)
+                count = hi - lo
+                cols += count > 0
+                cand += count
+                longest += (8 * -(-count // 8))[: w * 32].reshape(w, 32).max(1)
+                if split == 1:  # the union of a warp's windows in each column it reaches, in steps of 32
+                    lo2, hi2, tg = (a[: w * 32].reshape(w, 32) for a in (lo, hi, target))
+                    live = hi2 > lo2
+                    for k in range(w):
+                        for t in np.unique(tg[k][live[k]]):
+                            m = live[k] & (tg[k] == t)
+                            union[k] += 32 * -(-(hi2[k][m].max() - lo2[k][m].min()) // 32)
+        out[f"columns_{split}"], out[f"candidates_{split}"] = float(cols.mean()), float(cand.mean())
+        out[f"longest_{split}"] = float(longest.mean())
+        if split == 1:
+            out["union"] = float(union.mean())
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=256000, help="particles (LJ liquid; default 256000)")
     ap.add_argument("--rlist", type=float, default=2.8, help="cutoff + skin (default 2.8)")
+    ap.add_argument("--alternatives", action="store_true",
+                    help="also weigh columns half as wide and a warp walking its lanes' union (alternatives())")
     a = ap.parse_args(argv)
     if a.n < 32 * 4 or not a.rlist > 0:
         print("build_balance: --n must be at least 128 and --rlist positive", file=sys.stderr)
         return 2
+    if a.alternatives:
+        f = alternatives(a.n, a.rlist)
+        for split, what in ((1, "columns of side r_list (the strip build)"), (2, "columns of side r_list / 2")):
+            print(f"{what}: {f[f'columns_{split}']:.1f} columns and {f[f'candidates_{split}']:.1f} candidates a row; "
+                  f"a warp's longest lane walks {f[f'longest_{split}']:.0f} candidate slots")
+        print(f"a warp walking the union of its lanes' windows (32 a step): {f['union']:.0f} candidate slots")
     busy, now, paired, flat = balance(window_steps(a.n, a.rlist))
     print(f"steps a lane walks {busy:.1f}; a warp runs {now:.1f} now (lanes busy {busy / now:.2f}), "
           f"{paired:.1f} with opposite columns paired ({busy / paired:.2f}), {flat:.1f} as one stream ({busy / flat:.2f})")
