@@ -10,6 +10,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 import bench_table  # noqa: E402
 import build_balance  # noqa: E402
+import trigger_model  # noqa: E402
 import ncu_metrics  # noqa: E402
 import ncu_source  # noqa: E402
 
@@ -160,3 +161,13 @@ def test_build_balance_weighs_narrower_columns_and_the_union_walk(capsys):
     assert f["union"] > f["longest_1"]  # a warp's lanes sit at different z: the union's windows are longer
     assert build_balance.main(["--n", "8000", "--alternatives"]) == 0
     assert "union of its lanes' windows" in capsys.readouterr().out
+
+
+def test_trigger_model_cells_trigger_is_exact_and_never_rebuilds_more(capsys):
+    """The per-cell trigger keeps every pair within the cutoff in the list (a brute-force check of
+    each frame), and on these frames rebuilds no more often than skin/2."""
+    r = trigger_model.model(2000, 30, 0.3, check=True, equilibrate=20)
+    assert r["cells_a_side"] == 4 and r["by_cells"] <= r["at_half_skin"]
+    assert trigger_model.main(["--n", "2000", "--frames", "1"]) == 2
+    assert "--frames must be at least 2" in capsys.readouterr().err
+    assert trigger_model.main(["--n", "50000", "--check"]) == 2

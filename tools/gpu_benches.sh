@@ -1749,6 +1749,13 @@ print('$t md lj', r.rebuilds, r.samples[-1].total)" 2>&1)
       $PY tools/ncu_metrics.py "$out/profile/final-s33-${v/:/-}.csv" --match "verlet_(force|build)" --stalls \
         | tail -n +2 | sed "s|^|$v: |"
     done ;;
+  trigger-s33)  # how often the Verlet list would be rebuilt under the exact per-cell trigger against skin/2
+    # (tools/trigger_model.py) on 200 recorded steps at LJ 1M and 256,000, skins 0.3 and 0.4
+    for n in 1048576 256000; do
+      for sk in 0.3 0.4; do
+        $PY tools/trigger_model.py --n $n --frames 200 --skin $sk
+      done
+    done ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
