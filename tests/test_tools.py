@@ -171,3 +171,7 @@ def test_trigger_model_cells_trigger_is_exact_and_never_rebuilds_more(capsys):
     assert trigger_model.main(["--n", "2000", "--frames", "1"]) == 2
     assert "--frames must be at least 2" in capsys.readouterr().err
     assert trigger_model.main(["--n", "50000", "--check"]) == 2
+    assert trigger_model.main(["--n", "2000", "--side", "1.0"]) == 2
+    assert "below r_list" in capsys.readouterr().err
+    wide = trigger_model.model(2000, 30, 0.3, check=True, equilibrate=20, side=4.4)
+    assert wide["cells_a_side"] == 3 and wide["side"] >= 4.4

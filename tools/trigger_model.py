@@ -3,16 +3,17 @@ model of the rebuild's share of an MD step (the thirty-third session's lead, rep
 
 - skin/2 (what the list does now): rebuild once some particle has moved more than skin / 2 since
   the build;
-- cells: bin the build's positions into cells of side >= r_list (the list's own binning), take each
-  cell's largest displacement D_C, and rebuild once two neighbouring cells (or one cell with itself)
-  have D_C + D_C' > skin, or some particle has moved more than (side - cutoff) / 2.
+- cells: bin the build's positions into cells of side >= r_list (the list's own binning; --side:
+  larger ones), take each cell's largest displacement D_C, and rebuild once two neighbouring cells
+  (or one cell with itself) have D_C + D_C' > skin, or some particle has moved more than
+  (side - cutoff) / 2.
 
 Both are exact. A pair left out of the list was at least r_list apart at the build. If its
 particles lie in neighbouring cells, they have moved at most D_C + D_C' <= skin, so they are still at
 least the cutoff apart. Otherwise a whole cell lay between them, at least `side` wide, and they have
 moved at most side - cutoff. --check asserts this on every frame by brute force (small N only).
 
-    python3 tools/trigger_model.py --n 1048576 --frames 200 [--skin 0.3] [--check]
+    python3 tools/trigger_model.py --n 1048576 --frames 200 [--skin 0.3] [--side S] [--check]
 
 The frames come from harness.md.record (the amortised column's trajectory: LJ liquid, T 0.72,
 dt 0.005, after 500 steps). Runs on the GPU where CuPy has one, else on the CPU.
@@ -101,14 +102,18 @@ def _check(x, ref, L, rlist, cutoff) -> None:
             raise AssertionError(f"pair ({a + i}, {j}) inside the cutoff but outside r_list at the build")
 
 
-def model(n: int, frames: int, skin: float, check: bool = False, equilibrate: int = md.EQUILIBRATE) -> dict:
-    """Rebuilds over `frames` consecutive steps under each trigger (the first frame is a build)."""
+def model(n: int, frames: int, skin: float, check: bool = False, equilibrate: int = md.EQUILIBRATE,
+          side: float | None = None) -> dict:
+    """Rebuilds over `frames` consecutive steps under each trigger (the first frame is a build); the
+    cells trigger's cells of side at least `side` (default r_list)."""
     xp = _xp()
     p = scenarios.make("lj_liquid", n, precision="fp64" if xp is np else "mixed")
     cutoff = float(p.potential.cutoff)
     L = float(p.box.lengths[0])
     rlist = cutoff + skin
-    t = Triggers(xp, L, rlist, cutoff, skin)
+    if side is not None and side < rlist:
+        raise InputError(f"trigger_model: --side {side:g} is below r_list {rlist:g}")
+    t = Triggers(xp, L, rlist if side is None else side, cutoff, skin)
     got = md.record(p, frames, equilibrate=equilibrate)
     ref_s = ref_c = xp.asarray(got[0])
     cell = t.cells_of(ref_c)
@@ -132,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n", type=int, default=256000, help="particles (LJ liquid; default 256000)")
     ap.add_argument("--frames", type=int, default=200, help="consecutive steps (default 200)")
     ap.add_argument("--skin", type=float, default=0.3, help="the list's skin (default 0.3)")
+    ap.add_argument("--side", type=float, help="the cells trigger's cells at least this wide (default r_list)")
     ap.add_argument("--check", action="store_true", help=f"brute-force check of every frame (N <= {CHECK_MOST})")
     a = ap.parse_args(argv)
     if a.frames < 2 or not a.skin > 0 or (a.check and a.n > CHECK_MOST):
@@ -139,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     try:
-        r = model(a.n, a.frames, a.skin, a.check)
+        r = model(a.n, a.frames, a.skin, a.check, side=a.side)
     except InputError as e:
         print(f"trigger_model: {e}", file=sys.stderr)
         return 2
