@@ -1757,6 +1757,9 @@ print('$t md lj', r.rebuilds, r.samples[-1].total)" 2>&1)
       done
     done ;;
   trigger2-s33)  # the per-cell trigger with cells wider than r_list (tools/trigger_model.py --side) at LJ 1M, skin 0.3
+    # (and 0.4 on the list's own cells)
+    $PY tools/trigger_model.py --n 1048576 --frames 200 --skin 0.3
+    $PY tools/trigger_model.py --n 1048576 --frames 200 --skin 0.4
     for side in 3.1 3.4 4.0 5.0; do
       $PY tools/trigger_model.py --n 1048576 --frames 200 --skin 0.3 --side $side
     done ;;

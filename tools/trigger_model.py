@@ -4,14 +4,16 @@ model of the rebuild's share of an MD step (the thirty-third session's lead, rep
 - skin/2 (what the list does now): rebuild once some particle has moved more than skin / 2 since
   the build;
 - cells: bin the build's positions into cells of side >= r_list (the list's own binning; --side:
-  larger ones), take each cell's largest displacement D_C, and rebuild once two neighbouring cells
-  (or one cell with itself) have D_C + D_C' > skin, or some particle has moved more than
-  (side - cutoff) / 2.
+  larger ones), take each cell's largest and second largest displacements D_C and D2_C, and
+  rebuild once D_C + D2_C > skin in some cell, or D_C + D_C' > skin for two neighbouring cells, or
+  some particle has moved more than (side - cutoff) / 2.
 
-Both are exact. A pair left out of the list was at least r_list apart at the build. If its
-particles lie in neighbouring cells, they have moved at most D_C + D_C' <= skin, so they are still at
-least the cutoff apart. Otherwise a whole cell lay between them, at least `side` wide, and they have
-moved at most side - cutoff. --check asserts this on every frame by brute force (small N only).
+Both are exact. A pair left out of the list was at least r_list apart at the build. If both particles
+lie in one cell, they have moved at most D_C + D2_C together; in neighbouring cells, at most D_C + D_C'.
+Either way that is at most the skin, so they are still at least the cutoff apart. Otherwise a whole
+cell lay between them, at least `side` wide, and they have moved at most side - cutoff. --check
+asserts this on every frame by brute force (small N only). (A cell's largest displacement taken
+twice would make the trigger skin/2's: the fastest particle's cell with itself.)
 
     python3 tools/trigger_model.py --n 1048576 --frames 200 [--skin 0.3] [--side S] [--check]
 
@@ -66,19 +68,34 @@ class Triggers:
     def fires_skin(self, d) -> bool:
         return bool(d.max() > 0.5 * self.skin)
 
-    def fires_cells(self, d, cell) -> bool:
-        xp = self.xp
-        if float(d.max()) > 0.5 * (self.side - self.cutoff):
-            return True
-        D = xp.zeros(self.nc ** 3)
-        if xp is np:
+    def _cell_max(self, d, cell):
+        D = self.xp.zeros(self.nc ** 3)
+        if self.xp is np:
             np.maximum.at(D, cell, d)
         else:
             import cupyx
 
             cupyx.scatter_max(D, cell, d)
+        return D
+
+    def fires_cells(self, d, cell) -> bool:
+        xp = self.xp
+        if float(d.max()) > 0.5 * (self.side - self.cutoff):
+            return True
+        D = self._cell_max(d, cell)
+        top = d == D[cell]  # a cell's largest (ties: all of them)
+        ties = xp.zeros(self.nc ** 3)
+        if xp is np:
+            np.add.at(ties, cell, top.astype(float))
+        else:
+            import cupyx
+
+            cupyx.scatter_add(ties, cell, top.astype(float))
+        D2 = xp.where(ties >= 2, D, self._cell_max(xp.where(top, 0.0, d), cell))  # the second largest
+        if float((D + D2).max()) > self.skin:
+            return True
         D = D.reshape(self.nc, self.nc, self.nc)
-        near = D.copy()
+        near = xp.zeros_like(D)  # the 26 neighbours' largest
         for sx in (-1, 0, 1):
             for sy in (-1, 0, 1):
                 for sz in (-1, 0, 1):
