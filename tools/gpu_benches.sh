@@ -1763,6 +1763,10 @@ print('$t md lj', r.rebuilds, r.samples[-1].total)" 2>&1)
     for side in 3.1 3.4 4.0 5.0; do
       $PY tools/trigger_model.py --n 1048576 --frames 200 --skin 0.3 --side $side
     done ;;
+  colsetup-s33)  # the strip build's column set-up in one helper (column_runs, this tree) against .before: the builds
+    # give the same lists (GPU test), then the build's ms at LJ 1M (packed) and Gaussian 64,000 (opposite), alternating
+    $PY -m pytest -q -n 8 -p no:cacheprovider tests/test_verlet.py -k builds_give_the_same_list 2>&1 | tail -1
+    points_ab s33-colsetup lj_liquid:large:layout=packed gaussian:64000 ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
