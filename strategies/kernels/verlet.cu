@@ -352,25 +352,6 @@ __device__ __forceinline__ Real from_code(unsigned int c, Real len) {
   return c == 1u ? -len : (c == 2u ? len : Real(0));
 }
 
-// Column col (in column_at's order) of the strip build's walk for a row at (cx, cy, cz), lateral
-// offsets lo_x / hi_x, lo_y / hi_y inside its cell: its image shifts sx, sy, its z-reach w (WINDOW;
-// 0 otherwise) and its runs of the CSR storage (z_runs: [b[r], e[r]) with sz[r]). Returns the runs,
-// 0 where the column is out of reach or absent.
-template <bool MINIMAGE, bool WINDOW, typename Real>
-__device__ __forceinline__ int column_runs(int col, int cx, int cy, int cz, const int* __restrict__ start, const Grid& g,
-                                           const Box<Real>& box, Real lo_x, Real hi_x, Real side_x, Real lo_y, Real hi_y,
-                                           Real side_y, Real rlist2, Real margin, Real& sx, Real& sy, Real& w,
-                                           int (&b)[2], int (&e)[2], Real (&sz)[2]) {
-  int ox, oy, x, y;
-  if (!column_neighbour<MINIMAGE>(cx, cy, col, g, box, ox, oy, x, y, sx, sy)) return 0;
-  w = Real(0);
-  if constexpr (WINDOW) {
-    w = z_reach(lateral_gap(ox, lo_x, hi_x, side_x), lateral_gap(oy, lo_y, hi_y, side_y), rlist2, margin);
-    if (w < Real(0)) return 0;
-  }
-  return z_runs<1, MINIMAGE>(start, (x * g.ny + y) * g.nz, cz, g, box.lz, b, e, sz);
-}
-
 // One thread per row (sorted slot k), the full shell's walk (cells.cuh): 9 z-strips of the CSR
 // storage with one image shift per run (per-pair minimum image only with MINIMAGE: a periodic
 // axis of fewer than 3 cells), the particle itself split out of its strip. WINDOW: only the
@@ -470,12 +451,16 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell
       unsigned int codes = 0u;                         // segment t's shift code at bits 6 t
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
+        int ox, oy, x, y;
+        Real sx, sy;
         if (pr == 4 && h == 1) continue;  // the own column: alone
-        Real sx, sy, w;
+        if (!column_neighbour<false>(cx, cy, 2 * pr + h, g, box, ox, oy, x, y, sx, sy)) continue;
+        const Real w = z_reach(lateral_gap(ox, lo_x, hi_x, side_x), lateral_gap(oy, lo_y, hi_y, side_y), rlist2,
+                               margin);
+        if (w < Real(0)) continue;
         int b[2], e[2];
         Real sz[2];
-        const int runs = column_runs<false, true>(2 * pr + h, cx, cy, cz, start, g, box, lo_x, hi_x, side_x, lo_y, hi_y,
-                                                  side_y, rlist2, margin, sx, sy, w, b, e, sz);
+        const int runs = z_runs<1, false>(start, (x * g.ny + y) * g.nz, cz, g, box.lz, b, e, sz);
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
           if (r < runs) {
@@ -507,13 +492,22 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell
       }
     }
   } else {
+    // The column set-up below (neighbour, z-reach, runs) repeats the opposite walk's above. Written once
+    // in a force-inlined helper (988a155) it gave the same lists, but ptxas scheduled this walk apart:
+    // the LJ 1M build 0.5449 / 0.5438 against 0.5389 / 0.5396 ms (H200, s33-call10). So it stays twice.
 #pragma unroll 1
     for (int col = 0; col < 9; ++col) {
-      Real sx, sy, w;
+      int ox, oy, x, y;
+      Real sx, sy;
+      if (!column_neighbour<MINIMAGE>(cx, cy, col, g, box, ox, oy, x, y, sx, sy)) continue;
+      Real w = Real(0);
+      if constexpr (WINDOW) {
+        w = z_reach(lateral_gap(ox, lo_x, hi_x, side_x), lateral_gap(oy, lo_y, hi_y, side_y), rlist2, margin);
+        if (w < Real(0)) continue;
+      }
       int b[2], e[2];
       Real sz[2];
-      const int runs = column_runs<MINIMAGE, WINDOW>(col, cx, cy, cz, start, g, box, lo_x, hi_x, side_x, lo_y, hi_y,
-                                                     side_y, rlist2, margin, sx, sy, w, b, e, sz);
+      const int runs = z_runs<1, MINIMAGE>(start, (x * g.ny + y) * g.nz, cz, g, box.lz, b, e, sz);
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         if (r < runs) {  // constant indices: b, e, sz stay in registers
