@@ -201,6 +201,12 @@ trees_ab() {  # NAME TREE=COMMIT...: the with-list columns (forces, all outputs;
   done
 }
 
+ncu_tree() {  # TREE LABEL STEM LAUNCH: ncu_verlet of the forces flavour (LJ 1M, fp32) on the code in TREE, with the L1
+  # and warp-state metrics; its figures printed by this tree's ncu_metrics.py, each line led by LABEL
+  (cd "$1" && PYTHONPATH=/tmp/site:$PWD METRICS=$L1_METRICS,$STALL_METRICS ncu_verlet "$3" force forces "$4" > /dev/null)
+  $PY tools/ncu_metrics.py "$3.csv" --match verlet_force | tail -n +2 | sed "s|^|$2: |"
+}
+
 build_ncu() {  # STEM: the build phase's kernels under ncu (LJ 1M, fp32, packed) in this tree and in .before
   # ($out/profile/STEM-{after,before}.*); prints ncu_metrics.py's lines
   local tree tag
@@ -1724,10 +1730,7 @@ print('$t md lj', r.rebuilds, r.samples[-1].total)" 2>&1)
     mkdir -p "$out/profile"
     for rep in 1 2; do
       for p in 0 1; do
-        (cd .persist && PYTHONPATH=/tmp/site:$PWD METRICS=$L1_METRICS,$STALL_METRICS \
-          ncu_verlet "$out/profile/s33-persist-$p-$rep" force forces layout=packed,persist=$p > /dev/null)
-        $PY tools/ncu_metrics.py "$out/profile/s33-persist-$p-$rep.csv" --match verlet_force | tail -n +2 \
-          | sed "s|^|persist=$p $rep: |"
+        ncu_tree .persist "persist=$p $rep" "$out/profile/s33-persist-$p-$rep" layout=packed,persist=$p
       done
     done ;;
   s33-e)  # cache hints on the packed Verlet force kernel: the rows read past L1 (.a: L1::no_allocate), and besides the
@@ -1737,9 +1740,7 @@ print('$t md lj', r.rebuilds, r.samples[-1].total)" 2>&1)
     mkdir -p "$out/profile"
     for tree in .before .a .; do
       tag=$( [ "$tree" = . ] && echo this || echo "${tree#.}")
-      (cd "$tree" && PYTHONPATH=/tmp/site:$PWD METRICS=$L1_METRICS,$STALL_METRICS \
-        ncu_verlet "$out/profile/s33-e-$tag" force forces layout=packed > /dev/null)
-      $PY tools/ncu_metrics.py "$out/profile/s33-e-$tag.csv" --match verlet_force | tail -n +2 | sed "s|^|ncu $tag: |"
+      ncu_tree "$tree" "ncu $tag" "$out/profile/s33-e-$tag" layout=packed
     done ;;
   final-s33)  # the session's last tree (the kernels of 050a295): the force kernel (forces, all outputs) and the build
     # (LJ 1M, packed) under ncu with every warp-stall reason (WarpStateStats), for the report's bounds
