@@ -17,6 +17,8 @@ L1_METRICS=$L1_METRICS,launch__registers_per_thread,sm__warps_active.avg.pct_of_
 STALL_METRICS=smsp__warps_eligible.avg.per_cycle_active
 STALL_METRICS=$STALL_METRICS,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio
 STALL_METRICS=$STALL_METRICS,smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio
+# the SMs' active cycles against the elapsed ones, and the clock (tools/ncu_metrics.py: sm_act%, MHz)
+CYCLE_METRICS=sm__cycles_active.avg,sm__cycles_elapsed.avg,sm__cycles_elapsed.avg.per_second
 
 ncu_points() {  # TAG POINT...: ncu_verlet for each PHASE:OUTPUTS:LAUNCH point, into $out/profile/ncu-TAG-*
   local tag=$1 v phase outs launch stem
@@ -1768,6 +1770,21 @@ print('$t md lj', r.rebuilds, r.samples[-1].total)" 2>&1)
     # give the same lists (GPU test), then the build's ms at LJ 1M (packed) and Gaussian 64,000 (opposite), alternating
     $PY -m pytest -q -n 8 -p no:cacheprovider tests/test_verlet.py -k builds_give_the_same_list 2>&1 | tail -1
     points_ab s33-colsetup lj_liquid:large:layout=packed gaussian:64000 ;;
+  tail-s34)  # how much the force kernel's last, partly filled wave costs: the with-list columns (forces, all outputs)
+    # and the build of the packed Verlet list at LJ sizes 4 m^3 for m = 63..68 (4.93 to 6.2 waves of the forces
+    # kernel's 1,584 resident blocks of 128 on 132 SMs), alternating up and down; then ncu's SM-active cycles
+    # against the elapsed ones (sm_act%) and the clock for the three kernels at 1M
+    for order in "1000188 1048576 1098500 1149984 1203052 1257728" "1257728 1203052 1149984 1098500 1048576 1000188"; do
+      for n in $order; do
+        $PY -m harness bench --strategies verlet_thread_padded --launch layout=packed --scenario lj_liquid --n $n \
+          --outputs forces,all --amortised 0 --name s34-tail-$n "${common[@]}" | grep " ok"
+      done
+    done
+    mkdir -p "$out/profile"
+    for v in force:forces build:forces force:all; do
+      METRICS=$L1_METRICS,$CYCLE_METRICS ncu_verlet "$out/profile/tail-s34-${v/:/-}" ${v%%:*} ${v#*:} layout=packed \
+        | sed "s|^|$v: |"
+    done ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;

@@ -34,6 +34,11 @@ WANT = {
     "elig": ("smsp__warps_eligible.avg.per_cycle_active",),
     "lsb/issue": ("smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",),
     "nsel/issue": ("smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio",),
+    # the SMs' cycles with work against the kernel's elapsed cycles (where measured: CYCLE_METRICS in
+    # tools/gpu_benches.sh): sm_act% says how much of the kernel's time the average SM had a block resident
+    "cyc_act": ("sm__cycles_active.avg",),
+    "cyc_el": ("sm__cycles_elapsed.avg",),
+    "MHz": ("sm__cycles_elapsed.avg.per_second",),
 }
 
 
@@ -82,6 +87,12 @@ def rows(path: str, match: str | None, with_stalls: bool = False) -> list[str]:
                             unit, float("nan"))
                     vals[label] = v
                     break
+        if vals.get("MHz") is not None:
+            vals["MHz"] = vals["MHz"] * {"hz": 1e-6, "khz": 1e-3, "mhz": 1.0, "ghz": 1e3, "cycle/nsecond": 1e3,
+                                         "cycle/usecond": 1.0, "cycle/second": 1e-6}.get(
+                units[col["sm__cycles_elapsed.avg.per_second"]].lower(), float("nan"))
+        if vals.get("cyc_act") is not None and vals.get("cyc_el"):
+            vals["sm_act%"] = 100.0 * vals["cyc_act"] / vals["cyc_el"]
         per = ""
         if vals.get("ld_req"):
             per = (f" sect/req {vals.get('ld_sect', 0) / vals['ld_req']:.2f}"
