@@ -61,7 +61,7 @@ TPP_CHOICES = (0, 1, 2, 4, 8, 16, 32)
 # 4,000: 0.023 / 0.017 / 0.012 / 0.011 / 0.009; 32,000: 0.023 / 0.018 / 0.016 / 0.020 / 0.021;
 # 256,000: 0.053 / 0.055 / 0.064 / 0.094 / 0.109; 1M: 0.151 / 0.170 / 0.218 / 0.351 / 0.410
 AUTO_TPP_MOST = 16
-MINB_CHOICES = ("auto", 0, 8, 10, 12, 16)
+MINB_CHOICES = ("auto", 0, 8, 9, 10, 11, 12, 16)
 BATCH_CHOICES = ("auto", 8, 16)
 # split: how a row's tpp lanes share its entries (kernels/verlet.cu, ENTRIES): 'groups' (lane t takes
 # whole groups of 8 entries t, t + tpp, ...), 'entries' (lane t takes entries t, t + tpp, ...: the

@@ -1785,6 +1785,21 @@ print('$t md lj', r.rebuilds, r.samples[-1].total)" 2>&1)
       METRICS=$L1_METRICS,$CYCLE_METRICS ncu_verlet "$out/profile/tail-s34-${v/:/-}" ${v%%:*} ${v#*:} layout=packed \
         | sed "s|^|$v: |"
     done ;;
+  minb-s34)  # register caps between the measured ones (minb 9: 56 registers, 11), packed, LJ 1M: the all-outputs
+    # with-list column at minb 8 / 9 with 8 and 16 entries in flight, then harness md's whole step at minb 8 to 11
+    # (the fused MD 2 kernel's cap; auto: 10), alternating, two runs each
+    for rep in 1 2; do
+      $PY -m harness bench --strategies verlet_thread_padded --launch layout=packed --scenario lj_liquid --n large \
+        --outputs all --amortised 0 --sweep minb=8:9 --sweep batch=8:16 --name s34-minb-all-$rep "${common[@]}" \
+        | grep " ok"
+    done
+    mkdir -p "$out/md"
+    for rep in 1 2; do
+      for m in 8 9 10 11; do
+        $PY -m harness md --strategy verlet_thread_padded --launch layout=packed,minb=$m --n large --precision fp32 \
+          --steps 2000 --sample 1000 --quiet --json "$out/md/s34-minb$m-$rep.json" | tail -1 | sed "s|^|minb $m $rep: |"
+      done
+    done ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
