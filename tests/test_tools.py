@@ -175,3 +175,23 @@ def test_trigger_model_cells_trigger_is_exact_and_never_rebuilds_more(capsys):
     assert "below r_list" in capsys.readouterr().err
     wide = trigger_model.model(2000, 30, 0.3, check=True, equilibrate=20, side=4.4)
     assert wide["cells_a_side"] == 3 and wide["side"] >= 4.4
+
+
+def test_skin_model_uniform_and_per_particle(capsys):
+    import skin_model
+
+    assert skin_model.main(["--n", "500", "--frames", "4", "--sample", "50", "--policy", "0.15:u,0.05:8"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 2 and "uniform skin 0.3" in out[0] and "per particle m 0.05 K 8" in out[1]
+    for line in out:
+        rows = float(line.split("rows ")[1].split()[0])
+        assert 30.0 < rows < 120.0  # about 4/3 pi (2.5 + ~0.3)^3 0.8442 partners within reach
+
+
+def test_skin_model_bad_policy_exits_2(capsys):
+    import skin_model
+
+    assert skin_model.main(["--policy", "0.1:x"]) == 2
+    assert skin_model.main(["--policy=-1:u"]) == 2
+    assert skin_model.main(["--frames", "2"]) == 2
+    assert "skin_model" in capsys.readouterr().err

@@ -1800,6 +1800,12 @@ print('$t md lj', r.rebuilds, r.samples[-1].total)" 2>&1)
           --steps 2000 --sample 1000 --quiet --json "$out/md/s34-minb$m-$rep.json" | tail -1 | sed "s|^|minb $m $rep: |"
       done
     done ;;
+  skin-s34)  # per-particle skins against one skin (tools/skin_model.py) on 200 recorded steps at LJ 1M and 256,000:
+    # rebuilds and row lengths for uniform skins 0.2 / 0.3 / 0.4 and margins m with K steps of each particle's last move
+    for n in 1048576 256000; do
+      $PY tools/skin_model.py --n $n --frames 200 \
+        --policy 0.1:u,0.15:u,0.2:u,0.04:8,0.05:8,0.06:8,0.07:8,0.04:10,0.05:10,0.06:6,0.08:6,0.1:4,0.03:12
+    done ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
