@@ -195,3 +195,14 @@ def test_skin_model_bad_policy_exits_2(capsys):
     assert skin_model.main(["--policy=-1:u"]) == 2
     assert skin_model.main(["--frames", "2"]) == 2
     assert "skin_model" in capsys.readouterr().err
+
+
+def test_skin_model_since_build_starts_uniform(capsys):
+    import skin_model
+
+    assert skin_model.main(["--n", "500", "--frames", "4", "--sample", "50", "--since-build",
+                            "--policy", "0.15:u,0.05:8"]) == 0
+    uni, per = capsys.readouterr().out.splitlines()
+    # no rebuild in 3 steps: both keep their first list, the uniform one of skin 0.3
+    assert ": 0 rebuilds" in uni and ": 0 rebuilds" in per
+    assert uni.split("rows ")[1] == per.split("rows ")[1]

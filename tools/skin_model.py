@@ -5,7 +5,8 @@ reports/2026-11-28-h200).
 - uniform (the list now): every pair within cutoff + skin at the build; rebuilt once some particle
   has moved more than skin / 2 since.
 - per particle: at each build every particle gets its own half-skin h_i = m + K |x_i - x_i'|, its
-  displacement over the step before the build (x') taken K times, plus a margin m; the list holds
+  displacement over the step before the build (x') taken K times, plus a margin m (--since-build:
+  its displacement since the last build over the steps since, the first list uniform); the list holds
   every pair within cutoff + h_i + h_j, and is rebuilt once some particle has moved more than its
   own h_i. Exact as the uniform list is: a pair left out was at least cutoff + h_i + h_j apart, and
   each end has moved at most its own h since.
@@ -90,12 +91,21 @@ class Model:
             tot += int(inside.sum())
         return tot / len(self.sample)
 
-    def run(self, m: float, k: float | None) -> dict:
-        """Builds from frame 1 on (frame 0 gives the first displacement), rebuilt by the policy's trigger."""
+    def run(self, m: float, k: float | None, since_build: bool = False, first: float = 0.15) -> dict:
+        """Builds from frame 1 on (frame 0 gives the first displacement), rebuilt by the policy's trigger;
+        since_build: the move since the last build over its age (the first list uniform, half-skin `first`)."""
         xp, frames = self.xp, len(self.x)
-        f, builds, rows, hmax = 1, 0, [], []
+        f, builds, rows, hmax, last = 1, 0, [], [], None
         while True:
-            h = xp.full(len(self.x[f]), m) if k is None else m + k * self.norm(self.pbc(self.x[f] - self.x[f - 1]))
+            if k is None:
+                h = xp.full(len(self.x[f]), m)
+            elif not since_build:
+                h = m + k * self.norm(self.pbc(self.x[f] - self.x[f - 1]))
+            elif last is None:
+                h = xp.full(len(self.x[f]), first)
+            else:
+                h = m + k * self.norm(self.pbc(self.x[f] - self.x[last])) / (f - last)
+            last = f
             rows.append(self.row_mean(self.x[f], h))
             hmax.append(float(h.max()))
             g = f + 1
@@ -108,12 +118,12 @@ class Model:
                 "h_max": float(np.mean(hmax))}
 
 
-def model(n: int, frames: int, policies, sample: int = SAMPLE) -> list[dict]:
+def model(n: int, frames: int, policies, sample: int = SAMPLE, since_build: bool = False) -> list[dict]:
     xp = _xp()
     p = scenarios.make("lj_liquid", n, precision="fp64" if xp is np else "mixed")
     got = md.record(p, frames + 1)
     m = Model(xp, got, float(p.box.lengths[0]), float(p.potential.cutoff), sample)
-    return [m.run(mv, kv) for mv, kv in policies]
+    return [m.run(mv, kv, since_build) for mv, kv in policies]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,12 +132,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--frames", type=int, default=200, help="consecutive steps (default 200)")
     ap.add_argument("--policy", default="0.15:u,0.05:8", help="m:K,... (K = u: uniform, skin 2 m)")
     ap.add_argument("--sample", type=int, default=SAMPLE, help=f"rows counted at each build (default {SAMPLE})")
+    ap.add_argument("--since-build", action="store_true",
+                    help="K times the move since the last build over its age (the first list uniform, skin 0.3)")
     a = ap.parse_args(argv)
     try:
         if a.frames < 3 or a.sample < 1 or a.n < 2:
             raise InputError("skin_model: --frames must be at least 3, --sample and --n at least 1 and 2")
         pols = parse_policies(a.policy)
-        res = model(a.n, a.frames, pols, a.sample)
+        res = model(a.n, a.frames, pols, a.sample, a.since_build)
     except InputError as e:
         print(e, file=sys.stderr)
         return 2
