@@ -356,6 +356,33 @@ class PackedLayout:
         return src, np.int32(1)
 
 
+# adapt (launch parameter, thirty-fourth session): each particle's own half-skin h_i = m + K dt |v_i|, at most
+# skin / 2, from its velocity at the rebuild in the fused MD steps (VerletSteps: verlet_stage writes it in the
+# position's w), a pair listed where r < cutoff + h_i + h_j (kernels/verlet.cu, verlet_build ADAPT) and each
+# particle's trigger its own h_i (refreshed). Where no velocity is known (the first list, the plain steps,
+# replayed frames) h = skin / 2: the uniform list. Exact either way. tools/skin_model.py modelled it on the
+# recorded trajectory (LJ 1M, 199 steps, H200, s34-call3): the uniform skin 0.3 rebuilds every 8.3 steps
+# with rows of 75.6 entries; m 0.08, K 6 every 9.0 steps with 70.6; m 0.06, K 6 every 8.0 with 67.6. The
+# move since the last build (instead of the velocity) predicted worse: LJ 32,000, m 0.08, K 8 rebuilt every
+# 8.8 steps against the uniform list's 9.4 (--since-build, on this machine's CPU).
+ADAPT_BUILDS = ("auto", "strip", "opposite")
+
+
+def parse_adapt(name: str, value) -> tuple[float, float] | None:
+    """The launch parameter adapt: 'off' (None) or 'm:K' -> (m, K), m > 0 and K >= 0 finite."""
+    if value == "off":
+        return None
+    m, sep, k = str(value).partition(":")
+    try:
+        mv, kv = float(m), float(k)
+    except ValueError:
+        mv = kv = math.nan
+    if not sep or not (0.0 < mv < math.inf) or not (0.0 <= kv < math.inf):
+        raise InputError(f"{name}: launch parameter adapt must be 'off' or m:K (a margin m > 0 and K >= 0 steps of "
+                         f"each particle's speed, e.g. 0.08:6), got {value!r}")
+    return mv, kv
+
+
 class VerletStrategy(ListStrategy):
     traversal: ClassVar[str] = "verlet"
     processor: ClassVar[str] = "thread"
@@ -418,7 +445,7 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
     # 'auto': each output flavour its own (AUTO_MINB, AUTO_BATCH)
     launch_defaults = {**VerletStrategy.launch_defaults, "block": 128, "tpp": 0, "build": "auto", "window": 1,
                        "layout": "aos4", "minb": "auto", "batch": "auto", "split": "auto", "row_groups": 1, "banks": 0,
-                       "prune": "off"}
+                       "prune": "off", "adapt": "off"}
     launch_choices = {**VerletStrategy.launch_choices, "block": (64, 128, 256, 512), "tpp": TPP_CHOICES,
                       "build": BUILD_CHOICES, "window": (0, 1), "layout": tuple(VERLET_LAYOUTS),
                       "minb": MINB_CHOICES,
@@ -434,6 +461,14 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
             if self.launch["banks"]:
                 raise InputError(f"{self.name}: banks={self.launch['banks']} orders the outer rows, which the force "
                                  "kernel does not read with prune: take banks=0")
+        self.adapt = parse_adapt(self.name, self.launch.get("adapt", "off"))
+        if self.adapt is not None:
+            if self.launch.get("prune", "off") != "off":
+                raise InputError(f"{self.name}: adapt sizes each particle's buffer from its speed; the inner list "
+                                 "(prune) takes one buffer for all: take prune=off")
+            if self.launch["build"] not in ADAPT_BUILDS:
+                raise InputError(f"{self.name}: adapt needs the strip build (build=auto, strip or opposite), got "
+                                 f"build={self.launch['build']}")
         if self.launch["minb"] != "auto" and self.launch["minb"] * self.launch["block"] > MAX_THREADS_PER_SM:
             raise InputError(f"{self.name}: minb={self.launch['minb']} blocks of {self.launch['block']} threads do not "
                              f"fit on one SM ({MAX_THREADS_PER_SM} threads): take minb <= "
@@ -548,10 +583,11 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
 
     def data_expressions(self) -> dict[str, list[str]]:
         reals = sorted({m.cxx_compute for m in MODES.values()})
-        return {"verlet.cu": [f"verlet_refresh<{r}>" for r in reals] + [f"verlet_build<{r}, {m}, {w}>"
+        return {"verlet.cu": [f"verlet_refresh<{r}>" for r in reals] + [f"verlet_build<{r}, {m}, {w}, false, {ad}>"
                                                                        for r in reals
-                                                                       for m, w in BUILD_FLAGS] +
-                              [f"verlet_build<{r}, false, true, true>" for r in reals] +
+                                                                       for m, w in BUILD_FLAGS
+                                                                       for ad in ("false", "true")] +
+                              [f"verlet_build<{r}, false, true, true, {ad}>" for r in reals for ad in ("false", "true")] +
                               [f"verlet_build_cells<{r}, {m}>" for r in reals for m in ("false", "true")] +
                               [f"verlet_build_warp<{r}, {m}>" for r in reals for m in ("false", "true")] +
                               [f"verlet_build_tile<{r}, {gr}>" for r in reals for gr in TILE_GROUPS] +
@@ -586,6 +622,13 @@ class VerletPlan(DeviceListPlan):
         self.rc2 = self.real(problem.potential.cutoff ** 2)
         self.rlist2 = self.real(self.rl ** 2)
         self.half_skin2 = self.real((0.5 * self.skin) ** 2)
+        # adapt: each particle's half-skin in its position's w (kernels/verlet.cu, verlet_build ADAPT), skin / 2
+        # where no velocity is known; the triggers read the build's (half_skin2 < 0: per slot, refreshed)
+        self.adapt = getattr(strategy, "adapt", None)
+        self.hcap = self.real(0.5 * self.skin)
+        if self.adapt is not None:
+            self.host_pos[:, 3] = self.hcap
+            self.half_skin2 = self.real(-1.0)
         self.binning = Binning(cp, self.real_t, n, self.dims, self.pos, self.box, self.grid_struct, self.inv_side,
                                write_pos=True)
         m = max(n, 1)
@@ -649,6 +692,7 @@ class VerletPlan(DeviceListPlan):
                             "banks": self.banks,
                             "layout": self.layout.name,
                             "prune": self.inner_skin if self.inner_skin else "off",
+                            "adapt": "off" if self.adapt is None else f"{self.adapt[0]:g}:{self.adapt[1]:g}",
                             "list_bytes": int(self.nbr.nbytes + self.len.nbytes + self.ref.nbytes
                                               + self.cur.nbytes + sum(a.nbytes for a in self._inner_arrays()))}
 
@@ -722,12 +766,15 @@ class VerletPlan(DeviceListPlan):
             self.build_kind = "strip"
         if self.build_kind == "opposite" and (minimage or not window):  # its walk is over z-windows
             self.build_kind = "strip"
+        adapt = self.adapt is not None
+        if adapt and self.build_kind not in ("strip", "opposite"):  # the per-particle reach: the strip builds only
+            self.build_kind = "strip"
         self.k_build = kernel("verlet.cu", {
             "cell": f"verlet_build_cells<{real_t}, {cbool(minimage)}>",
             "warp": f"verlet_build_warp<{real_t}, {cbool(minimage)}>",
             "tile": f"verlet_build_tile<{real_t}, {launch['row_groups']}>",
-            "opposite": f"verlet_build<{real_t}, false, true, true>",
-        }.get(self.build_kind, f"verlet_build<{real_t}, {cbool(minimage)}, {cbool(window)}>"))
+            "opposite": f"verlet_build<{real_t}, false, true, true, {cbool(adapt)}>",
+        }.get(self.build_kind, f"verlet_build<{real_t}, {cbool(minimage)}, {cbool(window)}, false, {cbool(adapt)}>"))
 
     @property
     def device_bytes(self) -> int:
@@ -756,7 +803,8 @@ class VerletPlan(DeviceListPlan):
                                             np.int32(cap), *rows))
             return
         self.k_build((-(-n // 128),), (128,), (b.sorted, b.cell_sorted, b.start, np.int32(n), self.grid_struct,
-                                               self.box, self.rlist2, self.margin, np.int32(cap), *rows))
+                                               self.box, self.rlist2, self.margin, np.int32(cap), *rows,
+                                               self.real(self.problem.potential.cutoff), self.hcap))
 
     def _check(self, flag=None) -> None:
         """The trigger (flag) and cur: the positions the MD loop moved, in the list's order."""
@@ -910,6 +958,9 @@ class VerletSteps:
         self.k_stage = kernel("verlet.cu", f"verlet_stage<{real_t}, {acc_t}>")
         self.k_resort = kernel("verlet.cu", f"verlet_resort<{acc_t}>")
         self.inv = cp.empty(max(n, 1), np.int32)  # the old slot order's inverse, during a rebuild
+        # verlet_stage's half-skins (launch parameter adapt): kdt = K dt, the margin and the cap; kdt < 0: none
+        k_dt, margin = (-1.0, 0.0) if plan.adapt is None else (plan.adapt[1] * integ.dt, plan.adapt[0])
+        self.adapt_args = (plan.acc(k_dt), plan.acc(margin), plan.hcap)
         self.dtype = md_dtype(plan.acc, plan.real)
         self.blocks = max(1, -(-n // MD_BLOCK))
         self.guarded_blocks = max(1, min(self.blocks, GUARDED_BLOCKS_PER_SM * sm_count()))
@@ -971,7 +1022,7 @@ class VerletSteps:
         xt, vt, grid = self.integ.x, self.integ.v, (self.guarded_blocks,)
         with upkeep_if(flag):  # under capture: a conditional node's body (strategies/graphs.py)
             self.k_stage(grid, (MD_BLOCK,), (p.binning.order, self.xs, self.vs, p.ref, np.int32(n), xt, vt, p.pos,
-                                             self.inv, flag))
+                                             self.inv, flag, *self.adapt_args))
             p.binning.run(guard=flag)
             self.k_resort(grid, (MD_BLOCK,), (p.binning.order, self.inv, xt, vt, np.int32(n), self.xs, self.vs, flag))
             p._rows(flag)

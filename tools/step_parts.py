@@ -112,7 +112,7 @@ def main(argv=None) -> int:
 
                     def stage():
                         frozen.k_stage(grid, (256,), (plan.binning.order, frozen.xs, frozen.vs, plan.ref, *args,
-                                                      plan.pos, frozen.inv, one))
+                                                      plan.pos, frozen.inv, one, *frozen.adapt_args))
 
                     def resort():  # the state in the order it is in: its values do not change
                         frozen.k_resort(grid, (256,), (plan.binning.order, frozen.inv, still.x, still.v, np.int32(n),

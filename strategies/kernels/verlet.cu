@@ -105,12 +105,14 @@ __global__ void verlet_check(const Vec4<Real>* __restrict__ pos, const Vec4<Real
 // image nearest r; returns whether p lies further than skin/2 from r (NaN moves too). The check
 // of verlet_refresh and of the fused steps (md_drift).
 // q (layout=packed, float coordinates): where *cur's packed copy goes; nullptr: none.
+// half_skin2 < 0 (launch parameter adapt): each slot's own half-skin, r.w (the build's, verlet_build ADAPT).
 template <typename Real>
 __device__ __forceinline__ bool refreshed(const Vec4<Real>& p, const Vec4<Real>& r, const Box<Real>& box,
                                           Real half_skin2, Vec4<Real>* cur, uint2* q = nullptr, float inv_h = 0.0f,
                                           Vec4<Real>* out = nullptr) {
   Real dx, dy, dz;
-  const bool moved = !(separation<true>(p, r, box, dx, dy, dz) <= half_skin2);
+  const Real lim = half_skin2 < Real(0) ? r.w * r.w : half_skin2;
+  const bool moved = !(separation<true>(p, r, box, dx, dy, dz) <= lim);
   const Vec4<Real> c = {p.x + box.lx * Math<Real>::rint((r.x - p.x) * box.ilx),
                         p.y + box.ly * Math<Real>::rint((r.y - p.y) * box.ily),
                         p.z + box.lz * Math<Real>::rint((r.z - p.z) * box.ilz), p.w};
@@ -358,19 +360,27 @@ __device__ __forceinline__ Real from_code(unsigned int c, Real len) {
 // z-window a strip's column can reach (the strips are sorted by z). Hits are appended in strip
 // order: the same rows with and without WINDOW.
 // (The builds take no __launch_bounds__(128): with it ptxas aims at full occupancy and spills.)
-template <typename Real, bool MINIMAGE, bool WINDOW, bool OPPOSITE = false>
+// ADAPT (launch parameter adapt, strategies/verlet.py): each particle's own half-skin h in its w
+// (0 <= h <= hcap, the plan's and verlet_stage's), a pair listed where r < cutoff + h_i + h_j, and the
+// z-windows sized for cutoff + h_i + hcap (rlist2 unused). Exact as the uniform list: a pair left out
+// was at least cutoff + h_i + h_j apart, and the trigger (refreshed) keeps each end within its own h.
+template <typename Real, bool MINIMAGE, bool WINDOW, bool OPPOSITE = false, bool ADAPT = false>
 __global__ void
 verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell_sorted,
-             const int* __restrict__ start, const int n, const Grid g, const Box<Real> box, const Real rlist2,
+             const int* __restrict__ start, const int n, const Grid g, const Box<Real> box, const Real rlist2_all,
              const Real margin, const int cap, int* __restrict__ nbr, int2* __restrict__ len,
              Vec4<Real>* __restrict__ ref, Vec4<Real>* __restrict__ cur, int* __restrict__ overflow,
-             const int* __restrict__ guard) {
+             const int* __restrict__ guard, const Real cutoff, const Real hcap) {
   static_assert(!(WINDOW && MINIMAGE), "z-windows need one image shift per strip");
   static_assert(!OPPOSITE || WINDOW, "the opposite columns' walk is over z-windows");
   if (guard != nullptr && *guard == 0) return;
   const int k = blockIdx.x * blockDim.x + threadIdx.x;
   if (k >= n) return;
   const Vec4<Real> pi = sorted[k];
+  // ADAPT: the row's reach a = cutoff + h_i; a candidate j is in where r2 < (a + h_j)^2 (reach2 below)
+  const Real a = cutoff + pi.w, a2 = a * a, a2x = Real(2) * a;
+  const Real rlist2 = ADAPT ? (a + hcap) * (a + hcap) : rlist2_all;  // the windows' reach
+  auto reach2 = [&](Real hj) { return ADAPT ? fma(hj, hj, fma(a2x, hj, a2)) : rlist2_all; };
   const int c = cell_sorted[k];
   const int cz = c % g.nz, cy = (c / g.nz) % g.ny, cx = c / (g.nz * g.ny);
   const Real side_x = box.lx / Real(g.nx), side_y = box.ly / Real(g.ny);
@@ -391,7 +401,7 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell
       for (int q = q0; q < end; ++q) {
         const Vec4<Real> pj = sorted[q];
         Real dx, dy, dz;
-        const bool hit = separation<MINIMAGE>(p, pj, box, dx, dy, dz) < rlist2;
+        const bool hit = separation<MINIMAGE>(p, pj, box, dx, dy, dz) < reach2(pj.w);
         bits |= static_cast<unsigned int>(hit) << (q - q0);
         ibits |= static_cast<unsigned int>(hit && crosses(pi, pj, box)) << (q - q0);
       }
@@ -412,7 +422,7 @@ verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell
 #pragma unroll
         for (int u = 0; u < 8; ++u) {
           Real dx, dy, dz;
-          bits = (bits << 1) | below(separation<false>(p, pj[u], box, dx, dy, dz), rlist2);
+          bits = (bits << 1) | below(separation<false>(p, pj[u], box, dx, dy, dz), reach2(pj[u].w));
         }
       }
       bits <<= 32 - ((len + 7) & ~7);  // candidate q at bit 31 - (q - q0)
@@ -1286,23 +1296,27 @@ __global__ void verlet_unsort(const int* __restrict__ order, const Acc* __restri
 }
 
 // ref: the last build's positions in slot order (their w is the particle's).
+// kdt >= 0 (launch parameter adapt): w, the half-skin of the particle's next rows (verlet_build ADAPT),
+// hmin + kdt |v|, at most hcap; kdt < 0: ref's w as it was.
 template <typename Real, typename Acc>
 __global__ void verlet_stage(const int* __restrict__ order, const Acc* __restrict__ xs, const Acc* __restrict__ vs,
                              const Vec4<Real>* __restrict__ ref, const int n, Acc* __restrict__ xt,
                              Acc* __restrict__ vt, Vec4<Real>* __restrict__ pos, int* __restrict__ inv,
-                             const int* __restrict__ guard) {
+                             const int* __restrict__ guard, const Acc kdt, const Acc hmin, const Real hcap) {
   if (guard != nullptr && *guard == 0) return;
   for (int s = blockIdx.x * blockDim.x + threadIdx.x; s < n; s += gridDim.x * blockDim.x) {
     const long long k = 3LL * s;
     const int i = order[s];
     const Acc a = xs[k], b = xs[k + 1], c = xs[k + 2];
+    const Acc u = vs[k], v = vs[k + 1], w = vs[k + 2];
     xt[k] = a;
     xt[k + 1] = b;
     xt[k + 2] = c;
-    vt[k] = vs[k];
-    vt[k + 1] = vs[k + 1];
-    vt[k + 2] = vs[k + 2];
-    pos[i] = Vec4<Real>{static_cast<Real>(a), static_cast<Real>(b), static_cast<Real>(c), ref[s].w};
+    vt[k] = u;
+    vt[k + 1] = v;
+    vt[k + 2] = w;
+    const Real h = kdt < Acc(0) ? ref[s].w : min(hcap, static_cast<Real>(hmin + kdt * sqrt(u * u + v * v + w * w)));
+    pos[i] = Vec4<Real>{static_cast<Real>(a), static_cast<Real>(b), static_cast<Real>(c), h};
     inv[i] = s;
   }
 }

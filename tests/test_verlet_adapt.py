@@ -1,0 +1,101 @@
+"""The Verlet list's per-particle skins (launch parameter adapt, strategies/verlet.py): each particle's
+half-skin m + K dt |v| from its velocity at a rebuild of the fused MD steps, a pair listed where
+r < cutoff + h_i + h_j, each particle's trigger its own h. The list must stay exact (every pair inside
+the cutoff listed at every step), and where no velocity is known it is the uniform list."""
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+import reference
+import strategies
+from harness import md, scenarios
+from mdcore import InputError, Problem
+from strategies.verlet import parse_adapt
+
+
+def _problem(n=8000, precision="fp32"):
+    p = scenarios.make("lj_liquid", n, seed=2, precision=precision)
+    return replace(p, potential=replace(p.potential, shift=True))
+
+
+# --- CPU (CI) -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value, want", [("off", None), ("0.08:6", (0.08, 6.0)), ("0.05:0", (0.05, 0.0))])
+def test_adapt_values(value, want):
+    assert parse_adapt("x", value) == want
+
+
+@pytest.mark.parametrize("value", ["0.08", "0:6", "-0.1:6", "0.1:-1", "a:b", "0.1:inf", "nan:2", 3])
+def test_bad_adapt_values_are_refused_with_one_line(value):
+    with pytest.raises(InputError, match=r"adapt must be 'off' or m:K"):
+        strategies.create("verlet_thread_padded", adapt=value)
+
+
+def test_adapt_refuses_the_inner_list_and_the_other_builds():
+    with pytest.raises(InputError, match="take prune=off"):
+        strategies.create("verlet_thread_padded", adapt="0.08:6", prune=0.1)
+    for build in ("cell", "warp", "tile"):
+        with pytest.raises(InputError, match="adapt needs the strip build"):
+            strategies.create("verlet_thread_padded", adapt="0.08:6", build=build)
+    s = strategies.create("verlet_thread_padded", adapt="0.08:6", build="opposite")
+    assert s.adapt == (0.08, 6.0) and "adapt=0.08:6" in s.label
+
+
+def test_adapt_builds_are_compiled_in_ci():
+    exprs = strategies.create("verlet_thread_padded").data_expressions()["verlet.cu"]
+    assert "verlet_build<float, false, true, false, true>" in exprs
+    assert "verlet_build<float, false, true, true, true>" in exprs
+    assert "verlet_build<double, true, false, false, true>" in exprs
+
+
+# --- GPU --------------------------------------------------------------------------------------
+
+def _at(p: Problem, x: np.ndarray) -> Problem:
+    return Problem.make(np.mod(x, p.box.array), p.box, p.potential, p.precision, label=p.label)
+
+
+@pytest.mark.gpu
+def test_adapted_fused_steps_list_every_pair():
+    """A narrow margin (many rebuilds, short rows): after every tenth fused step the pairs and
+    forces of the adapted list are the reference's at the same positions."""
+    from strategies.integrate import Integrator
+
+    p = _problem()
+    s = strategies.create("verlet_thread_padded", adapt="0.02:4", tpp=1)
+    plan = s.prepare(p, "all")
+    integ = Integrator.create(plan, p.positions, md.maxwell_boltzmann(p.n, 0.72, np.random.default_rng(3)), 0.005)
+    out = md._evaluate(s, plan, "all")
+    steps_, why = md._stepper(s, plan, integ, out.forces, "always")
+    assert why == "on"
+    for _ in range(8):
+        steps_.open()
+        for q in range(10):
+            got = steps_.step("all" if q == 9 else "forces", last=q == 9)
+        got = got.to_host()
+        ref = reference.compute(_at(p, steps_.positions()))
+        assert got.pairs == ref.pairs
+        err = np.sqrt(np.mean((got.forces - ref.forces) ** 2) / np.mean(ref.forces ** 2))
+        assert err < 1e-5, err
+    assert plan.rebuild_count() > 4
+    rows = plan.listed_pairs() / p.n
+    assert rows < 70.0, rows  # the uniform list of skin 0.3 holds about 75.6 a row; h ~ 0.05 gives ~62
+
+
+@pytest.mark.gpu
+def test_adapt_without_velocities_is_the_uniform_list():
+    """The plain steps know no velocity: every half-skin is skin / 2, the same pairs inside the cutoff
+    in the same order, so the same bits as the uniform list; the fused steps rebuild at other steps."""
+    p = _problem(4000)
+
+    def run(fuse, **launch):
+        return md.run(strategies.create("verlet_thread_padded", tpp=1, **launch), p, steps=200, dt=0.005,
+                      sample=50, fuse=fuse)
+
+    plain, adapted = run(False), run(False, adapt="0.08:6")
+    assert [vars(s) for s in plain.samples] == [vars(s) for s in adapted.samples]
+    assert plain.rebuilds == adapted.rebuilds
+    fused = run("always", adapt="0.08:6")
+    assert fused.fused == "on"
+    for a, b in zip(plain.samples, fused.samples, strict=True):
+        assert b.total == pytest.approx(a.total, rel=1e-4)
