@@ -1806,6 +1806,8 @@ print('$t md lj', r.rebuilds, r.samples[-1].total)" 2>&1)
       $PY tools/skin_model.py --n $n --frames 200 \
         --policy 0.1:u,0.15:u,0.2:u,0.04:8,0.05:8,0.06:8,0.07:8,0.04:10,0.05:10,0.06:6,0.08:6,0.1:4,0.03:12
     done ;;
+  adapt2-s34)  # the adapt GPU tests alone, verbose on failure
+    $PY -m pytest -q -p no:cacheprovider tests/test_verlet_adapt.py 2>&1 | tail -40 ;;
   adapt-s34)  # per-particle skins (launch parameter adapt): the GPU tests of the Verlet list and the fused steps, then
     # harness md at LJ 1M (packed, fp32, 2,000 steps) for the uniform skin 0.3 and adapted lists, alternating, two runs
     $PY -m pytest -q -n 8 -p no:cacheprovider tests/test_verlet_adapt.py tests/test_md_fused.py tests/test_verlet.py \
@@ -1815,7 +1817,7 @@ print('$t md lj', r.rebuilds, r.samples[-1].total)" 2>&1)
       for l in layout=packed layout=packed,skin=0.4,adapt=0.08:6 layout=packed,skin=0.4,adapt=0.06:6 \
                layout=packed,skin=0.4,adapt=0.1:4 layout=packed,skin=0.5,adapt=0.08:6 layout=packed,skin=0.5,adapt=0.07:8; do
         $PY -m harness md --strategy verlet_thread_padded --launch $l --n large --precision fp32 --steps 2000 \
-          --sample 1000 --quiet --json "$out/md/s34-adapt-$(echo $l | tr ',=:' '_--')-$rep.json" | tail -1 | sed "s|^|$l $rep: |"
+          --sample 1000 --quiet --json "$out/md/s34-adapt-$(echo $l | tr ',=:' '___')-$rep.json" | tail -1 | sed "s|^|$l $rep: |"
       done
     done ;;
   *)
