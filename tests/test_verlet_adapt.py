@@ -9,7 +9,7 @@ import pytest
 
 import reference
 import strategies
-from harness import md, scenarios
+from harness import md, scenarios, verify
 from mdcore import InputError, Problem
 from strategies.verlet import parse_adapt
 
@@ -73,14 +73,13 @@ def test_adapted_fused_steps_list_every_pair():
         steps_.open()
         for q in range(10):
             got = steps_.step("all" if q == 9 else "forces", last=q == 9)
-        got = got.to_host()
-        ref = reference.compute(_at(p, steps_.positions()))
-        assert got.pairs == ref.pairs
-        assert got.energy == pytest.approx(ref.energy, rel=1e-5)
         forces = np.empty((p.n, 3))
         forces[plan.binning.order[: p.n].get()] = steps_.fs.get().reshape(p.n, 3)
-        err = np.sqrt(np.mean((forces - ref.forces) ** 2) / np.mean(ref.forces ** 2))
-        assert err < 2e-5, err
+        got = replace(got.to_host(), forces=forces)
+        now = _at(p, steps_.positions())
+        ref = reference.compute(now)
+        # verify's verdict: the pair count exact but for pairs within fp32 rounding of the cutoff
+        assert verify.compare(got, ref, now)["failures"] == []
     assert plan.rebuild_count() > 4
     rows = plan.listed_pairs() / p.n
     assert rows < 70.0, rows  # the uniform list of skin 0.3 holds about 75.6 a row; h ~ 0.05 gives ~62
