@@ -83,6 +83,30 @@ def test_adapted_fused_steps_list_every_pair():
     assert plan.rebuild_count() > 4
     rows = plan.listed_pairs() / p.n
     assert rows < 70.0, rows  # the uniform list of skin 0.3 holds about 75.6 a row; h ~ 0.05 gives ~62
+    # the last list itself: each row holds every partner within the cutoff now (a band of 1e-4 left to
+    # rounding), and only partners within cutoff + h_i + h_j at the build, h the build's (ref's w)
+    from test_verlet_prune import _rows
+
+    n, L, rc = p.n, p.box.array, float(p.potential.cutoff)
+    listed = _rows(plan.nbr, plan.len, plan.cap, n)
+    cur = plan.cur.get()[:n, :3].astype(np.float64)
+    ref4 = plan.ref.get()[:n].astype(np.float64)
+    h = ref4[:, 3]
+    assert 0.0 < h.min() < h.max() <= 0.15 + 1e-7 and np.unique(h).size > n // 2
+    for a in range(0, n, 500):
+        d = cur[a:a + 500, None, :] - cur[None, :, :]
+        d -= L * np.rint(d / L)
+        near = np.sqrt((d * d).sum(axis=2)) < rc - 1e-4
+        e = ref4[a:a + 500, None, :3] - ref4[None, :, :3]
+        e -= L * np.rint(e / L)
+        built = np.sqrt((e * e).sum(axis=2))
+        for k in range(near.shape[0]):
+            s = a + k
+            row = set(listed[s][0]) | set(listed[s][1])
+            want = set(np.flatnonzero(near[k]).tolist()) - {s}
+            assert want <= row, (s, sorted(want - row))
+            reach = rc + h[s] + h[sorted(row)] + 1e-4
+            assert np.all(built[k, sorted(row)] < reach), s
 
 
 @pytest.mark.gpu

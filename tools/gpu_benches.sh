@@ -1808,6 +1808,18 @@ print('$t md lj', r.rebuilds, r.samples[-1].total)" 2>&1)
     done ;;
   adapt2-s34)  # the adapt GPU tests alone, verbose on failure
     $PY -m pytest -q -p no:cacheprovider tests/test_verlet_adapt.py 2>&1 | tail -40 ;;
+  adapt3-s34)  # the adapt GPU tests (with the last list checked entry by entry), then harness md at LJ 1M for the
+    # uniform skin 0.3 and adapted lists of skins 0.35 and 0.4, alternating, two runs
+    $PY -m pytest -q -p no:cacheprovider tests/test_verlet_adapt.py 2>&1 | tail -3
+    mkdir -p "$out/md"
+    for rep in 1 2; do
+      for l in layout=packed layout=packed,skin=0.35,adapt=0.08:6 layout=packed,skin=0.35,adapt=0.1:4 \
+               layout=packed,skin=0.4,adapt=0.09:6 layout=packed,skin=0.4,adapt=0.08:5 layout=packed,skin=0.4,adapt=0.08:6; do
+        $PY -m harness md --strategy verlet_thread_padded --launch $l --n large --precision fp32 --steps 2000 \
+          --sample 1000 --quiet --json "$out/md/s34-adapt3-$(echo $l | tr ',=:' '___')-$rep.json" | tail -1 \
+          | sed "s|^|$l $rep: |" | cut -c1-150
+      done
+    done ;;
   adapt-s34)  # per-particle skins (launch parameter adapt): the GPU tests of the Verlet list and the fused steps, then
     # harness md at LJ 1M (packed, fp32, 2,000 steps) for the uniform skin 0.3 and adapted lists, alternating, two runs
     $PY -m pytest -q -n 8 -p no:cacheprovider tests/test_verlet_adapt.py tests/test_md_fused.py tests/test_verlet.py \
