@@ -1808,6 +1808,32 @@ print('$t md lj', r.rebuilds, r.samples[-1].total)" 2>&1)
     done ;;
   adapt2-s34)  # the adapt GPU tests alone, verbose on failure
     $PY -m pytest -q -p no:cacheprovider tests/test_verlet_adapt.py 2>&1 | tail -40 ;;
+  final-s34)  # harness md at LJ 1M: the uniform skin 0.3 against adapted lists of skin 0.4 (margins 0.09 to 0.12) and
+    # 0.45, alternating, two runs; then compute-sanitizer (each tool) on fused runs with adapt (aos4 and packed)
+    mkdir -p "$out/md"
+    for rep in 1 2; do
+      for l in layout=packed layout=packed,skin=0.4,adapt=0.09:6 layout=packed,skin=0.4,adapt=0.1:6 \
+               layout=packed,skin=0.4,adapt=0.11:6 layout=packed,skin=0.4,adapt=0.12:6 layout=packed,skin=0.45,adapt=0.1:6; do
+        $PY -m harness md --strategy verlet_thread_padded --launch $l --n large --precision fp32 --steps 2000 \
+          --sample 1000 --quiet --json "$out/md/s34-final-$(echo $l | tr ',=:' '___')-$rep.json" | tail -1 \
+          | sed "s|^|$l $rep: |" | cut -c1-120
+      done
+    done
+    for t in memcheck racecheck initcheck synccheck; do
+      cond=1
+      case $t in racecheck|synccheck) cond=0 ;; esac
+      log=$(MDFORCE_CONDITIONAL=$cond compute-sanitizer --tool $t --error-exitcode 9 $PY -c "import strategies
+from harness import scenarios, md
+for n, lay in ((16000, 'aos4'), (30000, 'packed')):
+    p = scenarios.make('lj_liquid' + (':density=0.1' if lay == 'packed' else ''), n, precision='fp32')
+    s = strategies.create('verlet_thread_padded', layout=lay, skin=0.4, adapt='0.05:6', tpp=1)
+    r = md.run(s, p, steps=80, dt=0.005, sample=80, fuse='always')
+    print('$t md adapt', n, lay, r.fused, r.graph, r.upkeep, r.rebuilds, r.samples[-1].total)
+    assert r.fused == 'on' and r.rebuilds > 1, (r.fused, r.rebuilds)" 2>&1)
+      rc=$?
+      echo "$log" | grep -E "md adapt|ERROR SUMMARY|Error|error" | head -6
+      echo "$t: exit $rc"
+    done ;;
   adapt3-s34)  # the adapt GPU tests (with the last list checked entry by entry), then harness md at LJ 1M for the
     # uniform skin 0.3 and adapted lists of skins 0.35 and 0.4, alternating, two runs
     $PY -m pytest -q -p no:cacheprovider tests/test_verlet_adapt.py 2>&1 | tail -3
