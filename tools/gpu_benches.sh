@@ -1808,6 +1808,16 @@ print('$t md lj', r.rebuilds, r.samples[-1].total)" 2>&1)
     done ;;
   adapt2-s34)  # the adapt GPU tests alone, verbose on failure
     $PY -m pytest -q -p no:cacheprovider tests/test_verlet_adapt.py 2>&1 | tail -40 ;;
+  final2-s34)  # harness md at LJ 1M around the best adapted list of final-s34 (skin 0.4, 0.11:6), alternating, two runs
+    mkdir -p "$out/md"
+    for rep in 1 2; do
+      for l in layout=packed layout=packed,skin=0.4,adapt=0.11:6 layout=packed,skin=0.4,adapt=0.11:7 \
+               layout=packed,skin=0.4,adapt=0.11:5 layout=packed,skin=0.4,adapt=0.13:6 layout=packed,skin=0.45,adapt=0.12:6; do
+        $PY -m harness md --strategy verlet_thread_padded --launch $l --n large --precision fp32 --steps 2000 \
+          --sample 1000 --quiet --json "$out/md/s34-final2-$(echo $l | tr ',=:' '___')-$rep.json" | tail -1 \
+          | sed "s|^|$l $rep: |" | cut -c1-120
+      done
+    done ;;
   final-s34)  # harness md at LJ 1M: the uniform skin 0.3 against adapted lists of skin 0.4 (margins 0.09 to 0.12) and
     # 0.45, alternating, two runs; then compute-sanitizer (each tool) on fused runs with adapt (aos4 and packed)
     mkdir -p "$out/md"
