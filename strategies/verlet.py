@@ -356,8 +356,9 @@ class PackedLayout:
         return src, np.int32(1)
 
 
-# adapt (launch parameter, thirty-fourth session): each particle's own half-skin h_i = m + K dt |v_i|, at most
-# skin / 2, from its velocity at the rebuild in the fused MD steps (VerletSteps: verlet_stage writes it in the
+# adapt (launch parameter, thirty-fourth session): each particle's own half-skin h_i = m + K dt |v_i| +
+# (K dt)^2 |a_i| / 2 (its ballistic move over K steps, plus a margin), at most skin / 2, from its velocity and the
+# last forces at the rebuild in the fused MD steps (VerletSteps: verlet_stage writes it in the
 # position's w), a pair listed where r < cutoff + h_i + h_j (kernels/verlet.cu, verlet_build ADAPT) and each
 # particle's trigger its own h_i (refreshed). Where no velocity is known (the first list, the plain steps,
 # replayed frames) h = skin / 2: the uniform list. Exact either way. tools/skin_model.py modelled it on the
@@ -967,9 +968,11 @@ class VerletSteps:
         self.k_stage = kernel("verlet.cu", f"verlet_stage<{real_t}, {acc_t}>")
         self.k_resort = kernel("verlet.cu", f"verlet_resort<{acc_t}>")
         self.inv = cp.empty(max(n, 1), np.int32)  # the old slot order's inverse, during a rebuild
-        # verlet_stage's half-skins (launch parameter adapt): kdt = K dt, the margin and the cap; kdt < 0: none
-        k_dt, margin = (-1.0, 0.0) if plan.adapt is None else (plan.adapt[1] * integ.dt, plan.adapt[0])
-        self.adapt_args = (plan.acc(k_dt), plan.acc(margin), plan.hcap)
+        # verlet_stage's half-skins (launch parameter adapt): the forces, kdt = K dt, the margin, kaa = (K dt)^2 / 2m
+        # (integ.half = dt / 2m) and the cap; kdt < 0: none
+        k_dt, margin = (-1.0, 0.0) if plan.adapt is None else (plan.adapt[1] * float(integ.dt), plan.adapt[0])
+        kaa = 0.0 if plan.adapt is None else plan.adapt[1] ** 2 * float(integ.dt) * float(integ.half)
+        self.adapt_args = (self.fs, plan.acc(k_dt), plan.acc(margin), plan.acc(kaa), plan.hcap)
         self.dtype = md_dtype(plan.acc, plan.real)
         self.blocks = max(1, -(-n // MD_BLOCK))
         self.guarded_blocks = max(1, min(self.blocks, GUARDED_BLOCKS_PER_SM * sm_count()))

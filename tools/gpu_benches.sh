@@ -1808,6 +1808,18 @@ print('$t md lj', r.rebuilds, r.samples[-1].total)" 2>&1)
     done ;;
   adapt2-s34)  # the adapt GPU tests alone, verbose on failure
     $PY -m pytest -q -p no:cacheprovider tests/test_verlet_adapt.py 2>&1 | tail -40 ;;
+  accel-s34)  # adapt with the acceleration term (each particle's ballistic move over K steps): the adapt and fused
+    # GPU tests, then harness md at LJ 1M (skin 0.4) for margins 0.04-0.11 at K 6, alternating, two runs
+    $PY -m pytest -q -p no:cacheprovider tests/test_verlet_adapt.py tests/test_md_fused.py 2>&1 | tail -3
+    mkdir -p "$out/md"
+    for rep in 1 2; do
+      for l in layout=packed layout=packed,skin=0.4,adapt=0.11:6 layout=packed,skin=0.4,adapt=0.09:6 \
+               layout=packed,skin=0.4,adapt=0.07:6 layout=packed,skin=0.4,adapt=0.05:6 layout=packed,skin=0.4,adapt=0.07:8; do
+        $PY -m harness md --strategy verlet_thread_padded --launch $l --n large --precision fp32 --steps 2000 \
+          --sample 1000 --quiet --json "$out/md/s34-accel-$(echo $l | tr ',=:' '___')-$rep.json" | tail -1 \
+          | sed "s|^|$l $rep: |" | cut -c1-120
+      done
+    done ;;
   final2-s34)  # harness md at LJ 1M around the best adapted list of final-s34 (skin 0.4, 0.11:6), alternating, two runs
     mkdir -p "$out/md"
     for rep in 1 2; do
