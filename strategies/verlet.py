@@ -356,9 +356,8 @@ class PackedLayout:
         return src, np.int32(1)
 
 
-# adapt (launch parameter, thirty-fourth session): each particle's own half-skin h_i = m + K dt |v_i| +
-# (K dt)^2 |a_i| / 2 (its ballistic move over K steps, plus a margin), at most skin / 2, from its velocity and the
-# last forces at the rebuild in the fused MD steps (VerletSteps: verlet_stage writes it in the
+# adapt (launch parameter, thirty-fourth session): each particle's own half-skin h_i = m + K dt |v_i|, at most
+# skin / 2, from its velocity at the rebuild in the fused MD steps (VerletSteps: verlet_stage writes it in the
 # position's w), a pair listed where r < cutoff + h_i + h_j (kernels/verlet.cu, verlet_build ADAPT) and each
 # particle's trigger its own h_i (refreshed). Where no velocity is known (the first list, the plain steps,
 # replayed frames) h = skin / 2: the uniform list. Exact either way. tools/skin_model.py modelled it on the
@@ -374,7 +373,11 @@ class PackedLayout:
 # uniform list's (9.48e-6 against 9.40e-6 per particle per tau). The build costs more (two multiply-adds a
 # candidate, 58 registers against 56, cells of 2.9 against 2.8); 24% fewer builds and shorter rows gain 6% net.
 # Opt-in: the plain steps and the benchmark's with-list and replayed columns know no velocity and take the
-# uniform list of the larger skin (slower than the default's).
+# uniform list of the larger skin (slower than the default's). Tried and dropped (9d1bcf5, s34-call10): the
+# ballistic move over K steps, m + K dt |v| + (K dt)^2 |a| / 2 with the last closing kick's forces (on 32,000
+# recorded steps it lengthened the intervals by 15-20% for 1% longer rows): at LJ 1M, skin 0.4, 0.11:6 0.1979 /
+# 0.1979 ms (189 builds), 0.09:6 0.1981 / 0.1985 (202), 0.07:8 0.2008 / 0.2009 (209), 0.07:6 0.2036 (225), 0.05:6
+# 0.2106 / 0.2109 (261), against the velocity alone's 0.1965-0.1969 at 0.11:6.
 ADAPT_BUILDS = ("auto", "strip", "opposite")
 
 
@@ -968,11 +971,9 @@ class VerletSteps:
         self.k_stage = kernel("verlet.cu", f"verlet_stage<{real_t}, {acc_t}>")
         self.k_resort = kernel("verlet.cu", f"verlet_resort<{acc_t}>")
         self.inv = cp.empty(max(n, 1), np.int32)  # the old slot order's inverse, during a rebuild
-        # verlet_stage's half-skins (launch parameter adapt): the forces, kdt = K dt, the margin, kaa = (K dt)^2 / 2m
-        # (integ.half = dt / 2m) and the cap; kdt < 0: none
-        k_dt, margin = (-1.0, 0.0) if plan.adapt is None else (plan.adapt[1] * float(integ.dt), plan.adapt[0])
-        kaa = 0.0 if plan.adapt is None else plan.adapt[1] ** 2 * float(integ.dt) * float(integ.half)
-        self.adapt_args = (self.fs, plan.acc(k_dt), plan.acc(margin), plan.acc(kaa), plan.hcap)
+        # verlet_stage's half-skins (launch parameter adapt): kdt = K dt, the margin and the cap; kdt < 0: none
+        k_dt, margin = (-1.0, 0.0) if plan.adapt is None else (plan.adapt[1] * integ.dt, plan.adapt[0])
+        self.adapt_args = (plan.acc(k_dt), plan.acc(margin), plan.hcap)
         self.dtype = md_dtype(plan.acc, plan.real)
         self.blocks = max(1, -(-n // MD_BLOCK))
         self.guarded_blocks = max(1, min(self.blocks, GUARDED_BLOCKS_PER_SM * sm_count()))

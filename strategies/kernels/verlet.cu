@@ -1297,14 +1297,12 @@ __global__ void verlet_unsort(const int* __restrict__ order, const Acc* __restri
 
 // ref: the last build's positions in slot order (their w is the particle's).
 // kdt >= 0 (launch parameter adapt): w, the half-skin of the particle's next rows (verlet_build ADAPT),
-// hmin + kdt |v| + kaa |f| (its ballistic move over K steps, kdt = K dt and kaa = (K dt)^2 / 2m, with the
-// forces of the last closing kick, fs, in slot order, and a margin), at most hcap; kdt < 0: ref's w as it was.
+// hmin + kdt |v|, at most hcap; kdt < 0: ref's w as it was.
 template <typename Real, typename Acc>
 __global__ void verlet_stage(const int* __restrict__ order, const Acc* __restrict__ xs, const Acc* __restrict__ vs,
                              const Vec4<Real>* __restrict__ ref, const int n, Acc* __restrict__ xt,
                              Acc* __restrict__ vt, Vec4<Real>* __restrict__ pos, int* __restrict__ inv,
-                             const int* __restrict__ guard, const Acc* __restrict__ fs, const Acc kdt, const Acc hmin,
-                             const Acc kaa, const Real hcap) {
+                             const int* __restrict__ guard, const Acc kdt, const Acc hmin, const Real hcap) {
   if (guard != nullptr && *guard == 0) return;
   for (int s = blockIdx.x * blockDim.x + threadIdx.x; s < n; s += gridDim.x * blockDim.x) {
     const long long k = 3LL * s;
@@ -1317,11 +1315,7 @@ __global__ void verlet_stage(const int* __restrict__ order, const Acc* __restric
     vt[k] = u;
     vt[k + 1] = v;
     vt[k + 2] = w;
-    Real h = ref[s].w;
-    if (kdt >= Acc(0)) {
-      const Acc f0 = fs[k], f1 = fs[k + 1], f2 = fs[k + 2];
-      h = min(hcap, static_cast<Real>(hmin + kdt * sqrt(u * u + v * v + w * w) + kaa * sqrt(f0 * f0 + f1 * f1 + f2 * f2)));
-    }
+    const Real h = kdt < Acc(0) ? ref[s].w : min(hcap, static_cast<Real>(hmin + kdt * sqrt(u * u + v * v + w * w)));
     pos[i] = Vec4<Real>{static_cast<Real>(a), static_cast<Real>(b), static_cast<Real>(c), h};
     inv[i] = s;
   }
