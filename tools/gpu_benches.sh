@@ -1808,6 +1808,20 @@ print('$t md lj', r.rebuilds, r.samples[-1].total)" 2>&1)
     done ;;
   adapt2-s34)  # the adapt GPU tests alone, verbose on failure
     $PY -m pytest -q -p no:cacheprovider tests/test_verlet_adapt.py 2>&1 | tail -40 ;;
+  openmm-s34)  # issue 13's figures at LJ 1M beside OpenMM in the same call: the with-list columns (packed) with
+    # --peers openmm (OpenMM's whole step in the json), harness md for the default list and adapt 0.11:6 at skin 0.4
+    # (alternating, two runs), OpenMM's kernels under ncu (computeNonbonded)
+    mkdir -p "$out/md" "$out/profile"
+    $PY -m harness bench --strategies verlet_thread_padded --launch layout=packed --scenario lj_liquid --n large \
+      --outputs forces,all --amortised 0 --peers openmm --name s34-openmm-1m "${common[@]}" | grep -E " ok|openmm"
+    for rep in 1 2; do
+      for l in layout=packed layout=packed,skin=0.4,adapt=0.11:6; do
+        $PY -m harness md --strategy verlet_thread_padded --launch $l --n large --precision fp32 --steps 2000 \
+          --sample 1000 --quiet --json "$out/md/s34-openmm-$(echo $l | tr ',=:' '___')-$rep.json" | tail -1 \
+          | sed "s|^|$l $rep: |" | cut -c1-120
+      done
+    done
+    $PY -m harness profile --peer openmm --scenario lj_liquid --n large --out "$out/profile" 2>&1 | tail -4 ;;
   accel-s34)  # adapt with the acceleration term (each particle's ballistic move over K steps; 9d1bcf5, reverted: on
     # other trees this times the velocity-only form): the adapt and fused GPU tests, then harness md at LJ 1M
     # (skin 0.4) for margins 0.05-0.11 at K 6 and 8, alternating, two runs
