@@ -973,7 +973,7 @@ class VerletSteps:
         self.inv = cp.empty(max(n, 1), np.int32)  # the old slot order's inverse, during a rebuild
         # verlet_stage's half-skins (launch parameter adapt): kdt = K dt, the margin and the cap; kdt < 0: none
         k_dt, margin = (-1.0, 0.0) if plan.adapt is None else (plan.adapt[1] * integ.dt, plan.adapt[0])
-        self.adapt_args = (plan.acc(k_dt), plan.acc(margin), plan.hcap)
+        self.adapt_args = (plan.real(k_dt), plan.real(margin), plan.hcap)
         self.dtype = md_dtype(plan.acc, plan.real)
         self.blocks = max(1, -(-n // MD_BLOCK))
         self.guarded_blocks = max(1, min(self.blocks, GUARDED_BLOCKS_PER_SM * sm_count()))

@@ -1297,12 +1297,12 @@ __global__ void verlet_unsort(const int* __restrict__ order, const Acc* __restri
 
 // ref: the last build's positions in slot order (their w is the particle's).
 // kdt >= 0 (launch parameter adapt): w, the half-skin of the particle's next rows (verlet_build ADAPT),
-// hmin + kdt |v|, at most hcap; kdt < 0: ref's w as it was.
+// hmin + kdt |v|, at most hcap, in Real (a heuristic: any h >= 0 keeps the list exact); kdt < 0: ref's w as it was.
 template <typename Real, typename Acc>
 __global__ void verlet_stage(const int* __restrict__ order, const Acc* __restrict__ xs, const Acc* __restrict__ vs,
                              const Vec4<Real>* __restrict__ ref, const int n, Acc* __restrict__ xt,
                              Acc* __restrict__ vt, Vec4<Real>* __restrict__ pos, int* __restrict__ inv,
-                             const int* __restrict__ guard, const Acc kdt, const Acc hmin, const Real hcap) {
+                             const int* __restrict__ guard, const Real kdt, const Real hmin, const Real hcap) {
   if (guard != nullptr && *guard == 0) return;
   for (int s = blockIdx.x * blockDim.x + threadIdx.x; s < n; s += gridDim.x * blockDim.x) {
     const long long k = 3LL * s;
@@ -1315,7 +1315,8 @@ __global__ void verlet_stage(const int* __restrict__ order, const Acc* __restric
     vt[k] = u;
     vt[k + 1] = v;
     vt[k + 2] = w;
-    const Real h = kdt < Acc(0) ? ref[s].w : min(hcap, static_cast<Real>(hmin + kdt * sqrt(u * u + v * v + w * w)));
+    const Real ur = static_cast<Real>(u), vr = static_cast<Real>(v), wr = static_cast<Real>(w);
+    const Real h = kdt < Real(0) ? ref[s].w : min(hcap, hmin + kdt * sqrt(ur * ur + vr * vr + wr * wr));
     pos[i] = Vec4<Real>{static_cast<Real>(a), static_cast<Real>(b), static_cast<Real>(c), h};
     inv[i] = s;
   }
