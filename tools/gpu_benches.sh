@@ -1808,6 +1808,15 @@ print('$t md lj', r.rebuilds, r.samples[-1].total)" 2>&1)
     done ;;
   adapt2-s34)  # the adapt GPU tests alone, verbose on failure
     $PY -m pytest -q -p no:cacheprovider tests/test_verlet_adapt.py 2>&1 | tail -40 ;;
+  final3-s34)  # harness md at LJ 1M: adapt at skin 0.35 (cells 2.85) against 0.4 with 0.11:6, alternating, two runs
+    mkdir -p "$out/md"
+    for rep in 1 2; do
+      for l in layout=packed,skin=0.4,adapt=0.11:6 layout=packed,skin=0.35,adapt=0.11:6 layout=packed,skin=0.35,adapt=0.1:6; do
+        $PY -m harness md --strategy verlet_thread_padded --launch $l --n large --precision fp32 --steps 2000 \
+          --sample 1000 --quiet --json "$out/md/s34-final3-$(echo $l | tr ',=:' '___')-$rep.json" | tail -1 \
+          | sed "s|^|$l $rep: |" | cut -c1-120
+      done
+    done ;;
   openmm-s34)  # issue 13's figures at LJ 1M beside OpenMM in the same call: the with-list columns (packed) with
     # --peers openmm (OpenMM's whole step in the json), harness md for the default list and adapt 0.11:6 at skin 0.4
     # (alternating, two runs), OpenMM's kernels under ncu (computeNonbonded)
