@@ -365,12 +365,13 @@ class PackedLayout:
 # with rows of 75.6 entries; m 0.08, K 6 every 9.0 steps with 70.6; m 0.06, K 6 every 8.0 with 67.6. The
 # move since the last build (instead of the velocity) predicted worse: LJ 32,000, m 0.08, K 8 rebuilt every
 # 8.8 steps against the uniform list's 9.4 (--since-build, on this machine's CPU).
-# Measured (H200, LJ 1M, fp32, layout=packed, harness md, 2,000 steps, reports/2026-11-28-h200 s34-call7 to -call9,
-# ms a step against the uniform skin 0.3's 0.2094-0.2100 in the same calls, builds in 2,000 steps against 250):
-# skin 0.4 with 0.08:6 0.2038 (224), 0.09:6 0.1995-0.2000 (208), 0.1:6 0.1978-0.1982 (199), 0.11:6 0.1959-0.1969
-# (190; s34-call11: 0.1959 / 0.1959 against 0.2087 / 0.2097), 0.12:6 0.1987-0.1989 (188), 0.13:6 0.2014-0.2016, 0.11:5 0.1979-0.1981, 0.11:7 0.1981-0.1983; skin 0.35
-# with 0.08:6 0.2039-0.2041; skin 0.45 with 0.1:6 0.1996-0.1998, 0.12:6 0.1978-0.1980. The energy drift is the
-# uniform list's (9.48e-6 against 9.40e-6 per particle per tau). The build costs more (two multiply-adds a
+# Measured (H200, LJ 1M, fp32, layout=packed, harness md, 2,000 steps, reports/2026-11-28-h200 s34-call7 to
+# -call12, ms a step against the uniform skin 0.3's 0.2087-0.2100 in the same calls, builds in 2,000 steps
+# against 250): skin 0.4 with 0.08:6 0.2038 (224), 0.09:6 0.1995-0.2000 (208), 0.1:6 0.1978-0.1982 (199),
+# 0.11:6 0.1959-0.1969 (190), 0.12:6 0.1987-0.1989 (188), 0.13:6 0.2014-0.2016, 0.11:5 0.1979-0.1981, 0.11:7
+# 0.1981-0.1983; skin 0.35 with 0.08:6 0.2039-0.2041, 0.11:6 0.2038-0.2039 (213: the cap of 0.175 holds the
+# fastest back); skin 0.45 with 0.1:6 0.1996-0.1998, 0.12:6 0.1978-0.1980. The energy drift is the uniform
+# list's (9.48e-6 against 9.40e-6 per particle per tau). The build costs more (two multiply-adds a
 # candidate, 58 registers against 56, cells of 2.9 against 2.8); 24% fewer builds and shorter rows gain 6% net.
 # Opt-in: the plain steps and the benchmark's with-list and replayed columns know no velocity and take the
 # uniform list of the larger skin (slower than the default's). Tried and dropped (9d1bcf5, s34-call10): the
@@ -600,7 +601,8 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
                                                                        for r in reals
                                                                        for m, w in BUILD_FLAGS
                                                                        for ad in ("false", "true")] +
-                              [f"verlet_build<{r}, false, true, true, {ad}>" for r in reals for ad in ("false", "true")] +
+                              [f"verlet_build<{r}, false, true, true, {ad}>" for r in reals
+                               for ad in ("false", "true")] +
                               [f"verlet_build_cells<{r}, {m}>" for r in reals for m in ("false", "true")] +
                               [f"verlet_build_warp<{r}, {m}>" for r in reals for m in ("false", "true")] +
                               [f"verlet_build_tile<{r}, {gr}>" for r in reals for gr in TILE_GROUPS] +

@@ -362,7 +362,7 @@ __device__ __forceinline__ Real from_code(unsigned int c, Real len) {
 // (The builds take no __launch_bounds__(128): with it ptxas aims at full occupancy and spills.)
 // ADAPT (launch parameter adapt, strategies/verlet.py): each particle's own half-skin h in its w
 // (0 <= h <= hcap, the plan's and verlet_stage's), a pair listed where r < cutoff + h_i + h_j, and the
-// z-windows sized for cutoff + h_i + hcap (rlist2 unused). Exact as the uniform list: a pair left out
+// z-windows sized for cutoff + h_i + hcap (rlist2_all unused). Exact as the uniform list: a pair left out
 // was at least cutoff + h_i + h_j apart, and the trigger (refreshed) keeps each end within its own h.
 template <typename Real, bool MINIMAGE, bool WINDOW, bool OPPOSITE = false, bool ADAPT = false>
 __global__ void
