@@ -310,6 +310,9 @@ class _PlainSteps:
 
     def __init__(self, strategy, plan, integ: Integrator, forces):
         self.strategy, self.plan, self.integ, self.forces, self.n = strategy, plan, integ, forces, integ.n
+        hook = getattr(plan, "use_velocities", None)  # a plan that sizes its list from the velocities (adapt)
+        if hook is not None:
+            hook(integ)
 
     def open(self) -> None:
         self.integ.kick_drift(self.forces)

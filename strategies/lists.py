@@ -56,13 +56,15 @@ class ListStrategy(Strategy):
         return True, ""
 
 
-def moved_beyond(pos: np.ndarray, ref: np.ndarray, lengths: np.ndarray, periodic, distance: float) -> bool:
-    """Whether some particle is further than `distance` from its reference position (minimum
-    image on periodic axes; a non-finite position counts as moved)."""
+def moved_beyond(pos: np.ndarray, ref: np.ndarray, lengths: np.ndarray, periodic, distance) -> bool:
+    """Whether some particle is further than `distance` (one for all, or an array: each particle's
+    own) from its reference position (minimum image on periodic axes; a non-finite position counts
+    as moved)."""
     d = (pos - ref).astype(np.float64)
     per = np.asarray(periodic, dtype=bool)
     d[:, per] -= lengths[per] * np.rint(d[:, per] / lengths[per])
-    return bool(not np.all(np.einsum("ij,ij->i", d, d) <= distance * distance))
+    limit = np.asarray(distance, dtype=np.float64)
+    return bool(not np.all(np.einsum("ij,ij->i", d, d) <= limit * limit))
 
 
 class DeviceListPlan(CudaPlan):

@@ -1235,8 +1235,9 @@ class VerletPairPlan(VerletPlan):
 # --- CPU ------------------------------------------------------------------------------------
 
 @njit(parallel=True)
-def _build_cpu(sorted_pos, order, cell_sorted, start, dims, per, box, rlist2, nbr, length, overflow):
-    """Rows in sorted order s (particle order[s]); nbr (rows, cap) of particle indices."""
+def _build_cpu(sorted_pos, order, cell_sorted, start, dims, per, box, rlist2, nbr, length, overflow, adapt, rc, hs):
+    """Rows in sorted order s (particle order[s]); nbr (rows, cap) of particle indices. adapt: a pair listed
+    where r < rc + hs[s] + hs[q] (each particle's half-skin, sorted order), else r^2 < rlist2."""
     n = sorted_pos.shape[0]
     cap = nbr.shape[1]
     for s in prange(n):
@@ -1258,7 +1259,11 @@ def _build_cpu(sorted_pos, order, cell_sorted, start, dims, per, box, rlist2, nb
                         if q == s:
                             continue
                         _, _, _, r2 = separation(sorted_pos, s, q, box)
-                        if r2 < rlist2:
+                        lim = rlist2
+                        if adapt:
+                            reach = rc + (hs[s] + hs[q])
+                            lim = reach * reach
+                        if r2 < lim:
                             if m < cap:
                                 nbr[s, m] = order[q]
                             m += 1
@@ -1296,6 +1301,14 @@ class VerletThreadCpu(VerletStrategy):
     backend = "cpu"
     storage = "padded"
     description = "numba Verlet list (cutoff + skin), padded rows, rebuilt when a particle moved more than skin/2"
+    # adapt: verlet_thread_padded's per-particle skins on the CPU, from the MD loop's velocities in the plain steps
+    # (harness/md.py gives the plan its integrator: use_velocities), so that CI exercises the per-pair reach and
+    # the per-particle trigger; the uniform list where no velocity is known
+    launch_defaults = {**VerletStrategy.launch_defaults, "adapt": "off"}
+
+    def __init__(self, **launch):
+        super().__init__(**launch)
+        self.adapt = parse_adapt(self.name, self.launch["adapt"])
 
     def _prepare(self, problem: Problem) -> Plan:
         return _VerletCpuPlan(self, problem)
@@ -1316,21 +1329,45 @@ class _VerletCpuPlan(CpuPlan):
         self.nbr = np.zeros((problem.n, max(self.cap, 1)), np.int64)
         self.length = np.zeros(problem.n, np.int64)
         self.overflow_len = 0
-        self.launch_info = {"cells": self.dims.tolist(), "rlist": self.rl, "skin": self.skin}
+        # adapt: each particle's half-skin (input order) from the integrator's velocities at a build; skin / 2
+        # where none is known
+        self.adapt = getattr(strategy, "adapt", None)
+        self.hcap = self.real(0.5 * self.skin)
+        self.h = np.full(problem.n, self.hcap, self.real)
+        self.integ = None
+        self.launch_info = {"cells": self.dims.tolist(), "rlist": self.rl, "skin": self.skin,
+                            "adapt": "off" if self.adapt is None else f"{self.adapt[0]:g}:{self.adapt[1]:g}"}
+
+    def use_velocities(self, integ) -> None:
+        """The MD loop's integrator (harness/md.py, plain steps): its velocities size adapt's half-skins."""
+        self.integ = integ
+
+    def _half_skins(self) -> None:
+        if self.adapt is None or self.integ is None:
+            self.h.fill(self.hcap)
+            return
+        m, k = self.adapt
+        v = np.asarray(self.integ.v, dtype=np.float64).reshape(-1, 3)
+        speed = np.sqrt(np.einsum("ij,ij->i", v, v))
+        self.h[:] = np.minimum(self.hcap, m + k * float(self.integ.dt) * speed).astype(self.real)
 
     def build(self) -> None:
         self.order, cell_sorted, start, sorted_pos = bin_cells(self.pos, self.problem.box.array, self.side, self.dims)
         n = self.problem.n
         dims = self.dims.astype(np.int64)
         full = np.zeros(n, np.int64)
+        self._half_skins()
+        hs = self.h[self.order]  # sorted order, as the rows
+        adapt = self.adapt is not None
+        rc = self.real(self.problem.potential.cutoff)
         if self.cap == 0:  # size the rows from a first pass
             probe = np.zeros((n, 0), np.int64)
             _build_cpu(sorted_pos, self.order, cell_sorted, start, dims, self.per, self.box, self.rlist2, probe,
-                       self.length, full)
+                       self.length, full, adapt, rc, hs)
             self.cap = cap_of(int(full.max()) if n else 0)
             self.nbr = np.zeros((n, self.cap), np.int64)
         _build_cpu(sorted_pos, self.order, cell_sorted, start, dims, self.per, self.box, self.rlist2, self.nbr,
-                   self.length, full)
+                   self.length, full, adapt, rc, hs)
         self.overflow_len = max(self.overflow_len, int(full.max()) if n and full.max() > self.cap else 0)
         self.ref = self.pos.copy()
         self.rebuilds += 1
@@ -1342,6 +1379,8 @@ class _VerletCpuPlan(CpuPlan):
             return True
         if self.strategy.launch["rebuild"] == "never":
             return False
+        if self.adapt is not None:  # each particle its own half-skin, the build's
+            return moved_beyond(self.pos, self.ref, self.problem.box.array, self.per, self.h)
         return moved_beyond(self.pos, self.ref, self.problem.box.array, self.per, 0.5 * self.skin)
 
     def rebuild_count(self) -> int:

@@ -42,11 +42,62 @@ def test_adapt_refuses_the_inner_list_and_the_other_builds():
     assert s.adapt == (0.08, 6.0) and "adapt=0.08:6" in s.label
 
 
+def test_the_cpu_list_takes_adapt_too():
+    s = strategies.create("verlet_thread_cpu", adapt="0.08:6")
+    assert s.adapt == (0.08, 6.0)
+    with pytest.raises(InputError, match=r"adapt must be 'off' or m:K"):
+        strategies.create("verlet_thread_cpu", adapt="fast")
+    with pytest.raises(InputError, match="unknown launch parameter"):
+        strategies.create("verlet_thread_pairrows", adapt="0.08:6")
+
+
 def test_adapt_builds_are_compiled_in_ci():
     exprs = strategies.create("verlet_thread_padded").data_expressions()["verlet.cu"]
     assert "verlet_build<float, false, true, false, true>" in exprs
     assert "verlet_build<float, false, true, true, true>" in exprs
     assert "verlet_build<double, true, false, false, true>" in exprs
+
+
+def test_the_cpu_list_with_adapted_skins_keeps_the_reference_energies():
+    """verlet_thread_cpu with adapt (the plain MD loop gives it the velocities): every sample's total
+    energy is the full shell's (float64), its rows are shorter than the uniform list's, and the last
+    list holds every pair within the cutoff now and only pairs within cutoff + h_i + h_j at its build."""
+    p = _problem(500, "fp64")
+
+    def run(name, **launch):
+        return md.run(strategies.create(name, **launch), p, steps=200, dt=0.005, sample=50, seed=3)
+
+    ref, adapted = run("fullshell_thread_cpu"), run("verlet_thread_cpu", skin=0.4, adapt="0.03:4")
+    for a, b in zip(ref.samples, adapted.samples, strict=True):
+        assert b.total == pytest.approx(a.total, rel=1e-10)
+    assert adapted.rebuilds > 1
+    # the list itself, on a plan stepped as md.run steps it
+    from strategies.integrate import Integrator
+
+    s = strategies.create("verlet_thread_cpu", skin=0.4, adapt="0.03:4")
+    plan = s.prepare(p, "all")
+    integ = Integrator.create(plan, p.positions, md.maxwell_boltzmann(p.n, 0.72, np.random.default_rng(3)), 0.005)
+    out = md._evaluate(s, plan, "all")
+    steps_, why = md._stepper(s, plan, integ, out.forces, False)
+    steps_.open()
+    for q in range(60):
+        steps_.step("forces", last=q == 59)
+    assert plan.rebuild_count() > 2
+    h = plan.h.astype(np.float64)
+    assert 0.0 < h.min() < h.max() <= 0.2 and np.unique(h).size > p.n // 2  # adapted: each its own
+    L, rc = p.box.array, float(p.potential.cutoff)
+    now = plan.pos[:, :3].astype(np.float64)
+    built = plan.ref[:, :3].astype(np.float64)
+    rows = {int(plan.order[k]): set(plan.nbr[k, :plan.length[k]].tolist()) for k in range(p.n)}
+    for i in range(p.n):
+        d = now[i] - now
+        d -= L * np.rint(d / L)
+        want = set(np.flatnonzero(np.sqrt((d * d).sum(axis=1)) < rc - 1e-9).tolist()) - {i}
+        assert want <= rows[i], (i, sorted(want - rows[i]))
+        e = built[i] - built[sorted(rows[i])]
+        e -= L * np.rint(e / L)
+        assert np.all(np.sqrt((e * e).sum(axis=1)) < rc + h[i] + h[sorted(rows[i])] + 1e-9), i
+    assert plan.listed_pairs() / p.n < 4.0 / 3.0 * np.pi * (rc + 0.3) ** 3 * 0.8442  # shorter than skin 0.3's
 
 
 # --- GPU --------------------------------------------------------------------------------------
