@@ -206,3 +206,13 @@ def test_skin_model_since_build_starts_uniform(capsys):
     # no rebuild in 3 steps: both keep their first list, the uniform one of skin 0.3
     assert ": 0 rebuilds" in uni and ": 0 rebuilds" in per
     assert uni.split("rows ")[1] == per.split("rows ")[1]
+
+
+def test_skin_model_caps_the_half_skins_at_half_the_skin(capsys):
+    import skin_model
+
+    assert skin_model.main(["--n", "500", "--frames", "4", "--sample", "50", "--skin", "0.1",
+                            "--policy", "0.03:40"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert abs(float(line.split("largest half-skin ")[1]) - 0.05) < 1e-12
+    assert skin_model.main(["--skin", "0"]) == 2

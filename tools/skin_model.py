@@ -91,7 +91,8 @@ class Model:
             tot += int(inside.sum())
         return tot / len(self.sample)
 
-    def run(self, m: float, k: float | None, since_build: bool = False, first: float = 0.15) -> dict:
+    def run(self, m: float, k: float | None, since_build: bool = False, first: float = 0.15,
+            cap: float | None = None) -> dict:
         """Builds from frame 1 on (frame 0 gives the first displacement), rebuilt by the policy's trigger;
         since_build: the move since the last build over its age (the first list uniform, half-skin `first`)."""
         xp, frames = self.xp, len(self.x)
@@ -105,6 +106,8 @@ class Model:
                 h = xp.full(len(self.x[f]), first)
             else:
                 h = m + k * self.norm(self.pbc(self.x[f] - self.x[last])) / (f - last)
+            if cap is not None and k is not None:  # verlet_thread_padded's adapt: at most skin / 2
+                h = xp.minimum(h, cap)
             last = f
             rows.append(self.row_mean(self.x[f], h))
             hmax.append(float(h.max()))
@@ -118,12 +121,13 @@ class Model:
                 "h_max": float(np.mean(hmax))}
 
 
-def model(n: int, frames: int, policies, sample: int = SAMPLE, since_build: bool = False) -> list[dict]:
+def model(n: int, frames: int, policies, sample: int = SAMPLE, since_build: bool = False,
+          cap: float | None = None) -> list[dict]:
     xp = _xp()
     p = scenarios.make("lj_liquid", n, precision="fp64" if xp is np else "mixed")
     got = md.record(p, frames + 1)
     m = Model(xp, got, float(p.box.lengths[0]), float(p.potential.cutoff), sample)
-    return [m.run(mv, kv, since_build) for mv, kv in policies]
+    return [m.run(mv, kv, since_build, cap=cap) for mv, kv in policies]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -132,14 +136,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--frames", type=int, default=200, help="consecutive steps (default 200)")
     ap.add_argument("--policy", default="0.15:u,0.05:8", help="m:K,... (K = u: uniform, skin 2 m)")
     ap.add_argument("--sample", type=int, default=SAMPLE, help=f"rows counted at each build (default {SAMPLE})")
+    ap.add_argument("--skin", type=float, help="per-particle half-skins at most half of this (adapt's cap; default: none)")
     ap.add_argument("--since-build", action="store_true",
                     help="K times the move since the last build over its age (the first list uniform, skin 0.3)")
     a = ap.parse_args(argv)
     try:
-        if a.frames < 3 or a.sample < 1 or a.n < 2:
-            raise InputError("skin_model: --frames must be at least 3, --sample and --n at least 1 and 2")
+        if a.frames < 3 or a.sample < 1 or a.n < 2 or (a.skin is not None and not a.skin > 0.0):
+            raise InputError("skin_model: --frames must be at least 3, --sample and --n at least 1 and 2, --skin > 0")
         pols = parse_policies(a.policy)
-        res = model(a.n, a.frames, pols, a.sample, a.since_build)
+        res = model(a.n, a.frames, pols, a.sample, a.since_build, None if a.skin is None else 0.5 * a.skin)
     except InputError as e:
         print(e, file=sys.stderr)
         return 2
