@@ -121,6 +121,20 @@ md_ab() {  # TAG [N STEPS LAUNCH]: harness md of the Verlet list at LJ N (defaul
   done
 }
 
+md_launches() {  # TAG LAUNCH...: harness md of the Verlet list at LJ 1M (fp32, 2,000 steps) for each launch,
+  # alternating, two runs (md/TAG-<launch>-REP.json, the launch's , = : as _)
+  local rep l tag=$1
+  shift
+  mkdir -p "$out/md"
+  for rep in 1 2; do
+    for l in "$@"; do
+      $PY -m harness md --strategy verlet_thread_padded --launch $l --n large --precision fp32 --steps 2000 \
+        --sample 1000 --quiet --json "$out/md/$tag-$(echo $l | tr ',=:' '___')-$rep.json" | tail -1 \
+        | sed "s|^|$l $rep: |" | cut -c1-150
+    done
+  done
+}
+
 with_list_ab() {  # NAME [STRATEGY:ARGS...]: this tree against .before, alternating, two runs each: the with-list
   # columns (forces, all outputs) at LJ 1M, fp32 (bench/NAME-{after,before}-*) of the strategies named (default: the
   # packed Verlet list and the cluster pairs)
@@ -1809,62 +1823,29 @@ print('$t md lj', r.rebuilds, r.samples[-1].total)" 2>&1)
   adapt2-s34)  # the adapt GPU tests alone, verbose on failure
     $PY -m pytest -q -p no:cacheprovider tests/test_verlet_adapt.py 2>&1 | tail -40 ;;
   final3-s34)  # harness md at LJ 1M: adapt at skin 0.35 (cells 2.85) against 0.4 with 0.11:6, alternating, two runs
-    mkdir -p "$out/md"
-    for rep in 1 2; do
-      for l in layout=packed,skin=0.4,adapt=0.11:6 layout=packed,skin=0.35,adapt=0.11:6 layout=packed,skin=0.35,adapt=0.1:6; do
-        $PY -m harness md --strategy verlet_thread_padded --launch $l --n large --precision fp32 --steps 2000 \
-          --sample 1000 --quiet --json "$out/md/s34-final3-$(echo $l | tr ',=:' '___')-$rep.json" | tail -1 \
-          | sed "s|^|$l $rep: |" | cut -c1-120
-      done
-    done ;;
+    md_launches s34-final3 layout=packed,skin=0.4,adapt=0.11:6 layout=packed,skin=0.35,adapt=0.11:6 \
+      layout=packed,skin=0.35,adapt=0.1:6 ;;
   openmm-s34)  # issue 13's figures at LJ 1M beside OpenMM in the same call: the with-list columns (packed) with
     # --peers openmm (OpenMM's whole step in the json), harness md for the default list and adapt 0.11:6 at skin 0.4
     # (alternating, two runs), OpenMM's kernels under ncu (computeNonbonded)
-    mkdir -p "$out/md" "$out/profile"
+    mkdir -p "$out/profile"
     $PY -m harness bench --strategies verlet_thread_padded --launch layout=packed --scenario lj_liquid --n large \
       --outputs forces,all --amortised 0 --peers openmm --name s34-openmm-1m "${common[@]}" | grep -E " ok|openmm"
-    for rep in 1 2; do
-      for l in layout=packed layout=packed,skin=0.4,adapt=0.11:6; do
-        $PY -m harness md --strategy verlet_thread_padded --launch $l --n large --precision fp32 --steps 2000 \
-          --sample 1000 --quiet --json "$out/md/s34-openmm-$(echo $l | tr ',=:' '___')-$rep.json" | tail -1 \
-          | sed "s|^|$l $rep: |" | cut -c1-120
-      done
-    done
+    md_launches s34-openmm layout=packed layout=packed,skin=0.4,adapt=0.11:6
     $PY -m harness profile --peer openmm --scenario lj_liquid --n large --out "$out/profile" 2>&1 | tail -4 ;;
   accel-s34)  # adapt with the acceleration term (each particle's ballistic move over K steps; 9d1bcf5, reverted: on
     # other trees this times the velocity-only form): the adapt and fused GPU tests, then harness md at LJ 1M
     # (skin 0.4) for margins 0.05-0.11 at K 6 and 8, alternating, two runs
     $PY -m pytest -q -p no:cacheprovider tests/test_verlet_adapt.py tests/test_md_fused.py 2>&1 | tail -3
-    mkdir -p "$out/md"
-    for rep in 1 2; do
-      for l in layout=packed layout=packed,skin=0.4,adapt=0.11:6 layout=packed,skin=0.4,adapt=0.09:6 \
-               layout=packed,skin=0.4,adapt=0.07:6 layout=packed,skin=0.4,adapt=0.05:6 layout=packed,skin=0.4,adapt=0.07:8; do
-        $PY -m harness md --strategy verlet_thread_padded --launch $l --n large --precision fp32 --steps 2000 \
-          --sample 1000 --quiet --json "$out/md/s34-accel-$(echo $l | tr ',=:' '___')-$rep.json" | tail -1 \
-          | sed "s|^|$l $rep: |" | cut -c1-120
-      done
-    done ;;
+    md_launches s34-accel layout=packed layout=packed,skin=0.4,adapt=0.11:6 layout=packed,skin=0.4,adapt=0.09:6 \
+      layout=packed,skin=0.4,adapt=0.07:6 layout=packed,skin=0.4,adapt=0.05:6 layout=packed,skin=0.4,adapt=0.07:8 ;;
   final2-s34)  # harness md at LJ 1M around the best adapted list of final-s34 (skin 0.4, 0.11:6), alternating, two runs
-    mkdir -p "$out/md"
-    for rep in 1 2; do
-      for l in layout=packed layout=packed,skin=0.4,adapt=0.11:6 layout=packed,skin=0.4,adapt=0.11:7 \
-               layout=packed,skin=0.4,adapt=0.11:5 layout=packed,skin=0.4,adapt=0.13:6 layout=packed,skin=0.45,adapt=0.12:6; do
-        $PY -m harness md --strategy verlet_thread_padded --launch $l --n large --precision fp32 --steps 2000 \
-          --sample 1000 --quiet --json "$out/md/s34-final2-$(echo $l | tr ',=:' '___')-$rep.json" | tail -1 \
-          | sed "s|^|$l $rep: |" | cut -c1-120
-      done
-    done ;;
+    md_launches s34-final2 layout=packed layout=packed,skin=0.4,adapt=0.11:6 layout=packed,skin=0.4,adapt=0.11:7 \
+      layout=packed,skin=0.4,adapt=0.11:5 layout=packed,skin=0.4,adapt=0.13:6 layout=packed,skin=0.45,adapt=0.12:6 ;;
   final-s34)  # harness md at LJ 1M: the uniform skin 0.3 against adapted lists of skin 0.4 (margins 0.09 to 0.12) and
     # 0.45, alternating, two runs; then compute-sanitizer (each tool) on fused runs with adapt (aos4 and packed)
-    mkdir -p "$out/md"
-    for rep in 1 2; do
-      for l in layout=packed layout=packed,skin=0.4,adapt=0.09:6 layout=packed,skin=0.4,adapt=0.1:6 \
-               layout=packed,skin=0.4,adapt=0.11:6 layout=packed,skin=0.4,adapt=0.12:6 layout=packed,skin=0.45,adapt=0.1:6; do
-        $PY -m harness md --strategy verlet_thread_padded --launch $l --n large --precision fp32 --steps 2000 \
-          --sample 1000 --quiet --json "$out/md/s34-final-$(echo $l | tr ',=:' '___')-$rep.json" | tail -1 \
-          | sed "s|^|$l $rep: |" | cut -c1-120
-      done
-    done
+    md_launches s34-final layout=packed layout=packed,skin=0.4,adapt=0.09:6 layout=packed,skin=0.4,adapt=0.1:6 \
+      layout=packed,skin=0.4,adapt=0.11:6 layout=packed,skin=0.4,adapt=0.12:6 layout=packed,skin=0.45,adapt=0.1:6
     for t in memcheck racecheck initcheck synccheck; do
       cond=1
       case $t in racecheck|synccheck) cond=0 ;; esac
@@ -1883,27 +1864,14 @@ for n, lay in ((16000, 'aos4'), (30000, 'packed')):
   adapt3-s34)  # the adapt GPU tests (with the last list checked entry by entry), then harness md at LJ 1M for the
     # uniform skin 0.3 and adapted lists of skins 0.35 and 0.4, alternating, two runs
     $PY -m pytest -q -p no:cacheprovider tests/test_verlet_adapt.py 2>&1 | tail -3
-    mkdir -p "$out/md"
-    for rep in 1 2; do
-      for l in layout=packed layout=packed,skin=0.35,adapt=0.08:6 layout=packed,skin=0.35,adapt=0.1:4 \
-               layout=packed,skin=0.4,adapt=0.09:6 layout=packed,skin=0.4,adapt=0.08:5 layout=packed,skin=0.4,adapt=0.08:6; do
-        $PY -m harness md --strategy verlet_thread_padded --launch $l --n large --precision fp32 --steps 2000 \
-          --sample 1000 --quiet --json "$out/md/s34-adapt3-$(echo $l | tr ',=:' '___')-$rep.json" | tail -1 \
-          | sed "s|^|$l $rep: |" | cut -c1-150
-      done
-    done ;;
+    md_launches s34-adapt3 layout=packed layout=packed,skin=0.35,adapt=0.08:6 layout=packed,skin=0.35,adapt=0.1:4 \
+      layout=packed,skin=0.4,adapt=0.09:6 layout=packed,skin=0.4,adapt=0.08:5 layout=packed,skin=0.4,adapt=0.08:6 ;;
   adapt-s34)  # per-particle skins (launch parameter adapt): the GPU tests of the Verlet list and the fused steps, then
     # harness md at LJ 1M (packed, fp32, 2,000 steps) for the uniform skin 0.3 and adapted lists, alternating, two runs
     $PY -m pytest -q -n 8 -p no:cacheprovider tests/test_verlet_adapt.py tests/test_md_fused.py tests/test_verlet.py \
       tests/test_verlet_packed.py 2>&1 | tail -3
-    mkdir -p "$out/md"
-    for rep in 1 2; do
-      for l in layout=packed layout=packed,skin=0.4,adapt=0.08:6 layout=packed,skin=0.4,adapt=0.06:6 \
-               layout=packed,skin=0.4,adapt=0.1:4 layout=packed,skin=0.5,adapt=0.08:6 layout=packed,skin=0.5,adapt=0.07:8; do
-        $PY -m harness md --strategy verlet_thread_padded --launch $l --n large --precision fp32 --steps 2000 \
-          --sample 1000 --quiet --json "$out/md/s34-adapt-$(echo $l | tr ',=:' '___')-$rep.json" | tail -1 | sed "s|^|$l $rep: |"
-      done
-    done ;;
+    md_launches s34-adapt layout=packed layout=packed,skin=0.4,adapt=0.08:6 layout=packed,skin=0.4,adapt=0.06:6 \
+      layout=packed,skin=0.4,adapt=0.1:4 layout=packed,skin=0.5,adapt=0.08:6 layout=packed,skin=0.5,adapt=0.07:8 ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
