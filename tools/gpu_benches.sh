@@ -238,6 +238,22 @@ build_ncu() {  # STEM: the build phase's kernels under ncu (LJ 1M, fp32, packed)
   done
 }
 
+adapt_build_ncu() {  # STEM: the strip build of the fused MD steps under ncu (LJ 1M, fp32, packed, skin 0.4), without
+  # and with adapt=0.11:6 (40 steps, guarded launches: the builds that returned at once are listed too, the ones
+  # that ran take over 100 us); $out/profile/STEM-<launch>.*
+  local l stem
+  mkdir -p "$out/profile"
+  for l in layout=packed,skin=0.4 layout=packed,skin=0.4,adapt=0.11:6; do
+    stem="$out/profile/$1-$(echo $l | tr ',=:' '___')"
+    MDFORCE_CONDITIONAL=0 ncu --kernel-name regex:verlet_build --clock-control none \
+      --metrics $L1_METRICS,$STALL_METRICS -f -o "$stem" $PY -m harness md --strategy verlet_thread_padded \
+      --launch $l --n large --precision fp32 --steps 40 --sample 40 --quiet > "$stem.log" 2>&1
+    ncu --import "$stem.ncu-rep" --csv --page raw > "$stem.csv" 2>>"$stem.log"
+    $PY tools/ncu_metrics.py "$stem.csv" | tail -n +2 | awk '{for (i = 1; i < NF; i++) if ($i == "us" && $(i + 1) > 100) print}' \
+      | sed "s|^|$l: |" 
+  done
+}
+
 skin_sweep() {  # TAG: the packed Verlet list's three columns at seven skins (LJ 1M, fp32; bench/skin-TAG) and
   # harness md at skins 0.3, 0.4 and 0.5 (md/md-skinS-1m-TAG.json)
   local sk
@@ -1872,6 +1888,12 @@ for n, lay in ((16000, 'aos4'), (30000, 'packed')):
       tests/test_verlet_packed.py 2>&1 | tail -3
     md_launches s34-adapt layout=packed layout=packed,skin=0.4,adapt=0.08:6 layout=packed,skin=0.4,adapt=0.06:6 \
       layout=packed,skin=0.4,adapt=0.1:4 layout=packed,skin=0.5,adapt=0.08:6 layout=packed,skin=0.5,adapt=0.07:8 ;;
+  pf-s35)  # the end-of-row reads asked of L2 at the row's start (prefetch.global.L2: order; the fused update's x, v,
+    # ref; this tree) against .before: the with-list columns and harness md (default launch) at LJ 1M, then harness md
+    # with skin 0.4 and adapt 0.11:6, the trees alternating, two runs each; then the adapted build under ncu
+    trees_ab s35-pf .before=${BEFORE_COMMIT:-before} .=${HARNESS_COMMIT:-this}
+    md_ab s35-pf-adapt large 2000 layout=packed,skin=0.4,adapt=0.11:6
+    adapt_build_ncu s35-build ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
