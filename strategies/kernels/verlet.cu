@@ -1252,24 +1252,6 @@ __device__ __forceinline__ int md_update(const MdStep<Real, Acc>& md, const Box<
   }
 }
 
-// Where a row's particle's update (MD 1, 2) or its force (MD 0) will read or write at the row's end:
-// asked of L2 at the row's start, so that the loads after the loop do not wait on DRAM (the row's
-// gathers stream the list through L2 meanwhile). A hint: no register is held, nothing is read.
-__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
-template <int MD, typename Real, typename Acc>
-__device__ __forceinline__ void row_prefetch(const MdStep<Real, Acc>& md, const int* __restrict__ order, int s) {
-  if constexpr (MD == 0) {
-    prefetch_l2(order + s);
-  } else {
-    const long long k = 3LL * s;
-    prefetch_l2(md.v + k);
-    if constexpr (MD == 2) {
-      prefetch_l2(md.x + k);
-      prefetch_l2(md.ref + s);
-    }
-  }
-}
-
 // The opening half kick and drift of a run of fused steps, from the forces the last closing kick
 // kept (integrate.cu's kick_drift in slot order), with the next positions and trigger.
 template <typename Real, typename Acc>
@@ -1509,7 +1491,6 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
   const int s = t / TPP, lane = t % TPP;
   const bool row = s < n;
   const int2 m = row ? __ldg(len + s) : make_int2(0, 0);  // (near, far) entries
-  if (row && lane == 0) row_prefetch<MD>(md, order, s);
   WarpRounds wr{0, 0};
   if constexpr (!ENTRIES) wr = warp_rounds<TPP>(m.x, row);
   if (row) {
