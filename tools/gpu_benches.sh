@@ -1894,6 +1894,12 @@ for n, lay in ((16000, 'aos4'), (30000, 'packed')):
     trees_ab s35-pf .before=${BEFORE_COMMIT:-before} .=${HARNESS_COMMIT:-this}
     md_ab s35-pf-adapt large 2000 layout=packed,skin=0.4,adapt=0.11:6
     adapt_build_ncu s35-build ;;
+  lb-s35)  # the strip builds under __launch_bounds__(128, 9) (56 registers: ADAPT took 58, eight blocks an SM; this
+    # tree) against .before: the build's ms at LJ 1M (packed, skin 0.3 and 0.4), then harness md at 1M, default and
+    # adapted (skin 0.4, 0.11:6), the trees alternating, two runs each
+    points_ab s35-lb lj_liquid:large:layout=packed lj_liquid:large:layout=packed,skin=0.4
+    md_ab s35-lb large 2000 layout=packed
+    md_ab s35-lb-adapt large 2000 layout=packed,skin=0.4,adapt=0.11:6 ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
