@@ -359,15 +359,15 @@ __device__ __forceinline__ Real from_code(unsigned int c, Real len) {
 // axis of fewer than 3 cells), the particle itself split out of its strip. WINDOW: only the
 // z-window a strip's column can reach (the strips are sorted by z). Hits are appended in strip
 // order: the same rows with and without WINDOW.
-// (__launch_bounds__(128, 9): 56 registers, nine blocks of 128 an SM, what the uniform build takes without
-// bounds. ADAPT took 58 without them, eight blocks: 42.7% of warps active against 47.5%, s35-call1. With
-// __launch_bounds__(128) alone ptxas aims at full occupancy and spills.)
+// (__launch_bounds__: float coordinates 56 registers, nine blocks of 128 an SM, what the uniform build takes
+// without bounds; ADAPT took 58 without them, eight blocks: 42.7% of warps active against 47.5%, s35-call1.
+// double 80, as without bounds. With __launch_bounds__(128) alone ptxas aims at full occupancy and spills.)
 // ADAPT (launch parameter adapt, strategies/verlet.py): each particle's own half-skin h in its w
 // (0 <= h <= hcap, the plan's and verlet_stage's), a pair listed where r < cutoff + h_i + h_j, and the
 // z-windows sized for cutoff + h_i + hcap (rlist2_all unused). Exact as the uniform list: a pair left out
 // was at least cutoff + h_i + h_j apart, and the trigger (refreshed) keeps each end within its own h.
 template <typename Real, bool MINIMAGE, bool WINDOW, bool OPPOSITE = false, bool ADAPT = false>
-__global__ void __launch_bounds__(128, 9)
+__global__ void __launch_bounds__(128, sizeof(Real) == 4 ? 9 : 6)
 verlet_build(const Vec4<Real>* __restrict__ sorted, const int* __restrict__ cell_sorted,
              const int* __restrict__ start, const int n, const Grid g, const Box<Real> box, const Real rlist2_all,
              const Real margin, const int cap, int* __restrict__ nbr, int2* __restrict__ len,
