@@ -1900,6 +1900,10 @@ for n, lay in ((16000, 'aos4'), (30000, 'packed')):
     points_ab s35-lb lj_liquid:large:layout=packed lj_liquid:large:layout=packed,skin=0.4
     md_ab s35-lb large 2000 layout=packed
     md_ab s35-lb-adapt large 2000 layout=packed,skin=0.4,adapt=0.11:6 ;;
+  tune-s35)  # the fused MD steps' force kernel under adapt (skin 0.4, 0.11:6): its register cap and entries in flight,
+    # harness md at LJ 1M, alternating, two runs (minb 10 and batch 16 are 'auto''s for MD 2)
+    md_launches s35-tune layout=packed,skin=0.4,adapt=0.11:6 layout=packed,skin=0.4,adapt=0.11:6,minb=12 \
+      layout=packed,skin=0.4,adapt=0.11:6,minb=11 layout=packed,skin=0.4,adapt=0.11:6,batch=8 ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
