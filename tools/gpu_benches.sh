@@ -1904,6 +1904,14 @@ for n, lay in ((16000, 'aos4'), (30000, 'packed')):
     # harness md at LJ 1M, alternating, two runs (minb 10 and batch 16 are 'auto''s for MD 2)
     md_launches s35-tune layout=packed,skin=0.4,adapt=0.11:6 layout=packed,skin=0.4,adapt=0.11:6,minb=12 \
       layout=packed,skin=0.4,adapt=0.11:6,minb=11 layout=packed,skin=0.4,adapt=0.11:6,batch=8 ;;
+  openmm-s35)  # issue 13's figures at LJ 1M beside OpenMM in the same call (as openmm-s34, after the build's register
+    # cap): the with-list columns (packed) with --peers openmm, harness md for the default list and adapt 0.11:6 at
+    # skin 0.4 (alternating, two runs), OpenMM's kernels under ncu (computeNonbonded)
+    mkdir -p "$out/profile"
+    $PY -m harness bench --strategies verlet_thread_padded --launch layout=packed --scenario lj_liquid --n large \
+      --outputs forces,all --amortised 0 --peers openmm --name s35-openmm-1m "${common[@]}" | grep -E " ok|openmm"
+    md_launches s35-openmm layout=packed layout=packed,skin=0.4,adapt=0.11:6
+    $PY -m harness profile --peer openmm --scenario lj_liquid --n large --out "$out/profile" 2>&1 | tail -4 ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
