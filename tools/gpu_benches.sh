@@ -191,7 +191,8 @@ points_ab() {  # TAG SPEC...: this tree against .before, alternating, two runs e
         IFS=: read -r sc n launch <<<"$spec"
         (cd "$tree" && HARNESS_COMMIT=$hc PYTHONPATH=/tmp/site:$PWD $PY -m harness bench --strategies verlet_thread_padded \
           ${launch:+--launch $launch} --scenario $sc --n $n --outputs forces --amortised 0 \
-          --name $name-$sc$(echo $n | tr , -)-$tag-$rep "${common[@]}" | grep " ok" | sed "s|^|$tag $rep: |")
+          --name $name-$sc$(echo $n | tr , -)${launch:+-$(echo $launch | tr ',=:' '___')}-$tag-$rep "${common[@]}" \
+          | grep " ok" | sed "s|^|$tag $rep: |")
       done
     done
   done
