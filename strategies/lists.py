@@ -91,6 +91,7 @@ class DeviceListPlan(CudaPlan):
         if not self.problem.n:
             return
         self.flag.fill(1)
+        self._before_binning(None)
         self.binning.run()
         self._rows(None)
 
@@ -119,12 +120,18 @@ class DeviceListPlan(CudaPlan):
         self._check()
         if self.binning.guardable:
             with upkeep_if(self.flag):
+                self._before_binning(self.flag)
                 self.binning.run(guard=self.flag)
                 self._rows(self.flag)
             return
         if int(self.flag.get()[0]):  # the radix binning cannot be skipped on the device: ask the host
+            self._before_binning(None)
             self.binning.run()
         self._rows(self.flag)
+
+    def _before_binning(self, guard) -> None:
+        """What a rebuild writes into the positions before the binning copies them (guard: the device
+        flag, or None: always); nothing for most lists."""
 
     def rebuild_count(self) -> int:
         """Builds the force phase has used since prepare (the first one included)."""

@@ -638,9 +638,12 @@ class VerletPlan(DeviceListPlan):
         self.rlist2 = self.real(self.rl ** 2)
         self.half_skin2 = self.real((0.5 * self.skin) ** 2)
         # adapt: each particle's half-skin in its position's w (kernels/verlet.cu, verlet_build ADAPT), skin / 2
-        # where no velocity is known; the triggers read the build's (half_skin2 < 0: per slot, refreshed)
+        # where no velocity is known; the triggers read the build's (half_skin2 < 0: per slot, refreshed). The
+        # MD loop's plain steps hand the plan their integrator (use_velocities): a rebuild then writes each w
+        # from the velocity (verlet_half_skins), as the fused steps' verlet_stage does
         self.adapt = getattr(strategy, "adapt", None)
         self.hcap = self.real(0.5 * self.skin)
+        self.integ, self.k_half_skins = None, None
         if self.adapt is not None:
             self.host_pos[:, 3] = self.hcap
             self.half_skin2 = self.real(-1.0)
@@ -710,6 +713,23 @@ class VerletPlan(DeviceListPlan):
                             "adapt": "off" if self.adapt is None else f"{self.adapt[0]:g}:{self.adapt[1]:g}",
                             "list_bytes": int(self.nbr.nbytes + self.len.nbytes + self.ref.nbytes
                                               + self.cur.nbytes + sum(a.nbytes for a in self._inner_arrays()))}
+
+    def use_velocities(self, integ) -> None:
+        """The MD loop's integrator (harness/md.py, plain steps; a GpuIntegrator on this plan): with adapt,
+        each rebuild sizes the half-skins from its velocities (verlet_half_skins) before the binning."""
+        if self.adapt is None:
+            return
+        self.integ = integ
+        self.k_half_skins = kernel("verlet.cu", f"verlet_half_skins<{self.real_t}, {self.acc_t}>")
+
+    def _before_binning(self, guard) -> None:
+        if self.k_half_skins is None or not self.problem.n:
+            return
+        n, (m, k) = self.problem.n, self.adapt
+        # the fused steps' constants (VerletSteps.adapt_args): K dt with the integrator's dt, in Real
+        self.k_half_skins((max(1, min(-(-n // MD_BLOCK), GUARDED_BLOCKS_PER_SM * sm_count())),), (MD_BLOCK,),
+                          (self.integ.v, np.int32(n), self.pos, guard if guard is not None else np.uint64(0),
+                           self.real(k * self.integ.dt), self.real(m), self.hcap))
 
     def _prune_setup(self, need: int, free: int) -> None:
         """The inner list (launch parameter prune; kernels/verlet.cu, verlet_prune): rows of the
@@ -921,7 +941,7 @@ def md_data_expressions() -> list[str]:
     """The fused MD steps' kernels besides the force kernel, for the float precision modes."""
     pairs = sorted({(MODES[p].cxx_compute, MODES[p].cxx_accumulate) for p in FLOAT_PRECISIONS})
     return ([f"verlet_open<{r}, {a}>" for r, a in pairs] + [f"verlet_unsort<{r}, {a}>" for r, a in pairs]
-            + [f"verlet_stage<{r}, {a}>" for r, a in pairs]
+            + [f"verlet_stage<{r}, {a}>" for r, a in pairs] + [f"verlet_half_skins<{r}, {a}>" for r, a in pairs]
             + [f"verlet_resort<{a}>" for a in sorted({a for _, a in pairs})])
 
 

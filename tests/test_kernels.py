@@ -68,7 +68,7 @@ def _defaults():
 EXPRS = _defaults()
 DATA_MOVEMENT = ("bin_cells", "bin_count", "bin_small", "rank_in_cell", "scatter_cells", "gather_forces",
                  "zero_forces", "fold_slices", "warpblock_job_sizes", "warpblock_job_table", "cp_fill", "cp_scatter",
-                 "relayout", "verlet_unsort", "verlet_stage", "verlet_resort")
+                 "relayout", "verlet_unsort", "verlet_stage", "verlet_resort", "verlet_half_skins")
 # kernels that fold the final reduction themselves: their double sums are scaled once at the end
 # (energy and virial halved where every pair was visited from both sides)
 FOLDS_REDUCTION = ("fullshell_thread_csr",)

@@ -92,7 +92,8 @@ def _run(name, p, steps, fuse, graph=True, **launch):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("precision", ["fp32", "mixed", "fp64"])
-@pytest.mark.parametrize("launch", [{}, {"tpp": 1}, {"tpp": 4, "split": "groups"}, {"layout": "soa"}])
+@pytest.mark.parametrize("launch", [{}, {"tpp": 1}, {"tpp": 4, "split": "groups"}, {"layout": "soa"},
+                                    {"adapt": "0.02:4"}])
 def test_fused_steps_give_the_plain_loops_bits(precision, launch):
     p = _problem(precision)
     plain = _run("verlet_thread_padded", p, 300, False, **launch)

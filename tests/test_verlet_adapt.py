@@ -162,18 +162,54 @@ def test_adapted_fused_steps_list_every_pair():
 
 @pytest.mark.gpu
 def test_adapt_without_velocities_is_the_uniform_list():
-    """The plain steps know no velocity: every half-skin is skin / 2, the same pairs inside the cutoff
-    in the same order, so the same bits as the uniform list; the fused steps rebuild at other steps."""
+    """Where no velocity is known (the benchmark's columns: a plan evaluated outside the MD loop) every
+    half-skin is skin / 2: the same pairs inside the cutoff in the same order, the uniform list's bits."""
+    p = _problem(4000)
+    a = strategies.create("verlet_thread_padded", tpp=1).evaluate(p)
+    b = strategies.create("verlet_thread_padded", tpp=1, adapt="0.08:6").evaluate(p)
+    assert np.array_equal(a.forces, b.forces) and a.energy == b.energy and a.pairs == b.pairs
+    assert np.array_equal(a.virial, b.virial)
+
+
+@pytest.mark.gpu
+def test_plain_adapted_steps_give_the_fused_steps_bits():
+    """The plain steps hand the plan their integrator (use_velocities): each rebuild writes the half-skins
+    from the velocities (verlet_half_skins) as the fused steps' verlet_stage does, so both loops take the
+    same lists at the same steps: the same bits, and rebuilds at other steps than the uniform list's."""
     p = _problem(4000)
 
     def run(fuse, **launch):
         return md.run(strategies.create("verlet_thread_padded", tpp=1, **launch), p, steps=200, dt=0.005,
                       sample=50, fuse=fuse)
 
-    plain, adapted = run(False), run(False, adapt="0.08:6")
-    assert [vars(s) for s in plain.samples] == [vars(s) for s in adapted.samples]
-    assert plain.rebuilds == adapted.rebuilds
-    fused = run("always", adapt="0.08:6")
-    assert fused.fused == "on"
-    for a, b in zip(plain.samples, fused.samples, strict=True):
+    plain, fused = run(False, adapt="0.02:4"), run("always", adapt="0.02:4")
+    assert plain.fused == "off" and fused.fused == "on"
+    assert [vars(s) for s in plain.samples] == [vars(s) for s in fused.samples]
+    assert plain.rebuilds == fused.rebuilds
+    uniform = run(False)
+    assert plain.rebuilds > uniform.rebuilds  # margins of 0.02 (at most 0.15): more builds than skin / 2's
+    for a, b in zip(uniform.samples, plain.samples, strict=True):
         assert b.total == pytest.approx(a.total, rel=1e-4)
+
+
+@pytest.mark.gpu
+def test_plain_adapted_steps_size_each_half_skin():
+    """After plain steps with adapt, the last build's half-skins (ref's w) are the velocities' at that
+    build, each its own, and the list holds every pair within the cutoff at the positions of now."""
+    from strategies.integrate import Integrator
+
+    p = _problem()
+    s = strategies.create("verlet_thread_padded", adapt="0.02:4", tpp=1)
+    plan = s.prepare(p, "all")
+    integ = Integrator.create(plan, p.positions, md.maxwell_boltzmann(p.n, 0.72, np.random.default_rng(3)), 0.005)
+    out = md._evaluate(s, plan, "all")
+    steps_, why = md._stepper(s, plan, integ, out.forces, False)
+    assert why == "off"
+    steps_.open()
+    for q in range(40):
+        got = steps_.step("all" if q == 39 else "forces", last=q == 39)
+    assert plan.rebuild_count() > 2
+    h = plan.ref.get()[: p.n, 3]
+    assert 0.0 < h.min() < h.max() <= 0.15 + 1e-7 and np.unique(h).size > p.n // 2
+    now = _at(p, integ.positions())
+    assert verify.compare(got.to_host(), reference.compute(now), now)["failures"] == []

@@ -1913,6 +1913,31 @@ for n, lay in ((16000, 'aos4'), (30000, 'packed')):
       --outputs forces,all --amortised 0 --peers openmm --name s35-openmm-1m "${common[@]}" | grep -E " ok|openmm"
     md_launches s35-openmm layout=packed layout=packed,skin=0.4,adapt=0.11:6
     $PY -m harness profile --peer openmm --scenario lj_liquid --n large --out "$out/profile" 2>&1 | tail -4 ;;
+  plainadapt-s35)  # adapt in the plain MD steps (verlet_half_skins from the integrator's velocities): the GPU tests of
+    # adapt and the fused steps (the plain and fused adapted loops bit for bit), compute-sanitizer (memcheck, initcheck,
+    # racecheck, synccheck) on plain adapted runs, then harness md --no-fuse at LJ 1M, uniform against adapted,
+    # alternating, two runs
+    $PY -m pytest -q -n 8 -p no:cacheprovider tests/test_verlet_adapt.py tests/test_md_fused.py 2>&1 | tail -3
+    for t in memcheck initcheck racecheck synccheck; do
+      log=$(MDFORCE_CONDITIONAL=0 compute-sanitizer --tool $t --error-exitcode 9 $PY -c "import strategies
+from harness import scenarios, md
+for lay, n in (('aos4', 8000), ('packed', 230000)):
+    p = scenarios.make('lj_liquid', n, precision='fp32')
+    r = md.run(strategies.create('verlet_thread_padded', adapt='0.02:4', layout=lay), p, steps=30, dt=0.005,
+               sample=30, temperature=3.0, fuse=False)
+    print('$t plain adapt', lay, n, r.fused, r.rebuilds)
+    assert r.rebuilds > 1, r.rebuilds" 2>&1)
+      rc=$?
+      echo "$log" | grep -E "plain adapt|ERROR SUMMARY|Error|error" | head -6
+      echo "$t: exit $rc"
+    done
+    for rep in 1 2; do
+      for l in layout=packed layout=packed,skin=0.4,adapt=0.11:6; do
+        $PY -m harness md --strategy verlet_thread_padded --launch $l --n large --precision fp32 --steps 1000 \
+          --sample 500 --no-fuse --quiet --json "$out/md/s35-plain-$(echo $l | tr ',=:' '___')-$rep.json" | tail -1 \
+          | sed "s|^|plain $l $rep: |" | cut -c1-200
+      done
+    done ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;

@@ -1297,9 +1297,30 @@ __global__ void verlet_unsort(const int* __restrict__ order, const Acc* __restri
   }
 }
 
+// Launch parameter adapt: the half-skin of a particle's next rows (verlet_build ADAPT) from its velocity,
+// hmin + kdt |v|, at most hcap, in Real (a heuristic: any h >= 0 keeps the list exact). One expression for
+// the fused steps (verlet_stage) and the plain ones (verlet_half_skins): the same h, so the same rows.
+template <typename Real, typename Acc>
+__device__ __forceinline__ Real adapt_half_skin(Acc u, Acc v, Acc w, Real kdt, Real hmin, Real hcap) {
+  const Real ur = static_cast<Real>(u), vr = static_cast<Real>(v), wr = static_cast<Real>(w);
+  return min(hcap, hmin + kdt * sqrt(ur * ur + vr * vr + wr * wr));
+}
+
+// The plain MD steps' counterpart of verlet_stage's half-skins (guarded as the binning that follows): the
+// w of each particle's position (input order) from its velocity (v: input order, 3 a particle).
+template <typename Real, typename Acc>
+__global__ void verlet_half_skins(const Acc* __restrict__ v, const int n, Vec4<Real>* __restrict__ pos,
+                                  const int* __restrict__ guard, const Real kdt, const Real hmin, const Real hcap) {
+  if (guard != nullptr && *guard == 0) return;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const long long k = 3LL * i;
+    pos[i].w = adapt_half_skin(v[k], v[k + 1], v[k + 2], kdt, hmin, hcap);
+  }
+}
+
 // ref: the last build's positions in slot order (their w is the particle's).
-// kdt >= 0 (launch parameter adapt): w, the half-skin of the particle's next rows (verlet_build ADAPT),
-// hmin + kdt |v|, at most hcap, in Real (a heuristic: any h >= 0 keeps the list exact); kdt < 0: ref's w as it was.
+// kdt >= 0 (launch parameter adapt): w, the half-skin of the particle's next rows (adapt_half_skin);
+// kdt < 0: ref's w as it was.
 template <typename Real, typename Acc>
 __global__ void verlet_stage(const int* __restrict__ order, const Acc* __restrict__ xs, const Acc* __restrict__ vs,
                              const Vec4<Real>* __restrict__ ref, const int n, Acc* __restrict__ xt,
@@ -1317,8 +1338,7 @@ __global__ void verlet_stage(const int* __restrict__ order, const Acc* __restric
     vt[k] = u;
     vt[k + 1] = v;
     vt[k + 2] = w;
-    const Real ur = static_cast<Real>(u), vr = static_cast<Real>(v), wr = static_cast<Real>(w);
-    const Real h = kdt < Real(0) ? ref[s].w : min(hcap, hmin + kdt * sqrt(ur * ur + vr * vr + wr * wr));
+    const Real h = kdt < Real(0) ? ref[s].w : adapt_half_skin(u, v, w, kdt, hmin, hcap);
     pos[i] = Vec4<Real>{static_cast<Real>(a), static_cast<Real>(b), static_cast<Real>(c), h};
     inv[i] = s;
   }
