@@ -1,5 +1,5 @@
 """The Verlet list's per-particle skins (launch parameter adapt, strategies/verlet.py): each particle's
-half-skin m + K dt |v| from its velocity at a rebuild of the fused MD steps, a pair listed where
+half-skin m + K dt |v| from its velocity at a rebuild of the MD loop (fused or plain steps), a pair listed where
 r < cutoff + h_i + h_j, each particle's trigger its own h. The list must stay exact (every pair inside
 the cutoff listed at every step), and where no velocity is known it is the uniform list."""
 from dataclasses import replace
