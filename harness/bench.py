@@ -662,18 +662,32 @@ def time_amortised(strategy: strategies.Strategy, problem: Problem, frames, outp
     centred -= L * np.floor(centred / L + 0.5)
     n, k = problem.n, len(frames)
     info = {"amortised_frames": k - 1, "skin": strategy.launch.get("skin")}
+    # adapt: each frame's velocities from the recorded steps (md.FrameVelocities), copied in with the frame
+    # (and timed off with it); frame 0's list knows none, as the MD loop's first list
+    feed = md.FrameVelocities(plan) if md.feeds_velocities(strategy, plan) else None
+    if feed is not None:
+        info["amortised_velocities"] = "from the frames"
     if gpu:
         import cupy
 
         dev = cupy.asarray(centred.astype(plan.real))
+        vdev = None
+        if feed is not None:
+            vdev = cupy.zeros((k, n, 3), feed.v.dtype)
+            for i in range(1, k):
+                vdev[i] = cupy.asarray(md.FrameVelocities.of(frames, i, L).astype(feed.v.dtype))
         stream = cupy.cuda.Stream(non_blocking=True)
         cupy.cuda.Device().synchronize()
         with stream:
             plan.upload()
             strategy.compute(plan)  # the list of frame 0
+            if feed is not None:
+                plan.use_velocities(feed)
 
             def copy(i):
                 plan.pos[:n, :3] = dev[i]
+                if vdev is not None:
+                    feed.v[...] = vdev[i]
             copy(1)
             strategy.step(plan)  # every kernel compiled before the capture
             # the whole replay as one CUDA graph (and the copies alone as another): timed on the
@@ -688,7 +702,11 @@ def time_amortised(strategy: strategies.Strategy, problem: Problem, frames, outp
             samples = []
             for _ in range(AMORTISED_REPEATS):
                 copy(0)
+                if feed is not None:
+                    plan.use_velocities(None)
                 strategy.compute(plan)  # frame 0's list again: every repeat replays the same steps
+                if feed is not None:
+                    plan.use_velocities(feed)
                 before = plan.rebuild_count() if hasattr(plan, "rebuild_count") else None
                 pruned_before = plan.prune_count() if hasattr(plan, "prune_count") else 0
                 t0.record(stream)
@@ -706,20 +724,32 @@ def time_amortised(strategy: strategies.Strategy, problem: Problem, frames, outp
             info["amortised_spread"] = (samples[-1] - samples[0]) / total if total > 0 else 0.0
     else:
         host = centred.astype(plan.real)
+        vels = None
+        if feed is not None:
+            vels = np.zeros((k, n, 3), feed.v.dtype)
+            for i in range(1, k):
+                vels[i] = md.FrameVelocities.of(frames, i, L)
         plan.upload()
         strategy.compute(plan)
-        plan.pos[:] = host[1]
+        if feed is not None:
+            plan.use_velocities(feed)
+
+        def copy(i):
+            plan.pos[:] = host[i]
+            if vels is not None:
+                feed.v[...] = vels[i]
+        copy(1)
         strategy.step(plan)
         before = plan.rebuild_count() if hasattr(plan, "rebuild_count") else None
         pruned_before = plan.prune_count() if hasattr(plan, "prune_count") else 0
         t = time.perf_counter()
         for i in range(1, k):
-            plan.pos[:] = host[i]
+            copy(i)
             strategy.step(plan)
         total = 1e3 * (time.perf_counter() - t)
         t = time.perf_counter()
         for i in range(1, k):
-            plan.pos[:] = host[i]
+            copy(i)
         copies = 1e3 * (time.perf_counter() - t)
     info["amortised_ms"] = max(total - copies, 0.0) / (k - 1)
     if before is not None:

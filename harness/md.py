@@ -446,7 +446,39 @@ def _driven(problem: Problem, dt: float, temperature: float, seed: int, steps: i
     return integ
 
 
-def record(problem: Problem, frames: int = FRAMES, equilibrate: int = EQUILIBRATE, dt: float = 0.005,
+RECORD_DT = 0.005  # the recorded trajectories' time step (record): what a replay's frame velocities divide by
+
+
+class FrameVelocities:
+    """What a list with per-particle skins (launch parameter adapt: a plan's use_velocities) reads from an
+    integrator, for a replay of recorded frames (bench's amortised column, verify's replayed frames): v, each
+    particle's velocity at frame k as (x_k - x_{k-1}) / dt (the minimum image), which is velocity Verlet's
+    half-step velocity, the one the MD loop's rebuild at that step sees; and dt. On the plan's device, in
+    its accumulation type; set() copies a frame's in (GPU: a device array, so that a captured replay can)."""
+
+    def __init__(self, plan, dt: float = RECORD_DT):
+        acc = np.dtype(getattr(plan, "acc", np.float64))
+        self.dt = acc.type(dt)
+        self.xp = plan.cp if plan.strategy.backend == "cuda" else np
+        self.v = self.xp.zeros((plan.problem.n, 3), acc)
+
+    @staticmethod
+    def of(frames, k: int, box_lengths, dt: float = RECORD_DT) -> np.ndarray:
+        """Frame k's velocities (k >= 1), float64 on the host."""
+        d = np.asarray(frames[k], np.float64) - np.asarray(frames[k - 1], np.float64)
+        d -= box_lengths * np.rint(d / box_lengths)
+        return d / dt
+
+    def set(self, v) -> None:
+        self.v[...] = v
+
+
+def feeds_velocities(strategy, plan) -> bool:
+    """Whether a replay should hand the plan its frames' velocities: a list sized from them (adapt)."""
+    return getattr(strategy, "adapt", None) is not None and hasattr(plan, "use_velocities")
+
+
+def record(problem: Problem, frames: int = FRAMES, equilibrate: int = EQUILIBRATE, dt: float = RECORD_DT,
            temperature: float = 0.72, seed: int = 1) -> np.ndarray:
     """(frames, N, 3) float64 positions in [0, L) of consecutive steps of an NVE run of
     `problem` (velocity Verlet from Maxwell-Boltzmann at `temperature`, after `equilibrate`

@@ -269,14 +269,23 @@ def replay_cell(strategy: strategies.Strategy, case: Case, precision: str, frame
         strategy.compute(plan)
         L = plan.problem.box.array  # fixed: the snapped box (mdcore.fixed), as the plan has it
         fixed = MODES[precision].fixed
+        # adapt: each frame's velocities from the recorded steps, as the MD loop's rebuilds see them
+        feed = md.FrameVelocities(plan) if md.feeds_velocities(strategy, plan) else None
+        if feed is not None:
+            plan.use_velocities(feed)
         for k in range(1, len(frames)):
             pk = Problem.make(frames[k], box, pot, precision, label=f"{problem.label} frame {k}")
             c = (snap_positions(frames[k], L, box.periodic) if fixed else frames[k]) - 0.5 * L
             c -= L * np.floor(c / L + 0.5)
+            v = None if feed is None else md.FrameVelocities.of(frames, k, L).astype(feed.v.dtype)
             if strategy.backend == "cuda":
                 plan.pos[: problem.n, :3] = plan.cp.asarray(c.astype(plan.real))
+                if v is not None:
+                    feed.set(plan.cp.asarray(v))
             else:
                 plan.pos[:] = c.astype(plan.real)
+                if v is not None:
+                    feed.set(v)
             out = strategy.step(plan)
             if k % every and k != len(frames) - 1:
                 continue

@@ -716,11 +716,18 @@ class VerletPlan(DeviceListPlan):
                                               + self.cur.nbytes + sum(a.nbytes for a in self._inner_arrays()))}
 
     def use_velocities(self, integ) -> None:
-        """The MD loop's integrator (harness/md.py, plain steps; a GpuIntegrator on this plan): with adapt,
-        each rebuild sizes the half-skins from its velocities (verlet_half_skins) before the binning."""
+        """The MD loop's integrator (harness/md.py, plain steps; a GpuIntegrator on this plan), or anything
+        with its v (N x 3, the accumulation type, on the device) and dt (a replay's FrameVelocities): with
+        adapt, each rebuild sizes the half-skins from those velocities (verlet_half_skins) before the
+        binning. None: no velocity known again, every half-skin skin / 2."""
         if self.adapt is None:
             return
         self.integ = integ
+        if integ is None:
+            self.k_half_skins = None
+            if self.problem.n:
+                self.pos[: self.problem.n, 3] = self.hcap
+            return
         self.k_half_skins = kernel("verlet.cu", f"verlet_half_skins<{self.real_t}, {self.acc_t}>")
 
     def _before_binning(self, guard) -> None:
@@ -1360,7 +1367,8 @@ class _VerletCpuPlan(CpuPlan):
                             "adapt": "off" if self.adapt is None else f"{self.adapt[0]:g}:{self.adapt[1]:g}"}
 
     def use_velocities(self, integ) -> None:
-        """The MD loop's integrator (harness/md.py, plain steps): its velocities size adapt's half-skins."""
+        """The MD loop's integrator (harness/md.py, plain steps), or anything with its v and dt (a replay's
+        FrameVelocities): its velocities size adapt's half-skins at each build. None: skin / 2 again."""
         self.integ = integ
 
     def _half_skins(self) -> None:

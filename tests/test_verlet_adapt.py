@@ -100,6 +100,40 @@ def test_the_cpu_list_with_adapted_skins_keeps_the_reference_energies():
     assert plan.listed_pairs() / p.n < 4.0 / 3.0 * np.pi * (rc + 0.3) ** 3 * 0.8442  # shorter than skin 0.3's
 
 
+def test_frame_velocities_take_the_minimum_image():
+    """A replay's velocities (md.FrameVelocities): (x_k - x_{k-1}) / dt, across a periodic face too."""
+    L = np.array([10.0, 10.0, 10.0])
+    frames = np.array([[[9.99, 5.0, 0.002]], [[0.01, 5.0, 9.998]]])
+    v = md.FrameVelocities.of(frames, 1, L, dt=0.005)
+    assert np.allclose(v, [[4.0, 0.0, -0.8]])
+
+
+def _replayed(n=1500, frames=81):
+    p = _problem(n, "fp64")
+    case = verify.Case("lj_liquid", p)
+    return case, md.record(p, frames=frames, equilibrate=40)
+
+
+def test_replayed_frames_size_the_cpu_lists_half_skins():
+    """verify's replayed frames and bench's amortised column hand an adapted list each frame's velocities
+    (the recorded steps' differences over dt): a margin of 0.02 rebuilds more often than the uniform list,
+    every frame still matches the float64 reference, and a trigger switched off still fails."""
+    from harness import bench
+
+    case, frames = _replayed()
+    uniform = verify.replay_cell(strategies.create("verlet_thread_cpu"), case, "fp64", frames)
+    adapted = verify.replay_cell(strategies.create("verlet_thread_cpu", adapt="0.02:4"), case, "fp64", frames)
+    assert uniform["status"] == "pass" and adapted["status"] == "pass", adapted.get("detail")
+    assert adapted["rebuilds"] > uniform["rebuilds"] + 2
+    bad = verify.replay_cell(strategies.create("verlet_thread_cpu", adapt="0.02:4", rebuild="never"), case, "fp64",
+                             frames)
+    assert bad["status"] == "FAIL"
+    a = bench.time_amortised(strategies.create("verlet_thread_cpu", adapt="0.02:4"), case.problem, frames, "forces")
+    u = bench.time_amortised(strategies.create("verlet_thread_cpu"), case.problem, frames, "forces")
+    assert a["amortised_velocities"] == "from the frames" and "amortised_velocities" not in u
+    assert a["rebuilds"] > u["rebuilds"] and a["listed_pairs"] < u["listed_pairs"]
+
+
 # --- GPU --------------------------------------------------------------------------------------
 
 def _at(p: Problem, x: np.ndarray) -> Problem:
@@ -213,3 +247,22 @@ def test_plain_adapted_steps_size_each_half_skin():
     assert 0.0 < h.min() < h.max() <= 0.15 + 1e-7 and np.unique(h).size > p.n // 2
     now = _at(p, integ.positions())
     assert verify.compare(got.to_host(), reference.compute(now), now)["failures"] == []
+
+
+@pytest.mark.gpu
+def test_replayed_frames_size_the_gpu_lists_half_skins():
+    """The same on the GPU: verify's replay of an adapted list passes every frame with more builds than the
+    uniform list's, and the amortised column (a captured replay) counts the builds the replay made."""
+    from harness import bench
+
+    case, frames = _replayed(8000, 61)
+    uniform = verify.replay_cell(strategies.create("verlet_thread_padded", tpp=1), case, "fp32", frames)
+    adapted = verify.replay_cell(strategies.create("verlet_thread_padded", tpp=1, adapt="0.02:4"), case, "fp32",
+                                 frames)
+    assert uniform["status"] == "pass" and adapted["status"] == "pass", adapted.get("detail")
+    assert adapted["rebuilds"] > uniform["rebuilds"] + 2
+    a = bench.time_amortised(strategies.create("verlet_thread_padded", tpp=1, adapt="0.02:4"), _problem(8000), frames,
+                             "forces")  # fp32 as the replay above, the same positions
+    assert a["amortised_velocities"] == "from the frames"
+    assert a["rebuilds"] == adapted["rebuilds"] - 1  # the replay's builds, frame 0's list not counted
+

@@ -1938,6 +1938,17 @@ for lay, n in (('aos4', 8000), ('packed', 230000)):
           | sed "s|^|plain $l $rep: |" | cut -c1-200
       done
     done ;;
+  replayadapt-s35)  # adapt in the replays (md.FrameVelocities: each frame's velocities from the recorded steps): the GPU
+    # tests of adapt, the MD loop, the graphs and the Verlet replays; then bench's three columns at LJ 1M (packed) for
+    # the default list and the adapted one (skin 0.4, 0.11:6), alternating, two runs
+    $PY -m pytest -q -n 8 -p no:cacheprovider tests/test_verlet_adapt.py tests/test_md.py tests/test_graphs.py \
+      tests/test_verlet.py -k "adapt or replay or amortised or md" 2>&1 | tail -3
+    for rep in 1 2; do
+      for l in layout=packed layout=packed,skin=0.4,adapt=0.11:6; do
+        $PY -m harness bench --strategies verlet_thread_padded --launch $l --scenario lj_liquid --n large \
+          --outputs forces --name s35-replay-$(echo $l | tr ',=:' '___')-$rep "${common[@]}" | grep " ok"
+      done
+    done ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
