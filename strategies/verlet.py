@@ -360,8 +360,9 @@ class PackedLayout:
 # skin / 2, from its velocity at a rebuild of the MD loop (the fused steps: VerletSteps, verlet_stage writes it in
 # the position's w; the plain steps: use_velocities, verlet_half_skins; one expression), a pair listed where
 # r < cutoff + h_i + h_j (kernels/verlet.cu, verlet_build ADAPT) and each particle's trigger its own h_i
-# (refreshed). Where no velocity is known (the first list, the benchmark's columns, replayed frames) h = skin / 2:
-# the uniform list. Exact either way. tools/skin_model.py modelled it on the
+# (refreshed). Replays (bench's amortised column, verify's replayed frames) hand it each frame's velocities
+# (harness/md.py, FrameVelocities). Where no velocity is known (the first list, the with-list and from-scratch
+# columns) h = skin / 2: the uniform list. Exact either way. tools/skin_model.py modelled it on the
 # recorded trajectory (LJ 1M, 199 steps, H200, s34-call3): the uniform skin 0.3 rebuilds every 8.3 steps
 # with rows of 75.6 entries; m 0.08, K 6 every 9.0 steps with 70.6; m 0.06, K 6 every 8.0 with 67.6. The
 # move since the last build (instead of the velocity) predicted worse: LJ 32,000, m 0.08, K 8 rebuilt every
