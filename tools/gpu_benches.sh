@@ -1949,6 +1949,15 @@ for lay, n in (('aos4', 8000), ('packed', 230000)):
           --outputs forces --name s35-replay-$(echo $l | tr ',=:' '___')-$rep "${common[@]}" | grep " ok"
       done
     done ;;
+  final-s35)  # the session's last tree: harness sanitize on the Verlet lists (its self-test first), and the
+    # 4,000-particle targets (with-list columns with graph replay; harness md, fused)
+    $PY -m harness sanitize --self-test 2>&1 | tail -3
+    $PY -m harness sanitize --strategies verlet_thread_padded,verlet_thread_pairrows 2>&1 | tail -6
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 4000 --outputs forces,all \
+      --amortised 0 --name s35-final-4k "${common[@]}" | grep " ok"
+    mkdir -p "$out/md"
+    $PY -m harness md --strategy verlet_thread_padded --n 4000 --precision fp32 --steps 20000 --sample 10000 --quiet \
+      --json "$out/md/s35-final-4k.json" | tail -1 | sed "s|^|4,000: |" | cut -c1-200 ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
