@@ -454,10 +454,13 @@ class FrameVelocities:
     integrator, for a replay of recorded frames (bench's amortised column, verify's replayed frames): v, each
     particle's velocity at frame k as (x_k - x_{k-1}) / dt (the minimum image), which is velocity Verlet's
     half-step velocity, the one the MD loop's rebuild at that step sees; and dt. On the plan's device, in
-    its accumulation type; set() copies a frame's in (GPU: a device array, so that a captured replay can)."""
+    its accumulation type (the compute type where that is fixed point); set() copies a frame's in (GPU: a
+    device array, so that a captured replay can)."""
 
     def __init__(self, plan, dt: float = RECORD_DT):
         acc = np.dtype(getattr(plan, "acc", np.float64))
+        if acc.kind != "f":  # fixed point sums its forces in integers; a velocity is a float
+            acc = np.dtype(plan.real)
         self.dt = acc.type(dt)
         self.xp = plan.cp if plan.strategy.backend == "cuda" else np
         self.v = self.xp.zeros((plan.problem.n, 3), acc)

@@ -729,7 +729,8 @@ class VerletPlan(DeviceListPlan):
             if self.problem.n:
                 self.pos[: self.problem.n, 3] = self.hcap
             return
-        self.k_half_skins = kernel("verlet.cu", f"verlet_half_skins<{self.real_t}, {self.acc_t}>")
+        v_t = "double" if integ.v.dtype == np.float64 else "float"  # the integrator's Acc; a replay's own type
+        self.k_half_skins = kernel("verlet.cu", f"verlet_half_skins<{self.real_t}, {v_t}>")
 
     def _before_binning(self, guard) -> None:
         if self.k_half_skins is None or not self.problem.n:

@@ -128,6 +128,9 @@ def test_replayed_frames_size_the_cpu_lists_half_skins():
     bad = verify.replay_cell(strategies.create("verlet_thread_cpu", adapt="0.02:4", rebuild="never"), case, "fp64",
                              frames)
     assert bad["status"] == "FAIL"
+    for precision in ("fp32", "fixed"):  # fixed point: the velocities in the compute type, not the integer sums
+        got = verify.replay_cell(strategies.create("verlet_thread_cpu", adapt="0.02:4"), case, precision, frames)
+        assert got["status"] == "pass" and got["rebuilds"] > uniform["rebuilds"] + 2, (precision, got.get("detail"))
     a = bench.time_amortised(strategies.create("verlet_thread_cpu", adapt="0.02:4"), case.problem, frames, "forces")
     u = bench.time_amortised(strategies.create("verlet_thread_cpu"), case.problem, frames, "forces")
     assert a["amortised_velocities"] == "from the frames" and "amortised_velocities" not in u
@@ -261,6 +264,10 @@ def test_replayed_frames_size_the_gpu_lists_half_skins():
                                  frames)
     assert uniform["status"] == "pass" and adapted["status"] == "pass", adapted.get("detail")
     assert adapted["rebuilds"] > uniform["rebuilds"] + 2
+    for precision in ("mixed", "fixed"):  # fixed point: the velocities in float, not the integer sums
+        got = verify.replay_cell(strategies.create("verlet_thread_padded", tpp=1, adapt="0.02:4"), case, precision,
+                                 frames)
+        assert got["status"] == "pass" and got["rebuilds"] > uniform["rebuilds"] + 2, (precision, got.get("detail"))
     a = bench.time_amortised(strategies.create("verlet_thread_padded", tpp=1, adapt="0.02:4"), _problem(8000), frames,
                              "forces")  # fp32 as the replay above, the same positions
     assert a["amortised_velocities"] == "from the frames"
