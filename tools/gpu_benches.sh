@@ -1958,6 +1958,8 @@ for lay, n in (('aos4', 8000), ('packed', 230000)):
     mkdir -p "$out/md"
     $PY -m harness md --strategy verlet_thread_padded --n 4000 --precision fp32 --steps 20000 --sample 10000 --quiet \
       --json "$out/md/s35-final-4k.json" | tail -1 | sed "s|^|4,000: |" | cut -c1-200 ;;
+  adapttests-s35)  # the GPU tests of adapt (the replays in fp32, mixed and fixed point) and of the fused steps
+    $PY -m pytest -q -n 8 -p no:cacheprovider tests/test_verlet_adapt.py tests/test_md_fused.py 2>&1 | tail -3 ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
