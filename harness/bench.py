@@ -687,7 +687,7 @@ def time_amortised(strategy: strategies.Strategy, problem: Problem, frames, outp
             def copy(i):
                 plan.pos[:n, :3] = dev[i]
                 if vdev is not None:
-                    feed.v[...] = vdev[i]
+                    feed.set(vdev[i])
             copy(1)
             strategy.step(plan)  # every kernel compiled before the capture
             # the whole replay as one CUDA graph (and the copies alone as another): timed on the
@@ -737,7 +737,7 @@ def time_amortised(strategy: strategies.Strategy, problem: Problem, frames, outp
         def copy(i):
             plan.pos[:] = host[i]
             if vels is not None:
-                feed.v[...] = vels[i]
+                feed.set(vels[i])
         copy(1)
         strategy.step(plan)
         before = plan.rebuild_count() if hasattr(plan, "rebuild_count") else None

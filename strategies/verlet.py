@@ -399,6 +399,11 @@ def parse_adapt(name: str, value) -> tuple[float, float] | None:
     return mv, kv
 
 
+def adapt_text(adapt) -> str:
+    """parse_adapt's value as the plans' launch_info says it."""
+    return "off" if adapt is None else f"{adapt[0]:g}:{adapt[1]:g}"
+
+
 class VerletStrategy(ListStrategy):
     traversal: ClassVar[str] = "verlet"
     processor: ClassVar[str] = "thread"
@@ -712,7 +717,7 @@ class VerletPlan(DeviceListPlan):
                             "banks": self.banks,
                             "layout": self.layout.name,
                             "prune": self.inner_skin if self.inner_skin else "off",
-                            "adapt": "off" if self.adapt is None else f"{self.adapt[0]:g}:{self.adapt[1]:g}",
+                            "adapt": adapt_text(self.adapt),
                             "list_bytes": int(self.nbr.nbytes + self.len.nbytes + self.ref.nbytes
                                               + self.cur.nbytes + sum(a.nbytes for a in self._inner_arrays()))}
 
@@ -732,14 +737,20 @@ class VerletPlan(DeviceListPlan):
         v_t = "double" if integ.v.dtype == np.float64 else "float"  # the integrator's Acc; a replay's own type
         self.k_half_skins = kernel("verlet.cu", f"verlet_half_skins<{self.real_t}, {v_t}>")
 
+    def half_skin_args(self, dt) -> tuple:
+        """The half-skins' constants (kernels/verlet.cu, adapt_half_skin) for time step dt, in Real: K dt, the
+        margin and the cap; without adapt K dt < 0 (verlet_stage keeps ref's w). One place for the fused
+        steps (verlet_stage) and the plain ones (verlet_half_skins), so both take the same h."""
+        k_dt, margin = (-1.0, 0.0) if self.adapt is None else (self.adapt[1] * dt, self.adapt[0])
+        return self.real(k_dt), self.real(margin), self.hcap
+
     def _before_binning(self, guard) -> None:
         if self.k_half_skins is None or not self.problem.n:
             return
-        n, (m, k) = self.problem.n, self.adapt
-        # the fused steps' constants (VerletSteps.adapt_args): K dt with the integrator's dt, in Real
+        n = self.problem.n
         self.k_half_skins((max(1, min(-(-n // MD_BLOCK), GUARDED_BLOCKS_PER_SM * sm_count())),), (MD_BLOCK,),
                           (self.integ.v, np.int32(n), self.pos, guard if guard is not None else np.uint64(0),
-                           self.real(k * self.integ.dt), self.real(m), self.hcap))
+                           *self.half_skin_args(self.integ.dt)))
 
     def _prune_setup(self, need: int, free: int) -> None:
         """The inner list (launch parameter prune; kernels/verlet.cu, verlet_prune): rows of the
@@ -1003,9 +1014,7 @@ class VerletSteps:
         self.k_stage = kernel("verlet.cu", f"verlet_stage<{real_t}, {acc_t}>")
         self.k_resort = kernel("verlet.cu", f"verlet_resort<{acc_t}>")
         self.inv = cp.empty(max(n, 1), np.int32)  # the old slot order's inverse, during a rebuild
-        # verlet_stage's half-skins (launch parameter adapt): kdt = K dt, the margin and the cap; kdt < 0: none
-        k_dt, margin = (-1.0, 0.0) if plan.adapt is None else (plan.adapt[1] * integ.dt, plan.adapt[0])
-        self.adapt_args = (plan.real(k_dt), plan.real(margin), plan.hcap)
+        self.adapt_args = plan.half_skin_args(integ.dt)  # verlet_stage's half-skins (launch parameter adapt)
         self.dtype = md_dtype(plan.acc, plan.real)
         self.blocks = max(1, -(-n // MD_BLOCK))
         self.guarded_blocks = max(1, min(self.blocks, GUARDED_BLOCKS_PER_SM * sm_count()))
@@ -1366,7 +1375,7 @@ class _VerletCpuPlan(CpuPlan):
         self.h = np.full(problem.n, self.hcap, self.real)
         self.integ = None
         self.launch_info = {"cells": self.dims.tolist(), "rlist": self.rl, "skin": self.skin,
-                            "adapt": "off" if self.adapt is None else f"{self.adapt[0]:g}:{self.adapt[1]:g}"}
+                            "adapt": adapt_text(self.adapt)}
 
     def use_velocities(self, integ) -> None:
         """The MD loop's integrator (harness/md.py, plain steps), or anything with its v and dt (a replay's

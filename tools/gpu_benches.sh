@@ -239,6 +239,21 @@ build_ncu() {  # STEM: the build phase's kernels under ncu (LJ 1M, fp32, packed)
   done
 }
 
+sanitize_each() {  # GREP COND CODE: the Python CODE under compute-sanitizer, each tool (SAN_TOOL in its environment
+  # names it); COND 'split': memcheck and initcheck with the conditional upkeep, racecheck and synccheck with the
+  # guarded launches (they do not follow conditional bodies: harness/sanitize.py, GUARDED_TOOLS); 0: guarded for all.
+  # Prints the lines matching GREP, the summaries and each tool's exit status
+  local t cond log rc
+  for t in memcheck racecheck initcheck synccheck; do
+    cond=0
+    [ "$2" = split ] && case $t in memcheck|initcheck) cond=1 ;; esac
+    log=$(SAN_TOOL=$t MDFORCE_CONDITIONAL=$cond compute-sanitizer --tool $t --error-exitcode 9 $PY -c "$3" 2>&1)
+    rc=$?
+    echo "$log" | grep -E "$1|ERROR SUMMARY|Error|error" | head -6
+    echo "$t: exit $rc"
+  done
+}
+
 adapt_build_ncu() {  # STEM: the strip build of the fused MD steps under ncu (LJ 1M, fp32, packed, skin 0.4), without
   # and with adapt=0.11:6 (40 steps, guarded launches: the builds that returned at once are listed too, the ones
   # that ran take over 100 us); $out/profile/STEM-<launch>.*
@@ -1863,21 +1878,14 @@ print('$t md lj', r.rebuilds, r.samples[-1].total)" 2>&1)
     # 0.45, alternating, two runs; then compute-sanitizer (each tool) on fused runs with adapt (aos4 and packed)
     md_launches s34-final layout=packed layout=packed,skin=0.4,adapt=0.09:6 layout=packed,skin=0.4,adapt=0.1:6 \
       layout=packed,skin=0.4,adapt=0.11:6 layout=packed,skin=0.4,adapt=0.12:6 layout=packed,skin=0.45,adapt=0.1:6
-    for t in memcheck racecheck initcheck synccheck; do
-      cond=1
-      case $t in racecheck|synccheck) cond=0 ;; esac
-      log=$(MDFORCE_CONDITIONAL=$cond compute-sanitizer --tool $t --error-exitcode 9 $PY -c "import strategies
+    sanitize_each "md adapt" split "import os, strategies
 from harness import scenarios, md
 for n, lay in ((16000, 'aos4'), (30000, 'packed')):
     p = scenarios.make('lj_liquid' + (':density=0.1' if lay == 'packed' else ''), n, precision='fp32')
     s = strategies.create('verlet_thread_padded', layout=lay, skin=0.4, adapt='0.05:6', tpp=1)
     r = md.run(s, p, steps=80, dt=0.005, sample=80, fuse='always')
-    print('$t md adapt', n, lay, r.fused, r.graph, r.upkeep, r.rebuilds, r.samples[-1].total)
-    assert r.fused == 'on' and r.rebuilds > 1, (r.fused, r.rebuilds)" 2>&1)
-      rc=$?
-      echo "$log" | grep -E "md adapt|ERROR SUMMARY|Error|error" | head -6
-      echo "$t: exit $rc"
-    done ;;
+    print(os.environ['SAN_TOOL'], 'md adapt', n, lay, r.fused, r.graph, r.upkeep, r.rebuilds, r.samples[-1].total)
+    assert r.fused == 'on' and r.rebuilds > 1, (r.fused, r.rebuilds)" ;;
   adapt3-s34)  # the adapt GPU tests (with the last list checked entry by entry), then harness md at LJ 1M for the
     # uniform skin 0.3 and adapted lists of skins 0.35 and 0.4, alternating, two runs
     $PY -m pytest -q -p no:cacheprovider tests/test_verlet_adapt.py 2>&1 | tail -3
@@ -1918,19 +1926,14 @@ for n, lay in ((16000, 'aos4'), (30000, 'packed')):
     # racecheck, synccheck) on plain adapted runs, then harness md --no-fuse at LJ 1M, uniform against adapted,
     # alternating, two runs
     $PY -m pytest -q -n 8 -p no:cacheprovider tests/test_verlet_adapt.py tests/test_md_fused.py 2>&1 | tail -3
-    for t in memcheck initcheck racecheck synccheck; do
-      log=$(MDFORCE_CONDITIONAL=0 compute-sanitizer --tool $t --error-exitcode 9 $PY -c "import strategies
+    sanitize_each "plain adapt" 0 "import os, strategies
 from harness import scenarios, md
 for lay, n in (('aos4', 8000), ('packed', 230000)):
     p = scenarios.make('lj_liquid', n, precision='fp32')
     r = md.run(strategies.create('verlet_thread_padded', adapt='0.02:4', layout=lay), p, steps=30, dt=0.005,
                sample=30, temperature=3.0, fuse=False)
-    print('$t plain adapt', lay, n, r.fused, r.rebuilds)
-    assert r.rebuilds > 1, r.rebuilds" 2>&1)
-      rc=$?
-      echo "$log" | grep -E "plain adapt|ERROR SUMMARY|Error|error" | head -6
-      echo "$t: exit $rc"
-    done
+    print(os.environ['SAN_TOOL'], 'plain adapt', lay, n, r.fused, r.rebuilds)
+    assert r.rebuilds > 1, r.rebuilds"
     for rep in 1 2; do
       for l in layout=packed layout=packed,skin=0.4,adapt=0.11:6; do
         $PY -m harness md --strategy verlet_thread_padded --launch $l --n large --precision fp32 --steps 1000 \
