@@ -301,3 +301,43 @@ def test_a_grid_smaller_than_the_gpu_is_named_as_the_bound():
     assert V._bound(dict(k, grid_size=8192.0), 132).startswith("latency-bound")
     assert V._bound(dict(k, grid_size=8192.0, issue_active_pct=80.0), 132).startswith("issue-bound (80%")
     assert V._sms({"device": {"sms": 132}}) == 132 and V._sms({}) is None
+
+
+def test_the_drift_section_tabulates_the_nve_runs(tmp_path):
+    """The NVE report's JSON (committed H200 runs, OpenMM beside): a row per N, length and precision,
+    each strategy's and the peer's drift with its sign, and the per-run comparisons computed from them."""
+    import json
+
+    files = [ROOT / "reports" / "2026-11-24-h200" / "md" / "s2-call14-nve-4000.json",
+             ROOT / "reports" / "2026-11-24-h200" / "bench" / "s4-call7-nve-long-4000.json"]
+    if not all(f.is_file() for f in files):
+        pytest.skip("no committed NVE results")
+    _, md = report.build(files, tmp_path / "r", "nve")
+    rows = _md_table_after(md.read_text(), "Energy drift in NVE, per precision")
+    assert len(rows) == 6  # 10,000 and 200,000 steps, three precisions each
+    long = json.loads(files[1].read_text())["rows"]
+    for r in long:
+        row = next(x for x in rows if x["steps (tau)"] == "200,000 (1000)" and x["precision"] == r["precision"])
+        assert row[r["strategy"]] == f"{r['drift']:+.1e}"
+    assert rows[0]["peer:openmm"].startswith("+")  # signed, not parsed back into a number
+    part = md.read_text().split("## Energy drift in NVE, per precision")[1].split("\n## ")[0]
+    peer = max(abs(r["drift"]) for r in long if r["strategy"] == "peer:openmm")
+    assert f"is within the peers' largest, {peer:.1e}" in part or f"is beyond the peers' largest, {peer:.1e}" in part
+    assert "stays within 10x the largest fp64 drift" in part
+
+
+def test_the_drift_section_names_an_fp32_run_that_drifts(tmp_path):
+    rows = [{"strategy": s, "precision": p, "n": 1000, "steps": 1000, "dt": 0.005, "status": "ok", "drift": d,
+             "max_deviation": 1e-4} for s, p, d in (("a", "fp32", 5e-5), ("b", "fp32", 2e-7), ("a", "fp64", -1e-6),
+                                                   ("b", "fp64", 3e-7), ("a", "mixed", 4e-6),
+                                                   ("peer:openmm", "fp64", 2e-6))]
+    rows.append({"strategy": "b", "precision": "mixed", "n": 1000, "status": "n/a", "detail": "no GPU"})
+    f = tmp_path / "nve.json"
+    f.write_text(__import__("json").dumps({"schema_version": 2, "kind": "nve", "steps": 1000, "dt": 0.005,
+                                           "rows": rows}))
+    _, md = report.build([f], tmp_path / "r", "nve")
+    part = md.read_text().split("## Energy drift in NVE, per precision")[1].split("\n## ")[0]
+    assert "fp32 drifts beyond 10x the largest fp64 drift (2.0e-06) for a." in part
+    assert "a mixed +4.0e-06, is beyond the peers' largest, 2.0e-06" in part
+    table = _md_table_after(md.read_text(), "Energy drift in NVE, per precision")
+    assert [x["b"] for x in table] == ["+2.0e-07", "n/a: no GPU", "+3.0e-07"]  # fp32, mixed, fp64

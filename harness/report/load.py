@@ -80,7 +80,7 @@ def load(paths: list[Path]) -> dict:
             device = doc.get("device") or doc.get("meta", {}).get("device", {})
             out["verify"].append(dict(doc, device=device,
                                       rows=[normalise_row(r, out["renamed"]) for r in doc["rows"]]))
-        elif doc.get("kind") == "nve":  # NVE drift runs: read by the claims section
+        elif doc.get("kind") == "nve":  # NVE drift runs: the drift section and the claims
             out["nve"].append(doc)
         elif doc.get("kind") == "bench" or ("rows" in doc and "device" in doc):
             _check_rows(p, doc)

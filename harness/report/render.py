@@ -61,9 +61,10 @@ def _cell(v) -> str:
     return "" if v is None else str(v)
 
 
-def markdown_table(df: pd.DataFrame) -> str:
+def markdown_table(df: pd.DataFrame, as_text: bool = False) -> str:
+    """as_text: cells as written (a signed '+1.5e-06' stays signed), not parsed back into numbers."""
     shown = df[[c for c in df.columns if not str(c).startswith("_")]]
-    return shown.map(_cell).to_markdown(index=False)
+    return shown.map(_cell).to_markdown(index=False, disable_numparse=as_text)
 
 
 class Section:
@@ -76,12 +77,14 @@ class Section:
         self._target.append({"kind": "text", "text": s})
 
     def table(self, header_or_df, rows: list[list] | None = None, highlight=None, noisy: str | None = None,
-              winner: str | None = None) -> None:
-        """A table from a DataFrame, or from a header and rows; nothing when it has no rows."""
+              winner: str | None = None, as_text: bool = False) -> None:
+        """A table from a DataFrame, or from a header and rows; nothing when it has no rows. as_text: the
+        Markdown's cells as written (markdown_table)."""
         df = header_or_df if isinstance(header_or_df, pd.DataFrame) else frame(header_or_df, rows or [])
         if df.empty:
             return
-        self._target.append({"kind": "table", "html": styled(df, highlight, noisy, winner), "md": markdown_table(df)})
+        self._target.append({"kind": "table", "html": styled(df, highlight, noisy, winner),
+                             "md": markdown_table(df, as_text)})
 
     def image(self, file: str | tuple[str, str], alt: str) -> None:
         png, svg = file if isinstance(file, tuple) else (file, None)

@@ -25,6 +25,7 @@ SECTIONS = [
     ("cpu_gpu", "CPU (numba) against GPU"),
     ("parity", "Parity-plane traverser: the MarDyn cell processors"),
     ("precision", "Precision modes"),
+    ("drift", "Energy drift in NVE, per precision"),
     ("claims", "The seed documents' claims"),
     ("peers", "Peers"),
     ("roofline", "Roofline"),
@@ -585,6 +586,68 @@ def precision(sec: Section, plots: Plots, bench: list[dict], verify: list[dict])
         sec.text("Device time (ms, graph replay on the GPU) per precision mode where a run timed more than one.")
         sec.table(["strategy", "scenario", "N", *precs], [[k[0], k[1], k[2], *[_fmt(v.get(p)) for p in precs]]
                                                           for k, v in sorted(multi.items())])
+
+
+def _drift_cell(r: dict | None) -> str:
+    if r is None:
+        return ""
+    if r.get("status") != "ok" or not isinstance(r.get("drift"), (int, float)):
+        return f"{r.get('status', '?')}: {r.get('detail', '')}".strip()
+    return f"{r['drift']:+.1e}"
+
+
+def drift(sec: Section, nve: list[dict]) -> None:
+    """The NVE report's table (`harness md --nve-report`): per run (N, steps) and precision, the drift of
+    the total energy per particle per tau of every strategy and of the peers on the same start, then,
+    per run, fp64 and mixed against the peers' figures and fp32 against the fp64 runs."""
+    runs = []  # (n, steps, dt, rows of that run)
+    for d in nve:
+        by_n = defaultdict(list)
+        for r in d.get("rows", []):
+            by_n[r.get("n")].append(r)
+        runs += [(n, d.get("steps"), d.get("dt"), rows) for n, rows in by_n.items()]
+    if not runs:
+        return sec.empty("Run `python -m harness md --nve-report --n 4000 --steps 200000 --json nve.json` "
+                         "(OpenMM beside it where installed) and give the JSON to the report.")
+    runs.sort(key=lambda x: (x[0] or 0, x[1] or 0))
+    names = list(dict.fromkeys(r["strategy"] for _, _, _, rows in runs for r in rows))
+    names = [s for s in names if not s.startswith("peer:")] + [s for s in names if s.startswith("peer:")]
+    precs = [p for p in PRECISIONS if any(r.get("precision") == p for _, _, _, rows in runs for r in rows)]
+    sec.text("Drift = the least-squares slope of the total energy per particle per tau over the run (LJ shifted at "
+             "the cutoff, every run from one equilibrated start); a peer's precision is its own nearest mode "
+             "(OpenMM: single, mixed, double). The last column: the largest deviation of the total energy per particle "
+             "from its start in any run of the row, the energy's own fluctuation, which a drift must outgrow to be "
+             "seen.")
+    table, lines = [], []
+    for n, steps, dt, rows in runs:
+        tau = f"{steps:,} ({steps * dt:g})" if steps and dt else (steps or "")
+        at = {(r["strategy"], r.get("precision")): r for r in rows}
+        for p in precs:
+            got = [at.get((s, p)) for s in names]
+            if not any(got):
+                continue
+            devs = [r["max_deviation"] for r in got if r and isinstance(r.get("max_deviation"), (int, float))]
+            table.append([n, tau, p, *[_drift_cell(r) for r in got], f"{max(devs):.1e}" if devs else ""])
+        ok = [r for r in rows if r.get("status") == "ok" and isinstance(r.get("drift"), (int, float))]
+        peer = [abs(r["drift"]) for r in ok if r["strategy"].startswith("peer:")]
+        own = lambda p: [r for r in ok if not r["strategy"].startswith("peer:") and r.get("precision") == p]
+        if peer:
+            worst = max(own("fp64") + own("mixed"), key=lambda r: abs(r["drift"]), default=None)
+            if worst is not None:
+                within = abs(worst["drift"]) <= max(peer)
+                lines.append(f"N {n:,}, {tau} steps (tau): the largest fp64 / mixed drift here, {worst['strategy']} "
+                             f"{worst['precision']} {worst['drift']:+.1e}, is {'within' if within else 'beyond'} the "
+                             f"peers' largest, {max(peer):.1e}.")
+        floor = [abs(r["drift"]) for r in ok if r.get("precision") == "fp64"]
+        if floor and own("fp32"):
+            worse = [r["strategy"] for r in own("fp32") if abs(r["drift"]) > 10.0 * max(floor)]
+            lines.append(f"N {n:,}: fp32 " + (f"drifts beyond 10x the largest fp64 drift ({max(floor):.1e}) for "
+                                              f"{', '.join(worse)}" if worse else
+                                              f"stays within 10x the largest fp64 drift ({max(floor):.1e}) for every "
+                                              "strategy") + ".")
+    sec.table(["N", "steps (tau)", "precision", *names, "largest deviation / particle"], table, as_text=True)
+    for line in lines:
+        sec.text(line)
 
 
 def peers(sec: Section, bench: list[dict]) -> None:
