@@ -1963,6 +1963,55 @@ for lay, n in (('aos4', 8000), ('packed', 230000)):
       --json "$out/md/s35-final-4k.json" | tail -1 | sed "s|^|4,000: |" | cut -c1-200 ;;
   adapttests-s35)  # the GPU tests of adapt (the replays in fp32, mixed and fixed point) and of the fused steps
     $PY -m pytest -q -n 8 -p no:cacheprovider tests/test_verlet_adapt.py tests/test_md_fused.py 2>&1 | tail -3 ;;
+  final-s36a)  # issue 13's closing evidence at the final tree, 1: the NVE drift table (200,000 steps, 1000 tau, of
+    # 4,000 particles: the CSR full shell, the Verlet list and the Newton3 cluster pairs in fp32, mixed and fp64, and
+    # OpenMM in single, mixed and double on the same start; 10,000 steps of 32,000 with the report's default strategies)
+    mkdir -p "$out/md"
+    $PY -m harness md --nve-report --n 4000 --steps 200000 --sample 2000 \
+      --strategies fullshell_thread_csr,verlet_thread_padded,clusterpair_warp_newton3 --json "$out/md/s36-nve-long-4000.json"
+    $PY -m harness md --nve-report --n 32000 --steps 10000 --sample 100 --json "$out/md/s36-nve-32000.json" ;;
+  final-s36b)  # 2: verify of the list strategies along a recorded NVE trajectory (200 frames, each frame's list kept
+    # or rebuilt by its own trigger) at small (every frame), medium (every 10th) and large (every 50th; the Verlet
+    # list also with layout=packed, skin 0.4 and adapt 0.11:6), the negative control (rebuild=never must fail), then
+    # compute-sanitizer's self-test and the four tools on every list strategy
+    v=(--scenarios lj_liquid --quiet --replay 200)
+    lists=verlet_thread_padded,verlet_thread_pairrows,clusterpair_warp_padded,clusterpair_warp_newton3
+    $PY -m harness verify --strategies $lists,verlet_thread_cpu,clusterpair_thread_cpu --size small "${v[@]}" \
+      --out "$out/verify/s36-replay-small" | tail -2
+    $PY -m harness verify --strategies $lists --size medium "${v[@]}" --replay-every 10 \
+      --out "$out/verify/s36-replay-medium" | tail -2
+    $PY -m harness verify --strategies verlet_thread_padded,clusterpair_warp_newton3 --size large --precision fp32,mixed \
+      "${v[@]}" --replay-every 50 --out "$out/verify/s36-replay-large" | tail -2
+    $PY -m harness verify --strategies verlet_thread_padded --launch layout=packed,skin=0.4,adapt=0.11:6 --size large \
+      --precision fp32 "${v[@]}" --replay-every 50 --out "$out/verify/s36-replay-large-packed-adapt" | tail -2
+    $PY -m harness verify --strategies verlet_thread_padded --launch rebuild=never --size small --precision fp32 \
+      "${v[@]}" --out "$out/verify/s36-replay-never" | grep -E "FAIL|pass:" | cut -c1-240
+    echo "negative control exit status: ${PIPESTATUS[0]} (1 expected: a stale list fails)"
+    $PY -m harness sanitize --self-test 2>&1 | tail -2
+    $PY -m harness sanitize --strategies $lists 2>&1 | tail -18 ;;
+  final-s36c)  # 3: issue 13's figures at the final tree, LJ 1M, fp32, OpenMM in the same call: bench's three columns
+    # (forces, all outputs) of the Verlet list (default launch; layout=packed; packed with skin 0.4 and adapt 0.11:6)
+    # and the Newton3 cluster pairs, --peers openmm; harness md (packed; packed with adapt), alternating, two runs; the
+    # 4,000-particle targets; then under ncu OpenMM's kernels and the packed list's force kernels and build
+    $PY -m harness bench --strategies verlet_thread_padded,clusterpair_warp_newton3 --scenario lj_liquid --n large \
+      --outputs forces,all --peers openmm --name s36-final-1m "${common[@]}" | grep -E " ok|openmm"
+    for l in layout=packed layout=packed,skin=0.4,adapt=0.11:6; do
+      $PY -m harness bench --strategies verlet_thread_padded --launch $l --scenario lj_liquid --n large \
+        --outputs forces,all --name s36-final-1m-$(echo $l | tr ',=:' '___') "${common[@]}" | grep " ok"
+    done
+    md_launches s36-final layout=packed layout=packed,skin=0.4,adapt=0.11:6
+    $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 4000 --outputs forces,all \
+      --amortised 0 --name s36-final-4k "${common[@]}" | grep " ok"
+    $PY -m harness md --strategy verlet_thread_padded --n 4000 --precision fp32 --steps 20000 --sample 10000 --quiet \
+      --json "$out/md/s36-final-4k.json" | tail -1 | sed "s|^|4,000: |" | cut -c1-200
+    mkdir -p "$out/profile"
+    $PY -m harness profile --peer openmm --scenario lj_liquid --n large --out "$out/profile" 2>&1 | tail -3
+    for o in forces all; do
+      $PY -m harness profile --strategy verlet_thread_padded --launch layout=packed --scenario lj_liquid --n large \
+        --outputs $o --out "$out/profile" 2>&1 | tail -3
+    done
+    $PY -m harness profile --strategy verlet_thread_padded --launch layout=packed --scenario lj_liquid --n large \
+      --outputs forces --phase build --out "$out/profile" 2>&1 | tail -3 ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
