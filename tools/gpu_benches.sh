@@ -1990,28 +1990,21 @@ for lay, n in (('aos4', 8000), ('packed', 230000)):
     $PY -m harness sanitize --self-test 2>&1 | tail -2
     $PY -m harness sanitize --strategies $lists 2>&1 | tail -18 ;;
   final-s36c)  # 3: issue 13's figures at the final tree, LJ 1M, fp32, OpenMM in the same call: bench's three columns
-    # (forces, all outputs) of the Verlet list (default launch; layout=packed; packed with skin 0.4 and adapt 0.11:6)
-    # and the Newton3 cluster pairs, --peers openmm; harness md (packed; packed with adapt), alternating, two runs; the
-    # 4,000-particle targets; then under ncu OpenMM's kernels and the packed list's force kernels and build
+    # (forces, all outputs) of the packed Verlet list, the default one and the Newton3 cluster pairs with --peers openmm;
+    # harness md (packed; packed with skin 0.4 and adapt 0.11:6), alternating, two runs; the 4,000-particle targets;
+    # the adapted list's three columns. (The kernels' ncu figures: the thirty-second and thirty-fifth sessions', whose
+    # force kernels and build are this tree's.)
+    $PY -m harness bench --strategies verlet_thread_padded --launch layout=packed --scenario lj_liquid --n large \
+      --outputs forces,all --peers openmm --name s36-final-1m-packed "${common[@]}" | grep -E " ok|openmm"
     $PY -m harness bench --strategies verlet_thread_padded,clusterpair_warp_newton3 --scenario lj_liquid --n large \
-      --outputs forces,all --peers openmm --name s36-final-1m "${common[@]}" | grep -E " ok|openmm"
-    for l in layout=packed layout=packed,skin=0.4,adapt=0.11:6; do
-      $PY -m harness bench --strategies verlet_thread_padded --launch $l --scenario lj_liquid --n large \
-        --outputs forces,all --name s36-final-1m-$(echo $l | tr ',=:' '___') "${common[@]}" | grep " ok"
-    done
+      --outputs forces,all --name s36-final-1m "${common[@]}" | grep " ok"
     md_launches s36-final layout=packed layout=packed,skin=0.4,adapt=0.11:6
     $PY -m harness bench --strategies verlet_thread_padded --scenario lj_liquid --n 4000 --outputs forces,all \
       --amortised 0 --name s36-final-4k "${common[@]}" | grep " ok"
     $PY -m harness md --strategy verlet_thread_padded --n 4000 --precision fp32 --steps 20000 --sample 10000 --quiet \
       --json "$out/md/s36-final-4k.json" | tail -1 | sed "s|^|4,000: |" | cut -c1-200
-    mkdir -p "$out/profile"
-    $PY -m harness profile --peer openmm --scenario lj_liquid --n large --out "$out/profile" 2>&1 | tail -3
-    for o in forces all; do
-      $PY -m harness profile --strategy verlet_thread_padded --launch layout=packed --scenario lj_liquid --n large \
-        --outputs $o --out "$out/profile" 2>&1 | tail -3
-    done
-    $PY -m harness profile --strategy verlet_thread_padded --launch layout=packed --scenario lj_liquid --n large \
-      --outputs forces --phase build --out "$out/profile" 2>&1 | tail -3 ;;
+    $PY -m harness bench --strategies verlet_thread_padded --launch layout=packed,skin=0.4,adapt=0.11:6 --scenario lj_liquid \
+      --n large --outputs forces --name s36-final-1m-adapt "${common[@]}" | grep " ok" ;;
   *)
     echo "unknown bench set $name" >&2
     exit 2 ;;
