@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from pathlib import Path
 
 from mdcore import InputError
@@ -18,7 +19,9 @@ KINDS = ("verify", "bench")
 
 
 def _creatable(p: Path, what: str) -> None:
-    """p can be created: its nearest existing ancestor is a writable directory."""
+    """p can be created: its nearest existing ancestor is a directory a file can be created in. Tried
+    with a file of its own (removed at once): permissions do not say it for root, nor for a read-only
+    or virtual file system (/proc), where os.access answers yes and the creation then fails."""
     a = p.parent
     while not a.exists() and a != a.parent:
         a = a.parent
@@ -26,6 +29,18 @@ def _creatable(p: Path, what: str) -> None:
         raise InputError(f"{what}: cannot create {p}: {a} is not a directory")
     if not os.access(a, os.W_OK | os.X_OK):
         raise InputError(f"{what}: cannot create {p}: no permission to write in {a}")
+    _probe(a, p, what)
+
+
+def _probe(a: Path, p: Path, what: str) -> None:
+    """A file created in folder a and removed at once, or one line saying why a cannot take p."""
+    try:
+        fd, probe = tempfile.mkstemp(dir=a, prefix=".write-probe-")
+    except OSError as e:
+        where = f"cannot write in {p}" if a == p else f"cannot create {p}: {a} takes no new file"
+        raise InputError(f"{what}: {where} ({e.strerror})") from None
+    os.close(fd)
+    os.unlink(probe)
 
 
 def check_dir(path, what: str) -> Path:
@@ -37,6 +52,7 @@ def check_dir(path, what: str) -> Path:
             raise InputError(f"{what}: {p} is a file, not a folder")
         if not os.access(p, os.W_OK | os.X_OK):
             raise InputError(f"{what}: no permission to write in {p}")
+        _probe(p, p, what)
     else:
         _creatable(p, what)
     return p
@@ -51,8 +67,12 @@ def check_file(path, what: str, suffixes: tuple[str, ...]) -> Path:
     if p.suffix.lower() not in suffixes:
         raise InputError(f"{what}: {p} must end in {' or '.join(suffixes)} (the format written)")
     if p.exists():
-        if not os.access(p, os.W_OK):
-            raise InputError(f"{what}: no permission to overwrite {p}")
+        try:  # opened for appending, as it is, and closed: os.access does not say it for root
+            if not os.access(p, os.W_OK):
+                raise PermissionError
+            open(p, "ab").close()
+        except OSError:
+            raise InputError(f"{what}: no permission to overwrite {p}") from None
     else:
         _creatable(p, what)
     return p

@@ -261,3 +261,14 @@ def test_a_suite_without_a_gpu_lists_its_gpu_points_as_not_applicable(tmp_path, 
                                                             ("allpairs_thread_cpu", "ok")}
     assert f"n/a: {why}  (1 point: allpairs_thread_tiled uniform" in out
     assert bench.terminal_table(rows).count("None") == 0
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc, where no file can be created")
+def test_a_folder_that_takes_no_file_is_refused_before_any_step(tmp_path, capsys):
+    """/proc takes no new file, whoever asks: for root os.access says yes there, so the check creates a
+    file of its own. The MD loop's trajectory and a verify folder are refused before any work."""
+    refused(capsys, "md", "--strategy", "verlet_thread_cpu", "--n", "500", "--steps", "10", "--out",
+            "/proc/t.xyz", msg="--out: cannot create /proc/t.xyz", cwd=tmp_path)
+    refused(capsys, "verify", "--size", "tiny", "--strategies", "allpairs_thread_cpu", "--out", "/proc",
+            msg="--out: cannot write in /proc", cwd=tmp_path)
+    assert not list(tmp_path.iterdir())  # nothing written where it ran
