@@ -278,7 +278,7 @@ def _nve_by(data: Data) -> dict[tuple, dict]:
     for r in data.nve:
         if not isinstance(r.get("drift"), (int, float)):
             continue
-        key = (r["strategy"], r["precision"], r.get("n"))
+        key = (r["strategy"], r.get("precision"), r.get("n"))
         old = out.get(key)
         if old is None or (r.get("steps", 0), r["_date"]) >= (old.get("steps", 0), old["_date"]):
             out[key] = r

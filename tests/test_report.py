@@ -342,3 +342,15 @@ def test_the_drift_section_names_an_fp32_run_that_drifts(tmp_path):
            "runs' drifts (3.0e-06" in part  # fp64: -1e-6 (a), 3e-7 (b), 2e-6 (the peer)
     table = _md_table_after(md.read_text(), "Energy drift in NVE, per precision")
     assert [x["b"] for x in table] == ["+2.0e-07", "n/a: no GPU", "+3.0e-07"]  # fp32, mixed, fp64
+
+
+def test_a_malformed_nve_result_is_one_clear_line(tmp_path, capsys):
+    from harness import cli
+
+    (tmp_path / "n.json").write_text('{"kind": "nve", "rows": [{"drift": 1e-7}]}')
+    assert cli.main(["report", str(tmp_path / "n.json"), "--out", str(tmp_path / "r")]) == 2
+    assert "an NVE row without its strategy and precision" in capsys.readouterr().err
+    (tmp_path / "m.json").write_text('{"kind": "nve", "rows": 3}')
+    assert cli.main(["report", str(tmp_path / "m.json"), "--out", str(tmp_path / "r")]) == 2
+    assert "'rows' must be a list of objects" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()  # refused before anything is written

@@ -81,6 +81,11 @@ def load(paths: list[Path]) -> dict:
             out["verify"].append(dict(doc, device=device,
                                       rows=[normalise_row(r, out["renamed"]) for r in doc["rows"]]))
         elif doc.get("kind") == "nve":  # NVE drift runs: the drift section and the claims
+            _check_rows(p, doc)
+            bad = next((r for r in doc["rows"] if not isinstance(r.get("strategy"), str)
+                        or not isinstance(r.get("precision"), str)), None)
+            if bad is not None:
+                raise InputError(f"report: {p}: an NVE row without its strategy and precision: {str(bad)[:120]}")
             out["nve"].append(doc)
         elif doc.get("kind") == "bench" or ("rows" in doc and "device" in doc):
             _check_rows(p, doc)
