@@ -631,29 +631,27 @@ def drift(sec: Section, nve: list[dict]) -> None:
         ok = [r for r in rows if r.get("status") == "ok" and isinstance(r.get("drift"), (int, float))]
         peer = [abs(r["drift"]) for r in ok if r["strategy"].startswith("peer:")]
         own = lambda p: [r for r in ok if not r["strategy"].startswith("peer:") and r.get("precision") == p]
-        if peer:
-            worst = max(own("fp64") + own("mixed"), key=lambda r: abs(r["drift"]), default=None)
-            if worst is not None:
-                within = abs(worst["drift"]) <= max(peer)
-                line = (f"N {n:,}, {tau} steps (tau): the largest fp64 / mixed drift here, {worst['strategy']} "
-                        f"{worst['precision']} {worst['drift']:+.1e}, is {'within' if within else 'beyond'} the "
-                        f"peers' largest, {max(peer):.1e}")
-                f64 = [r["drift"] for r in ok if r.get("precision") == "fp64"]
-                if not within and len(f64) > 1:
-                    # the fp64 runs integrate the same equations, summed in different orders: the chaos of the
-                    # trajectories makes their drifts differ by the estimate's own scatter
-                    spread = max(f64) - min(f64)
-                    line += (f", by {abs(worst['drift']) - max(peer):.1e}: "
-                             f"{'inside' if abs(worst['drift']) - max(peer) <= spread else 'outside'} the spread of "
-                             f"the fp64 runs' drifts ({spread:.1e}; the same equations summed in different orders, "
-                             "so the estimate's own scatter)")
-                lines.append(line + ".")
-        floor = [abs(r["drift"]) for r in ok if r.get("precision") == "fp64"]
-        if floor and own("fp32"):
-            worse = [r["strategy"] for r in own("fp32") if abs(r["drift"]) > 10.0 * max(floor)]
-            lines.append(f"N {n:,}: fp32 " + (f"drifts beyond 10x the largest fp64 drift ({max(floor):.1e}) for "
+        f64 = [r["drift"] for r in ok if r.get("precision") == "fp64"]  # the peers' double included
+        worst = max(own("fp64") + own("mixed"), key=lambda r: abs(r["drift"]), default=None)
+        if peer and worst is not None:
+            excess = abs(worst["drift"]) - max(peer)
+            line = (f"N {n:,}, {tau} steps (tau): the largest fp64 / mixed drift here, {worst['strategy']} "
+                    f"{worst['precision']} {worst['drift']:+.1e}, is {'within' if excess <= 0 else 'beyond'} the "
+                    f"peers' largest, {max(peer):.1e}")
+            if excess > 0 and len(f64) > 1:
+                # the fp64 runs integrate the same equations, summed in different orders: the chaos of the
+                # trajectories makes their drifts differ by the estimate's own scatter
+                spread = max(f64) - min(f64)
+                line += (f", by {excess:.1e}: {'inside' if excess <= spread else 'outside'} the spread of the fp64 "
+                         f"runs' drifts ({spread:.1e}; the same equations summed in different orders, so the "
+                         "estimate's own scatter)")
+            lines.append(line + ".")
+        if f64 and own("fp32"):
+            floor = max(abs(d) for d in f64)
+            worse = [r["strategy"] for r in own("fp32") if abs(r["drift"]) > 10.0 * floor]
+            lines.append(f"N {n:,}: fp32 " + (f"drifts beyond 10x the largest fp64 drift ({floor:.1e}) for "
                                               f"{', '.join(worse)}" if worse else
-                                              f"stays within 10x the largest fp64 drift ({max(floor):.1e}) for every "
+                                              f"stays within 10x the largest fp64 drift ({floor:.1e}) for every "
                                               "strategy") + ".")
     sec.table(["N", "steps (tau)", "precision", *names, "largest deviation / particle"], table, as_text=True)
     for line in lines:
