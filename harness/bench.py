@@ -212,8 +212,8 @@ def bench_point(strategy: strategies.Strategy, problem: Problem, warmup: int, re
             row["pct_of_dram"] = 100.0 * row["eff_bandwidth_gbs"] / info["peak_dram_gbs"]
     if t["compute"].repeats > 1 and t["compute"].spread > NOISE:
         row["noisy"] = True  # NVBench's habit: say so rather than print a median that moved
-    row["launch"] = getattr(plan, "launch_info", None)
-    row["device_bytes"] = getattr(plan, "device_bytes", None)
+    row["launch"] = plan.launch_info or None
+    row["device_bytes"] = plan.device_bytes
     if isinstance(frames, str):
         row["amortised_note"] = frames
     elif frames is not None:
@@ -230,7 +230,7 @@ def bench_point(strategy: strategies.Strategy, problem: Problem, warmup: int, re
 
 def launch_variants(cls: type[strategies.Strategy], launch: dict, sweep: dict[str, list]) -> list[dict]:
     """`launch` (applied as given) times the product of the sweep values this strategy knows."""
-    keys = [k for k in sweep if k in cls.launch_defaults]
+    keys = [k for k in sweep if cls.knows(k)]
     combos = itertools.product(*[sweep[k] for k in keys]) if keys else [()]
     return [{**launch, **dict(zip(keys, values))} for values in combos]
 
@@ -259,7 +259,7 @@ def run(names: list[str], scenario: str | list[str] | None, sizes: list, precisi
         for name in names:
             for lp in launch_variants(strategies.REGISTRY[name], launch or {}, sweep or {}):
                 cls = strategies.REGISTRY[strategies.canonical(name)]
-                s = strategies.create(name, **{k: v for k, v in lp.items() if k in cls.launch_defaults})
+                s = strategies.create(name, **{k: v for k, v in lp.items() if cls.knows(k)})
                 s.refused = strategies.lacking(name, lp)  # a --launch parameter it lacks: n/a with the reason
                 key = (s.label, p.label.split(" ")[0], p.n, precision, outputs, p.potential.spec())
                 if outside:  # the input lies outside this precision (fixed point's range)
@@ -530,11 +530,13 @@ def size_of(text: str) -> str | int:
 
 def plan_sweep(suite: str | None = None, selection: str | None = None, specs: list[str] | None = None,
                sizes: list | None = None, precisions: list[str] | None = None, sweep: dict | None = None,
-               launch: dict | None = None, problem: Problem | None = None, dry_run: bool = False) -> Sweep:
+               launch: dict | None = None, problem: Problem | None = None, dry_run: bool = False,
+               experimental: bool = False) -> Sweep:
     """A named suite, or an explicit selection (default allpairs_thread_tiled on the LJ liquid,
     medium, fp32). Strategies named explicitly must run here (unless a dry run plans for a GPU
     elsewhere); a suite or the default on a machine without GPU keeps its CPU strategies and
-    lists the GPU points as n/a with the reason."""
+    lists the GPU points as n/a with the reason. Experimental strategies come only by name or with
+    `experimental`."""
     from . import suites
 
     gpu_ok = strategies.create("allpairs_thread_tiled").available()
@@ -542,11 +544,11 @@ def plan_sweep(suite: str | None = None, selection: str | None = None, specs: li
         if selection or specs or sizes or sweep:
             raise InputError("--suite sets strategies, scenarios, sizes and sweeps; leave those out")
         _, parts = suites.get(suite)
-        plan = [SweepPart(strategies.resolve(p.strategies), list(p.scenarios), [size_of(str(n)) for n in p.sizes],
+        plan = [SweepPart(strategies.resolve(p.strategies, experimental), list(p.scenarios), [size_of(str(n)) for n in p.sizes],
                           list(p.precisions), p.sweep) for p in parts]
         explicit = False
     else:
-        plan = [SweepPart(strategies.resolve(selection or "allpairs_thread_tiled"), specs or ["lj_liquid"],
+        plan = [SweepPart(strategies.resolve(selection or "allpairs_thread_tiled", experimental), specs or ["lj_liquid"],
                           sizes or ["medium"], precisions or ["fp32"], sweep or {})]
         explicit = bool(selection)
     for part in plan:
@@ -696,7 +698,7 @@ def time_amortised(strategy: strategies.Strategy, problem: Problem, frames, outp
             replay, note = _capture_replay(strategy, plan, stream, copy, k)
             copies_only, _ = _capture_replay(None, plan, stream, copy, k)
             info["amortised_graph"] = note
-            if note == "graph" and getattr(strategy, "list_reuse", False):  # how the list upkeep was recorded
+            if note == "graph" and strategy.list_reuse:  # how the list upkeep was recorded
                 info["amortised_upkeep"] = conditional.recorded(nodes)
             t0, t1 = cupy.cuda.Event(), cupy.cuda.Event()
             samples = []
@@ -707,8 +709,7 @@ def time_amortised(strategy: strategies.Strategy, problem: Problem, frames, outp
                 strategy.compute(plan)  # frame 0's list again: every repeat replays the same steps
                 if feed is not None:
                     plan.use_velocities(feed)
-                before = plan.rebuild_count() if hasattr(plan, "rebuild_count") else None
-                pruned_before = plan.prune_count() if hasattr(plan, "prune_count") else 0
+                before, pruned_before = plan.rebuild_count(), plan.prune_count()
                 t0.record(stream)
                 replay()
                 t1.record(stream)
@@ -740,8 +741,7 @@ def time_amortised(strategy: strategies.Strategy, problem: Problem, frames, outp
                 feed.set(vels[i])
         copy(1)
         strategy.step(plan)
-        before = plan.rebuild_count() if hasattr(plan, "rebuild_count") else None
-        pruned_before = plan.prune_count() if hasattr(plan, "prune_count") else 0
+        before, pruned_before = plan.rebuild_count(), plan.prune_count()
         t = time.perf_counter()
         for i in range(1, k):
             copy(i)
@@ -754,11 +754,12 @@ def time_amortised(strategy: strategies.Strategy, problem: Problem, frames, outp
     info["amortised_ms"] = max(total - copies, 0.0) / (k - 1)
     if before is not None:
         info["rebuilds"] = plan.rebuild_count() - before  # over the replayed frames
-        if getattr(plan, "inner_skin", 0.0):
+        if pruned_before is not None:
             info["prunes"] = plan.prune_count() - pruned_before  # the inner list's, over the same frames
-        info["list_bytes"] = (getattr(plan, "launch_info", None) or {}).get("list_bytes")
-    if hasattr(plan, "listed_pairs"):
-        info["listed_pairs"] = plan.listed_pairs()  # the last frame's list: the force phase's checks
+        info["list_bytes"] = plan.launch_info.get("list_bytes")
+    listed = plan.listed_pairs()
+    if listed is not None:
+        info["listed_pairs"] = listed  # the last frame's list: the force phase's checks
         info["list_visits"] = plan.visits_per_pair  # 2: every pair in both rows (full list), 1: once
     return info
 

@@ -207,7 +207,7 @@ def run(strategy: strategies.Strategy, problem: Problem, steps: int, dt: float, 
                 nodes = dict(conditional.NODES)
                 graphs, res.graph = _capture(steps_)
                 res.capture_ms = 1e3 * (time.perf_counter() - c0)
-                if graphs and getattr(strategy, "list_reuse", False):
+                if graphs and strategy.list_reuse:
                     res.upkeep = conditional.recorded(nodes)
             t0 = _clock(gpu)
             step = 0
@@ -241,10 +241,8 @@ def run(strategy: strategies.Strategy, problem: Problem, steps: int, dt: float, 
                              f"dt = {dt:g} may be too large for this system"
                              + (f"; the trajectory up to the last frame is in {traj.path}" if traj else "")) from None
             res.ms_per_step = _elapsed_ms(gpu, t0) / steps
-            if hasattr(plan, "rebuild_count"):
-                res.rebuilds = plan.rebuild_count()
-            if getattr(plan, "inner_skin", 0.0):
-                res.prunes = plan.prune_count()
+            res.rebuilds = plan.rebuild_count()
+            res.prunes = plan.prune_count()
     finally:
         if traj is not None:
             traj.close()
@@ -310,9 +308,7 @@ class _PlainSteps:
 
     def __init__(self, strategy, plan, integ: Integrator, forces):
         self.strategy, self.plan, self.integ, self.forces, self.n = strategy, plan, integ, forces, integ.n
-        hook = getattr(plan, "use_velocities", None)  # a plan that sizes its list from the velocities (adapt)
-        if hook is not None:
-            hook(integ)
+        plan.use_velocities(integ)  # a list sized from the velocities (adapt) reads them at each rebuild
 
     def open(self) -> None:
         self.integ.kick_drift(self.forces)
@@ -345,15 +341,12 @@ class _PlainSteps:
 
 def _stepper(strategy, plan, integ: Integrator, forces, fuse: bool | str):
     """(the steps, what MdResult.fused says): the plan's fused steps where it offers them
-    (strategies/verlet.py, VerletSteps: the state in the list's order, the integrator in the force
-    kernel; the same bits as the plain steps), else _PlainSteps. fuse "always": where the plan
-    offers them at all."""
+    (Plan.md_steps; the Verlet list's: strategies/integrate_fused.py, the state in the list's order,
+    the integrator in the force kernel, the same bits as the plain steps), else _PlainSteps. fuse
+    "always": where the plan offers them at all."""
     if not fuse:
         return _PlainSteps(strategy, plan, integ, forces), "off"
-    offer = getattr(plan, "md_steps", None)
-    if offer is None:
-        return _PlainSteps(strategy, plan, integ, forces), "off: the strategy has no fused step"
-    steps_, why = offer(integ, forces, always=fuse == "always")
+    steps_, why = plan.md_steps(integ, forces, always=fuse == "always")
     if steps_ is None:
         return _PlainSteps(strategy, plan, integ, forces), f"off: {why}"
     return steps_, why
@@ -478,7 +471,7 @@ class FrameVelocities:
 
 def feeds_velocities(strategy, plan) -> bool:
     """Whether a replay should hand the plan its frames' velocities: a list sized from them (adapt)."""
-    return getattr(strategy, "adapt", None) is not None and hasattr(plan, "use_velocities")
+    return getattr(strategy, "adapt", None) is not None
 
 
 def record(problem: Problem, frames: int = FRAMES, equilibrate: int = EQUILIBRATE, dt: float = RECORD_DT,

@@ -305,7 +305,7 @@ def replay_cell(strategy: strategies.Strategy, case: Case, precision: str, frame
         return row
     row.update(worst)
     row.update(seconds=round(time.perf_counter() - t0, 4), frames_checked=checked,
-               rebuilds=plan.rebuild_count() if hasattr(plan, "rebuild_count") else None)
+               rebuilds=plan.rebuild_count())
     if failures:
         row.update(status="FAIL", detail=failures[0] + f" [reproduce: {problem.label} {precision} strategy "
                                                        f"{strategy.label}, replay]")

@@ -43,14 +43,14 @@ class _AllPairsCuda(CudaStrategy):
         return sorted({self.expression(p, pbc, potential, en) for p in PRECISIONS for pbc in (False, True)
                        for en in (True, False)})
 
-    def expressions(self, potential: Potential) -> list[str]:
+    def expressions(self, potential: Potential, experimental: bool = False) -> list[str]:
         out = self.default_expressions(potential) + [self.expression("fp32", True, potential, True, b)
                                                      for b in self.launch_choices["block"]]
         out += [self.expression(p, True, potential, en, layout=lay) for p in PRECISIONS for en in (True, False)
                 for lay in LAYOUTS]
         return sorted(set(out))
 
-    def data_expressions(self) -> dict[str, list[str]]:
+    def data_expressions(self, experimental: bool = False) -> dict[str, list[str]]:
         return {"reduce.cu": sorted({fold_expression(a) for a in ("float", "double")}),
                 "layout.cu": layout_expressions()}
 

@@ -14,15 +14,20 @@ allocate, upload); the phases of an evaluation are methods of the Plan it return
 
 Each phase runs inside an NVTX range `<phase>/<strategy name>`. On the GPU, `compute` returns
 without waiting for the device.
+
+Besides the phases, a Plan answers what the harness asks of every strategy, with defaults for
+those without a list: what it launched (launch_info, device_bytes) and, for the list strategies,
+how the list fared (rebuild_count, prune_count, listed_pairs, visits_per_pair); the MD loop hands
+it the integrator's velocities (use_velocities) and asks for fused steps (md_steps, a `Steps`).
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from mdcore import MODES, PRECISIONS, Forces, InputError, Problem, StrategyError
 from mdcore.ranges import nvtx_range
 
-__all__ = ["OUTPUTS", "Plan", "Strategy", "StrategyError"]
+__all__ = ["OUTPUTS", "Plan", "Steps", "Strategy", "StrategyError"]
 
 # What an evaluation computes: forces only (an MD step's usual need; no energy, virial or pair
 # count), or everything. Each kernel has both flavours (a template flag).
@@ -35,13 +40,30 @@ def check_outputs(outputs: str) -> str:
     return outputs
 
 
+class Steps(Protocol):
+    """MD steps a plan runs itself (md_steps), the state kept where its kernels read it: open() is a
+    run's opening half kick and drift, step() one force evaluation and the closing kick (and, unless
+    `last`, the next opening one); the rest reads the state in input order."""
+
+    def open(self) -> None: ...
+    def step(self, outputs: str, last: bool) -> Forces: ...
+    def kinetic(self): ...
+    def positions(self): ...
+    def velocities(self): ...
+    def blown_up(self) -> bool: ...
+
+
 class Plan:
     """Everything prepared for one problem. Subclasses implement the phases."""
+
+    visits_per_pair = 2  # how often the force phase meets each pair: 2 from both sides, 1 with Newton3
+    inner_skin = 0.0  # the inner list's buffer, where a list plan keeps one (experimental)
 
     def __init__(self, strategy: "Strategy", problem: Problem):
         self.strategy = strategy
         self.problem = problem
         self.outputs = "all"
+        self.launch_info: dict = {}  # what the plan chose (cells, threads per particle, list capacity...)
 
     def set_outputs(self, outputs: str) -> None:
         """'all' (forces, energy, virial, pair count) or 'forces' for the evaluations to come."""
@@ -86,6 +108,35 @@ class Plan:
     def synchronize(self) -> None:
         """Wait for the device (no-op on the CPU)."""
 
+    @property
+    def device_bytes(self) -> int | None:
+        """Device memory the plan holds (None on the CPU)."""
+        return None
+
+    # --- list strategies (defaults: no list) ---------------------------------------------------
+
+    def rebuild_count(self) -> int | None:
+        """Builds the force phase has used since prepare (the first included); None without a list."""
+        return None
+
+    def prune_count(self) -> int | None:
+        """Prunes of an inner list since prepare; None without one."""
+        return None
+
+    def listed_pairs(self) -> int | None:
+        """Entries the force phase read at the last evaluation (its distance checks); None without a list."""
+        return None
+
+    # --- the MD loop ---------------------------------------------------------------------------
+
+    def use_velocities(self, integ) -> None:
+        """The integrator whose velocities (v, dt) a list sized from them reads at each rebuild (None:
+        none known); ignored by plans that do not need them."""
+
+    def md_steps(self, integ, forces, always: bool = False) -> tuple[Steps | None, str]:
+        """(steps, "on") where the plan runs the MD loop's steps itself, else (None, why not)."""
+        return None, "the strategy has no fused step"
+
 
 class Strategy:
     """Base class: subclasses set the class attributes and implement `_prepare`.
@@ -101,7 +152,12 @@ class Strategy:
       list_reuse     builds a list that later evaluations reuse (needs_rebuild decides)
       potentials     names of the potentials it computes; None: any registered potential
       precisions     precision modes it implements
-    launch_defaults: launch parameters with their defaults, each checked against launch_choices.
+      experimental   a measured design kept for comparison: left out of `all`, the suites, `make verify`
+                     and CI's compile-everything test unless asked for (by name, `experimental=true`,
+                     `--experimental`); its record is under docs/decisions/
+    launch_defaults: the public launch parameters with their defaults, each checked against launch_choices.
+    launch_internal: parameters the code chooses (per GPU, size or input; 'auto') and research switches,
+      accepted by name; any value but the default makes the instance experimental.
     """
 
     name: ClassVar[str]
@@ -116,25 +172,45 @@ class Strategy:
     potentials: ClassVar[tuple[str, ...] | None] = None
     precisions: ClassVar[tuple[str, ...]] = PRECISIONS
     launch_defaults: ClassVar[dict[str, Any]] = {}
+    launch_internal: ClassVar[dict[str, Any]] = {}
     launch_choices: ClassVar[dict[str, tuple]] = {}
+    experimental: ClassVar[bool] = False
     # set by registry.create_each: why this instance does not run (a launch parameter it lacks)
     refused: str = ""
 
     def __init__(self, **launch: Any):
-        unknown = set(launch) - set(self.launch_defaults)
+        unknown = [k for k in launch if not self.knows(k)]
         if unknown:
             known = ", ".join(self.launch_defaults) or "none"
-            raise InputError(f"{self.name}: unknown launch parameter(s) {', '.join(sorted(unknown))}; known: {known}")
-        self.launch = {**self.launch_defaults, **launch}
+            internal = f" (internal: {', '.join(self.launch_internal)})" if self.launch_internal else ""
+            raise InputError(f"{self.name}: unknown launch parameter(s) {', '.join(sorted(unknown))}; known: "
+                             f"{known}{internal}")
+        self.launch = {**self.all_defaults(), **launch}
         for key, value in self.launch.items():
             choices = self.launch_choices.get(key)
             if choices is not None and value not in choices:
                 raise InputError(f"{self.name}: launch parameter {key}={value!r} not in {choices}")
 
+    @classmethod
+    def knows(cls, key: str) -> bool:
+        """Whether `key` is a launch parameter of this strategy, public or internal."""
+        return key in cls.launch_defaults or key in cls.launch_internal
+
+    @classmethod
+    def all_defaults(cls) -> dict[str, Any]:
+        """Every launch parameter's default, public ones first."""
+        return {**cls.launch_defaults, **cls.launch_internal}
+
+    @property
+    def is_experimental(self) -> bool:
+        """An experimental strategy, or an internal launch parameter set away from its default."""
+        return self.experimental or any(self.launch[k] != v for k, v in self.launch_internal.items())
+
     @property
     def label(self) -> str:
         """Name plus non-default launch parameters, e.g. allpairs_thread_tiled[block=128]."""
-        extra = {k: v for k, v in self.launch.items() if v != self.launch_defaults.get(k)}
+        defaults = self.all_defaults()
+        extra = {k: v for k, v in self.launch.items() if v != defaults.get(k)}
         return self.name + ("[" + ",".join(f"{k}={v}" for k, v in extra.items()) + "]" if extra else "")
 
     def available(self) -> tuple[bool, str]:

@@ -58,7 +58,7 @@ class Binning:
         self.keys = cp.empty(m, np.uint64)
         self.zkey = cp.empty(m, np.float32)
         # SORTED_PAD slots beyond the particles (zeros): the strip build loads candidates eight at a
-        # time and reads up to seven past a round's last (their bits cleared; kernels/verlet.cu)
+        # time and reads up to seven past a round's last (their bits cleared; kernels/verlet_build.cu)
         self.sorted = cp.zeros((m + SORTED_PAD, 4), pos.dtype) if write_pos else None
         wp = "true" if write_pos else "false"
         self.k = {"bin_count": kernel("binning.cu", f"bin_count<{real_t}>"),

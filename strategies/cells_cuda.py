@@ -138,14 +138,14 @@ class CellsCuda(CellStrategy, CudaStrategy):
                                                           minimage).items()})
         return out
 
-    def expressions(self, potential: Potential) -> list[str]:
+    def expressions(self, potential: Potential, experimental: bool = False) -> list[str]:
         return sorted({e for p in PRECISIONS for en in (True, False) for mi in self.minimage_choices()
                        for _, e in self.traversal_specs(p, potential, en, mi).values()})
 
     def default_expressions(self, potential: Potential) -> list[str]:
         return self.expressions(potential)
 
-    def data_expressions(self) -> dict[str, list[str]]:
+    def data_expressions(self, experimental: bool = False) -> dict[str, list[str]]:
         out: dict[str, set] = {"binning.cu": set()}
         for p in PRECISIONS:
             out["binning.cu"] |= set(Binning.expressions(ctypes(p)[0]))
@@ -378,18 +378,14 @@ class FullshellThreadCsr(CellsCuda):
     description = ("CUDA, one thread (tpp threads) per particle over its neighbour cells as contiguous z-strips of the "
                    "CSR storage, one image shift per strip, no Newton3; forces written in input order, energy and "
                    "virial folded in the kernel's last block; cell_factor < 1 for smaller cells (0.5: 125 cells); "
-                   "window=1 walks only the z-window of each strip the cutoff reaches; layout aos4 (default), "
-                   "aos3 or soa for the sorted positions")
-    # regs: a register cap (__launch_bounds__ minimum blocks); 0: AUTO_REGS. tpp: threads per
-    # particle, 0 = enough to give the GPU about half its resident threads (small systems)
-    # window: walk only the z-window of each strip that the cutoff can reach (1), or whole strips (0).
-    # Measured on the H200 (LJ 1M, fp32, same run): the windows leave 2.5 candidates per interaction
-    # instead of 6.5, but their lengths differ from lane to lane, and 15-18 of 32 lanes stay active
-    # instead of 27: 0.634 against 0.588 ms (all outputs), 0.427 against 0.421 (forces only); on the
-    # sigma-12 Gaussian 8.06 against 7.29 ms. Whole strips are the default.
+                   "layout aos4 (default), aos3 or soa for the sorted positions")
     # layout: how the sorted positions lie (aos4: the binning's Vec4 array; aos3, soa: a copy made
-    # after the binning; kernels/layout.cuh)
-    launch_defaults = {"block": 128, "cell_factor": 1.0, "tpp": 0, "regs": 0, "window": 0, "layout": "aos4"}
+    # after the binning; kernels/layout.cuh). Internal: tpp, threads per particle (0: enough to give
+    # the GPU about half its resident threads, for small systems); regs, a register cap (0: AUTO_REGS);
+    # window=1, walking only the z-window of each strip the cutoff reaches, which checks fewer
+    # candidates but leaves fewer lanes active and lost (docs/decisions/fullshell-z-windows.md).
+    launch_defaults = {"block": 128, "cell_factor": 1.0, "layout": "aos4"}
+    launch_internal = {"tpp": 0, "regs": 0, "window": 0}
     launch_choices = {"block": (64, 128, 256, 512), "tpp": TPP_CHOICES, "regs": REG_CHOICES, "window": (0, 1),
                       "layout": tuple(LAYOUTS)}
     min_cell_factor = 0.25
@@ -443,23 +439,28 @@ class FullshellThreadCsr(CellsCuda):
                         minimage: bool = False) -> dict[str, tuple[str, str]]:
         return {"force": ("cells.cu", self.kernel_expression(precision, potential, energy, minimage, 1, 1))}
 
-    def expressions(self, potential: Potential) -> list[str]:
-        """The defaults in every precision, flavour and image mode; the tpp, reach, block and
-        register variants in fp32."""
+    def expressions(self, potential: Potential, experimental: bool = False) -> list[str]:
+        """The defaults in every precision, flavour and image mode; the tpp, reach and block variants
+        in fp32 (with `experimental`, the register caps and z-windows too)."""
         out = {self.kernel_expression(p, potential, en, mi, 1, 1) for p in PRECISIONS for en in (True, False)
                for mi in (False, True)}
         out |= {self.kernel_expression("fp32", potential, en, False, t, r) for en in (True, False)
                 for t in TPP_CHOICES[1:] for r in range(1, MAX_REACH + 1)}
-        out |= {self.kernel_expression("fp32", potential, True, False, 1, 1, block=b, regs=g)
-                for b in self.launch_choices["block"] for g in REG_CHOICES}
-        out |= {self.kernel_expression(p, potential, en, False, 1, r, window=w) for p in PRECISIONS
-                for en in (True, False) for w in (0, 1) for r in (1, 2)}
+        out |= {self.kernel_expression("fp32", potential, True, False, 1, 1, block=b)
+                for b in self.launch_choices["block"]}
+        out |= {self.kernel_expression(p, potential, en, False, 1, r) for p in PRECISIONS
+                for en in (True, False) for r in (1, 2)}
+        if experimental:  # the internal values set by name
+            out |= {self.kernel_expression("fp32", potential, True, False, 1, 1, block=b, regs=g)
+                    for b in self.launch_choices["block"] for g in REG_CHOICES}
+            out |= {self.kernel_expression(p, potential, en, False, 1, r, window=1) for p in PRECISIONS
+                    for en in (True, False) for r in (1, 2)}
         out |= {self.kernel_expression(p, potential, en, False, 1, 1, layout=lay) for p in PRECISIONS
                 for en in (True, False) for lay in LAYOUTS}
         return sorted(out)
 
-    def data_expressions(self) -> dict[str, list[str]]:
-        out = super().data_expressions()
+    def data_expressions(self, experimental: bool = False) -> dict[str, list[str]]:
+        out = super().data_expressions(experimental)
         return {**out, "layout.cu": layout_expressions()}
 
     def default_expressions(self, potential: Potential) -> list[str]:

@@ -381,14 +381,11 @@ class ClusterpairWarpPadded(ListStrategy, CudaStrategy):
                    "search on the device into padded rows of j-clusters with their image, a warp per i-cluster "
                    "computing 8 x 4 pairs per step, full list (deterministic); split warps per i-cluster for small "
                    "systems; the displacement check and rebuild decided on the device every step")
-    # prune: the inner list's buffer ('off', or 0 < prune < skin); rolling: the parts of the
-    # i-clusters the inner list is pruned in, one part a step (1: every part, where a displacement
-    # asks; kernels/clusterpair.cu, cp_prune). Measured (H100, LJ 1M, fp32, twenty-eighth session,
-    # reports/2026-11-26-h100/): the inner list makes the force phase 18% faster (prune 0.1:
-    # 0.341 against 0.417 ms), but a whole prune costs 0.35 ms, about a force phase, so harness md
-    # takes 0.724 ms a step against 0.613 (rolling 2 and 4: 0.800). Off by default.
-    launch_defaults: ClassVar[dict] = {"skin": SKIN, "cap": 0, "block": 256, "split": 0, "rebuild": "auto",
-                                       "prune": "off", "rolling": 1}
+    # split: warps per i-cluster (0: by size, split_for). prune, rolling: experimental, GROMACS's dynamic
+    # pruning (an inner list of buffer prune, pruned in `rolling` parts, a part a step); it made the
+    # force phase faster but cost about a force phase per prune: docs/decisions/clusterpair-inner-list.md.
+    launch_defaults: ClassVar[dict] = {"skin": SKIN, "cap": 0, "block": 256, "rebuild": "auto"}
+    launch_internal: ClassVar[dict] = {"split": 0, "prune": "off", "rolling": 1}
     launch_choices: ClassVar[dict] = {"block": (32, 64, 128, 256), "split": (0, 1, 2, 4, 8),
                                       "rebuild": ("auto", "never"), "rolling": ROLLING_CHOICES}
     half: ClassVar[str] = "false"  # cp_search's HALF: each cluster pair once (the Newton3 form)
@@ -435,7 +432,7 @@ class ClusterpairWarpPadded(ListStrategy, CudaStrategy):
         return [self.force_expression(p, potential, e, s) for p in MODES for e in (True, False)
                 for s in (1, 2) if s <= self.launch["block"] // 32]
 
-    def expressions(self, potential: Potential) -> list[str]:
+    def expressions(self, potential: Potential, experimental: bool = False) -> list[str]:
         out: list[str] = []
         for b in self.launch_choices["block"]:
             for split in (1, 2, 4, 8):
@@ -444,12 +441,13 @@ class ClusterpairWarpPadded(ListStrategy, CudaStrategy):
                             for p in MODES for e in (True, False)]
         return out
 
-    def data_expressions(self) -> dict[str, list[str]]:
+    def data_expressions(self, experimental: bool = False) -> dict[str, list[str]]:
         reals = sorted({m.cxx_compute for m in MODES.values()})
+        prune = [e for r in reals for e in (f"cp_prune_check<{r}>", f"cp_prune<{r}, {PRUNE_BLOCK}>")]
         return {"clusterpair.cu": [f"cp_columns<{COLUMNS_BLOCK}>"] + [e for r in reals for e in (
-                    f"cp_fill<{r}>", f"cp_search<{r}, {SEARCH_BLOCK}, {self.half}>", f"cp_gather<{r}>",
-                    f"cp_prune_check<{r}>", f"cp_prune<{r}, {PRUNE_BLOCK}>")],
-                "verlet.cu": [f"verlet_check<{r}>" for r in reals],
+                    f"cp_fill<{r}>", f"cp_search<{r}, {SEARCH_BLOCK}, {self.half}>", f"cp_gather<{r}>")] +
+                (prune if experimental else []),
+                "verlet_build.cu": [f"verlet_check<{r}>" for r in reals],
                 "binning.cu": sorted({e for r in reals for e in Binning.expressions(r)})}
 
     def _prepare(self, problem: Problem) -> Plan:
@@ -469,8 +467,8 @@ class ClusterpairWarpNewton3(ClusterpairWarpPadded):
     half = "true"
     force_kernel = "cp_force_n3"
 
-    def data_expressions(self) -> dict[str, list[str]]:
-        out = super().data_expressions()
+    def data_expressions(self, experimental: bool = False) -> dict[str, list[str]]:
+        out = super().data_expressions(experimental)
         out["clusterpair.cu"] = out["clusterpair.cu"] + [f"cp_scatter<{a}>" for a in
                                                          sorted({m.cxx_accumulate for m in MODES.values()})]
         return out
@@ -521,7 +519,7 @@ class _ClusterCudaPlan(DeviceListPlan):
         self.rebuilds = cp.zeros(2, np.uint32)  # [0] rebuilds, [1] parts pruned
         self.overflow = cp.zeros(1, np.int32)
         r = self.real_t
-        self.k_check = kernel("verlet.cu", f"verlet_check<{r}>")
+        self.k_check = kernel("verlet_build.cu", f"verlet_check<{r}>")
         self.k_columns = kernel("clusterpair.cu", f"cp_columns<{COLUMNS_BLOCK}>")
         self.k_fill = kernel("clusterpair.cu", f"cp_fill<{r}>")
         self.k_search = kernel("clusterpair.cu", f"cp_search<{r}, {SEARCH_BLOCK}, {strategy.half}>")
@@ -613,9 +611,9 @@ class _ClusterCudaPlan(DeviceListPlan):
             self._gather()  # the force phase gathers again (it reads xc whatever ran before it)
             self._prune(check=True)
 
-    def prune_count(self) -> int:
-        """Parts of the inner list pruned since prepare (each part once a prune; 0 without one)."""
-        return int(self.rebuilds.get()[1]) if self.parts else 0
+    def prune_count(self) -> int | None:
+        """Parts of the inner list pruned since prepare (each part once a prune; None without one)."""
+        return int(self.rebuilds.get()[1]) if self.parts else None
 
     def _rows_read(self) -> tuple:
         """The rows the force kernels read: the inner list's where the plan keeps one."""

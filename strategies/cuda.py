@@ -226,9 +226,10 @@ class CudaStrategy(Strategy):
     def available(self) -> tuple[bool, str]:
         return device_status()
 
-    def expressions(self, potential: Potential) -> list[str]:
-        """Every template specialisation this strategy may launch with `potential` (CI compiles
-        them all); the kernels without a pair functor come from data_expressions()."""
+    def expressions(self, potential: Potential, experimental: bool = False) -> list[str]:
+        """Every template specialisation this strategy may launch with `potential` and its public
+        launch parameters (CI compiles them all; with `experimental`, also those of its internal
+        parameters set by name); the kernels without a pair functor come from data_expressions()."""
         raise NotImplementedError
 
     def default_expressions(self, potential: Potential) -> list[str]:
@@ -236,7 +237,7 @@ class CudaStrategy(Strategy):
         periodicity (CI checks them for spills and float64 in fp32)."""
         raise NotImplementedError
 
-    def data_expressions(self) -> dict[str, list[str]]:
+    def data_expressions(self, experimental: bool = False) -> dict[str, list[str]]:
         """Kernels without a pair functor this strategy launches, per file (binning, layouts)."""
         return {}
 

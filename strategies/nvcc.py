@@ -4,7 +4,8 @@ CI uses it to check that the kernels compile, to read ptxas's resource report (r
 spills), and to check in the PTX that fp32 kernels contain no float64 arithmetic (an untyped
 literal such as 0.5 would promote a float expression to double).
 
-    python -m strategies.nvcc            # compile all, print the resource report
+    python -m strategies.nvcc                  # compile all, print the resource report
+    python -m strategies.nvcc --experimental   # the experimental strategies and launch values too
 """
 from __future__ import annotations
 
@@ -39,12 +40,14 @@ def nvcc() -> str | None:
     return shutil.which("nvcc")
 
 
-def specialisations(potential: Potential | None = None, defaults: bool = False) -> dict[str, tuple[list[str], bool]]:
+def specialisations(potential: Potential | None = None, defaults: bool = False,
+                    experimental: bool = False) -> dict[str, tuple[list[str], bool]]:
     """Kernel file -> (every expression the registered GPU strategies (and the reduction) use,
     whether the file's unit needs the potential's functor). Traversal kernels are instantiated
     with `potential` (default: Lennard-Jones); with `defaults`, only each strategy's default
     launch (every precision, output flavour and periodicity: every traversal kernel template
-    with every type the functor is instantiated for, without the launch-parameter variants)."""
+    with every type the functor is instantiated for, without the launch-parameter variants).
+    Experimental strategies and launch values only with `experimental`."""
     import strategies
     from .cuda import CudaStrategy
 
@@ -56,16 +59,16 @@ def specialisations(potential: Potential | None = None, defaults: bool = False) 
 
     data["integrate.cu"] = list(integrator)
     traversal: dict[str, list[str]] = {}
-    for name in strategies.ordered():
+    for name in strategies.names(experimental=experimental):
         cls = strategies.REGISTRY[name]
         if not issubclass(cls, CudaStrategy):
             continue
         s = cls()
-        for file, exprs in s.data_expressions().items():
+        for file, exprs in s.data_expressions(experimental).items():
             data.setdefault(file, [])
             data[file] += [e for e in exprs if e not in data[file]]
         traversal.setdefault(s.source_file, [])
-        exprs = s.default_expressions(potential) if defaults else s.expressions(potential)
+        exprs = s.default_expressions(potential) if defaults else s.expressions(potential, experimental)
         traversal[s.source_file] += [e for e in exprs if e not in traversal[s.source_file]]
     out: dict[str, tuple[list[str], bool]] = {}
     for file in sorted(set(data) | set(traversal)):
@@ -86,13 +89,16 @@ _ENTRY = "ptxas info    : Compiling entry function"
 
 
 def compile_unit(file: str, expressions: list[str], ptx: bool = False, arch: str = ARCH,
-                 potential: Potential | None = None, workers: int | None = None) -> tuple[int, str, str]:
+                 potential: Potential | None = None, workers: int | None = None,
+                 include: tuple[str, ...] = ()) -> tuple[int, str, str]:
     """Compile; returns (returncode, compiler output, PTX text if ptx else ''). `potential`: the
     functor the traversal kernels among the expressions are instantiated with. Expressions
     with different compiler options (strategies.cuda.options: the fixed-point ones) compile in
     units of their own, as at run time; a long list is cut into up to `workers` units (default:
-    the CPU count) that nvcc compiles at once. The results are joined in the given order."""
-    return compile_units({file: expressions}, potential=potential, workers=workers, ptx=ptx, arch=arch)[file]
+    the CPU count) that nvcc compiles at once. The results are joined in the given order. `include`:
+    further folders where `file` and its headers may be found (after the kernels')."""
+    return compile_units({file: expressions}, potential=potential, workers=workers, ptx=ptx, arch=arch,
+                         include=include)[file]
 
 
 # the fewest expressions worth an nvcc process of their own (each process parses the headers again)
@@ -114,7 +120,7 @@ def _chunks(expressions: list[str], parts: int) -> list[tuple[tuple[str, ...], l
 
 
 def compile_units(units: dict[str, list[str]], potential: Potential | None = None, workers: int | None = None,
-                  ptx: bool = False, arch: str = ARCH) -> dict[str, tuple[int, str, str]]:
+                  ptx: bool = False, arch: str = ARCH, include: tuple[str, ...] = ()) -> dict[str, tuple[int, str, str]]:
     """compile_unit for several files at once (nvcc is one process per unit, each in a temporary
     folder of its own, `workers` at a time): {file: (returncode, compiler output, PTX text if ptx
     else '')}, in the order given. A file's kernels without template parameters compile in each
@@ -124,7 +130,8 @@ def compile_units(units: dict[str, list[str]], potential: Potential | None = Non
     workers = max(1, workers or os.cpu_count() or 1)
     jobs = [(file, opts, exprs) for file, all_exprs in units.items() for opts, exprs in _chunks(all_exprs, workers)]
     with ThreadPoolExecutor(max_workers=max(1, min(len(jobs), workers))) as ex:
-        futures = [(file, ex.submit(_compile, file, exprs, ptx, arch, potential, opts)) for file, opts, exprs in jobs]
+        futures = [(file, ex.submit(_compile, file, exprs, ptx, arch, potential, opts, include))
+                   for file, opts, exprs in jobs]
         done = [(file, fut.result()) for file, fut in futures]
     joined: dict[str, tuple[int, str, str]] = {}
     seen: dict[str, set[str]] = {}
@@ -141,7 +148,7 @@ def compile_units(units: dict[str, list[str]], potential: Potential | None = Non
 
 
 def _compile(file: str, expressions: list[str], ptx: bool, arch: str, potential: Potential | None,
-             opts: tuple[str, ...]) -> tuple[int, str, str]:
+             opts: tuple[str, ...], include: tuple[str, ...] = ()) -> tuple[int, str, str]:
     exe = nvcc()
     if exe is None:
         raise FileNotFoundError("nvcc not found on PATH")
@@ -155,7 +162,8 @@ def _compile(file: str, expressions: list[str], ptx: bool, arch: str, potential:
         src = Path(tmp) / "unit.cu"
         src.write_text(translation_unit(file, expressions, functor))
         out = Path(tmp) / ("unit.ptx" if ptx else "unit.cubin")
-        cmd = [exe, *opts, f"-arch={arch}", f"-I{KERNEL_DIR}", f"-I{tmp}", "-Xptxas", "-v", "-Werror",
+        cmd = [exe, *opts, f"-arch={arch}", f"-I{KERNEL_DIR}", *(f"-I{d}" for d in include), f"-I{tmp}", "-Xptxas", "-v",
+               "-Werror",
                "all-warnings", "-ptx" if ptx else "-cubin", "-o", str(out), str(src)]
         if ptx:
             cmd.remove("-Xptxas"), cmd.remove("-v")
@@ -194,7 +202,7 @@ def main() -> int:
         return 2
     bad = 0
     lj = LennardJones()
-    for file, (exprs, needs_functor) in specialisations(lj).items():
+    for file, (exprs, needs_functor) in specialisations(lj, experimental="--experimental" in sys.argv).items():
         code, out, _ = compile_unit(file, exprs, potential=lj if needs_functor else None)
         print(f"{file}: {len(exprs)} specialisations, {'ok' if code == 0 else 'FAILED'}")
         if code:

@@ -8,6 +8,11 @@ Names follow one grammar, `<traversal>_<processor>_<variant>`:
              implementations of one traversal and processor apart (naive, tiled; the warp-block
              processor's Newton3 mode and scheduler: twopass_atomic, shared_mutex, ...)
 
+A strategy marked `experimental` (a measured design kept for comparison, docs/decisions/) is left
+out of every selection that does not ask for it: `all`, `cuda`, `cpu`, family prefixes and
+attribute filters give it only with `experimental=true` in the filter or `experimental=True`
+(the CLI's `--experimental`); its name always selects it.
+
 Strategies register themselves (`@register`, or `register(cls)` for generated classes) when
 their module is imported; strategies/__init__.py imports every module of the package.
 """
@@ -18,7 +23,7 @@ from mdcore import InputError
 REGISTRY: dict = {}
 TRAVERSALS = ("allpairs", "fullshell", "c08", "parity", "verlet", "clusterpair")
 ATTRIBUTES = ("backend", "traversal", "processor", "storage", "newton3", "deterministic", "list_reuse",
-              "potentials", "precisions")
+              "potentials", "precisions", "experimental")
 # Names of the first release, kept as aliases for one release: reports on disk use them
 # (harness.report maps them when it loads older results).
 ALIASES = {
@@ -79,13 +84,17 @@ def matches(cls, key: str, value) -> bool:
     return have == value
 
 
-def select(**attrs) -> list[str]:
+def select(experimental: bool | None = None, **attrs) -> list[str]:
     """Names of the strategies whose attributes match every given one, e.g.
-    select(backend="cuda", newton3=True), select(traversal="parity")."""
+    select(backend="cuda", newton3=True), select(traversal="parity"). experimental: None leaves the
+    experimental strategies out, True selects only them, False is the default made explicit;
+    `experimental_too=True` takes both."""
+    both = bool(attrs.pop("experimental_too", False))
     bad = [k for k in attrs if k not in ATTRIBUTES]
     if bad:
         raise InputError(f"unknown strategy attribute(s) {', '.join(bad)}; known: {', '.join(ATTRIBUTES)}")
-    return [n for n in ordered() if all(matches(REGISTRY[n], k, v) for k, v in attrs.items())]
+    keep = (lambda c: True) if both else (lambda c: c.experimental == bool(experimental))
+    return [n for n in ordered() if keep(REGISTRY[n]) and all(matches(REGISTRY[n], k, v) for k, v in attrs.items())]
 
 
 def _value(text: str):
@@ -97,23 +106,43 @@ def _value(text: str):
     return text
 
 
-def names(backend: str | None = None) -> list[str]:
-    return [n for n in ordered() if backend is None or REGISTRY[n].backend == backend]
+def names(backend: str | None = None, experimental: bool = False) -> list[str]:
+    """Registered names (of one backend), the experimental ones only with `experimental`."""
+    return [n for n in ordered() if (backend is None or REGISTRY[n].backend == backend)
+            and (experimental or not REGISTRY[n].experimental)]
 
 
-def resolve(spec: str | None) -> list[str]:
+def closest(name: str, count: int = 3) -> list[str]:
+    """The registered names (and old aliases) nearest to a misspelt one."""
+    import difflib
+
+    return difflib.get_close_matches(name, list(REGISTRY) + list(ALIASES), n=count, cutoff=0.5)
+
+
+def _unknown(item: str) -> InputError:
+    near = closest(item)
+    hint = f"did you mean {', '.join(near)}?" if near else "`harness list` names them"
+    return InputError(f"unknown strategy {item!r}: {hint} (or a family prefix ending in '_', cuda / cpu / all, or "
+                      f"key=value filters on {', '.join(ATTRIBUTES)})")
+
+
+def resolve(spec: str | None, experimental: bool = False) -> list[str]:
     """A comma list of items -> names, in the registry's order within each item. An item is a
     name (or an old alias), a family prefix ending in '_' (e.g. 'parity_'), cuda / cpu / all,
-    or attribute filters 'key=value' joined by '+' (e.g. 'newton3=true+backend=cuda')."""
+    or attribute filters 'key=value' joined by '+' (e.g. 'newton3=true+backend=cuda').
+    Experimental strategies come only by name, with `experimental=true` in a filter, or with
+    `experimental` (then every item takes them too)."""
     if not spec or spec == "all":
-        return names()
+        return names(experimental=experimental)
     out: list[str] = []
     for item in (s.strip() for s in spec.split(",") if s.strip()):
         name = canonical(item)
         if name in REGISTRY:
             hit = [name]
+        elif item == "all":
+            hit = names(experimental=experimental)
         elif item in ("cuda", "cpu"):
-            hit = names(item)
+            hit = names(item, experimental=experimental)
         elif "=" in item:
             filters = {}
             for f in item.split("+"):
@@ -121,15 +150,15 @@ def resolve(spec: str | None) -> list[str]:
                 if not eq or not val:
                     raise InputError(f"strategy filter {f!r} is not key=value")
                 filters[key.strip()] = _value(val.strip())
+            if "experimental" not in filters and experimental:
+                filters["experimental_too"] = True
             hit = select(**filters)
             if not hit:
                 raise InputError(f"no strategy has {item!r}")
         else:
-            hit = [n for n in ordered() if n.startswith(item)] if item.endswith("_") else []
+            hit = [n for n in names(experimental=experimental) if n.startswith(item)] if item.endswith("_") else []
         if not hit:
-            raise InputError(f"unknown strategy {item!r}; known: {', '.join(ordered())} "
-                             "(or a family prefix ending in '_', cuda / cpu / all, or key=value filters on "
-                             f"{', '.join(ATTRIBUTES)})")
+            raise _unknown(item)
         out += [h for h in hit if h not in out]
     return out
 
@@ -138,14 +167,14 @@ def create(name: str, **launch):
     """An instance of the registered strategy `name` (or an old alias) with launch parameters."""
     key = canonical(name)
     if key not in REGISTRY:
-        raise InputError(f"unknown strategy {name!r}; known: {', '.join(ordered())}")
+        raise _unknown(name)
     return REGISTRY[key](**launch)
 
 
 def lacking(name: str, launch: dict) -> str:
     """Why strategy `name` cannot take these launch parameters ("" if it has them all)."""
     cls = REGISTRY[canonical(name)]
-    missing = [k for k in launch if k not in cls.launch_defaults]
+    missing = [k for k in launch if not cls.knows(k)]
     if not missing:
         return ""
     return (f"launch parameter {', '.join(missing)} not implemented by {cls.name} (its parameters: "
@@ -154,7 +183,7 @@ def lacking(name: str, launch: dict) -> str:
 
 def check_launch_keys(names: list[str], launch: dict) -> None:
     """A launch parameter that none of the strategies has is a typo: refused by name."""
-    unknown = [k for k in launch if not any(k in REGISTRY[canonical(n)].launch_defaults for n in names)]
+    unknown = [k for k in launch if not any(REGISTRY[canonical(n)].knows(k) for n in names)]
     if unknown:
         raise InputError(f"unknown launch parameter(s) {', '.join(unknown)}: none of {', '.join(names)} has "
                          f"{'it' if len(unknown) == 1 else 'them'}")
@@ -168,7 +197,7 @@ def create_each(names: list[str], launch: dict) -> list:
     out = []
     for n in names:
         cls = REGISTRY[canonical(n)]
-        s = cls(**{k: v for k, v in launch.items() if k in cls.launch_defaults})
+        s = cls(**{k: v for k, v in launch.items() if cls.knows(k)})
         s.refused = lacking(n, launch)
         out.append(s)
     return out

@@ -71,10 +71,10 @@ def test_select_by_attributes():
     assert "fullshell_thread_csr" not in n3 and "c08_warp_csr" in n3
     assert strategies.select(traversal="parity", processor="warpblock", newton3=False) == [
         "parity_warpblock_twopass_atomic", "parity_warpblock_twopass_mutex"]
-    assert set(strategies.select(list_reuse=True)) == {"verlet_thread_padded", "verlet_thread_pairrows", "verlet_thread_cpu",
+    assert set(strategies.select(list_reuse=True)) == {"verlet_thread_padded", "verlet_thread_cpu",
                                                        "clusterpair_thread_cpu",
                                                        "clusterpair_warp_padded", "clusterpair_warp_newton3"}
-    assert set(strategies.select(potentials="lj")) == set(strategies.ordered())
+    assert set(strategies.select(potentials="lj", experimental_too=True)) == set(strategies.ordered())
     with pytest.raises(InputError, match="unknown strategy attribute"):
         strategies.select(colour="red")
 
@@ -90,6 +90,32 @@ def test_resolve_names_aliases_prefixes_and_filters():
         strategies.resolve("nope")
     assert strategies.create("wbp_shared_atomic").name == "parity_warpblock_shared_atomic"
     assert all(strategies.canonical(old) in strategies.REGISTRY for old in registry.ALIASES)
+
+
+def test_experimental_strategies_come_only_when_asked():
+    """A measured design kept for comparison stays out of 'all', prefixes and filters; its name, an
+    experimental=true filter or the experimental flag brings it back."""
+    exp = [n for n in strategies.ordered() if strategies.REGISTRY[n].experimental]
+    assert "verlet_thread_pairrows" in exp
+    for spec in ("all", "cuda", "verlet_", "list_reuse=true", "traversal=verlet+backend=cuda"):
+        assert not set(strategies.resolve(spec)) & set(exp), spec
+        assert "verlet_thread_pairrows" in strategies.resolve(spec, experimental=True), spec
+    assert strategies.resolve("verlet_thread_pairrows") == ["verlet_thread_pairrows"]
+    assert strategies.resolve("experimental=true") == exp
+    assert "verlet_thread_pairrows" not in strategies.names()
+    assert set(strategies.names(experimental=True)) == set(strategies.ordered())
+
+
+def test_internal_launch_parameters_are_accepted_by_name_and_mark_the_instance():
+    s = strategies.create("verlet_thread_padded")
+    assert set(s.launch_defaults) <= {"skin", "cap", "rebuild", "block", "layout", "adapt"}  # at most six public
+    assert not s.is_experimental
+    t = strategies.create("verlet_thread_padded", tpp=4)
+    assert t.is_experimental and t.label == "verlet_thread_padded[tpp=4]"
+    with pytest.raises(InputError, match="unknown launch parameter"):
+        strategies.create("verlet_thread_padded", banks=1)
+    with pytest.raises(InputError, match="did you mean verlet_thread_padded"):
+        strategies.create("verlet_thread_padde")
 
 
 def test_list_json_shows_the_attributes():

@@ -91,7 +91,7 @@ def test_every_traversal_compiles_with_the_coordination_functor():
     pot = Coordination()
     units = {file: exprs for file, (exprs, needs_functor) in nvcc.specialisations(pot, defaults=True).items()
              if needs_functor}
-    assert set(units) == {"allpairs.cu", "cells.cu", "clusterpair.cu", "parity.cu", "verlet.cu"}
+    assert set(units) == {"allpairs.cu", "cells.cu", "clusterpair.cu", "parity.cu", "verlet_force.cu"}
     for file, (code, out, _) in nvcc.compile_units(units, potential=pot).items():
         assert code == 0, (file, out[:2000])
         mine = [e for e in units[file] if "Coordination" in e]

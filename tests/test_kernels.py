@@ -75,7 +75,7 @@ FOLDS_REDUCTION = ("fullshell_thread_csr",)
 
 
 def _integrates(expression: str) -> bool:
-    """The Verlet list's fused MD steps (strategies/verlet.py, VerletSteps): kernels that also run
+    """The Verlet list's fused MD steps (strategies/integrate_fused.py, FusedSteps): kernels that also run
     the integrator, which keeps its state in the accumulation type (double in mixed)."""
     return expression.startswith("verlet_open<") or bool(re.match(r"verlet_force<.*, [12]>$", expression))
 

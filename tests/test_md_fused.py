@@ -1,4 +1,4 @@
-"""The MD loop's fused steps on the Verlet list (strategies/verlet.py, VerletSteps): the state in
+"""The MD loop's fused steps on the Verlet list (strategies/integrate_fused.py, FusedSteps): the state in
 the list's order and the integrator at the end of the force kernel must give the plain loop's
 bits: every sample, every rebuild, the last positions and velocities, the trajectory's frames."""
 import subprocess
@@ -47,7 +47,7 @@ def test_md_struct_offsets_match_the_compiled_struct():
         checks.append(f"static_assert(sizeof({t}) == {d.itemsize}, \"size\");")
         for name in d.names:
             checks.append(f"static_assert(offsetof({t}, {name}) == {d.fields[name][1]}, \"{name}\");")
-    unit = '#include <cstddef>\n#include "lennard_jones.cuh"\n#include "verlet.cu"\n' + "\n".join(checks) + "\n"
+    unit = '#include <cstddef>\n#include "lennard_jones.cuh"\n#include "verlet_force.cu"\n' + "\n".join(checks) + "\n"
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "u.cu"
         src.write_text(unit)

@@ -1,4 +1,4 @@
-"""The Verlet list's per-particle skins (launch parameter adapt, strategies/verlet.py): each particle's
+"""The Verlet list's per-particle skins (launch parameter adapt, strategies/verlet/): each particle's
 half-skin m + K dt |v| from its velocity at a rebuild of the MD loop (fused or plain steps), a pair listed where
 r < cutoff + h_i + h_j, each particle's trigger its own h. The list must stay exact (every pair inside
 the cutoff listed at every step), and where no velocity is known it is the uniform list."""
@@ -35,7 +35,7 @@ def test_bad_adapt_values_are_refused_with_one_line(value):
 def test_adapt_refuses_the_inner_list_and_the_other_builds():
     with pytest.raises(InputError, match="take prune=off"):
         strategies.create("verlet_thread_padded", adapt="0.08:6", prune=0.1)
-    for build in ("cell", "warp", "tile"):
+    for build in ("cell", "warp"):
         with pytest.raises(InputError, match="adapt needs the strip build"):
             strategies.create("verlet_thread_padded", adapt="0.08:6", build=build)
     s = strategies.create("verlet_thread_padded", adapt="0.08:6", build="opposite")
@@ -52,7 +52,7 @@ def test_the_cpu_list_takes_adapt_too():
 
 
 def test_adapt_builds_are_compiled_in_ci():
-    exprs = strategies.create("verlet_thread_padded").data_expressions()["verlet.cu"]
+    exprs = strategies.create("verlet_thread_padded").data_expressions()["verlet_build.cu"]
     assert "verlet_build<float, false, true, false, true>" in exprs
     assert "verlet_build<float, false, true, true, true>" in exprs
     assert "verlet_build<double, true, false, false, true>" in exprs
@@ -147,7 +147,7 @@ def _at(p: Problem, x: np.ndarray) -> Problem:
 def test_adapted_fused_steps_list_every_pair():
     """A narrow margin (many rebuilds, short rows): after every tenth fused step the pairs, energy and
     forces of the adapted list are the reference's at the same positions (the fused steps keep the
-    closing kick's forces in slot order, VerletSteps.fs: read back through the list's order)."""
+    closing kick's forces in slot order, FusedSteps.fs: read back through the list's order)."""
     from strategies.integrate import Integrator
 
     p = _problem()

@@ -1,4 +1,4 @@
-"""layout=packed on the Verlet list (kernels/verlet.cu, PackedPositions; strategies/verlet.py,
+"""layout=packed on the Verlet list (kernels/verlet_rows.cuh, PackedPositions; strategies/verlet/packed.py,
 PackedLayout): the near entries' positions as 21/21/22-bit fixed point in 8 bytes, their
 separations as differences modulo the period."""
 from dataclasses import replace
@@ -8,7 +8,7 @@ import pytest
 
 import strategies
 from harness import md, scenarios, verify
-from mdcore import LennardJones
+from mdcore import LennardJones, Problem
 from strategies.verlet import PACKED_DTYPE, PACKED_EXPO, packed_step
 
 import reference
@@ -154,3 +154,21 @@ def test_packed_fused_steps_give_the_plain_loops_bits(precision):
     assert runs[0].fused == "off" and runs[1].fused == "on"
     assert runs[0].rebuilds >= 3
     assert [vars(s) for s in runs[0].samples] == [vars(s) for s in runs[1].samples]
+
+
+def test_the_default_layout_is_packed_where_it_applies():
+    """layout 'auto' (the default): packed in fp32 and mixed where the box is large enough for its grid
+    (the measured fastest at 1M particles), else aos4: small boxes, fp64, and the fixed-point mode
+    (whose same-bits-in-every-strategy claim rests on the Vec4 positions)."""
+    s = strategies.create("verlet_thread_padded")
+    assert s.launch["layout"] == "auto"
+    L = np.full(3, 110.0)
+    x = np.random.default_rng(1).uniform(0.0, 110.0, (2000, 3))
+    for precision, want in (("fp32", "packed"), ("mixed", "packed"), ("fp64", "aos4"), ("fixed", "aos4")):
+        assert s.layout_for(Problem.make(x, L, LennardJones(cutoff=2.5), precision)) == want, precision
+    small = scenarios.make("lj_liquid", "small", precision="fp32")
+    assert s.layout_for(small) == "aos4"
+    assert strategies.create("verlet_thread_padded", layout="soa").layout_for(small) == "soa"
+    # both kernels of 'auto' are compiled where it may take either
+    ex = s.default_expressions(LennardJones())
+    assert any(", 3, " in e for e in ex) and any(", 0, " in e for e in ex)

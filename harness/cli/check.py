@@ -1,0 +1,240 @@
+"""The correctness subcommands: list, verify, sanitize, forces, export."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import strategies
+from mdcore import MODES, InputError, check_precision
+
+from .. import results, scenarios
+from .common import (COUNT, experimental_arg, NONNEG_INT, POSITIVE, ROOT, input_problem, launch_params, parse_precisions, potential_args,
+                     require_devices, say, size_arg)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from mdcore import potentials
+
+    strat = [{"name": n, **strategies.attributes(c), "description": c.description, "launch": c.launch_defaults,
+              "launch_internal": c.launch_internal}
+             for n, c in ((n, strategies.REGISTRY[n]) for n in strategies.ordered())]
+    scen = [{"name": s.name, "description": s.description, "sizes": s.sizes, "params": s.defaults}
+            for s in scenarios.SCENARIOS.values()]
+    pots = [{"name": n, "functor": c.functor, "spec": c().spec(), "description": (c.__doc__ or "").strip().splitlines()[0]}
+            for n, c in potentials.REGISTRY.items()]
+    precs = {p: m.help for p, m in MODES.items()}
+    if args.json:
+        print(json.dumps({"strategies": strat, "aliases": strategies.ALIASES, "scenarios": scen, "potentials": pots,
+                          "precisions": precs}, indent=1))
+        return 0
+    for title, group in (("strategies (<traversal>_<processor>_<variant>):", [s for s in strat if not s["experimental"]]),
+                         ("experimental strategies (by name, experimental=true or --experimental):",
+                          [s for s in strat if s["experimental"]])):
+        print(title)
+        for s in group:
+            ok, why = strategies.create(s["name"]).available()
+            flags = ",".join(k for k in ("newton3", "list_reuse") if s[k]) + ("" if s["deterministic"] else ",nondeterministic")
+            print(f"  {s['name']:32s} {s['backend']:5s} {s['storage']:6s} {flags.strip(','):18s} {s['description']}"
+                  + ("" if ok else f"  [unavailable: {why}]"))
+    print("old names (aliases for one release): " + ", ".join(f"{a} -> {b}" for a, b in strategies.ALIASES.items()))
+    print("scenarios:")
+    for s in scen:
+        sizes = ", ".join(f"{k} {v}" for k, v in s["sizes"].items())
+        print(f"  {s['name']:18s} {s['description']}\n  {'':18s} sizes: {sizes}")
+    print("potentials:")
+    for p in pots:
+        print(f"  {p['name']:18s} {p['spec']}  (functor {p['functor']})")
+    print("precisions:")
+    for p, h in precs.items():
+        print(f"  {p:18s} {h}")
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from .. import verify
+
+    names = strategies.resolve(args.strategies, args.experimental)
+    if args.strategies:
+        require_devices(names)
+    precisions = parse_precisions(args.precision)
+    pots = args.potential or []
+    if pots:  # a bad spec ends here, before any scenario is built
+        from mdcore import potentials
+
+        for spec in pots:
+            potentials.parse(spec)
+    results.check_dir(args.out, "--out")
+    if args.json:
+        results.check_file(args.json, "--json", (".json",))
+    if args.input:
+        cases = [verify.Case(f"input:{Path(args.input).name}", input_problem(args))]
+    else:
+        specs = args.scenarios.split(",") if args.scenarios else list(scenarios.DEFAULT_MATRIX)
+        for spec in specs:
+            scenarios.check(spec, args.size)  # bad names, parameters and sizes fail before any work
+        say(f"building {len(specs)} scenario(s) at size {args.size}")
+        cases = verify.build_cases(specs, size_arg(args.size), args.seed)
+    if pots:  # the potential axis of the matrix: every case with each potential named
+        cases = [verify.Case(f"{c.scenario}+{spec.partition(':')[0]}", scenarios.with_potential(c.problem, spec))
+                 for c in cases for spec in pots]
+    budgets = {k: v for k, v in (("cpu", args.max_checks_cpu), ("cuda", args.max_checks_gpu)) if v is not None}
+    # a launch parameter some of the strategies lack leaves those n/a (the reason in each cell)
+    chosen = strategies.create_each(names, launch_params(args.launch)) if args.launch else \
+        [strategies.create(n) for n in names]
+    rows = verify.run_matrix(chosen, cases, precisions, budgets, progress=None if args.quiet else say)
+    if args.replay:  # the list strategies along a recorded trajectory: every frame against the reference
+        rows += verify.run_replay(chosen, cases, precisions, args.replay + 1, args.replay_every,
+                                  progress=None if args.quiet else say)
+    meta = verify.meta(sys.argv[1:] if args.argv is None else args.argv)
+    from .. import device
+
+    paths = verify.write_reports(rows, meta, device.header(), Path(args.out), Path(args.json) if args.json else None)
+    print(verify.table(rows))
+    s = verify.summary(rows)
+    print("\n" + "  ".join(f"{k}: {v}" for k, v in s["counts"].items()) + f"   reports: {', '.join(map(str, paths))}")
+    for p, w in s["worst_by_precision"].items():
+        print(f"worst {p:5s} " + "  ".join(f"{k} {v:.2e}" for k, v in w.items()))
+    for backend, a in s["fixed_same_bits"].items():
+        print(f"fixed point, {backend}: {len(a['strategies'])} strategies gave the same bits in {a['cases']} case(s)")
+    if not s["ok"]:
+        return 1
+    if s["counts"]["pass"] == 0:  # a matrix that checked nothing is no pass
+        reasons = sorted({r["detail"] for r in rows if r["status"] == "n/a"})
+        say(f"error: no cell of this matrix ran, every one is n/a ({'; '.join(reasons)[:300]})")
+        return 2
+    return 0
+
+
+def cmd_sanitize(args: argparse.Namespace) -> int:
+    from .. import sanitize
+
+    names = strategies.resolve(args.strategies or "cuda", args.experimental)
+    cpu = [n for n in names if strategies.REGISTRY[n].backend != "cuda"]
+    if cpu:
+        raise InputError(f"sanitize checks GPU strategies; {', '.join(cpu)} run on the CPU")
+    scenarios.check(args.scenario, args.size)
+    if args.inner:
+        return sanitize.inner(names, args.scenario, args.size, self_test=args.self_test)
+    require_devices(names)
+    tools = [t.strip() for t in args.tools.split(",") if t.strip()]
+    if args.self_test:  # the tools must flag the planted race (racecheck) and overrun (memcheck)
+        results = sanitize.run(names, tools, self_test=True, jobs=args.jobs)
+        want = {"memcheck", "racecheck"} & set(tools)
+        caught = {r.tool for r in results if r.errors}
+        print(f"\nself-test: planted faults flagged by {', '.join(sorted(caught)) or 'no tool'}; "
+              f"expected {', '.join(sorted(want))}")
+        return 0 if want <= caught else 1
+    results = sanitize.run(names, tools, args.scenario, args.size, jobs=args.jobs)
+    clean = [r for r in results if r.ok]
+    na = [r for r in results if r.not_applicable]
+    bad = [r for r in results if not r.ok and not r.not_applicable]
+    print(f"\n{len(clean)} clean, {len(na)} n/a (the strategy does not apply to this problem), {len(bad)} with "
+          f"errors, failures or not run ({len(names)} strategies x {len(tools)} tools, {args.scenario} {args.size}, "
+          f"fp32 and fp64)")
+    if not clean:
+        print("nothing ran under the tools: no strategy was checked")
+    return 1 if bad or not clean else 0
+
+
+def cmd_forces(args: argparse.Namespace) -> int:
+    results.check_file(args.out, "--out", (".npz",))
+    if args.strategy != "reference":
+        require_devices([strategies.canonical(args.strategy)])
+    problem = scenarios.with_potential(input_problem(args, check_precision(args.precision)), args.potential)
+    if args.strategy == "reference":
+        import reference
+
+        ref = reference.compute(problem)
+        forces, energy, virial, pairs = ref.forces, ref.energy, ref.virial, ref.pairs
+    else:
+        out = strategies.create(args.strategy).evaluate(problem)
+        forces, energy, virial, pairs = out.forces, out.energy, out.virial, out.pairs
+    np.savez(args.out, forces=forces, energy=np.float64(energy), virial=virial, pairs=np.int64(pairs))
+    print(f"{args.strategy} {problem.describe()}: energy {energy:.10g}, pairs {pairs} -> {args.out}")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from ..io import write_configuration
+
+    results.check_file(args.out, "--out", (".xyz", ".extxyz", ".npz"))
+    p = scenarios.make(args.scenario, size_arg(args.n), seed=args.seed)
+    write_configuration(args.out, p.positions, p.box)
+    print(f"{p.describe()} -> {args.out}")
+    return 0
+
+
+def add_list(sub) -> None:
+    p = sub.add_parser("list", help="registered strategies, scenarios and precision modes")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=cmd_list)
+
+
+def add_verify(sub) -> None:
+    p = sub.add_parser("verify", help="correctness matrix against the float64 reference")
+    p.add_argument("--strategies", help="comma list of names, family prefixes (fullshell_) or attribute filters "
+                                            "(traversal=c08, newton3=true+backend=cuda) (default: all)")
+    p.add_argument("--scenarios", help=f"comma list, 'name:key=value' for parameters (default: {','.join(scenarios.DEFAULT_MATRIX)})")
+    experimental_arg(p)
+    p.add_argument("--precision", default="all", help="comma list of fp32, mixed, fp64, fixed, or all")
+    p.add_argument("--size", default="small", help="tiny, small, medium, large, or a particle count")
+    p.add_argument("--seed", type=NONNEG_INT, default=1)
+    p.add_argument("--input", help="verify on this configuration instead of the scenarios (.xyz or .npz)")
+    p.add_argument("--json", help="also write the JSON report here")
+    p.add_argument("--launch", help="launch parameters key=value,... for every strategy named (e.g. rebuild=never: "
+                                    "the list strategies' negative control)")
+    p.add_argument("--replay", type=NONNEG_INT, default=0,
+                   help="list strategies: also replay this many frames of a recorded NVE trajectory of each periodic "
+                        "scenario, the list kept and rebuilt by its own trigger, frames checked against the reference")
+    p.add_argument("--replay-every", type=COUNT, default=1, help="check every M-th replayed frame (default every one)")
+    p.add_argument("--out", default=str(ROOT / "reports" / "verify"), help="report folder (default reports/verify)")
+    p.add_argument("--max-checks-cpu", type=POSITIVE, help="skip CPU cells with more distance checks (default 4e9)")
+    p.add_argument("--max-checks-gpu", type=POSITIVE, help="skip GPU cells with more distance checks (default 4e12)")
+    p.add_argument("--quiet", action="store_true")
+    potential_args(p)
+    p.add_argument("--potential", action="append",
+                   help="replace each scenario's potential: e.g. 'coordination:r0=1,n=6,m=12,d0=0,dmax=2.5' "
+                        "(PLUMED's coordination number) or 'lj:cutoff=3'; repeatable: the matrix gains a potential "
+                        "axis (every case with each)")
+    p.set_defaults(fn=cmd_verify)
+
+
+def add_sanitize(sub) -> None:
+    p = sub.add_parser("sanitize", help="compute-sanitizer (memcheck, racecheck, synccheck, initcheck) per GPU strategy")
+    p.add_argument("--strategies", help="comma list or family prefixes (default: every GPU strategy)")
+    experimental_arg(p)
+    p.add_argument("--tools", default=",".join(("memcheck", "racecheck", "synccheck", "initcheck")))
+    p.add_argument("--scenario", default="lj_liquid", help="a small periodic system (default lj_liquid)")
+    p.add_argument("--size", default="small", help="default small: 5 cells per axis, which every GPU strategy supports")
+    p.add_argument("--self-test", action="store_true",
+                   help="run a kernel with a planted race and overrun instead; pass when the tools flag it")
+    p.add_argument("--jobs", type=COUNT, default=min(4, os.cpu_count() or 1),
+                   help="sanitizer processes at once (default min(4, CPUs)); each checks one strategy under one tool")
+    p.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
+    p.set_defaults(fn=cmd_sanitize)
+
+
+def add_forces(sub) -> None:
+    p = sub.add_parser("forces", help="forces, energy, virial and pairs of one configuration")
+    p.add_argument("--strategy", required=True, help="a registered strategy, or 'reference' (float64 CPU)")
+    p.add_argument("--input", required=True)
+    p.add_argument("--precision", default="fp32")
+    p.add_argument("--out", required=True, help="output .npz")
+    potential_args(p)
+    p.add_argument("--potential", help="replace the potential: e.g. 'coordination:r0=1,n=6,m=12,d0=0,dmax=2.5' "
+                                       "(PLUMED's coordination number) or 'lj:cutoff=3'")
+    p.set_defaults(fn=cmd_forces)
+
+
+def add_export(sub) -> None:
+    p = sub.add_parser("export", help="write a scenario's configuration to .xyz or .npz")
+    p.add_argument("--scenario", required=True)
+    p.add_argument("--n", default="small", help="size name or particle count")
+    p.add_argument("--seed", type=NONNEG_INT, default=1)
+    p.add_argument("--out", required=True)
+    p.set_defaults(fn=cmd_export)
