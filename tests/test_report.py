@@ -187,14 +187,13 @@ def test_the_claims_section_is_computed_from_the_inputs(built):
 
 
 def test_the_committed_gpu_results_build_a_report(tmp_path):
-    """Every result file of the H200 folder (bench, verify with its negative controls, ncu
-    profiles): the report builds, opens with its verdict, and the why lines use the profiles."""
-    import glob
-
-    folder = ROOT / "reports" / "2026-11-24-h200"
-    files = [Path(f) for sub in ("bench", "verify", "profile") for f in sorted(glob.glob(str(folder / sub / "*.json")))]
-    if not files:
-        pytest.skip("no committed GPU results")
+    """H200 results kept as test data (a full sweep, a verify run with its negative control, ncu
+    profiles, OpenMM's among them): the report builds, opens with its verdict, and the why lines use
+    the profiles."""
+    folder = ROOT / "tests" / "data" / "h200"
+    files = sorted(folder.glob("bench-*.json")) + sorted(folder.glob("verify-*.json")) + \
+        sorted(folder.glob("profile-*.json"))
+    assert len(files) >= 5
     index, md = report.build(files, tmp_path / "r", "h200")
     text = md.read_text()
     assert "verdicts (1 device)" in text.split("## ", 1)[0]
@@ -205,7 +204,7 @@ def test_the_committed_gpu_results_build_a_report(tmp_path):
     roof = text.split("## Roofline")[1].split("\n## ")[0]
     rows = [x for x in roof.splitlines() if x.startswith("| peer:openmm")]
     assert rows and all(x.startswith("| peer:openmm (computeNonbonded)") for x in rows), rows
-    assert any("0.3399" in x for x in rows), rows  # s9-call7: 0.340 ms, not the step's 3.45 ms over 3 evaluations
+    assert any("0.3399" in x for x in rows), rows  # 0.340 ms, not the step's 3.45 ms over 3 evaluations
 
 
 def test_before_and_after_compares_the_points_in_common(built, tmp_path, capsys):
@@ -308,10 +307,7 @@ def test_the_drift_section_tabulates_the_nve_runs(tmp_path):
     each strategy's and the peer's drift with its sign, and the per-run comparisons computed from them."""
     import json
 
-    files = [ROOT / "reports" / "2026-11-24-h200" / "md" / "s2-call14-nve-4000.json",
-             ROOT / "reports" / "2026-11-24-h200" / "bench" / "s4-call7-nve-long-4000.json"]
-    if not all(f.is_file() for f in files):
-        pytest.skip("no committed NVE results")
+    files = [ROOT / "tests" / "data" / "h200" / "nve-4000.json", ROOT / "tests" / "data" / "h200" / "nve-long-4000.json"]
     _, md = report.build(files, tmp_path / "r", "nve")
     rows = _md_table_after(md.read_text(), "Energy drift in NVE, per precision")
     assert len(rows) == 6  # 10,000 and 200,000 steps, three precisions each
@@ -354,3 +350,27 @@ def test_a_malformed_nve_result_is_one_clear_line(tmp_path, capsys):
     assert cli.main(["report", str(tmp_path / "m.json"), "--out", str(tmp_path / "r")]) == 2
     assert "'rows' must be a list of objects" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()  # refused before anything is written
+
+
+def test_the_readme_ranking_is_written_between_its_markers(tmp_path, capsys):
+    """report --readme: one row per scenario family and size range (fp32, all outputs), the device,
+    commit and command above it; the rest of the file untouched; a file without markers is refused."""
+    from harness import cli
+
+    readme = tmp_path / "README.md"
+    readme.write_text("# title\n\nbefore\n<!-- ranking:start -->\nold\n<!-- ranking:end -->\nafter\n")
+    bench = ROOT / "tests" / "data" / "h200" / "bench-full.json"
+    assert cli.main(["report", str(bench), "--out", str(tmp_path), "--name", "r", "--readme", str(readme)]) == 0
+    text = readme.read_text()
+    assert text.startswith("# title\n\nbefore\n<!-- ranking:start -->\n") and text.endswith("<!-- ranking:end -->\nafter\n")
+    block = text.split("<!-- ranking:start -->")[1].split("<!-- ranking:end -->")[0]
+    assert "old" not in block and "NVIDIA H200" in block and "make results" in block
+    table = [x for x in block.splitlines() if x.startswith("|")][2:]
+    keys = [tuple(c.strip() for c in x.strip("|").split("|")[:2]) for x in table]
+    assert len(keys) == len(set(keys)) >= 5  # one row per family and N range
+    assert any(x.startswith("| lj_liquid") for x in table) and all("`" in x for x in table)
+    bare = tmp_path / "bare.md"
+    bare.write_text("no markers\n")
+    assert cli.main(["report", str(bench), "--out", str(tmp_path), "--name", "r2", "--readme", str(bare)]) == 2
+    assert "has no ranking markers" in capsys.readouterr().err
+    assert bare.read_text() == "no markers\n" and not (tmp_path / "r2").exists()

@@ -28,8 +28,10 @@ from .sections import SECTIONS
 __all__ = ["SECTIONS", "build", "default_inputs", "load"]
 
 
-def build(paths: list[Path], out_dir: Path, title: str, before: list[Path] | None = None) -> tuple[Path, Path]:
-    """before: earlier bench results for the section 'Before and after'."""
+def build(paths: list[Path], out_dir: Path, title: str, before: list[Path] | None = None,
+          readme: Path | None = None) -> tuple[Path, Path]:
+    """before: earlier bench results for the section 'Before and after'; readme: a file whose ranking
+    block (ranking.START ... ranking.END) gets today's ranking from these results."""
     data = load(paths)  # refuses bad input before anything is written
     if not data["bench"] and not data["verify"] and not data["profile"] and not data["nve"]:
         raise InputError("report: no results given (bench, verify, profile or NVE JSON)")
@@ -61,11 +63,32 @@ def build(paths: list[Path], out_dir: Path, title: str, before: list[Path] | Non
     S.roofline(sections["roofline"], plots, bench, devices, data["profile"])
     S.method(sections["method"], data, bench, links)
     sections["verdict"].link_list("Raw data (the inputs of this page)", links)
+    if readme is not None:
+        from . import ranking
+        from .verdict import table
+
+        ranking.write(readme, ranking.markdown(table(bench, data["profile"]), _source(data, out_dir, readme)))
     index = out_dir / "index.html"
     index.write_text(render.page(title, list(sections.values()), headline))
     md = out_dir / "report.md"
     md.write_text(render.markdown(title, list(sections.values()), headline))
     return index, md
+
+
+def _source(data: dict, out_dir: Path, readme: Path) -> str:
+    """The line above the ranking: the devices, commits and dates of the bench results, the command
+    that makes them, and where the whole report lies (relative to the README)."""
+    devs, commits, dates = set(), set(), set()
+    for d in data["bench"]:
+        dev = d.get("device") or {}
+        devs.add(f"{dev['gpu']} ({dev.get('sms')} SMs, driver {dev.get('driver')}, CuPy {dev.get('cupy')})"
+                 if dev.get("gpu") else f"CPU {dev.get('cpu', '?')}")
+        commits.add(str(dev.get("commit", "?")))
+        dates.add(str((d.get("meta") or {}).get("date", "?"))[:10])
+    where = os.path.relpath(out_dir.resolve() / "report.md", readme.resolve().parent)
+    return (f"Measured on {', '.join(sorted(devs))}; commit {', '.join(sorted(commits))}; "
+            f"{', '.join(sorted(dates))}; `make results` (fp32, LJ-family scenarios, all outputs). "
+            f"The whole report: [{where}]({where}).")
 
 
 def _copy_inputs(files: list[str], out_dir: Path) -> list[tuple[str, str]]:

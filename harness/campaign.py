@@ -1,0 +1,255 @@
+"""`python -m harness results` (`make results`): the canonical results of one GPU model, regenerated
+by one command, in stages that each fit a time-limited job and resume where the last one stopped.
+
+The results live in reports/<machine>/ (machine: harness.device.machine_name(), e.g. nvidia-h200),
+one folder per GPU model, holding the latest campaign at the commit it names:
+
+  campaign.json           what ran: the commit, the device, each stage done (when, how long)
+  verify/<size>/          `harness verify` at small and medium (verify.json, .csv, .md)
+  bench/<suite>.json      `harness bench --suite <suite>` (+ .csv), the three timing columns,
+                          OpenMM beside the large LJ points
+  md/nve.json             `harness md --nve-report`: energy drift per strategy and precision, OpenMM's
+  profile/<point>.json    `harness profile`: Nsight Compute on each GPU strategy's force phase at the
+                          large LJ liquid (+ .csv of the raw metrics)
+  claims.md               `harness claims`: the source documents' claims, verdicts computed
+  report/                 `harness report`: index.html, report.md and plots, built from all of the above
+
+Each stage runs as a child process (`python -m harness ...`) with what is left of `--budget` as its
+time limit: a bench stage stopped there keeps every point it finished (its partial file) and the next
+run resumes it; a stage that ends without error is marked done and not run again. A campaign is tied
+to the commit that last changed the product's code (mdcore, reference, strategies, harness) and to
+one GPU model; a tree with other code starts a new campaign only with --restart, so that results of
+two versions are never mixed.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from mdcore import InputError
+
+ROOT = Path(__file__).resolve().parent.parent
+SCHEMA_VERSION = 1
+CODE = ("mdcore", "reference", "strategies", "harness")  # what a campaign's results depend on
+# bench timing for the campaign: the median of at least 10 samples and 0.1 s of them per phase
+TIMING = ["--repeat", "10", "--min-time", "0.1", "--quiet"]
+PROFILE_SIZE = "large"
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One step of the campaign: a `python -m harness` command line ({dir}: the campaign folder)."""
+
+    name: str
+    argv: tuple[str, ...]
+    gpu: bool = True  # needs the GPU (skipped, and the campaign left incomplete, without one)
+    note: str = ""
+    outputs: tuple[str, ...] = field(default_factory=tuple)  # files it leaves (relative to {dir})
+
+    def command(self, folder: Path) -> list[str]:
+        return [a.replace("{dir}", str(folder)) for a in self.argv]
+
+
+def _bench(suite: str, *extra: str) -> Stage:
+    return Stage(f"bench-{suite}", ("bench", "--suite", suite, "--name", suite, "--out", "{dir}/bench", "--resume",
+                                    *TIMING, *extra), outputs=(f"bench/{suite}.json",))
+
+
+def stages() -> list[Stage]:
+    """The campaign in the order it runs: correctness first, then the suites behind the report's
+    sections (harness/suites.py), the NVE table, the profiles, and the pages built from them."""
+    import strategies
+
+    out = [Stage("verify-small", ("verify", "--size", "small", "--quiet", "--out", "{dir}/verify/small"),
+                 outputs=("verify/small/verify.json",)),
+           Stage("verify-medium", ("verify", "--size", "medium", "--quiet", "--out", "{dir}/verify/medium"),
+                 outputs=("verify/medium/verify.json",))]
+    out += [_bench("default"), _bench("large", "--outputs", "all,forces", "--peers", "openmm"),
+            _bench("precision", "--amortised", "0")]
+    out += [_bench(s, "--amortised", "0") for s in ("allpairs", "views", "one_per_cell", "nine_per_cell", "gaussian",
+                                                    "mardyn")]
+    out.append(Stage("nve", ("md", "--nve-report", "--n", "4000", "--steps", "20000", "--json", "{dir}/md/nve.json"),
+                     outputs=("md/nve.json",)))
+    for name in strategies.names("cuda"):
+        out.append(Stage(f"profile-{name}", ("profile", "--strategy", name, "--scenario", "lj_liquid", "--n",
+                                             PROFILE_SIZE, "--outputs", "forces", "--out", "{dir}/profile")))
+    out.append(Stage("claims", ("claims", "{dir}", "--out", "{dir}/claims.md", "--json", "{dir}/claims.json"),
+                     gpu=False, outputs=("claims.md",)))
+    out.append(Stage("report", ("report", "{inputs}", "--out", "{dir}", "--name", "report",
+                                "--title", "mdforce: canonical results, {machine}", "--readme", "{root}/README.md"),
+                     gpu=False, outputs=("report/index.html",),
+                     note="also today's ranking in README.md (between its ranking markers)"))
+    return out
+
+
+def code_commit() -> str:
+    """The commit that last changed the product's code (HARNESS_COMMIT where the tree has no usable
+    .git: a copy sent to a GPU node), with "+dirty" where those folders hold uncommitted changes."""
+    if os.environ.get("HARNESS_COMMIT"):
+        return os.environ["HARNESS_COMMIT"]
+    if not shutil.which("git") or not (ROOT / ".git").exists():
+        return "unknown"
+
+    def git(*args) -> str:
+        r = subprocess.run(["git", *args], capture_output=True, text=True, cwd=ROOT)
+        return r.stdout.strip() if r.returncode == 0 else ""
+    rev = git("log", "-1", "--format=%h", "--abbrev=12", "--", *CODE)
+    dirty = git("status", "--porcelain", "--untracked-files=no", "--", *CODE)
+    return (rev + ("+dirty" if dirty else "")) or "unknown"
+
+
+def folder_for(machine: str, root: Path = ROOT) -> Path:
+    return root / "reports" / machine
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class Campaign:
+    """The state file campaign.json of one results folder, and the stages left."""
+
+    def __init__(self, folder: Path, commit: str, machine: str, restart: bool = False):
+        self.folder, self.commit, self.machine = folder, commit, machine
+        self.path = folder / "campaign.json"
+        self.state = {"schema_version": SCHEMA_VERSION, "kind": "campaign", "commit": commit, "machine": machine,
+                      "started": _now(), "stages": {}}
+        if self.path.exists():
+            try:
+                old = json.loads(self.path.read_text())
+            except (OSError, json.JSONDecodeError) as e:
+                raise InputError(f"results: {self.path} is not a campaign file ({e}); remove it or take --restart")
+            if not restart and old.get("commit") != commit:
+                raise InputError(f"results: {folder} holds a campaign at commit {old.get('commit')}, and this tree's code "
+                                 f"is at {commit}; --restart starts a new campaign there (its files are replaced)")
+            if not restart:
+                self.state = old
+        if restart and folder.exists():
+            for sub in ("bench", "verify", "md", "profile", "report"):
+                shutil.rmtree(folder / sub, ignore_errors=True)
+            for f in ("campaign.json", "claims.md", "claims.json"):
+                (folder / f).unlink(missing_ok=True)
+
+    def done(self, stage: Stage) -> bool:
+        return stage.name in self.state["stages"]
+
+    def mark(self, stage: Stage, seconds: float, header: dict | None) -> None:
+        self.state["stages"][stage.name] = {"done": _now(), "seconds": round(seconds, 1)}
+        if header and "device" not in self.state:
+            self.state["device"] = header
+        self.save()
+
+    def save(self) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(self.state, indent=1) + "\n")
+        tmp.replace(self.path)
+
+
+def report_inputs(folder: Path) -> list[str]:
+    """Every result file of a campaign folder that the report reads."""
+    files = sorted(str(p) for p in (folder / "bench").glob("*.json"))
+    files += sorted(str(p) for p in (folder / "verify").glob("*/verify.json"))
+    files += sorted(str(p) for p in (folder / "md").glob("*.json"))
+    files += sorted(str(p) for p in (folder / "profile").glob("*.json"))
+    return files
+
+
+def _argv(stage: Stage, folder: Path, machine: str, root: Path = ROOT) -> list[str]:
+    out = []
+    for a in stage.command(folder):
+        if a == "{inputs}":
+            out += report_inputs(folder)
+        else:
+            out.append(a.replace("{machine}", machine).replace("{root}", str(root)))
+    return out
+
+
+def _tidy(stage: Stage, folder: Path) -> None:
+    """Nsight Compute's binary reports stay out of the results (the summary and raw metrics stay)."""
+    if stage.name.startswith("profile-"):
+        for p in (folder / "profile").glob("*.ncu-rep"):
+            p.unlink()
+
+
+def run(budget: float | None = None, only: list[str] | None = None, restart: bool = False, root: Path = ROOT,
+        dry_run: bool = False, machine: str | None = None, say=print) -> int:
+    """Run the stages not done yet, in order, within `budget` seconds (None: no limit). only: stage
+    names (or prefixes ending in '-') to run, in campaign order; machine: the results folder's GPU
+    model (default: this machine's; another's for the stages without a GPU, claims and report).
+    Returns the exit status: 0 (done, or stopped at the budget: run again to continue), 1 (a stage
+    failed), 2 (bad input)."""
+    import re
+
+    from . import device
+    from strategies.cuda import device_status
+
+    here = device.machine_name()
+    if machine is not None and not re.fullmatch(r"[a-z0-9][a-z0-9-]*", machine):
+        raise InputError(f"results: --machine {machine!r} is not a machine name such as nvidia-h200")
+    machine = machine or here
+    folder = folder_for(machine, root)
+    all_stages = stages()
+    if only:
+        known = {s.name for s in all_stages}
+        bad = [o for o in only if o not in known and not (o.endswith("-") and any(k.startswith(o) for k in known))]
+        if bad:
+            raise InputError(f"results: unknown stage(s) {', '.join(bad)}; known: {', '.join(s.name for s in all_stages)}")
+        all_stages = [s for s in all_stages if any(s.name == o or (o.endswith("-") and s.name.startswith(o))
+                                                   for o in only)]
+    commit = code_commit()
+    camp = Campaign(folder, commit, machine, restart=restart and not dry_run)
+    gpu, why = device_status()
+    if machine != here:
+        gpu, why = False, f"this machine is {here}, not {machine}"
+    left = [s for s in all_stages if not camp.done(s)]
+    say(f"results: {folder.relative_to(root) if folder.is_relative_to(root) else folder} (commit {commit}), "
+        f"{len(all_stages) - len(left)} of {len(all_stages)} stages done")
+    if dry_run:
+        for s in left:
+            say(f"  {s.name:34s} python -m harness {' '.join(_argv(s, folder, machine, root))}")
+        return 0
+    start = time.monotonic()
+    for s in left:
+        if s.gpu and not gpu:
+            say(f"  {s.name}: skipped ({why}); the campaign stays incomplete without a GPU")
+            continue
+        remaining = None if budget is None else budget - (time.monotonic() - start)
+        if remaining is not None and remaining < 30.0:
+            say(f"stopped at the budget: {len(left) - left.index(s)} stage(s) left; the same command continues")
+            return 0
+        cmd = [sys.executable, "-m", "harness", *_argv(s, folder, machine, root)]
+        say(f"  {s.name} ...")
+        t0 = time.monotonic()
+        env = {**os.environ, "HARNESS_COMMIT": commit, "PYTHONUNBUFFERED": "1"}
+        try:
+            p = subprocess.run(cmd, cwd=root, env=env, timeout=remaining, capture_output=True, text=True)
+        except subprocess.TimeoutExpired as e:
+            log = (e.stdout or b"")
+            tail = (log.decode() if isinstance(log, bytes) else log).strip().splitlines()[-3:]
+            say(f"  {s.name}: stopped at the budget after {time.monotonic() - t0:.0f} s"
+                + (f" (last: {tail[-1][:160]})" if tail else "") + "; the same command continues it")
+            return 0
+        seconds = time.monotonic() - t0
+        (folder / "logs").mkdir(parents=True, exist_ok=True)
+        (folder / "logs" / f"{s.name}.log").write_text(p.stdout + p.stderr)
+        if p.returncode != 0:
+            lines = (p.stderr or p.stdout).strip().splitlines()
+            say(f"  {s.name}: FAILED (exit {p.returncode} after {seconds:.0f} s): {lines[-1] if lines else ''}"
+                f"; log: {folder / 'logs' / (s.name + '.log')}")
+            return 1
+        _tidy(s, folder)
+        camp.mark(s, seconds, device.header() if s.gpu else None)
+        last = [ln for ln in p.stdout.strip().splitlines() if ln.strip()]
+        say(f"  {s.name}: done in {seconds:.0f} s" + (f" ({last[-1][:140]})" if last else ""))
+    done = sum(camp.done(s) for s in stages())
+    say(f"results: {done} of {len(stages())} stages done" + ("; the campaign is complete" if done == len(stages())
+                                                              else ""))
+    return 0
