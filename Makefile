@@ -45,7 +45,7 @@ setup:
 
 test:
 	$(call boot,$(TEST_EXTRAS))
-	$(PYTHON) -m pytest -q tests $(ARGS)
+	$(PYTHON) -m pytest -q tests research $(ARGS)
 
 verify:
 	$(call boot,)

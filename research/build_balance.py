@@ -4,7 +4,7 @@ row (slot order: cells, then z) and each of the 9 neighbour columns, the candida
 longest walk of its 32 lanes. Prints the lanes' busy share now, with each column walked together with its
 opposite (the pair's windows' lengths add to a near-constant), and with all nine walked as one stream.
 
-    python3 tools/build_balance.py --n 256000 [--alternatives]
+    python3 research/build_balance.py --n 256000 [--alternatives]
 
 The seventeenth session's flattened walk lost the L1 (lanes spread over nine columns); the pairs keep
 two columns in flight. ncu's SourceCounters of the build (thirty-first session) give 21 of 32 lanes

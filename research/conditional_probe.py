@@ -2,7 +2,7 @@
 launches it replaces: chains of tiny kernels captured 200 times in one graph and replayed, in us
 per link (step_parts.timed: CUDA events, median of 5 replays after 3 warm-ups).
 
-    python3 tools/conditional_probe.py [--json FILE]
+    python3 research/conditional_probe.py [--json FILE]
 
 Shapes (k: a one-block kernel that adds 1 to a counter; g: the same, guarded by a device flag,
 returning at once where it is clear; grid: its blocks):

@@ -1,4 +1,4 @@
-"""The Verlet force kernel's gathers replayed on the CPU through the L1 rule tools/l1_probe.py
+"""The Verlet force kernel's gathers replayed on the CPU through the L1 rule research/l1_probe.py
 measured (sixteenth session): a 128-bit gather costs, per quarter-warp (lanes 8k..8k+7), as many
 data-pipe wavefronts as the most distinct 16-byte chunks its lanes read in one bank group
 (slot % 8); lanes reading the same chunk share it. The misses the GPU adds (~1.4 wavefronts per
@@ -17,7 +17,7 @@ slots ascending), one thread per row, 32 consecutive rows a warp. Orders of each
   anchor     a row copies lane 0's step for every slot it shares with lane 0; the rest take
              bank group (lane 0's + lane) % 8 where they can (a pass per row, no joint step)
 
-    python3 tools/l1_model.py [--scenario lj_liquid] [--n 32000] [--rows 16384]
+    python3 research/l1_model.py [--scenario lj_liquid] [--n 32000] [--rows 16384]
 
   group_rotate  each whole group's gathers rotated in the force kernel (no pass)
   group_place   each whole group's entries placed by bank group (banks=1's rule, per group)

@@ -1,4 +1,4 @@
-"""The L1 cost of 128-bit gathers by pattern, on the GPU (strategies/kernels/l1probe.cu): which
+"""The L1 cost of 128-bit gathers by pattern, on the GPU (research/l1probe.cu): which
 lanes' addresses the L1 serves in one data-pipe wavefront. Synthetic patterns (contiguous, one
 line per lane with the quarter-warps' bank groups distinct or equal, ...) and the Verlet force
 kernel's own gathers at LJ 1M (jittered fcc at rho 0.8442, cells of r_list = 2.8, the strip
@@ -6,7 +6,7 @@ order of the build) in three orders: as built, each group of 8 bank-ordered (ban
 quarter-warp's rows scheduled so that its 8 lanes read 8 distinct bank groups at every step (a
 greedy edge colouring of the lanes x bank-groups multigraph; empty steps where a lane has none).
 
-    python3 tools/l1_probe.py [--warps 64] [--reps 20] [--paths ldg,tex,mix] [--json OUT]
+    python3 research/l1_probe.py [--warps 64] [--reps 20] [--paths ldg,tex,mix] [--json OUT]
 
 --paths: the load paths timed per pattern: ldg (__ldg of 16 bytes, the force kernels' gathers),
 ldg8 and ldg4 (__ldg of 8 and 4 bytes a particle from arrays of that stride: what a packed
@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     import cupy as cp
 
-    src = (pathlib.Path(__file__).resolve().parent.parent / "strategies/kernels/l1probe.cu").read_text()
+    src = (pathlib.Path(__file__).resolve().parent / "l1probe.cu").read_text()
     exprs = {"ldg": "l1_replay<float4>", "ldg8": "l1_replay<float2>", "ldg4": "l1_replay<float>",
              "tex": "l1_replay_tex<false>", "mix": "l1_replay_tex<true>"}
     mod = cp.RawModule(code=src, name_expressions=tuple(exprs.values()), options=("-std=c++17",))

@@ -3,7 +3,7 @@ line per kernel launch: time, warp instructions, issue slots, L1 requests, secto
 wavefronts of global loads, and what they give per request. For comparing two variants of a
 kernel in one device call:
 
-    python3 tools/ncu_metrics.py reports/profile/*.csv [--match REGEX] [--stalls]
+    python3 research/ncu_metrics.py reports/profile/*.csv [--match REGEX] [--stalls]
 
 --stalls adds, per kernel, every warp-stall reason the run measured (ncu's WarpStateStats section:
 smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio), as warps waiting per issued
@@ -29,13 +29,13 @@ WANT = {
     "hit%": ("l1tex__t_sector_hit_rate.pct",),
     "regs": ("launch__registers_per_thread",),
     "occ%": ("sm__warps_active.avg.pct_of_peak_sustained_active",),
-    # warp states (where measured: STALL_METRICS in tools/gpu_benches.sh): warps eligible a cycle, and warps
+    # warp states (where measured: STALL_METRICS in research/gpu_benches.sh): warps eligible a cycle, and warps
     # waiting on a long-scoreboard dependency (a global or local load) and not selected, per issue
     "elig": ("smsp__warps_eligible.avg.per_cycle_active",),
     "lsb/issue": ("smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",),
     "nsel/issue": ("smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio",),
     # the SMs' cycles with work against the kernel's elapsed cycles (where measured: CYCLE_METRICS in
-    # tools/gpu_benches.sh): sm_act% says how much of the kernel's time the average SM had a block resident
+    # research/gpu_benches.sh): sm_act% says how much of the kernel's time the average SM had a block resident
     "cyc_act": ("sm__cycles_active.avg",),
     "cyc_el": ("sm__cycles_elapsed.avg",),
     "MHz": ("sm__cycles_elapsed.avg.per_second",),

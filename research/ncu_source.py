@@ -8,7 +8,7 @@ of it costs:
     ncu --nvtx --nvtx-include "build/verlet_thread_padded/" --section SourceCounters \\
         -k regex:verlet_build --launch-count 1 -o rep python3 -m harness profile --inner ...
     ncu -i rep.ncu-rep --page source --print-source sass --csv > build.csv
-    python3 tools/ncu_source.py build.csv [--min-share 0.4] [--show 412-465]
+    python3 research/ncu_source.py build.csv [--min-share 0.4] [--show 412-465]
 
 (the twenty-first session's call 1 ran these two steps, with `--clock-control none` and more
 sections, on `--scenario lj_liquid --n large --precision fp32 --outputs forces`). --show prints the instructions of a

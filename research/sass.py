@@ -1,7 +1,7 @@
 """The SASS of kernel specialisations, with an instruction count per loop, for reading what a
 kernel's inner loop costs (needs nvcc and cuobjdump):
 
-    python3 tools/sass.py verlet.cu 'verlet_force<float, float, LennardJones, false, true, 1, 128, 0, 12, 4>'
+    python3 research/sass.py verlet.cu 'verlet_force<float, float, LennardJones, false, true, 1, 128, 0, 12, 4>'
 
 The unit is compiled as strategies.nvcc compiles it (the expression's options, the Lennard-Jones
 functor, sm_90 unless --arch). Prints the disassembly, then per kernel every backward branch (a

@@ -15,7 +15,7 @@ A fast particle gets a wide skin and a slow one a narrow one, so that the fastes
 sets every pair's buffer. Rows are counted on a sample of particles at every build (exact pairs, no
 padding).
 
-    python3 tools/skin_model.py --n 1048576 --frames 200 --policy 0.15:u,0.05:8,0.06:8
+    python3 research/skin_model.py --n 1048576 --frames 200 --policy 0.15:u,0.05:8,0.06:8
 
 A policy is m:K (K = u: the uniform list with skin 2 m). The frames come from harness.md.record
 (the amortised column's trajectory: LJ liquid, T 0.72, dt 0.005, after 500 steps). Runs on the GPU

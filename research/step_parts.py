@@ -2,7 +2,7 @@
 CUDA graph of REPS copies, replayed, timed with events; then the whole step (kick_drift, list
 upkeep, force, kick) as `harness md` replays it. On the GPU machine:
 
-    python3 tools/step_parts.py --strategy verlet_thread_padded --n 4000,large --json OUT.json
+    python3 research/step_parts.py --strategy verlet_thread_padded --n 4000,large --json OUT.json
 
 The parts run back to back as they do inside the step's graph, so launch gaps count as in the
 step. The integrator's parts are timed with dt = 0 (the same kernels; nothing moves), the whole

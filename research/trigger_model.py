@@ -15,7 +15,7 @@ cell lay between them, at least `side` wide, and they have moved at most side - 
 asserts this on every frame by brute force (small N only). (A cell's largest displacement taken
 twice would make the trigger skin/2's: the fastest particle's cell with itself.)
 
-    python3 tools/trigger_model.py --n 1048576 --frames 200 [--skin 0.3] [--side S] [--check]
+    python3 research/trigger_model.py --n 1048576 --frames 200 [--skin 0.3] [--side S] [--check]
 
 The frames come from harness.md.record (the amortised column's trajectory: LJ liquid, T 0.72,
 dt 0.005, after 500 steps). Runs on the GPU where CuPy has one, else on the CPU.

@@ -1,4 +1,4 @@
-"""tools/l1_model.py (CPU): the quarter-warp rule as tools/l1_probe.py measured it, and the row
+"""research/l1_model.py (CPU): the quarter-warp rule as research/l1_probe.py measured it, and the row
 orders it compares, each a permutation of every row."""
 import sys
 from pathlib import Path
@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "research"))
 import l1_model  # noqa: E402
 
 

@@ -1,4 +1,4 @@
-"""tools/l1_probe.py's orders (CPU): the schedules it replays on the GPU are what they claim."""
+"""research/l1_probe.py's orders (CPU): the schedules it replays on the GPU are what they claim."""
 import sys
 from pathlib import Path
 
@@ -7,7 +7,7 @@ import pytest
 
 from strategies import nvcc
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "research"))
 import l1_probe  # noqa: E402
 
 
@@ -51,10 +51,11 @@ def test_an_unknown_load_path_is_one_line_and_exit_2(capsys):
 
 @pytest.mark.skipif(nvcc.nvcc() is None, reason="nvcc not found on PATH")
 def test_the_probe_kernels_compile_for_each_path():
-    """tools/l1_probe.py's five kernels (ldg of 16, 8 and 4 bytes, tex, mix) compile as it names them,
+    """research/l1_probe.py's five kernels (ldg of 16, 8 and 4 bytes, tex, mix) compile as it names them,
     none spilling."""
     code, out, _ = nvcc.compile_unit("l1probe.cu", ["l1_replay<float4>", "l1_replay<float2>", "l1_replay<float>",
-                                                  "l1_replay_tex<false>", "l1_replay_tex<true>"])
+                                                  "l1_replay_tex<false>", "l1_replay_tex<true>"],
+                                     include=(str(Path(__file__).resolve().parents[1]),))
     assert code == 0, out
     reports = nvcc.resources(out)
     assert len(reports) == 5 and all(r.spill_stores == 0 for r in reports)
