@@ -21,16 +21,17 @@ PRECISION  ?= fp32
 STRATEGY   ?= fullshell_thread_csr
 PROFILE_N  ?= large
 
-.PHONY: help setup test verify bench profile timeline report claims asv asv-preview sanitize wheelhouse list clean
+.PHONY: help setup test verify bench results profile timeline report claims asv asv-preview sanitize wheelhouse list clean
 
 help:
 	@echo "make verify     correctness matrix (SIZE=small|medium|large, ARGS='...' for harness verify)"
 	@echo "make test       pytest (GPU tests skip without a device)"
 	@echo "make bench      harness bench: SUITE=default (harness/suites.py), or STRATEGIES= SCENARIO= N= PRECISION="
+	@echo "make results    this GPU model's canonical results in reports/<gpu>/, resumable (BUDGET=540s stops in time)"
 	@echo "make profile    Nsight Compute on one point's force phase: STRATEGY= SCENARIO= PROFILE_N= PRECISION="
 	@echo "make timeline   Nsight Systems timeline of one evaluation, where nsys exists"
 	@echo "make report     HTML + markdown report from bench/verify/profile results (REPORT=name, INPUTS=files)"
-	@echo "make claims     the seeds' claims answered from the results under CLAIMS_FROM (default reports/), verdicts computed"
+	@echo "make claims     the source documents' claims answered from the results under CLAIMS_FROM (default reports/), verdicts computed"
 	@echo "make asv        record an asv run for the current commit and build the HTML history"
 	@echo "make sanitize   compute-sanitizer memcheck/racecheck/synccheck/initcheck per GPU strategy (ARGS=)"
 	@echo "make list       registered strategies, scenarios and precision modes"
@@ -55,6 +56,13 @@ bench:
 	$(call boot,bench)
 	$(PYTHON) -m harness bench $(if $(STRATEGIES),--strategies $(STRATEGIES) --scenario $(SCENARIO) --n $(N) --precision $(PRECISION),--suite $(SUITE)) $(ARGS)
 
+# results: the canonical campaign of this machine's GPU model (harness/campaign.py); BUDGET= stops
+# before running past it (a time-limited job), and the same command continues where it stopped
+BUDGET ?=
+results:
+	$(call boot,report)
+	$(PYTHON) -m harness results $(if $(BUDGET),--budget $(BUDGET)) $(ARGS)
+
 profile:
 	$(call boot,)
 	$(PYTHON) -m harness profile --strategy $(STRATEGY) --scenario $(SCENARIO) --n $(PROFILE_N) --precision $(PRECISION) $(ARGS)
@@ -73,7 +81,7 @@ report:
 	$(call boot,bench)
 	$(PYTHON) -m harness report $(INPUTS) $(foreach f,$(BEFORE),--before $(f)) --name $(REPORT) $(ARGS)
 
-# claims: the seed documents' claims, each with its measurement and a computed verdict, from the
+# claims: the source documents' claims, each with its measurement and a computed verdict, from the
 # bench, NVE and verify results under CLAIMS_FROM (CLAIMS_OUT: write the markdown table there)
 CLAIMS_FROM ?= reports
 CLAIMS_OUT ?=

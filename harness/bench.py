@@ -504,6 +504,8 @@ class SweepPart:
     sizes: list
     precisions: list[str]
     sweep: dict = field(default_factory=dict)
+    potential: str | None = None  # a potential spec replacing the scenarios' (None: theirs, or --potential)
+    outputs: tuple[str, ...] = ()  # the part's own output flavours (empty: --outputs)
 
 
 @dataclass
@@ -545,7 +547,7 @@ def plan_sweep(suite: str | None = None, selection: str | None = None, specs: li
             raise InputError("--suite sets strategies, scenarios, sizes and sweeps; leave those out")
         _, parts = suites.get(suite)
         plan = [SweepPart(strategies.resolve(p.strategies, experimental), list(p.scenarios), [size_of(str(n)) for n in p.sizes],
-                          list(p.precisions), p.sweep) for p in parts]
+                          list(p.precisions), p.sweep, p.potential, p.outputs) for p in parts]
         explicit = False
     else:
         plan = [SweepPart(strategies.resolve(selection or "allpairs_thread_tiled", experimental), specs or ["lj_liquid"],
@@ -596,7 +598,7 @@ def run_sweep(sw: Sweep, out: Path, name: str | None, resume: bool = False, dry_
     try:
         for part in sw.parts:
             for prec in part.precisions:
-                for outputs in timing["outputs"]:
+                for outputs in part.outputs or timing["outputs"]:
                     rows += run(part.names, part.specs, part.sizes, prec, seed=timing["seed"], warmup=timing["warmup"],
                                 repeat=timing["repeat"], min_time=timing["min_time"], launch=sw.launch,
                                 problem=sw.problem, progress=progress, sweep=part.sweep, l2=timing["l2"],
@@ -604,7 +606,7 @@ def run_sweep(sw: Sweep, out: Path, name: str | None, resume: bool = False, dry_
                                 done=partial.done if partial else None, sink=partial, dry_run=dry_run,
                                 check_device=sw.gpu or not dry_run, outputs=outputs,
                                 amortised=timing.get("amortised", 0),
-                                potential=timing.get("potentials", timing.get("potential")))
+                                potential=part.potential or timing.get("potentials", timing.get("potential")))
         if dry_run:
             return rows, []
         if peer_names:

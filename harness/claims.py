@@ -385,52 +385,52 @@ def _view_label(ra, rb):
 CLAIMS = [
     Claim("float3-vs-float4", "003", '"float3 is now about 25% faster than float4 in many cases"',
           "force phase, layout aos3 against aos4 (same kernel and point): the float4 / float3 time ratio",
-          "python -m harness bench --strategies fullshell_thread_csr,allpairs_thread_tiled,allpairs_thread_naive --n 32000 --outputs forces --sweep layout=aos4:aos3:soa --precision fp32,fp64 (bash tools/gpu_benches.sh layout OUT)",
+          "python -m harness bench --strategies fullshell_thread_csr,allpairs_thread_tiled,allpairs_thread_naive --n 32000 --outputs forces --sweep layout=aos4:aos3:soa --precision fp32,fp64 (in make results: bench --suite claims)",
           _layout_pair("aos3", "aos4")),
     Claim("aos-soa-unnecessary", "003", '"reordering data from an AoS layout to SoA is generally unnecessary"',
           "force phase, layout soa against aos4: SoA's speed-up",
-          "python -m harness bench --strategies fullshell_thread_csr,allpairs_thread_tiled,allpairs_thread_naive --n 32000 --outputs forces --sweep layout=aos4:aos3:soa --precision fp32,fp64 (bash tools/gpu_benches.sh layout OUT)", _soa_unnecessary),
+          "python -m harness bench --strategies fullshell_thread_csr,allpairs_thread_tiled,allpairs_thread_naive --n 32000 --outputs forces --sweep layout=aos4:aos3:soa --precision fp32,fp64 (in make results: bench --suite claims)", _soa_unnecessary),
     Claim("soa-cache-efficiency", "002", '"an SoA layout ... results in a higher cache efficiency" (6.3)',
           "force phase, layout soa against aos4: the float4 / SoA time ratio",
-          "python -m harness bench --strategies fullshell_thread_csr,allpairs_thread_tiled,allpairs_thread_naive --n 32000 --outputs forces --sweep layout=aos4:aos3:soa --precision fp32,fp64 (bash tools/gpu_benches.sh layout OUT)", _layout_pair("soa", "aos4")),
+          "python -m harness bench --strategies fullshell_thread_csr,allpairs_thread_tiled,allpairs_thread_naive --n 32000 --outputs forces --sweep layout=aos4:aos3:soa --precision fp32,fp64 (in make results: bench --suite claims)", _layout_pair("soa", "aos4")),
     Claim("quantization-speed", "003", '"integer operations are 2-16x faster"; fixed point "offers better '
           'performance than mixed precision"', "force phase, precision fixed against mixed",
           "python -m harness bench --precision fixed,mixed,fp32", _quantization),
     Claim("single-precision-md", "003", '"Pure single precision ... performs poorly in MD due to accumulated '
           'numerical errors"', "NVE drift of the total energy per particle per tau, fp32 against fp64, longest run",
-          "python -m harness md --nve-report --n 4000 --steps 200000 (bash tools/gpu_benches.sh nve-long OUT)",
+          "python -m harness md --nve-report --n 4000 --steps 200000 (in make results: the nve stage)",
           _single_precision_md),
     Claim("mixed-precision-trade", "003", '"compute ... in single precision, and accumulate results in double '
           'precision. This maintains accuracy while improving performance"',
           "force phase (all outputs) in mixed against fp64 and fp32; verify errors per precision",
           "python -m harness bench --strategies fullshell_thread_csr,clusterpair_warp_newton3 --n large "
-          "--precision fp32,mixed,fp64 (bash tools/gpu_benches.sh claims OUT); make verify", _mixed_tradeoff),
+          "--precision fp32,mixed,fp64 (in make results: bench --suite claims); make verify", _mixed_tradeoff),
     Claim("c08-inhomogeneous", "002", '"the running time to calculate all base steps of one color is at least as '
           'long as ... the base step with the most particles" (10.3.2)',
           "force phase of c08 against the CSR full shell, liquid against Gaussian blobs",
-          "bash tools/gpu_benches.sh claims-cells OUT; bash tools/gpu_benches.sh claims-rest OUT", _c08_inhomogeneous),
+          "python -m harness bench --suite claims (in make results)", _c08_inhomogeneous),
     Claim("nested-vs-2d-views", "002", "two-dimensional views are faster than nested views on the GPU (10.2)",
           "force phase, *_2d against *_nested (same traversal and point): the nested / 2D time ratio",
-          "bash tools/gpu_benches.sh claims-cells OUT",
+          "python -m harness bench --suite claims (in make results)",
           _judge_pairs(lambda r: _name(r).endswith("_2d"), lambda r: _name(r).endswith("_nested"), _view_label,
                        match=lambda r: _name(r).rsplit("_", 1)[0])),
     Claim("shared-vs-twopass", "000", "two-pass Newton3 computes every interaction twice to avoid locks; the "
           "shared-cache variant computes it once", "force phase, warp-block shared against two-pass (same "
-          "scheduler and point): the two-pass / shared time ratio", "bash tools/gpu_benches.sh claims-cells OUT",
+          "scheduler and point): the two-pass / shared time ratio", "python -m harness bench --suite claims (in make results)",
           _judge_pairs(lambda r: "_shared_" in _name(r), lambda r: "_twopass_" in _name(r),
                        lambda ra, rb: f"{_name(ra).rsplit('_', 1)[1]} {_where(ra)}",
                        match=lambda r: _name(r).rsplit("_", 1)[1])),
     Claim("global-mutex-cost", "000", '"To synchronize all thread blocks and warps a global mutex is used"',
           "force phase, warp-block scheduler with an atomic counter against the global mutex: the mutex / atomic "
           "time ratio (holds: the lock-free scheduler is faster, i.e. the mutex costs)",
-          "bash tools/gpu_benches.sh claims-cells OUT",
+          "python -m harness bench --suite claims (in make results)",
           _judge_pairs(lambda r: _name(r).endswith("_atomic") and "warpblock" in _name(r),
                        lambda r: _name(r).endswith("_mutex") and "warpblock" in _name(r),
                        lambda ra, rb: f"{_name(ra).split('_')[2]} {_where(ra)}",
                        match=lambda r: _name(r).split("_")[2])),
     Claim("one-thread-per-atom", "001", "the coordination kernel with one thread per atom against all others "
           "(getSelfCoord)", "force phase with the coordination potential: allpairs_thread_naive against the tiled "
-          "kernel and the cell list (holds: nothing beats it)", "bash tools/gpu_benches.sh claims OUT (claims-coordination)",
+          "kernel and the cell list (holds: nothing beats it)", "python -m harness bench --suite claims (in make results)",
           _judge_pairs(lambda r: _name(r) == "allpairs_thread_naive" and "coordination" in str(r.get("potential")),
                        lambda r: _name(r) != "allpairs_thread_naive" and "coordination" in str(r.get("potential")),
                        lambda ra, rb: f"against {_name(rb)} {_where(ra)}", match=lambda r: 0)),

@@ -39,11 +39,9 @@ from strategies.integrate import Integrator, check_periodic
 # the start (their capacity is fixed at prepare; an overflow is reported, never written over)
 HEADROOM = 1.0
 # forces-only steps one CUDA graph replays: the host launches a graph in about the time a step of
-# 4,000 particles takes (H200: 17.5 us per step with a graph per step, 13.4 with 20 per graph,
-# reports/2026-11-24-h200, tenth session). A run of forces-only steps takes the largest graphs that
-# fit, then smaller ones: each graph opens its steps and closes the last, which the fused steps of
-# the Verlet list pay with a pass over the particles (verlet_open, 29 us at LJ 1M on the H200): with
-# graphs of 16 and 1 a run of 999 steps took 69 of them, with 64, 8 and 1 it takes 26.
+# 4,000 particles takes. A run of forces-only steps takes the largest graphs that fit, then smaller
+# ones: each graph opens its steps and closes the last, which the fused steps pay with a pass over
+# the particles (docs/decisions/md-fused-steps.md).
 GRAPH_SIZES = (64, 8, 1)
 GRAPH_STEPS = GRAPH_SIZES[0]  # the most steps one replay runs
 

@@ -30,12 +30,10 @@ from mdcore import InputError
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 # Tools whose MD steps keep the guarded upkeep launches (MDFORCE_CONDITIONAL=0, strategies/graphs.py)
-# instead of conditional graph nodes. On an H100 (CUDA 13, twenty-sixth session, reports/2026-11-26-h100/
-# s26-call7 to -call10) racecheck ends the process and synccheck reports divergent barriers in
-# scan_counts (and then a launch failure) wherever a kernel runs inside a conditional node's body,
-# even the binning alone, replayed with a constant flag and nothing else in the graph; the same
-# kernels captured in line are clean under both, and memcheck and initcheck are clean either way.
-# Outside the sanitizer the conditional steps give the guarded steps' bits (tests/test_graphs.py).
+# instead of conditional graph nodes: under those two (H100, CUDA 13) any kernel inside a conditional
+# node's body is reported (racecheck ends the process, synccheck sees divergent barriers), while the
+# same kernels in line are clean (docs/decisions/md-fused-steps.md). Outside the sanitizer the
+# conditional steps give the guarded steps' bits (tests/test_graphs.py).
 GUARDED_TOOLS = ("racecheck", "synccheck")
 MARK = "@@sanitize "
 _RECORD = re.compile(r"^========= (?!ERROR SUMMARY|RACECHECK SUMMARY|COMPUTE-SANITIZER|Target application|\s)(.+)$")

@@ -19,6 +19,8 @@ class Part:
     sizes: tuple
     precisions: tuple[str, ...] = ("fp32",)
     sweep: dict = field(default_factory=dict)
+    potential: str | None = None  # replaces the scenarios' potential (a spec, e.g. coordination:r0=1,n=6)
+    outputs: tuple[str, ...] = ()  # the part's output flavours (empty: the command's --outputs)
 
 
 SUITES: dict[str, tuple[str, list[Part]]] = {
@@ -66,11 +68,24 @@ SUITES: dict[str, tuple[str, list[Part]]] = {
     "precision": ("every strategy in every precision mode on the LJ liquid, medium", [
         Part("all", ("lj_liquid",), ("medium",), PRECISIONS),
     ]),
+    "claims": ("what the source documents' claims need beyond the suites above (harness claims): position layouts "
+               "in fp32 and fp64, the cell strategies' views, c08 and the MarDyn schedulers on the liquid and two "
+               "Gaussians at 1M, the coordination function's kernels, the precision modes at 1M", [
+        Part("fullshell_thread_csr,verlet_thread_padded,allpairs_thread_tiled,allpairs_thread_naive", ("lj_liquid",),
+             (32000,), ("fp32", "fp64"), sweep={"layout": ["aos4", "aos3", "soa"]}, outputs=("forces",)),
+        Part("fullshell_thread_2d,fullshell_thread_nested,c08_thread_2d,c08_thread_nested,c08_warp_2d,c08_warp_nested,"
+             "c08_thread_csr,c08_warp_csr,fullshell_thread_csr,traversal=parity+processor=warpblock",
+             ("lj_liquid", "gaussian", "gaussian:sigma=40"), ("large",), outputs=("forces",)),
+        Part("allpairs_thread_naive,allpairs_thread_tiled,fullshell_thread_csr,verlet_thread_padded", ("lj_liquid",),
+             (4000, 32000), potential="coordination:r0=1,n=6,dmax=2.5"),
+        Part("fullshell_thread_csr,clusterpair_warp_newton3,verlet_thread_padded", ("lj_liquid",), ("large",),
+             ("fp32", "mixed", "fp64", "fixed")),
+    ]),
 }
 # everything a full report shows, in one sweep (`make bench SUITE=full`, then `make report`)
 SUITES["full"] = ("every suite above in one run: what `make report` needs for all its sections",
                   [part for name in ("default", "large", "allpairs", "views", "one_per_cell", "nine_per_cell", "gaussian",
-                                     "mardyn", "precision") for part in SUITES[name][1]])
+                                     "mardyn", "precision", "claims") for part in SUITES[name][1]])
 
 
 def get(name: str) -> tuple[str, list[Part]]:

@@ -11,7 +11,7 @@ launches that do nothing. Under stream capture, `upkeep_if(flag)` records instea
 so that a replay runs the upkeep's kernels only on the steps whose flag is set. The block is first
 captured on a side stream into a graph of its own; the IF node's body takes it as a child graph.
 The gate and a skipped IF node cost about 5.4 us in a replay and a guarded launch that returns at
-once 1.5-1.8 us (H100, tools/conditional_probe.py), so a body of fewer than MIN_NODES nodes goes in
+once 1.5-1.8 us (H100, research/conditional_probe.py), so a body of fewer than MIN_NODES nodes goes in
 line instead, as a child graph without a gate. Outside a capture, or where conditional nodes are
 unavailable, the block's launches run as they are and their own guards skip them on the device:
 the same results every way (the body's kernels keep their guards).
@@ -33,12 +33,8 @@ import os
 import numpy as np
 
 ENV = "MDFORCE_CONDITIONAL"
-# Bodies of fewer nodes stay in line (guarded). H100 (tools/conditional_probe.py, twenty-sixth session,
-# reports/2026-11-26-h100/s26-call6-*): the gate and a skipped IF node cost 5.3 us in a replay, a
-# guarded kernel that returns at once 1.45-1.8 us (1 to 1,024 blocks), so the node pays from about
-# 3.5 skipped launches. harness md, ms per step, conditional / guarded: 4,000 (2 launches, in line)
-# 0.0131 / 0.0131; 8,000 (5) 0.0191 / 0.0204; 16,000 (5) 0.0231 / 0.0252; LJ 1M packed (8) 0.2337 /
-# 0.2441.
+# Bodies of fewer nodes stay in line (guarded): the gate and a skipped node cost about as much as
+# three or four guarded launches that return at once (docs/decisions/md-fused-steps.md).
 MIN_NODES = 4
 MIN_RUNTIME = 13000  # the ctypes signatures below are CUDA 13's (12.x names them _v2 / _v3)
 

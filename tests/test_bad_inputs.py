@@ -212,7 +212,6 @@ def test_an_unexpected_error_exits_3_not_1(monkeypatch, capsys):
     def broken(args):
         raise KeyError("a bug")
 
-    monkeypatch.setattr(cli, "cmd_list", broken)
     p = cli.parser()
     monkeypatch.setattr(cli, "parser", lambda: p)
     for sub in p._subparsers._group_actions[0].choices.values():

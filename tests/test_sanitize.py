@@ -1,4 +1,4 @@
-"""The sanitize session's parsing of compute-sanitizer output (the GPU run itself is make sanitize)."""
+"""harness sanitize's parsing of compute-sanitizer output (the GPU run itself is make sanitize)."""
 import pytest
 
 from harness import cli, sanitize

@@ -27,7 +27,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 REQ = ROOT / "requirements"
-EXTRAS = ("test", "gpu", "bench", "peers")
+EXTRAS = ("test", "gpu", "bench", "report", "peers")
 WHEELHOUSE_EXTRAS = ("test", "gpu", "bench")  # peers are optional and large (jaxlib): not in the wheelhouse
 # distribution -> module it provides, where the two differ
 MODULES = {"asv-runner": "asv_runner", "jax-md": "jax_md"}

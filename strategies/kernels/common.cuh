@@ -190,11 +190,8 @@ struct Accumulator {
   // PREDICATED: the sums' adds predicated on `in` instead of the force selected (one select a
   // pair fewer; with energy in fp32 also the energy's select), the same bits. Written as a branch,
   // ptxas predicates the forces flavour's adds but makes the energy flavour's a branch per pair
-  // (BSSY, BRA, BSYNC), so those are spelled out in PTX. Measured (H200, LJ 1M, with a built list,
-  // reports/2026-11-28-h200 s31-call1): packed forces 0.1229 against 0.1250 ms (SASS: 439 against
-  // 455 instructions a step of 16 pairs), all outputs 0.1592 against 0.1649 (255 against 276 a
-  // step of 8); aos4 all outputs 0.1693 against 0.1695, but aos4 forces 0.1516 against 0.1491, so
-  // verlet_force predicates the packed layout's loops and the energy flavours only.
+  // (BSSY, BRA, BSYNC), so those are spelled out in PTX. It paid in the packed loops and the energy
+  // flavours only, where verlet_force takes it (docs/decisions/pair-body.md).
   // With the energy split (kSplit: the functor's force_over_r_split) the energy sum takes fma(ua,
   // ub, sum) a pair, and take_shift() the shift off once for the pairs added so: one add a pair fewer.
   template <bool VIRIAL, bool PREDICATED, class Functor>

@@ -15,13 +15,8 @@ struct LennardJones {
   // form, so the same bits. fp64 keeps the sigma^2 form: its register pairs for two more constants
   // made a cell kernel spill past tests/test_kernels.py's bound.
   static constexpr bool kPowers = sizeof(Real) == 4;
-  // Tried and dropped (thirtieth session, H200, reports/2026-11-28-h200, s30-call2, commit 5648d67): a
-  // masked form for the Verlet kernels, the inverse square selected to 0 outside the cutoff (then the
-  // force and the energy need no select) and the energy's shift taken off once per pair counted. The
-  // all-outputs packed loop took 263 SASS instructions for 8 pairs against 276, but ptxas made the
-  // select a move and a predicated MUFU.RCP and the count a move and a predicated add. LJ 1M, with a
-  // built list: all outputs 0.1617 against 0.1652 ms (packed), 0.1714 against 0.1701 (aos4); forces
-  // only 0.1266 against 0.1249 (packed). No gain across the flavours: the select stays on the force.
+  // A masked form (1/r^2 selected to 0 outside the cutoff) was measured and dropped: the select moved
+  // into a predicated reciprocal (docs/decisions/pair-body.md).
   Real sigma2, eps24, eps4, cutoff2, shift, c12f, c6f, c12u, c6u;
 
   __device__ __forceinline__ explicit LennardJones(const Real* __restrict__ p)
@@ -64,8 +59,7 @@ struct LennardJones {
   // u = ua ub - shift, so that a sum adds fma(ua, ub, sum) a pair and takes the shift off once for
   // the pairs it counted (Accumulator::take_shift): one add a pair fewer. The force's bits are
   // force_over_r's; the energy's sum rounds once per pair as before, but without the shift.
-  // Measured (H200, LJ 1M, with a built list, reports/2026-11-28-h200 s31-call6): packed all outputs
-  // 0.1517 / 0.1520 against 0.1536 / 0.1536 ms (SASS: 493 against 511 instructions a step of 16).
+  // Measured faster in the packed Verlet loop (docs/decisions/pair-body.md).
   static constexpr bool kSplitEnergy = kPowers;
   __device__ __forceinline__ Real force_over_r_split(Real r2, Real& ua, Real& ub) const {
     const Real inv_r2 = Math<Real>::rcp(r2);

@@ -11,10 +11,8 @@
 // one each up to BLOCK^2 partials), then over the block (block_reduce), into level[b]. Level 2:
 // the last block to finish (a ticket) sums level[0 .. G) over the block and writes the totals,
 // then resets the ticket for the next launch. Which block finishes last does not change a sum.
-// Measured (H200, LJ 1M, the bench's reduce_ms; reports/2026-11-26-h200, twenty-ninth session):
-// the 8,192 block sums of the Verlet force kernel took 16.4 us in one block (a thread adding its
-// 32 one after another), 9.7 us with their loads issued 16 ahead, 7.2 us in two levels. Both levels
-// folded into the force kernel's tail cost the kernel the same 6-7 us (reverted).
+// Two levels took 7.2 us against 16.4 in one block for the Verlet kernel's 8,192 block sums at LJ 1M
+// (docs/decisions/reduction.md).
 template <typename Acc, int BLOCK>
 __global__ void __launch_bounds__(BLOCK)
 reduce_partials(const Acc* __restrict__ partial, const unsigned long long* __restrict__ count, const int nparts,
