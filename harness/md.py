@@ -11,8 +11,8 @@ forces only. On the GPU the forces-only steps are captured once as CUDA graphs (
 steps each) and replayed where the strategy allows (`graph` in the result says whether it did, or
 why not).
 
-Where the strategy's plan offers fused steps (`md_steps`: the Verlet list, strategies/verlet.py
-VerletSteps) the loop takes them: the state kept in the list's order and the integrator run at the
+Where the strategy's plan offers fused steps (`md_steps`: the Verlet list,
+strategies/integrate_fused.py) the loop takes them: the state kept in the list's order and the integrator run at the
 end of the force kernel, with the same bits as the plain steps (`fused` in the result; `--no-fuse`
 keeps the plain ones).
 

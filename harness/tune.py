@@ -41,7 +41,7 @@ import reference
 import strategies
 from mdcore import InputError, Problem, StrategyError
 
-from . import bench, device, md
+from . import bench, device
 from .timing import time_cpu, time_gpu
 from .gate import budgets, gate
 from .verify import compare

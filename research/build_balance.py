@@ -1,4 +1,4 @@
-"""A CPU model of the strip build's lane balance (kernels/verlet.cu, verlet_build with WINDOW): for each
+"""A CPU model of the strip build's lane balance (kernels/verlet_build.cu, verlet_build with WINDOW): for each
 row (slot order: cells, then z) and each of the 9 neighbour columns, the candidates in the row's z-window
 (its lateral gap to the column taken off r_list), walked 8 a step. A warp runs, column by column, the
 longest walk of its 32 lanes. Prints the lanes' busy share now, with each column walked together with its
@@ -9,7 +9,7 @@ opposite (the pair's windows' lengths add to a near-constant), and with all nine
 The seventeenth session's flattened walk lost the L1 (lanes spread over nine columns); the pairs keep
 two columns in flight. ncu's SourceCounters of the build (thirty-first session) give 21 of 32 lanes
 active in its candidate loop, the model's "now". The pairs, built (thirty-second session: build=opposite,
-strategies/verlet.py), reached 21.4 lanes against 20.1 over the whole kernel at LJ 1M, not the model's
+strategies/verlet/), reached 21.4 lanes against 20.1 over the whole kernel at LJ 1M, not the model's
 quarter more: the model counts full steps of 8 in the candidate loop only, not the short rounds at a
 segment's end or the per-lane hit pushes. They win on crowded inputs (8-10%), not on the liquid.
 """

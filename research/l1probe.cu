@@ -1,4 +1,4 @@
-// tools/l1_probe.py: the L1 cost of a warp's 128-bit gathers, pattern by pattern. Warp w replays
+// research/l1_probe.py: the L1 cost of a warp's 128-bit gathers, pattern by pattern. Warp w replays
 // pattern w % patterns: at step k lane l loads pos[idx[(p * steps + k) * 32 + l]] (no load where
 // the index is negative) and adds its components, reps times over. Nothing else touches memory
 // in the loop but the coalesced index loads (one 128-byte request per step), so ncu's data-pipe
@@ -47,7 +47,7 @@ __global__ void l1_replay_tex(const float4* __restrict__ pos, const cudaTextureO
   float acc = 0.0f;
   for (int r = 0; r < reps; ++r) {
 #pragma unroll 2
-    for (int k = 0; k + 1 < steps; k += 2) {  // steps is even for every pattern of tools/l1_probe.py
+    for (int k = 0; k + 1 < steps; k += 2) {  // steps is even for every pattern of research/l1_probe.py
       const int q0 = __ldg(p + k * 32), q1 = __ldg(p + (k + 1) * 32);
       if (q0 >= 0) {
         const float4 v = tex1Dfetch<float4>(tex, q0);

@@ -8,7 +8,7 @@ The parts run back to back as they do inside the step's graph, so launch gaps co
 step. The integrator's parts are timed with dt = 0 (the same kernels; nothing moves), the whole
 step with dt = 0.005 (the list is rebuilt as it would be). 'bin' and 'rows' run unguarded (a rebuild's cost); 'update' is the step's guarded upkeep
 with the flag the displacement check leaves (usually no rebuild). Where the plan offers fused
-steps (the Verlet list's VerletSteps), their parts too: the opening kick and drift, the guarded
+steps (the Verlet list's FusedSteps), their parts too: the opening kick and drift, the guarded
 upkeep, the force kernel with the particles' update (dt = 0), a rebuild's own parts (the state to
 input order and back, the packed copy; unguarded), and a whole fused step (dt = 0.005, inside a run
 of steps: upkeep and force).
@@ -99,7 +99,7 @@ def main(argv=None) -> int:
             r0 = plan.rebuild_count()
             res["step"] = timed(cp, whole, a.reps, replays)
             res["rebuilds_per_step"] = (plan.rebuild_count() - r0) / (a.reps * (3 + 5 * replays))
-            if hasattr(plan, "md_steps"):  # the fused steps (strategies/verlet.py, VerletSteps): their parts
+            if hasattr(plan, "md_steps"):  # the fused steps (strategies/integrate_fused.py, FusedSteps): their parts
                 plan.set_outputs("forces")
                 still.kick_drift(f)  # the plan's positions: the frozen state's (the parts above moved them)
                 plan.build()  # its list from them: the frozen steps' guarded upkeep skips, as on most steps

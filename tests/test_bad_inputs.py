@@ -13,7 +13,7 @@ import pytest
 
 import reference
 import strategies
-from harness import bench, cli, device, scenarios, suites
+from harness import cli, device, suites, sweep
 from mdcore import InputError, LennardJones, Problem
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -259,7 +259,7 @@ def test_a_suite_without_a_gpu_lists_its_gpu_points_as_not_applicable(tmp_path, 
     assert {(r["strategy"], r["status"]) for r in rows} == {("allpairs_thread_tiled", "n/a"),
                                                             ("allpairs_thread_cpu", "ok")}
     assert f"n/a: {why}  (1 point: allpairs_thread_tiled uniform" in out
-    assert bench.terminal_table(rows).count("None") == 0
+    assert sweep.terminal_table(rows).count("None") == 0
 
 
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc, where no file can be created")

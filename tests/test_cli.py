@@ -152,13 +152,13 @@ def test_bench_sweep_writes_csv_and_json(tmp_path):
 
 
 def test_noisy_points_are_named_under_the_table():
-    from harness import bench
+    from harness import sweep
 
     rows = [{"strategy": "a", "scenario": "s", "n": 10, "precision": "fp32", "status": "ok", "compute_ms": 1.0,
              "compute_spread": 0.9, "noisy": True},
             {"strategy": "b", "scenario": "s", "n": 10, "precision": "fp32", "status": "ok", "compute_ms": 2.0,
              "compute_spread": 0.01}]
-    text = bench.terminal_table(rows)
+    text = sweep.terminal_table(rows)
     assert "noisy" in text and "a s N=10 fp32 (90%)" in text and "b s N=10" not in text.split("noisy")[1]
 
 
@@ -244,14 +244,14 @@ def test_bench_resume_refuses_another_machine_or_commit(tmp_path, capsys):
 
 
 def test_bench_partial_file_grows_as_points_end(tmp_path):
-    from harness import bench
+    from harness import sweep
 
-    part = bench.Partial(tmp_path / "p.partial.jsonl", {"gpu": None}, {"command": "x"}, resume=False)
+    part = sweep.Partial(tmp_path / "p.partial.jsonl", {"gpu": None}, {"command": "x"}, resume=False)
     part({"strategy": "a", "scenario": "s", "n": 1, "precision": "fp32", "status": "ok", "potential": "lj:cutoff=3"})
     part({"strategy": "a", "scenario": "s", "n": 1, "precision": "fp32", "status": "ok", "potential": "coordination"})
     lines = (tmp_path / "p.partial.jsonl").read_text().splitlines()  # readable before the run ends
     assert len(lines) == 3 and json.loads(lines[1])["strategy"] == "a"
-    again = bench.Partial(tmp_path / "p.partial.jsonl", {"gpu": None}, {}, resume=True)
+    again = sweep.Partial(tmp_path / "p.partial.jsonl", {"gpu": None}, {}, resume=True)
     # outputs: all by default; the potential tells two points of the potential axis apart
     assert {k: len(v) for k, v in again.done.items()} == {("a", "s", 1, "fp32", "all", "lj:cutoff=3"): 1,
                                                           ("a", "s", 1, "fp32", "all", "coordination"): 1}
@@ -272,13 +272,13 @@ def test_bench_dry_run_plans_gpu_points_anywhere_and_times_nothing(tmp_path):
 def test_bench_resume_times_a_repeated_point_again(tmp_path):
     """A sweep may time one point twice (two suite parts share it): after an interruption the
     second occurrence is measured anew, not filled in with a copy of the first."""
-    from harness import bench, device, scenarios
+    from harness import bench, device, scenarios, sweep
 
     p = scenarios.make("uniform", "tiny")
-    part = bench.Partial(tmp_path / "x.partial.jsonl", device.header(), {}, resume=False)
+    part = sweep.Partial(tmp_path / "x.partial.jsonl", device.header(), {}, resume=False)
     first = bench.run(["allpairs_thread_cpu"], "uniform", ["tiny"], "fp32", warmup=1, repeat=2, min_time=0.0, sink=part)
     part.file.close()
-    again = bench.Partial(tmp_path / "x.partial.jsonl", device.header(), {}, resume=True)
+    again = sweep.Partial(tmp_path / "x.partial.jsonl", device.header(), {}, resume=True)
     rows = bench.run(["allpairs_thread_cpu"], "uniform", ["tiny"], "fp32", warmup=1, repeat=2, min_time=0.0,
                      done=again.done, problem=None) + \
         bench.run(["allpairs_thread_cpu"], "uniform", ["tiny"], "fp32", warmup=1, repeat=2, min_time=0.0, done=again.done)

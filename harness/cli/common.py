@@ -106,9 +106,9 @@ def launch_params(text: str | None) -> dict:
 
 
 def size_arg(text: str) -> str | int:
-    from harness.bench import size_of
+    from harness import scenarios
 
-    return size_of(text)
+    return scenarios.parse_size(text)
 
 
 def sweep_params(items: list[str] | None) -> dict[str, list]:

@@ -17,7 +17,7 @@ from .common import (COUNT, experimental_arg, NONNEG, NONNEG_INT, POSITIVE, ROOT
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from .. import bench, device, peers
+    from .. import bench, device, peers, sweep
 
     bench.NOISE = args.noise
     peer_names = peers.parse(args.peers)
@@ -34,7 +34,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if args.input and len(args.potential) > 1:
             raise InputError("--input takes one --potential (the configuration is timed with it)")
     problem = scenarios.with_potential(input_problem(args), pots[0]) if args.input else None
-    sw = bench.plan_sweep(suite=args.suite, selection=args.strategies, specs=args.scenario,
+    sw = sweep.plan_sweep(suite=args.suite, selection=args.strategies, specs=args.scenario,
                           sizes=[size_arg(s.strip()) for s in args.n.split(",")] if args.n else None,
                           precisions=parse_precisions(args.precision), sweep=sweep_params(args.sweep),
                           launch=launch_params(args.launch), problem=problem, dry_run=args.dry_run,
@@ -50,7 +50,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
               "l2": args.l2, "graph": not args.no_graph, "outputs": outputs, "amortised": args.amortised,
               "potentials": sw.potentials}
     try:
-        rows, paths = bench.run_sweep(sw, Path(args.out), args.name, resume=args.resume, dry_run=args.dry_run,
+        rows, paths = sweep.run_sweep(sw, Path(args.out), args.name, resume=args.resume, dry_run=args.dry_run,
                                       timing=timing, max_checks={"cpu": args.max_checks_cpu,
                                                                  "cuda": args.max_checks_gpu},
                                       peer_names=peer_names, argv=args.argv, progress=None if args.quiet else print,
@@ -67,7 +67,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             print("no GPU here: its points are planned without the device's own checks (device memory)")
         return 0
     print()
-    print(bench.terminal_table(rows))
+    print(sweep.terminal_table(rows))
     print(f"\nwrote {', '.join(map(str, paths))}")
     return 0
 

@@ -1,4 +1,6 @@
-// Cluster pairs on the GPU (strategies/clusterpair.py, clusterpair_warp_padded): the GROMACS
+// Over 600 lines: the search, the gather, the two force kernels and the (experimental) prune share
+// the entry encoding and the cluster layout defined below; split, each would have to repeat them.
+// Cluster pairs on the GPU (strategies/clusterpair/gpu.py, clusterpair_warp_padded): the GROMACS
 // nbnxm design (Pall & Hess 2013) with a full list and no atomics, so that results are bitwise
 // repeatable. The list holds the cluster pairs whose bounding boxes come within r_list
 // and a particle pair within it at the search; the cutoff is tested per particle pair in the
@@ -566,7 +568,7 @@ __global__ void cp_scatter(const Acc* __restrict__ fc, const int* __restrict__ m
   }
 }
 
-// ---- The inner list (launch parameters prune and rolling; strategies/clusterpair.py) ------------
+// ---- The inner list (launch parameters prune and rolling; strategies/clusterpair/gpu.py) -------
 // The outer list (r_list = cutoff + skin, rebuilt where a particle moved beyond skin / 2) pruned to
 // the entries with a particle pair within r_in = cutoff + prune at the positions of now (GROMACS's
 // dynamic pruning), into rows of the same storage, which the force kernels read instead. The

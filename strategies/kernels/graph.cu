@@ -13,7 +13,7 @@ __global__ void graph_gate(cudaGraphConditionalHandle handle, const Flag* __rest
     cudaGraphSetConditional(handle, *flag != Flag(0) ? 1u : 0u);
 }
 
-// tools/conditional_probe.py's link: adds 1 a block to a counter unless its guard (where given) is clear, as
+// research/conditional_probe.py's link: adds 1 a block to a counter unless its guard (where given) is clear, as
 // the upkeep's guarded kernels return at once; through shared memory and a barrier, so that the
 // sanitizer's racecheck and synccheck see a correct block-wide exchange in a conditional body.
 template <typename Flag>

@@ -1,0 +1,16 @@
+"""The report's sections, each a function of the loaded results (harness.report.load) that fills one
+render.Section; strategies are picked by their attributes (traversal, processor, storage), never by
+name prefix.
+
+  answer.py   verdict, correctness, wins, the three timing columns, before and after
+  thesis.py   the thesis's figures, CPU against GPU, the MarDyn processors, precision
+  context.py  NVE drift, peers, roofline, every strategy against the fastest, claims, method
+"""
+from .answer import before_after, changes, correctness, repeat_check, timings, verdict, wins
+from .common import SECTIONS
+from .context import _against_fastest, claims, drift, issue_bound_ms, method, peers, roofline
+from .thesis import cpu_gpu, parity, precision, thesis
+
+__all__ = ["SECTIONS", "_against_fastest", "before_after", "changes", "claims", "correctness", "cpu_gpu", "drift",
+           "issue_bound_ms", "method", "parity", "peers", "precision", "repeat_check", "roofline", "thesis", "timings",
+           "verdict", "wins"]
