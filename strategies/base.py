@@ -40,6 +40,23 @@ def check_outputs(outputs: str) -> str:
     return outputs
 
 
+# What each common launch parameter sets (the docs and `harness list --json` show it; a strategy's
+# own launch_help overrides an entry)
+LAUNCH_HELP = {
+    "block": "threads per block of the force kernel",
+    "layout": "how the positions the force kernel reads lie: aos4 (float4 / double4), aos3, soa",
+    "cell_factor": "cell side as a multiple of the cutoff (>= 1; the CSR full shell down to 0.25)",
+    "headroom": "room per cell beyond the fullest cell at the first binning, as a fraction of it (padded storages)",
+    "slices": "splits of the j range over blockIdx.y (0: until the GPU is full)",
+    "warps": "warps per block of the persistent warp-block kernel",
+    "commit": "how a warp block's forces on cell B and the per-cell statistics are committed: atomic or lock",
+    "skin": "list radius beyond the cutoff (sigma); the list is rebuilt when a particle moved more than skin / 2",
+    "cap": "row capacity (0: 1.2 x the longest row of the first build + 8); a longer row is an error, never cut",
+    "rebuild": "auto: the displacement trigger; never: keep the first list (verify's negative control)",
+    "cluster": "particles per cluster (4 or 8)",
+}
+
+
 class Steps(Protocol):
     """MD steps a plan runs itself (md_steps), the state kept where its kernels read it: open() is a
     run's opening half kick and drift, step() one force evaluation and the closing kick (and, unless
@@ -174,6 +191,7 @@ class Strategy:
     launch_defaults: ClassVar[dict[str, Any]] = {}
     launch_internal: ClassVar[dict[str, Any]] = {}
     launch_choices: ClassVar[dict[str, tuple]] = {}
+    launch_help: ClassVar[dict[str, str]] = {}  # what a parameter sets, where LAUNCH_HELP does not say it
     experimental: ClassVar[bool] = False
     # set by registry.create_each: why this instance does not run (a launch parameter it lacks)
     refused: str = ""

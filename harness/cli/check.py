@@ -122,6 +122,7 @@ def cmd_sanitize(args: argparse.Namespace) -> int:
         return sanitize.inner(names, args.scenario, args.size, self_test=args.self_test)
     require_devices(names)
     tools = [t.strip() for t in args.tools.split(",") if t.strip()]
+    args.jobs = args.jobs or min(4, os.cpu_count() or 1)
     if args.self_test:  # the tools must flag the planted race (racecheck) and overrun (memcheck)
         results = sanitize.run(names, tools, self_test=True, jobs=args.jobs)
         want = {"memcheck", "racecheck"} & set(tools)
@@ -171,7 +172,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def add_list(sub) -> None:
     p = sub.add_parser("list", help="registered strategies, scenarios and precision modes")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="the same as JSON: attributes, launch parameters, scenarios, potentials")
     p.set_defaults(fn=cmd_list)
 
 
@@ -183,7 +184,7 @@ def add_verify(sub) -> None:
     experimental_arg(p)
     p.add_argument("--precision", default="all", help="comma list of fp32, mixed, fp64, fixed, or all")
     p.add_argument("--size", default="small", help="tiny, small, medium, large, or a particle count")
-    p.add_argument("--seed", type=NONNEG_INT, default=1)
+    p.add_argument("--seed", type=NONNEG_INT, default=1, help="random seed of the scenarios")
     p.add_argument("--input", help="verify on this configuration instead of the scenarios (.xyz or .npz)")
     p.add_argument("--json", help="also write the JSON report here")
     p.add_argument("--launch", help="launch parameters key=value,... for every strategy named (e.g. rebuild=never: "
@@ -195,7 +196,7 @@ def add_verify(sub) -> None:
     p.add_argument("--out", default=str(ROOT / "reports" / "verify"), help="report folder (default reports/verify)")
     p.add_argument("--max-checks-cpu", type=POSITIVE, help="skip CPU cells with more distance checks (default 4e9)")
     p.add_argument("--max-checks-gpu", type=POSITIVE, help="skip GPU cells with more distance checks (default 4e12)")
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--quiet", action="store_true", help="no line per cell while it runs, only the table and summary")
     potential_args(p)
     p.add_argument("--potential", action="append",
                    help="replace each scenario's potential: e.g. 'coordination:r0=1,n=6,m=12,d0=0,dmax=2.5' "
@@ -208,12 +209,13 @@ def add_sanitize(sub) -> None:
     p = sub.add_parser("sanitize", help="compute-sanitizer (memcheck, racecheck, synccheck, initcheck) per GPU strategy")
     p.add_argument("--strategies", help="comma list or family prefixes (default: every GPU strategy)")
     experimental_arg(p)
-    p.add_argument("--tools", default=",".join(("memcheck", "racecheck", "synccheck", "initcheck")))
+    p.add_argument("--tools", default=",".join(("memcheck", "racecheck", "synccheck", "initcheck")),
+                   help="comma list of compute-sanitizer tools")
     p.add_argument("--scenario", default="lj_liquid", help="a small periodic system (default lj_liquid)")
     p.add_argument("--size", default="small", help="default small: 5 cells per axis, which every GPU strategy supports")
     p.add_argument("--self-test", action="store_true",
                    help="run a kernel with a planted race and overrun instead; pass when the tools flag it")
-    p.add_argument("--jobs", type=COUNT, default=min(4, os.cpu_count() or 1),
+    p.add_argument("--jobs", type=COUNT, default=None,
                    help="sanitizer processes at once (default min(4, CPUs)); each checks one strategy under one tool")
     p.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(fn=cmd_sanitize)
@@ -222,8 +224,8 @@ def add_sanitize(sub) -> None:
 def add_forces(sub) -> None:
     p = sub.add_parser("forces", help="forces, energy, virial and pairs of one configuration")
     p.add_argument("--strategy", required=True, help="a registered strategy, or 'reference' (float64 CPU)")
-    p.add_argument("--input", required=True)
-    p.add_argument("--precision", default="fp32")
+    p.add_argument("--input", required=True, help="the configuration: .xyz or .npz")
+    p.add_argument("--precision", default="fp32", help="fp32, mixed, fp64 or fixed")
     p.add_argument("--out", required=True, help="output .npz")
     potential_args(p)
     p.add_argument("--potential", help="replace the potential: e.g. 'coordination:r0=1,n=6,m=12,d0=0,dmax=2.5' "
@@ -233,8 +235,8 @@ def add_forces(sub) -> None:
 
 def add_export(sub) -> None:
     p = sub.add_parser("export", help="write a scenario's configuration to .xyz or .npz")
-    p.add_argument("--scenario", required=True)
+    p.add_argument("--scenario", required=True, help="scenario spec, e.g. lj_liquid or gaussian:sigma=20")
     p.add_argument("--n", default="small", help="size name or particle count")
-    p.add_argument("--seed", type=NONNEG_INT, default=1)
-    p.add_argument("--out", required=True)
+    p.add_argument("--seed", type=NONNEG_INT, default=1, help="random seed of the scenarios")
+    p.add_argument("--out", required=True, help="the file to write: .xyz, .extxyz or .npz")
     p.set_defaults(fn=cmd_export)

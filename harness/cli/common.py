@@ -74,8 +74,8 @@ POSITIVE = number_type(float, 0.0, low_ok=False)
 def potential_args(ap: argparse.ArgumentParser) -> None:
     g = ap.add_argument_group("potential (with --input)")
     g.add_argument("--cutoff", type=cutoff_type, default=2.5, help="cutoff radius, or 'none' (default 2.5)")
-    g.add_argument("--epsilon", type=POSITIVE, default=1.0)
-    g.add_argument("--sigma", type=POSITIVE, default=1.0)
+    g.add_argument("--epsilon", type=POSITIVE, default=1.0, help="LJ well depth")
+    g.add_argument("--sigma", type=POSITIVE, default=1.0, help="LJ length scale")
     g.add_argument("--shift", action="store_true", help="shift the pair energy to zero at the cutoff")
 
 

@@ -37,6 +37,22 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_docs(args: argparse.Namespace) -> int:
+    from .. import docs
+
+    out = Path(args.out)
+    stale = docs.run(out, check=args.check)
+    if args.check:
+        if stale:
+            print(f"docs: {len(stale)} generated page(s) out of date under {out}: {', '.join(stale)} "
+                  "(python -m harness docs writes them)")
+            return 1
+        print(f"docs: every generated page under {out} matches the code")
+        return 0
+    print(f"docs: wrote {len(docs.pages())} pages under {out}")
+    return 0
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     from .. import compare
 
@@ -83,8 +99,8 @@ def add_report(sub) -> None:
     p.add_argument("inputs", nargs="*", help="result JSON files (default: the newest reports/bench/*.json, "
                                              "reports/verify/verify.json, reports/profile/*.json)")
     p.add_argument("--name", default="latest", help="report folder under --out (default latest)")
-    p.add_argument("--out", default=str(ROOT / "reports"))
-    p.add_argument("--title")
+    p.add_argument("--out", default=str(ROOT / "reports"), help="folder the report folder goes in")
+    p.add_argument("--title", help="the page's title (default: mdforce report: NAME)")
     p.add_argument("--before", action="append", metavar="BENCH_JSON",
                    help="an earlier bench result (repeatable): the section 'Before and after' compares every point it "
                         "shares with the inputs (harness compare's rule: above 5%% and above the noise)")
@@ -108,8 +124,16 @@ def add_compare(sub) -> None:
 
 
 def add_claims(sub) -> None:
-    p = sub.add_parser("claims", help="the seed documents' claims, answered from results on disk (verdicts computed)")
+    p = sub.add_parser("claims", help="the source documents' claims, answered from results on disk (verdicts computed)")
     p.add_argument("folders", nargs="*", help="folders (or files) of bench, NVE and verify JSON results (default reports/)")
     p.add_argument("--out", help="write the markdown table here (.md) instead of printing it")
     p.add_argument("--json", help="also write the verdicts as JSON")
     p.set_defaults(fn=cmd_claims)
+
+
+def add_docs(sub) -> None:
+    p = sub.add_parser("docs", help="write the pages generated from the code: docs/strategies/*.md (each strategy's "
+                                    "declaration and launch parameters) and docs/cli.md (every option)")
+    p.add_argument("--out", default=str(ROOT / "docs"), help="the documentation folder")
+    p.add_argument("--check", action="store_true", help="compare instead of writing: exit 1 if a page is out of date")
+    p.set_defaults(fn=cmd_docs)

@@ -304,9 +304,9 @@ def add_bench(sub) -> None:
     p.add_argument("--scenario", action="append", help="scenario spec, repeatable (default lj_liquid)")
     p.add_argument("--n", help="comma list of particle counts or size names (default medium)")
     p.add_argument("--precision", default="fp32", help="comma list or all")
-    p.add_argument("--seed", type=NONNEG_INT, default=1)
-    p.add_argument("--warmup", type=NONNEG_INT, default=3)
-    p.add_argument("--repeat", type=COUNT, default=20)
+    p.add_argument("--seed", type=NONNEG_INT, default=1, help="random seed of the scenarios")
+    p.add_argument("--warmup", type=NONNEG_INT, default=3, help="untimed evaluations before the samples")
+    p.add_argument("--repeat", type=COUNT, default=20, help="samples per phase at least")
     p.add_argument("--min-time", type=NONNEG, default=0.3, help="seconds of samples per phase at least")
     p.add_argument("--launch", help="launch parameters for every point, e.g. block=128")
     p.add_argument("--sweep", action="append", help="launch-parameter sweep, e.g. warps=1:2:4:8:16 (repeatable; "
@@ -344,11 +344,11 @@ def add_bench(sub) -> None:
 def add_tune(sub) -> None:
     p = sub.add_parser("tune", help="the fastest strategy and launch parameters for your particles (verified)")
     p.add_argument("--input", help="your configuration (.xyz or .npz); or --scenario and --n")
-    p.add_argument("--scenario", default="lj_liquid")
+    p.add_argument("--scenario", default="lj_liquid", help="scenario spec, e.g. gaussian:sigma=20")
     p.add_argument("--n", default="medium", help="size name or particle count (with --scenario)")
-    p.add_argument("--seed", type=NONNEG_INT, default=1)
+    p.add_argument("--seed", type=NONNEG_INT, default=1, help="random seed of the scenarios")
     p.add_argument("--potential", help="e.g. 'coordination:r0=1,n=6,dmax=2.5' or 'lj:cutoff=3'")
-    p.add_argument("--precision", default="fp32")
+    p.add_argument("--precision", default="fp32", help="fp32, mixed, fp64 or fixed")
     p.add_argument("--outputs", choices=("forces", "all"), default="forces",
                    help="what a step computes: forces only (default, an MD step's usual need) or all")
     p.add_argument("--strategies", help="candidates (default: every strategy of this machine's GPU, else the CPU's)")
@@ -407,16 +407,16 @@ def add_md(sub) -> None:
 
 def add_profile(sub) -> None:
     p = sub.add_parser("profile", help="Nsight Compute on one point's force phase, summary and timing cross-check")
-    p.add_argument("--strategy", default="allpairs_thread_tiled")
-    p.add_argument("--scenario", default="lj_liquid")
+    p.add_argument("--strategy", default="allpairs_thread_tiled", help="the GPU strategy")
+    p.add_argument("--scenario", default="lj_liquid", help="scenario spec, e.g. gaussian:sigma=20")
     p.add_argument("--n", default="large", help="size name or particle count (default large)")
-    p.add_argument("--precision", default="fp32")
+    p.add_argument("--precision", default="fp32", help="fp32, mixed, fp64 or fixed")
     p.add_argument("--launch", help="launch parameters, e.g. block=128")
     p.add_argument("--outputs", default="all", help="all (forces, energy, virial, pairs) or forces")
     p.add_argument("--peer", help="profile a peer's force kernels instead of a strategy: openmm")
     p.add_argument("--phase", default="force", choices=("force", "build"),
                    help="the phase whose kernels ncu profiles (default force; build: the binning or list)")
-    p.add_argument("--out", default=str(ROOT / "reports" / "profile"))
+    p.add_argument("--out", default=str(ROOT / "reports" / "profile"), help="folder for the outputs")
     p.add_argument("--cache", choices=("none", "all"), default="none",
                    help="ncu --cache-control: none (default: kernels share L2 as in a step) or all (each starts cold)")
     p.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
@@ -428,11 +428,11 @@ def add_profile(sub) -> None:
 
 def add_timeline(sub) -> None:
     p = sub.add_parser("timeline", help="Nsight Systems timeline of one evaluation's NVTX phases, where nsys exists")
-    p.add_argument("--strategy", default="allpairs_thread_tiled")
-    p.add_argument("--scenario", default="lj_liquid")
-    p.add_argument("--n", default="medium")
-    p.add_argument("--precision", default="fp32")
-    p.add_argument("--out", default=str(ROOT / "reports" / "profile"))
+    p.add_argument("--strategy", default="allpairs_thread_tiled", help="the GPU strategy")
+    p.add_argument("--scenario", default="lj_liquid", help="scenario spec, e.g. gaussian:sigma=20")
+    p.add_argument("--n", default="medium", help="size name or particle count")
+    p.add_argument("--precision", default="fp32", help="fp32, mixed, fp64 or fixed")
+    p.add_argument("--out", default=str(ROOT / "reports" / "profile"), help="folder for the outputs")
     p.set_defaults(fn=cmd_timeline)
 
 

@@ -85,6 +85,7 @@ class VerletThreadCpu(VerletStrategy):
     # adapt: verlet_thread_padded's per-particle skins on the CPU, from the MD loop's velocities (use_velocities),
     # so that CI exercises the per-pair reach and the per-particle trigger
     launch_defaults = {**VerletStrategy.launch_defaults, "adapt": "off"}
+    launch_help = {"adapt": "off, or m:K: each particle's buffer m + K dt times its speed at a rebuild of the MD loop"}
 
     def __init__(self, **launch):
         super().__init__(**launch)

@@ -45,12 +45,9 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
                       "build": BUILD_CHOICES, "layout": ("auto", *VERLET_LAYOUTS), "minb": MINB_CHOICES,
                       "batch": BATCH_CHOICES, "split": SPLIT_CHOICES}
     launch_help: ClassVar[dict] = {
-        "skin": "list radius beyond the cutoff (sigma); rebuilt when a particle moved more than skin / 2",
-        "cap": "row capacity (0: 1.2 x the longest row of the first build + 8)",
-        "rebuild": "auto: the displacement trigger; never: keep the first list (verify's negative control)",
-        "block": "threads per block of the force kernel",
-        "layout": "positions the force kernel gathers: auto, aos4, aos3, soa, packed",
-        "adapt": "off, or m:K: each particle's buffer m + K dt |v| from its speed at a rebuild (MD loop)",
+        "layout": "positions the force kernel gathers: auto (packed where it applies, else aos4), aos4, aos3, soa, "
+                  "packed (8-byte fixed point for the near entries)",
+        "adapt": "off, or m:K: each particle's buffer m + K dt times its speed at a rebuild of the MD loop",
     }
 
     def __init__(self, **launch):

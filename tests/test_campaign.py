@@ -1,0 +1,103 @@
+"""harness results: the campaign's stages run in order as child processes, each marked done once it
+ends with its expected status; a budget stops before a stage; a folder holding another commit's
+campaign is refused unless restarted; stages that need a GPU wait for one."""
+import json
+from pathlib import Path
+
+import pytest
+
+from harness import campaign, cli, device
+from mdcore import InputError
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _stages(monkeypatch, stages):
+    monkeypatch.setattr(campaign, "stages", lambda: stages)
+
+
+TINY = ("verify", "--strategies", "allpairs_thread_cpu", "--scenarios", "lj_liquid", "--size", "tiny",
+        "--precision", "fp64", "--quiet", "--out", "{dir}/verify/tiny")
+
+
+def test_stages_run_in_order_once_and_the_state_says_so(tmp_path, monkeypatch):
+    _stages(monkeypatch, [campaign.Stage("list", ("list", "--json"), gpu=False),
+                          campaign.Stage("verify-tiny", TINY, gpu=False)])
+    said = []
+    assert campaign.run(root=tmp_path, say=said.append) == 0
+    folder = tmp_path / "reports" / device.machine_name()
+    state = json.loads((folder / "campaign.json").read_text())
+    assert list(state["stages"]) == ["list", "verify-tiny"] and state["commit"] == campaign.code_commit()
+    assert (folder / "verify" / "tiny" / "verify.json").is_file()
+    assert (folder / "logs" / "verify-tiny.log").is_file()
+    said.clear()
+    assert campaign.run(root=tmp_path, say=said.append) == 0  # nothing left: nothing runs again
+    assert "2 of 2 stages done" in said[0] and not any("..." in s for s in said)
+
+
+def test_a_stage_ending_otherwise_than_expected_stops_the_campaign(tmp_path, monkeypatch):
+    bad = ("verify", "--strategies", "allpairs_thread_cpu", "--scenarios", "lj_liquid", "--size", "tiny",
+           "--precision", "fp64", "--quiet", "--launch", "block=64", "--out", "{dir}/v")  # refused: exit 2
+    _stages(monkeypatch, [campaign.Stage("refused", bad, gpu=False), campaign.Stage("list", ("list",), gpu=False)])
+    said = []
+    assert campaign.run(root=tmp_path, say=said.append) == 1
+    assert any("refused: FAILED (exit 2, expected 0" in s for s in said)
+    state = json.loads((tmp_path / "reports" / device.machine_name() / "campaign.json").read_text()) \
+        if (tmp_path / "reports" / device.machine_name() / "campaign.json").exists() else {"stages": {}}
+    assert "list" not in state["stages"]  # the campaign stopped at the failure
+    # a negative control that must fail is done when it fails
+    _stages(monkeypatch, [campaign.Stage("refused", bad, gpu=False, expect=2)])
+    assert campaign.run(root=tmp_path, say=said.append) == 0
+
+
+def test_the_budget_stops_before_a_stage_and_gpu_stages_wait_for_a_gpu(tmp_path, monkeypatch):
+    from strategies.cuda import device_status
+
+    _stages(monkeypatch, [campaign.Stage("gpu-only", ("list",)), campaign.Stage("list", ("list",), gpu=False)])
+    said = []
+    assert campaign.run(budget=5.0, root=tmp_path, say=said.append) == 0
+    assert any("stopped at the budget" in s for s in said)
+    if not device_status()[0]:
+        said.clear()
+        assert campaign.run(root=tmp_path, say=said.append) == 0
+        assert any("gpu-only: skipped" in s for s in said) and any("list: done" in s for s in said)
+
+
+def test_a_campaign_of_other_code_is_refused_unless_restarted(tmp_path, monkeypatch):
+    _stages(monkeypatch, [campaign.Stage("list", ("list",), gpu=False)])
+    folder = tmp_path / "reports" / device.machine_name()
+    folder.mkdir(parents=True)
+    (folder / "campaign.json").write_text(json.dumps({"commit": "0123456", "stages": {"list": {}}}))
+    with pytest.raises(InputError, match="holds a campaign at commit 0123456"):
+        campaign.run(root=tmp_path, say=lambda s: None)
+    assert campaign.run(root=tmp_path, restart=True, say=lambda s: None) == 0
+    assert json.loads((folder / "campaign.json").read_text())["commit"] == campaign.code_commit()
+
+
+def test_the_command_line_refuses_unknown_stages_and_lists_the_rest(capsys):
+    assert cli.main(["results", "--stages", "nope"]) == 2
+    assert "unknown stage(s) nope" in capsys.readouterr().err
+    assert cli.main(["results", "--machine", "Bad Name", "--dry-run"]) == 2
+    assert cli.main(["results", "--machine", "nvidia-h200", "--dry-run", "--stages", "claims,report"]) == 0
+    out = capsys.readouterr().out
+    assert "claims" in out and "report" in out and "--readme" in out
+
+
+def test_the_campaign_covers_every_suite_and_every_gpu_strategy():
+    import strategies
+    from harness import suites
+
+    names = {s.name for s in campaign.stages()}
+    assert {f"bench-{s}" for s in suites.SUITES if s != "full"} <= names
+    assert {f"profile-{n}" for n in strategies.names("cuda")} <= names
+    assert {"verify-small", "verify-medium", "nve", "claims", "report"} <= names
+    never = next(s for s in campaign.stages() if s.name == "verify-never")
+    assert never.expect == 1 and "rebuild=never" in never.argv
+
+
+def test_the_generated_docs_match_the_code():
+    """docs/strategies/*.md and docs/cli.md are written by `python -m harness docs`: a strategy or an
+    option changed without its page fails here."""
+    from harness import docs
+
+    assert docs.run(ROOT / "docs", check=True) == []
