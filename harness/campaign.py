@@ -17,9 +17,9 @@ one folder per GPU model, holding the latest campaign at the commit it names:
 Each stage runs as a child process (`python -m harness ...`) with what is left of `--budget` as its
 time limit: a bench stage stopped there keeps every point it finished (its partial file) and the next
 run resumes it; a stage that ends without error is marked done and not run again. A campaign is tied
-to the commit that last changed the product's code (mdcore, reference, strategies, harness) and to
-one GPU model; a tree with other code starts a new campaign only with --restart, so that results of
-two versions are never mixed.
+to the commit that last changed the measured code (CODE: the strategies, the reference and the
+harness's measuring modules) and to one GPU model; a tree with other code starts a new campaign only
+with --restart, so that results of two versions are never mixed.
 """
 from __future__ import annotations
 
@@ -37,7 +37,11 @@ from mdcore import InputError
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_VERSION = 1
-CODE = ("mdcore", "reference", "strategies", "harness")  # what a campaign's results depend on
+# what a campaign's measurements depend on: the strategies, the reference and the harness's measuring
+# modules (a change to the report, the claims or the command line leaves the results valid)
+CODE = ("mdcore", "reference", "strategies", "harness/bench.py", "harness/amortised.py", "harness/sweep.py",
+        "harness/timing.py", "harness/gate.py", "harness/verify.py", "harness/tolerances.py", "harness/scenarios.py",
+        "harness/md.py", "harness/peers.py", "harness/profile.py", "harness/suites.py", "harness/campaign.py")
 # bench timing for the campaign: the median of at least 10 samples and 0.1 s of them per phase
 TIMING = ["--repeat", "10", "--min-time", "0.1", "--quiet"]
 PROFILE_SIZE = "large"
@@ -100,8 +104,8 @@ def stages() -> list[Stage]:
 
 
 def code_commit() -> str:
-    """The commit that last changed the product's code (HARNESS_COMMIT where the tree has no usable
-    .git: a copy sent to a GPU node), with "+dirty" where those folders hold uncommitted changes."""
+    """The commit that last changed the measured code (CODE; HARNESS_COMMIT where the tree has no usable
+    .git: a copy sent to a GPU node), with "+dirty" where those paths hold uncommitted changes."""
     if os.environ.get("HARNESS_COMMIT"):
         return os.environ["HARNESS_COMMIT"]
     if not shutil.which("git") or not (ROOT / ".git").exists():
@@ -165,7 +169,11 @@ class Campaign:
 
 def report_inputs(folder: Path) -> list[str]:
     """Every result file of a campaign folder that the report reads."""
-    files = sorted(str(p) for p in (folder / "bench").glob("*.json"))
+    done = sorted((folder / "bench").glob("*.json"))
+    files = [str(p) for p in done]
+    # a suite still running: its rows so far (the report and the ranking say so)
+    files += sorted(str(p) for p in (folder / "bench").glob("*.partial.jsonl")
+                    if p.name[: -len(".partial.jsonl")] + ".json" not in {d.name for d in done})
     files += sorted(str(p) for p in (folder / "verify").glob("*/verify.json"))
     files += sorted(str(p) for p in (folder / "md").glob("*.json"))
     files += sorted(str(p) for p in (folder / "profile").glob("*.json"))
@@ -215,7 +223,13 @@ def run(budget: float | None = None, only: list[str] | None = None, restart: boo
         all_stages = [s for s in all_stages if any(s.name == o or (o.endswith("-") and s.name.startswith(o))
                                                    for o in only)]
     commit = code_commit()
-    camp = Campaign(folder, commit, machine, restart=restart and not dry_run)
+    try:
+        camp = Campaign(folder, commit, machine, restart=restart and not dry_run)
+    except InputError as e:
+        if not dry_run:
+            raise
+        say(f"note: {str(e).removeprefix('results: ')}")
+        camp = Campaign(folder / ".dry-run", commit, machine)  # a fresh campaign: every stage left
     gpu, why = device_status()
     if machine != here:
         gpu, why = False, f"this machine is {here}, not {machine}"
@@ -238,7 +252,8 @@ def run(budget: float | None = None, only: list[str] | None = None, restart: boo
         cmd = [sys.executable, "-m", "harness", *_argv(s, folder, machine, root)]
         say(f"  {s.name} ...")
         t0 = time.monotonic()
-        env = {**os.environ, "HARNESS_COMMIT": commit, "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, "HARNESS_COMMIT": commit, "PYTHONUNBUFFERED": "1",
+               "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
         try:
             p = subprocess.run(cmd, cwd=root, env=env, timeout=remaining, capture_output=True, text=True)
         except subprocess.TimeoutExpired as e:

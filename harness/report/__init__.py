@@ -10,7 +10,7 @@ it lies outside the report's results folder): the page works offline, its raw da
 The page opens with the verdict and the correctness line. Sections (each present in every
 report; one without data says which command produces it): verdict, correctness, wins, timings
 (three columns), before and after (--before: earlier bench results), thesis, cpu_gpu, parity
-processors, precision, NVE drift (the NVE report's table), the seeds' claims, peers, roofline (with every strategy against the
+processors, precision, NVE drift (the NVE report's table), the source documents' claims, peers, roofline (with every strategy against the
 fastest at the largest LJ liquid point), method.
 """
 from __future__ import annotations
@@ -78,17 +78,20 @@ def build(paths: list[Path], out_dir: Path, title: str, before: list[Path] | Non
 def _source(data: dict, out_dir: Path, readme: Path) -> str:
     """The line above the ranking: the devices, commits and dates of the bench results, the command
     that makes them, and where the whole report lies (relative to the README)."""
-    devs, commits, dates = set(), set(), set()
+    devs, commits, dates, partial = set(), set(), set(), []
     for d in data["bench"]:
+        if (d.get("meta") or {}).get("partial"):
+            partial.append(f"{(d.get('meta') or {}).get('suite') or 'a sweep'} ({len(d['rows'])} points so far)")
         dev = d.get("device") or {}
         devs.add(f"{dev['gpu']} ({dev.get('sms')} SMs, driver {dev.get('driver')}, CuPy {dev.get('cupy')})"
                  if dev.get("gpu") else f"CPU {dev.get('cpu', '?')}")
         commits.add(str(dev.get("commit", "?")))
         dates.add(str((d.get("meta") or {}).get("date", "?"))[:10])
     where = os.path.relpath(out_dir.resolve() / "report.md", readme.resolve().parent)
+    note = f" Still running: {', '.join(partial)}; the rest of the campaign follows." if partial else ""
     return (f"Measured on {', '.join(sorted(devs))}; commit {', '.join(sorted(commits))}; "
-            f"{', '.join(sorted(dates))}; `make results` (fp32, LJ-family scenarios, all outputs). "
-            f"The whole report: [{where}]({where}).")
+            f"{', '.join(sorted(dates))}; `make results` (fp32, all outputs). "
+            f"The whole report: [{where}]({where}).{note}")
 
 
 def _copy_inputs(files: list[str], out_dir: Path) -> list[tuple[str, str]]:

@@ -63,7 +63,7 @@ def load(paths: list[Path]) -> dict:
                  "schemas": set()}
     for p in paths:
         try:
-            doc = json.loads(Path(p).read_text())
+            doc = partial_bench(Path(p)) if str(p).endswith(".partial.jsonl") else json.loads(Path(p).read_text())
         except (OSError, ValueError) as e:
             raise InputError(f"report: cannot read {p}: {e}") from None
         if not isinstance(doc, dict):
@@ -95,6 +95,23 @@ def load(paths: list[Path]) -> dict:
             raise InputError(f"report: {p} is neither a bench, a verify nor a profile result")
         out["files"].append(str(p))
     return out
+
+
+def partial_bench(path: Path) -> dict:
+    """A sweep still running or cut short (harness bench's <name>.partial.jsonl: a header line with the
+    device and the command, then a row per point measured) as a bench result marked partial."""
+    lines = path.read_text().splitlines()
+    head = json.loads(lines[0]) if lines else {}
+    if not isinstance(head, dict) or "device" not in head:
+        raise ValueError("not a partial bench file (no device header on its first line)")
+    rows = []
+    for line in lines[1:]:
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:  # the last line, cut off where the sweep stopped
+            break
+    meta = dict(head.get("meta") or {}, partial=True)
+    return {"schema_version": SCHEMA_VERSION, "kind": "bench", "device": head["device"], "meta": meta, "rows": rows}
 
 
 def _check_rows(path, doc: dict) -> None:
