@@ -1,6 +1,6 @@
-"""`python -m harness claims`: the claims the seed documents make, answered from results on disk.
+"""`python -m harness claims`: the claims the source documents make, answered from results on disk.
 
-Each claim names its seed, the measurement that tests it, and a rule that turns the measurement
+Each claim names its source (SOURCES), the measurement that tests it, and a rule that turns the measurement
 into a verdict: holds, does not hold, depends (and on what), or not measured (no results on disk
 for it yet). Nothing is typed in: the figures and verdicts come from the bench, NVE and verify
 JSON files found under the folders given (default reports/), newest result per point.
@@ -197,7 +197,7 @@ def _pair_verdict(pairs: list[Pair], majority_holds: bool = True) -> tuple[str, 
 @dataclass
 class Claim:
     key: str
-    seed: str
+    seed: str  # a key of SOURCES
     text: str
     measure: str
     command: str
@@ -382,6 +382,10 @@ def _view_label(ra, rb):
     return f"{_name(ra).rsplit('_', 1)[0]} {_where(ra)}"
 
 
+# the documents the claims come from, by title (DESIGN's sources)
+SOURCES = {"000": "ls1-MarDyn CUDA port notes", "001": "PLUMED CUDA coordination tutorial",
+           "002": "Decker, Kokkos MD thesis (TUM)", "003": "GROMOS GPU design notes", "004": "GOMC GPU student report"}
+
 CLAIMS = [
     Claim("float3-vs-float4", "003", '"float3 is now about 25% faster than float4 in many cases"',
           "force phase, layout aos3 against aos4 (same kernel and point): the float4 / float3 time ratio",
@@ -441,7 +445,7 @@ def evaluate(data: Data) -> list[dict]:
     rows = []
     for c in CLAIMS:
         verdict, why, measured, files = c.judge(data)
-        rows.append({"claim": c.key, "seed": c.seed, "text": c.text, "measure": c.measure, "verdict": verdict,
+        rows.append({"claim": c.key, "seed": SOURCES.get(c.seed, c.seed), "text": c.text, "measure": c.measure, "verdict": verdict,
                      "why": why, "measured": measured, "command": c.command, "evidence": files})
     return rows
 
@@ -452,7 +456,7 @@ def markdown(rows: list[dict], root: Path | None = None) -> str:
             return str(Path(f).resolve().relative_to(root.resolve())) if root else f
         except ValueError:
             return f
-    lines = ["| claim | seed | measurement | verdict | reproduce |", "| --- | --- | --- | --- | --- |"]
+    lines = ["| claim | source | measurement | verdict | reproduce |", "| --- | --- | --- | --- | --- |"]
     for r in rows:
         ev = "; ".join(f"`{rel(f)}`" for f in r["evidence"][:4]) + (" ..." if len(r["evidence"]) > 4 else "")
         measured = f"{r['measure']}: {r['measured']}" if r["measured"] else r["measure"]

@@ -1,6 +1,6 @@
 """`python -m harness md`: the MD loop (velocity Verlet, NVE) around any strategy.
 
-The thesis's loop (seed 002: calculateForces, calculateVelocitiesAndPositions, moveParticles)
+The thesis's loop (Decker's Kokkos MD thesis: calculateForces, calculateVelocitiesAndPositions, moveParticles)
 as velocity Verlet: positions and velocities stay where the strategy computes (on the GPU for
 CUDA strategies; strategies/integrate.py), every step is `kick_drift`, the strategy's `step`
 (build where its list is stale, force) and `kick`, inside an NVTX range `md-step/<strategy>`.

@@ -77,8 +77,8 @@ class Tolerance:
 # (fullshell_thread_cpu on the 64,000 particle Gaussian: numba does not fuse multiply-adds, so
 # every float term is rounded twice). The coordinate-rounding part of the energy and virial
 # shows where accumulation is exact (mixed): on the dense clump (24,000 particles, sigma 5, box
-# 60) up to 0.013 kappa with the CPU strategies and up to 0.59 kappa on the GPU (issue 14's
-# report: 1.06e-5 energy error in mixed). Every coefficient leaves >= 2.8x margin.
+# 60) up to 0.013 kappa with the CPU strategies and up to 0.59 kappa on the GPU (an
+# H200 run: 1.06e-5 energy error in mixed). Every coefficient leaves >= 2.8x margin.
 MODEL = {"force_rms": (20.0, 1.0), "force_max": (400.0, 10.0), "energy": (2.0, 25.0), "virial": (2.0, 25.0)}
 
 # Floors, per compute type: what per-pair rounding leaves when both terms are small (few

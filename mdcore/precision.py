@@ -4,7 +4,7 @@ A mode fixes the compute type (coordinates, pair terms) and the accumulation typ
 energy and virial sums), in numpy and in C++, with their machine epsilons and sizes. Nothing
 else in the project spells out what "mixed" means.
 
-`fixed` (OpenMM's approach, seed 003's "quantization"): float compute, sums as 64-bit integers
+`fixed` (OpenMM's approach, the GROMOS GPU notes' "quantization"): float compute, sums as 64-bit integers
 in units of 2^-32 (FIXED_SCALE), converted to float64 once at the end. Integer addition is
 associative, so the sums do not depend on their order: every strategy gives the same bits for
 the same input, whatever its traversal, colouring or atomics. For that the pair terms must be

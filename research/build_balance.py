@@ -6,12 +6,12 @@ opposite (the pair's windows' lengths add to a near-constant), and with all nine
 
     python3 research/build_balance.py --n 256000 [--alternatives]
 
-The seventeenth session's flattened walk lost the L1 (lanes spread over nine columns); the pairs keep
-two columns in flight. ncu's SourceCounters of the build (thirty-first session) give 21 of 32 lanes
-active in its candidate loop, the model's "now". The pairs, built (thirty-second session: build=opposite,
-strategies/verlet/), reached 21.4 lanes against 20.1 over the whole kernel at LJ 1M, not the model's
-quarter more: the model counts full steps of 8 in the candidate loop only, not the short rounds at a
-segment's end or the per-lane hit pushes. They win on crowded inputs (8-10%), not on the liquid.
+A flattened walk of all nine columns lost the L1 (lanes spread over nine columns); the pairs keep two
+columns in flight. ncu's SourceCounters of the build give 21 of 32 lanes active in its candidate loop,
+the model's "now". The pairs, built (build=opposite), reached 21.4 lanes against 20.1 over the whole
+kernel at LJ 1M (H200), not the model's quarter more: the model counts full steps of 8 in the candidate
+loop only, not the short rounds at a segment's end or the per-lane hit pushes. They win on crowded
+inputs (8-10%), not on the liquid (docs/decisions/verlet-build.md).
 """
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ def _windows(p, cs, L, nc, side, zs, rlist, ox, oy):
 
 
 def alternatives(n: int, rlist: float) -> dict[str, float]:
-    """Two builds weighed against the strip build (thirty-third session, reports/2026-11-28-h200), means
+    """Two builds weighed against the strip build (docs/decisions/verlet-build.md), means
     per row or per warp of 32 consecutive rows: columns a row visits, candidates a row tests, and the
     candidate slots a warp's longest lane walks (steps of 8), with columns of side r_list (split 1, the
     strip build) and r_list / 2 (split 2); and the slots a warp walks if its lanes shared one walk over

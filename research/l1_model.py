@@ -1,5 +1,5 @@
 """The Verlet force kernel's gathers replayed on the CPU through the L1 rule research/l1_probe.py
-measured (sixteenth session): a 128-bit gather costs, per quarter-warp (lanes 8k..8k+7), as many
+measured (H100): a 128-bit gather costs, per quarter-warp (lanes 8k..8k+7), as many
 data-pipe wavefronts as the most distinct 16-byte chunks its lanes read in one bank group
 (slot % 8); lanes reading the same chunk share it. The misses the GPU adds (~1.4 wavefronts per
 request at LJ 1M) are not modelled: compare orders with one another, not with ncu.
@@ -22,9 +22,9 @@ slots ascending), one thread per row, 32 consecutive rows a warp. Orders of each
   group_rotate  each whole group's gathers rotated in the force kernel (no pass)
   group_place   each whole group's entries placed by bank group (banks=1's rule, per group)
 
-Twentieth session (reports/2026-11-26-h200/README.md): built 9.51, rotate 5.24, colour 5.17,
-broadcast 4.09, anchor 5.07 wavefronts per gather (LJ 32,000). Twenty-third session: group_rotate
-9.32, group_place 7.67: what a group of 8 can give is small beside a row-wide order.
+Modelled (LJ 32,000): built 9.51, rotate 5.24, colour 5.17, broadcast 4.09, anchor 5.07 wavefronts per
+gather; group_rotate 9.32, group_place 7.67: what a group of 8 can give is small beside a row-wide
+order (docs/decisions/verlet-bank-orders.md).
 """
 from __future__ import annotations
 

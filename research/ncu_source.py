@@ -10,11 +10,10 @@ of it costs:
     ncu -i rep.ncu-rep --page source --print-source sass --csv > build.csv
     python3 research/ncu_source.py build.csv [--min-share 0.4] [--show 412-465]
 
-(the twenty-first session's call 1 ran these two steps, with `--clock-control none` and more
-sections, on `--scenario lj_liquid --n large --precision fp32 --outputs forces`). --show prints the instructions of a
-range of indices as the runs' table numbers them. Twenty-first session
-(reports/2026-11-26-h200/profile/s21-call1-sass-blocks-*.txt): the strip build's candidate loop
-37% of its instructions at 13.5 SASS a candidate, a hit's store 20 a hit.
+(with `--clock-control none` and more sections, on `--scenario lj_liquid --n large --precision fp32
+--outputs forces`). --show prints the instructions of a range of indices as the runs' table numbers
+them. On the H200 the strip build's candidate loop took 37% of its instructions at 13.5 SASS a
+candidate, a hit's store 20 a hit (before the rework in docs/decisions/verlet-build.md).
 """
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """Per-particle skins against one skin for all, modelled on a recorded NVE trajectory: how often each
-Verlet list would be rebuilt and how long its rows would be (the thirty-fourth session's lead,
-reports/2026-11-28-h200).
+Verlet list would be rebuilt and how long its rows would be (docs/decisions/verlet-adaptive-skin.md).
 
 - uniform (the list now): every pair within cutoff + skin at the build; rebuilt once some particle
   has moved more than skin / 2 since.

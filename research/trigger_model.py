@@ -1,5 +1,5 @@
 """How often a Verlet list would be rebuilt on a recorded NVE trajectory under two exact triggers, as a
-model of the rebuild's share of an MD step (the thirty-third session's lead, reports/2026-11-28-h200):
+model of the rebuild's share of an MD step (docs/decisions/verlet-adaptive-skin.md):
 
 - skin/2 (what the list does now): rebuild once some particle has moved more than skin / 2 since
   the build;

@@ -1,4 +1,4 @@
-"""The ls1-MarDyn CUDA port's strategies (seed 000_724ce1db8590d96a.txt), for single-site
+"""The ls1-MarDyn CUDA port's strategies (the port's developer notes), for single-site
 particles and any registered pair potential.
 
 Traversal: the parity-plane domain traverser (strategies/schedules.py parity_launches): per

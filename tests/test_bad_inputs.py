@@ -1,5 +1,5 @@
 """Every bad input ends in one line naming what is wrong, exit 2, no traceback and no output
-file (issue 14's list, each tried as a user types it). Exit 1 is kept for a failed check, 3 for a
+file (each tried as a user types it). Exit 1 is kept for a failed check, 3 for a
 bug."""
 import json
 import os

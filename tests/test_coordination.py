@@ -1,5 +1,5 @@
-"""PLUMED's coordination number as the second potential (seed 001): the reference against the
-seed's formula for two atoms (x = 1 exactly included) and finite differences, the CPU strategies
+"""PLUMED's coordination number as the second potential (the PLUMED CUDA coordination tutorial): the reference
+against the tutorial's formula for two atoms (x = 1 exactly included) and finite differences, the CPU strategies
 against the reference, and every traversal compiled with its functor."""
 import numpy as np
 import pytest
@@ -13,7 +13,7 @@ from strategies import nvcc
 
 
 def _s(r, r0, d0, n, m):
-    """The seed's s(r), written out here once more."""
+    """The tutorial's s(r), written out here once more."""
     if r <= d0:
         return 1.0
     x = (r - d0) / r0

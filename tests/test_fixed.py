@@ -1,4 +1,4 @@
-"""The fixed-point precision mode (issue 15, item 2): integer sums, so every strategy gives the
+"""The fixed-point precision mode: integer sums, so every strategy gives the
 same bits for the same input, whatever its traversal, colouring or atomics; the grid that makes
 each pair's terms the same bits in every traversal; the range check; where the mode is refused."""
 import subprocess

@@ -291,7 +291,7 @@ def clump():
 
 @pytest.mark.parametrize("name", GPU)
 def test_dense_clump_passes_in_every_precision(name, clump):
-    """Issue 14's case: 24,000 particles, sigma 5, box 60; mixed's limits derived from fp32's model."""
+    """The dense clump: 24,000 particles, sigma 5, box 60; mixed's limits derived from fp32's model."""
     rows = verify.run_matrix([strategies.create(name)], [clump], PRECISIONS)
     assert all(r["status"] in ("pass", "n/a") for r in rows), verify.table(rows)
     assert any(r["status"] == "pass" for r in rows)

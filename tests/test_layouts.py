@@ -1,4 +1,4 @@
-"""Position layouts (issue 15, item 3): the launch parameter `layout` (aos4, aos3, soa) of the
+"""Position layouts: the launch parameter `layout` (aos4, aos3, soa) of the
 full shell, the all-pairs kernels and the Verlet list changes how positions are read and nothing else, so every
 layout gives the same bits; the MD loop's positions reach every layout."""
 import numpy as np

@@ -179,7 +179,7 @@ def test_page_loads_in_headless_chromium(built, tmp_path):
 
 def test_the_claims_section_is_computed_from_the_inputs(built):
     text = (built / "report.md").read_text()
-    claims_part = text.split("## The seed documents' claims")[1].split("\n## ")[0]
+    claims_part = text.split("## The source documents' claims")[1].split("\n## ")[0]
     # the CPU run has verify in fp32 and fp64 but nothing timed in two layouts: verdicts say so
     assert "float3 is now about 25% faster" in claims_part and "not measured" in claims_part
     # c08_thread_cpu against the full shell was not timed on the liquid: the c08 claim is unmeasured too
@@ -253,7 +253,7 @@ def test_before_and_after_compares_the_points_in_common(built, tmp_path, capsys)
 
 
 def test_strategies_against_the_fastest_name_their_bound_or_the_command():
-    """Issue 12's rule in the Roofline section: at the largest LJ liquid point, each strategy's
+    """The rule of the Roofline section: at the largest LJ liquid point, each strategy's
     best launch against the fastest; one more than 3x behind gets the bound its profile names,
     or the profile command where none was given."""
     from harness.report import render, sections as S

@@ -33,7 +33,7 @@ def test_mixed_limits_follow_from_fp32s_model():
 
 
 def test_mixed_energy_limit_has_the_coordinate_term():
-    """The case of issue 14: a dense clump's kappa sets mixed's energy limit above its floor."""
+    """A dense clump's kappa sets mixed's energy limit above its floor."""
     k = kappa("mixed", [60.0] * 3, 0.2)
     lim = TOLERANCES["mixed"].values(k, accumulation("mixed", 800))
     assert lim["energy"] > 1.06e-5 and lim["virial"] > 1.06e-5

@@ -1,4 +1,4 @@
-"""PLUMED's coordination number (seed 001) as a pair potential: the "energy" is
+"""PLUMED's coordination number (the PLUMED CUDA coordination tutorial) as a pair potential: the "energy" is
 
     CN = sum over pairs i<j of S(r_ij),   S(r) = stretch * s(r) + shift  for r < dmax, else 0
 
@@ -66,7 +66,7 @@ def coordination_pair(r2, prm):
 
 
 def switch64(r: float, r0: float, d0: float, n: int, m: int) -> tuple[float, float]:
-    """s(r) and ds/dr in float64 straight from the seed's definition (the reference's own
+    """s(r) and ds/dr in float64 straight from the tutorial's definition (the reference's own
     formula: no shared code with coordination_pair or the functor)."""
     if r <= d0:
         return 1.0, 0.0

@@ -1,6 +1,6 @@
 // PLUMED's coordination number as a pair functor (host side: mdcore/potentials/coordination.py):
 // u = S(r) = stretch s(r) + shift for r < dmax, s the rational switching function of x = (r - d0)
-// / r0, (1 - x^n) / (1 - x^m), with the seed's special cases (2n = m; x within 100 ulps of 1).
+// / r0, (1 - x^n) / (1 - x^m), with the tutorial's special cases (2n = m; x within 100 ulps of 1).
 #pragma once
 #include "common.cuh"
 

@@ -1,4 +1,4 @@
-// Position layouts (issue 15; seeds 002 and 003): how the positions a kernel reads lie in memory.
+// Position layouts (Decker's Kokkos thesis and the GROMOS GPU notes): how the positions a kernel reads lie in memory.
 //   kAoS4  one Vec4 per particle (x, y, z, and a pad): a single 16-byte load in fp32, the
 //          harness's default
 //   kAoS3  x, y, z packed per particle: three loads of one Real

@@ -1,4 +1,4 @@
-// The ls1-MarDyn CUDA port's strategies (seed 000): the parity-plane domain traverser with three
+// The ls1-MarDyn CUDA port's strategies (the port's developer notes): the parity-plane domain traverser with three
 // cell processors, parity_thread (the port's REFERENCE_IMPLEMENTATION: one thread per cell pair),
 // parity_block (the thread-block processor) and parity_warpblock (the warp-block processor), and
 // per-cell potential/virial statistics.

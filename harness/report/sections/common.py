@@ -20,7 +20,7 @@ SECTIONS = [
     ("parity", "Parity-plane traverser: the MarDyn cell processors"),
     ("precision", "Precision modes"),
     ("drift", "Energy drift in NVE, per precision"),
-    ("claims", "The seed documents' claims"),
+    ("claims", "The source documents' claims"),
     ("peers", "Peers"),
     ("roofline", "Roofline"),
     ("method", "Device, commands and method"),

@@ -209,7 +209,7 @@ def roofline(sec: Section, plots: Plots, bench: list[dict], devices: list[dict],
         sec.empty("Run `make bench` on a GPU, and `make profile` for ncu summaries.")
 
 
-FASTEST_FACTOR = 3.0  # issue 12: every strategy within 3x of the fastest, or its measured bound named
+FASTEST_FACTOR = 3.0  # every strategy within 3x of the fastest, or its measured bound named
 
 
 PROFILE_REACH = 8.0  # a profile this many times away in N still names a strategy's bound in that table (with its N)
@@ -257,13 +257,13 @@ def _against_fastest(sec: Section, bench: list[dict], profiles: list[dict]) -> N
 
 
 def claims(sec: Section, paths: list) -> None:
-    """The seeds' claims answered from this report's inputs (harness.claims: rows of one run
+    """The source documents' claims answered from this report's inputs (harness.claims: rows of one run
     compared, verdicts computed)."""
     from ... import claims as C
 
     rows = C.evaluate(C.load([Path(p) for p in paths]))
     measured = [r for r in rows if r["verdict"] != C.UNMEASURED]
-    sec.text(f"Each claim the seed documents make that this harness can test, with the measurement that tests it and "
+    sec.text(f"Each claim the source documents make that this harness can test, with the measurement that tests it and "
              f"a verdict computed from this report's inputs ({len(measured)} of {len(rows)} measured here; rows are "
              f"compared only within one run, a tie is within 5% or the rows' interquartile range). "
              f"`python -m harness claims FOLDER` answers them from every result in a folder.")
