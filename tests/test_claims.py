@@ -115,7 +115,7 @@ def test_cli_writes_markdown_and_json(tmp_path):
     r = subprocess.run([sys.executable, "-m", "harness", "claims", str(tmp_path), "--out", str(out), "--json", str(js)],
                        capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr
-    assert "| claim | seed |" in out.read_text() and "**holds**" in out.read_text()
+    assert "| claim | source |" in out.read_text() and "**holds**" in out.read_text()
     doc = json.loads(js.read_text())
     assert doc["kind"] == "claims" and len(doc["claims"]) == len(claims.CLAIMS)
     assert "11 claims from 1 result files" in r.stderr

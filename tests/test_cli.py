@@ -215,7 +215,7 @@ def test_bench_resume_takes_measured_points_and_times_the_rest(tmp_path):
 def test_a_resumed_partial_file_drops_its_cut_off_line(tmp_path):
     """Rows appended after a resume must stay readable by the next resume: the cut-off line of the
     interruption is removed, not left in the middle of the file."""
-    from harness.bench import Partial
+    from harness.sweep import Partial
 
     header = {"gpu": None, "cpu": "x", "cpu_cores": 2, "commit": "abc"}
     row = {"strategy": "a", "name": "a", "scenario": "uniform", "n": 10, "precision": "fp32", "outputs": "all"}

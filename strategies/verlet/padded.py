@@ -101,21 +101,23 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
         real, acc = ctypes(precision)
         packed = layout == "packed"
         entries = self.entries(tpp)
-        minb = self.register_cap(energy, acc, md, packed)
-        batch = self.batch(energy, entries, md, packed)
+        minb = self.register_cap(energy, acc, md, packed, tpp)
+        batch = self.batch(energy, entries, md, packed, tpp)
         return (f"verlet_force<{real}, {acc}, {potential.functor}, {cbool(energy)}, {cbool(pbc)}, "
                 f"{tpp}, {self.launch['block']}, {VERLET_LAYOUTS[layout]}, {minb}, {batch}, "
                 f"{cbool(entries)}" + (f", {md}>" if md else ">"))
 
-    def register_cap(self, energy: bool, acc: str = "float", md: int = 0, packed: bool | None = None) -> int:
+    def register_cap(self, energy: bool, acc: str = "float", md: int = 0, packed: bool | None = None,
+                     tpp: int = 1) -> int:
         """The force kernel's minimum blocks per SM (packed: the layout's; None: the launch's)."""
         packed = self.launch["layout"] == "packed" if packed is None else packed
-        return tuning.register_cap(self.launch["minb"], self.launch["block"], energy, acc, packed, md)
+        return tuning.register_cap(self.launch["minb"], self.launch["block"], energy, acc, packed, md, tpp)
 
-    def batch(self, energy: bool, entries: bool = False, md: int = 0, packed: bool | None = None) -> int:
+    def batch(self, energy: bool, entries: bool = False, md: int = 0, packed: bool | None = None,
+              tpp: int = 1) -> int:
         """Near entries in flight per thread (packed: the layout's; None: the launch's)."""
         packed = self.launch["layout"] == "packed" if packed is None else packed
-        return tuning.batch(self.launch["batch"], energy, entries, packed, md)
+        return tuning.batch(self.launch["batch"], energy, entries, packed, md, tpp)
 
     def entries(self, tpp: int) -> bool:
         """Whether the row's tpp lanes split it by entries (tuning.split_entries)."""

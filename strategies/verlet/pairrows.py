@@ -36,13 +36,15 @@ class VerletThreadPairrows(VerletThreadPadded):
                       "minb": MINB_CHOICES, "batch": BATCH_CHOICES}
     # two particles' sums per thread: 8 entries in flight under a cap of 8 blocks of 128 in both flavours
 
-    def register_cap(self, energy: bool, acc: str = "float", md: int = 0, packed: bool | None = None) -> int:
+    def register_cap(self, energy: bool, acc: str = "float", md: int = 0, packed: bool | None = None,
+                     tpp: int = 1) -> int:
         m = self.launch["minb"]
         if m != "auto":
             return m
         return PAIR_AUTO_MINB[energy] * tuning.MINB_BLOCK // self.launch["block"] if acc == "float" else 0
 
-    def batch(self, energy: bool, entries: bool = False, md: int = 0, packed: bool | None = None) -> int:
+    def batch(self, energy: bool, entries: bool = False, md: int = 0, packed: bool | None = None,
+              tpp: int = 1) -> int:
         return PAIR_AUTO_BATCH[energy] if self.launch["batch"] == "auto" else self.launch["batch"]
 
     def layout_for(self, problem: Problem) -> str:

@@ -28,7 +28,9 @@ class LaunchTable:
     # fits a cap of 8 blocks. Mixed, fixed and fp64 sums take no cap (they spilled under one).
     minb: dict = field(default_factory=lambda: {False: 10, True: 8})
     batch: dict = field(default_factory=lambda: {False: 16, True: 8})
-    # layout=packed's force kernels: fewer registers a pair, so a tighter cap for forces only
+    # layout=packed's force kernels at a thread a row (where it was measured: large systems): fewer
+    # registers a pair, so a tighter cap for forces only; with more threads a row the general values
+    # (the tighter cap spills once a row's lanes split it by entries)
     minb_packed: dict = field(default_factory=lambda: {False: 12, True: 8})
     batch_packed: dict = field(default_factory=lambda: {False: 16, True: 16})
     # split by entries keeps one 16-bit index per entry in flight: 16 spill under the forces cap
@@ -73,7 +75,7 @@ def build_kind(build: str, n: int, sms: int, fullest: int = 0) -> str:
     return "cell" if n < t.cell_build_max else "strip"
 
 
-def register_cap(minb, block: int, energy: bool, acc: str, packed: bool, md: int = 0) -> int:
+def register_cap(minb, block: int, energy: bool, acc: str, packed: bool, md: int = 0, tpp: int = 1) -> int:
     """The force kernel's __launch_bounds__ minimum blocks: an explicit minb is kept; 'auto' takes the
     table's threads per SM in blocks of `block` where the sums are float, none otherwise, and none
     where those blocks do not fit on an SM. The fused MD steps' kernels (md > 0) take the general
@@ -83,18 +85,18 @@ def register_cap(minb, block: int, energy: bool, acc: str, packed: bool, md: int
     if acc != "float":
         return 0
     t = table()
-    m = max(1, (t.minb_packed if packed and not md else t.minb)[energy] * MINB_BLOCK // block)
+    m = max(1, (t.minb_packed if packed and not md and tpp == 1 else t.minb)[energy] * MINB_BLOCK // block)
     return m if m * block <= MAX_THREADS_PER_SM else 0
 
 
-def batch(value, energy: bool, entries: bool, packed: bool, md: int = 0) -> int:
+def batch(value, energy: bool, entries: bool, packed: bool, md: int = 0, tpp: int = 1) -> int:
     """Near entries in flight per thread: an explicit value is kept; 'auto' from the table."""
     if value != "auto":
         return value
     t = table()
     if entries:
         return t.batch_entries
-    return (t.batch_packed if packed and not md else t.batch)[energy]
+    return (t.batch_packed if packed and not md and tpp == 1 else t.batch)[energy]
 
 
 def split_entries(split: str, tpp: int) -> bool:
