@@ -32,6 +32,10 @@ class ListStrategy(Strategy):
         if isinstance(skin, bool) or not isinstance(skin, (int, float)) or not (0.0 <= skin < math.inf):
             raise InputError(f"{self.name}: launch parameter skin must be a finite number >= 0, got {skin!r}")
         self.launch["skin"] = float(skin)
+        cap = self.launch.get("cap", 0)  # the row capacity, where the strategy's rows have one
+        if isinstance(cap, bool) or not isinstance(cap, int) or cap < 0:
+            raise InputError(f"{self.name}: launch parameter cap must be a whole number >= 0 (0: sized at the first "
+                             f"build), got {cap!r}")
         prune = self.launch.get("prune", "off")  # the inner list's buffer, where the strategy keeps one
         if prune != "off":
             if isinstance(prune, bool) or not isinstance(prune, (int, float)) or not (0.0 < prune < skin):

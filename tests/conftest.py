@@ -3,8 +3,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from strategies.cuda import device_status
-
 ROOT = Path(__file__).resolve().parent.parent
 
 try:  # hypothesis keeps its files in a temporary folder, not in .hypothesis/ of the checkout
@@ -37,12 +35,3 @@ def nothing_written_into_the_checkout():
 def rng():
     return np.random.default_rng(12345)
 
-
-def pytest_collection_modifyitems(config, items):
-    ok, why = device_status()
-    if ok:
-        return
-    skip = pytest.mark.skip(reason=why)
-    for item in items:
-        if "gpu" in item.keywords:
-            item.add_marker(skip)

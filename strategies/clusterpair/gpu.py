@@ -88,10 +88,6 @@ class ClusterpairWarpPadded(ListStrategy, CudaStrategy):
 
     def __init__(self, **launch):
         super().__init__(**launch)
-        cap = self.launch["cap"]
-        if isinstance(cap, bool) or not isinstance(cap, int) or cap < 0:
-            raise InputError(f"{self.name}: launch parameter cap must be a whole number >= 0 (0: sized at the first "
-                             f"build), got {cap!r}")
         if self.launch["prune"] == "off" and self.launch["rolling"] != 1:  # prune itself: ListStrategy
             raise InputError(f"{self.name}: rolling={self.launch['rolling']} prunes the inner list in parts; there is "
                              "none with prune=off: give prune (a buffer below the skin) or take rolling=1")

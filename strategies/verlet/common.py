@@ -60,13 +60,6 @@ class VerletStrategy(ListStrategy):
     list_kind: ClassVar[str] = "a Verlet list"
     launch_defaults: ClassVar[dict] = {"skin": SKIN, "cap": 0, "rebuild": "auto"}
 
-    def __init__(self, **launch):
-        super().__init__(**launch)
-        cap = self.launch["cap"]
-        if isinstance(cap, bool) or not isinstance(cap, int) or cap < 0:
-            raise InputError(f"{self.name}: launch parameter cap must be a whole number >= 0 (0: sized at the first "
-                             f"build), got {cap!r}")
-
     def grid(self, problem: Problem) -> np.ndarray:
         return S.grid_dims(problem.box.array, self.rlist(problem), 1.0)
 

@@ -1,12 +1,8 @@
-"""The research scripts' tests: GPU tests skip with the reason where no device is found."""
-import sys
-from pathlib import Path
-
+"""pytest, for tests/ and research/tests/: tests marked gpu skip with the reason where no CUDA device is
+found (CI has none; the GPU machine runs them)."""
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from strategies.cuda import device_status  # noqa: E402
+from strategies.cuda import device_status
 
 
 def pytest_collection_modifyitems(config, items):
