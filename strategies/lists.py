@@ -79,6 +79,8 @@ class DeviceListPlan(CudaPlan):
     Under stream capture the guarded upkeep is the body of a conditional node (strategies/graphs.py):
     a replayed step launches it only where the flag is set."""
 
+    overflow_words = ("a row", "entries")  # what a row is and holds, in the overflow's message
+
     def __init__(self, strategy, problem: Problem, nparts: int):
         super().__init__(strategy, problem, nparts)
         conditional_status()  # self-tested once, here: a step may be captured later
@@ -144,3 +146,14 @@ class DeviceListPlan(CudaPlan):
     def poison(self) -> None:
         super().poison()
         self.overflow.fill(0)
+
+    def output(self):
+        """The result, with the rows' overflow check: a row longer than its capacity is an error
+        naming the capacity needed, never a silently shorter list."""
+        out = super().output()
+        who, what = self.overflow_words
+        out.checks = ((self.overflow, f"{self.strategy.name}: {who} has {{value}} {what} within "
+                                      f"{self.rl:g} (cutoff + skin), more than the list's capacity {self.cap}; the "
+                                      f"list was not complete: give the launch parameter cap (>= {{value}}) or prepare "
+                                      "again"),)
+        return out

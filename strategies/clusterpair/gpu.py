@@ -6,7 +6,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from mdcore import MODES, Forces, InputError, Potential, Problem, StrategyError
+from mdcore import MODES, InputError, Potential, Problem, StrategyError
 
 from ..base import Plan
 from ..binning import Binning
@@ -169,6 +169,7 @@ class ClusterpairWarpNewton3(ClusterpairWarpPadded):
 
 
 class _ClusterCudaPlan(DeviceListPlan):
+    overflow_words = ("an i-cluster", "j-clusters")
     visits_per_pair = 2  # a full list: every pair from both clusters
 
     def __init__(self, strategy: ClusterpairWarpPadded, problem: Problem):
@@ -354,14 +355,6 @@ class _ClusterCudaPlan(DeviceListPlan):
         fn((self.blocks,), (self.block,), (self.xc, self.member, *self._rows_read(), self.cstart, np.int32(self.ncols),
                                            np.int32(self.cap), self.box, self.fparams, self.forces, self.partial,
                                            self.pcount, self.flag, self.rebuilds, np.int32(self.parts)))
-
-    def output(self) -> Forces:
-        out = super().output()
-        out.checks = ((self.overflow, f"{self.strategy.name}: an i-cluster has {{value}} j-clusters within "
-                                      f"{self.rl:g} (cutoff + skin), more than the list's capacity {self.cap}; the "
-                                      f"list was not complete: give the launch parameter cap (>= {{value}}) or prepare "
-                                      "again"),)
-        return out
 
 
 class _ClusterN3Plan(_ClusterCudaPlan):

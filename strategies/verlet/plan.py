@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mdcore import MODES, Forces, Problem, StrategyError
+from mdcore import MODES, Problem, StrategyError
 
 from ..binning import GUARDED_BLOCKS_PER_SM, Binning
 from ..cells import pmask
@@ -31,6 +31,7 @@ def md_dtype(acc, real) -> np.dtype:
 
 class VerletPlan(DeviceListPlan):
     visits_per_pair = 2  # a full list: every pair from both sides
+    overflow_words = ("a particle", "neighbours")
 
     def __init__(self, strategy, problem: Problem):
         n = problem.n
@@ -327,11 +328,3 @@ class VerletPlan(DeviceListPlan):
             return None, (f"{self.tpp} threads a row (small systems: one of them updates the particle after the "
                           "row's sum, and the plain steps measured faster)")
         return FusedSteps(self, integ, forces), "on"
-
-    def output(self) -> Forces:
-        out = super().output()
-        out.checks = ((self.overflow, f"{self.strategy.name}: a particle has {{value}} neighbours within "
-                                      f"{self.rl:g} (cutoff + skin), more than the list's capacity {self.cap}; the "
-                                      f"list was not complete: give the launch parameter cap (>= {{value}}) or prepare "
-                                      "again"),)
-        return out
