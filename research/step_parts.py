@@ -59,13 +59,13 @@ def main(argv=None) -> int:
 
     import strategies
     from harness import md, scenarios
-    from harness.cli import _launch
+    from harness.cli.common import launch_params
     from strategies.integrate import Integrator
 
     rows = []
     for size in a.n.split(","):
         problem = scenarios.make("lj_liquid", size, precision=a.precision)
-        strategy = strategies.create(a.strategy, **_launch(a.launch or None))
+        strategy = strategies.create(a.strategy, **launch_params(a.launch or None))
         plan = strategy.prepare(problem, "forces")
         integ = Integrator.create(plan, problem.positions, md.maxwell_boltzmann(problem.n, 0.72,
                                                                                 np.random.default_rng(1)), 0.005)

@@ -106,8 +106,6 @@ class ClusterpairWarpPadded(ListStrategy, CudaStrategy):
         warps on the GPU when there are few clusters (one for large systems)."""
         split = self.launch["split"]
         if split == 0:
-            from .cuda import sm_count
-
             split = 1
             while split < 8 and clusters * split < 64 * sm_count():
                 split *= 2
