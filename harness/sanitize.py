@@ -8,8 +8,8 @@ supports; at size tiny, 2 cells, the c08, parity and warp-block strategies do no
 Every report of that process is the strategy's (the sanitizer prints some reports only at
 exit, so one process per strategy is what makes attribution certain).
 
-Under racecheck and synccheck the MD steps record the list upkeep as guarded launches rather than
-conditional graph nodes, which those tools do not follow (GUARDED_TOOLS).
+Under every tool the MD steps record the list upkeep as guarded launches rather than conditional
+graph nodes, which the tools do not follow (GUARDED_TOOLS; docs/decisions/sanitizer-conditional-nodes.md).
 
 Prints one line per strategy and tool: clean only where the strategy ran under the tool; "n/a:
 reason" where it does not apply to the problem (it never counts as clean); the inner process's
@@ -25,16 +25,20 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from mdcore import InputError
+from mdcore.poison import ENV as POISON_ENV
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 # Tools whose MD steps keep the guarded upkeep launches (MDFORCE_CONDITIONAL=0, strategies/graphs.py)
-# instead of conditional graph nodes: under those two (H100, CUDA 13) any kernel inside a conditional
-# node's body is reported (racecheck ends the process, synccheck sees divergent barriers), while the
-# same kernels in line are clean (docs/decisions/md-fused-steps.md). Outside the sanitizer the
-# conditional steps give the guarded steps' bits (tests/test_graphs.py).
-GUARDED_TOOLS = ("racecheck", "synccheck")
+# instead of conditional graph nodes: all four. Under racecheck and synccheck (CUDA 13) any kernel
+# inside a conditional node's body is reported; under memcheck and initcheck the cluster-pair search
+# inside one ends the process now and then with an illegal or misaligned address that the tool
+# attributes to no kernel (about one run in three with twelve processes on the GPU; never with the
+# search left uninstrumented, never without the tool). Outside the sanitizer the conditional steps
+# give the guarded steps' bits (tests/test_graphs.py): docs/decisions/sanitizer-conditional-nodes.md.
+GUARDED_TOOLS = TOOLS
 MARK = "@@sanitize "
 _RECORD = re.compile(r"^========= (?!ERROR SUMMARY|RACECHECK SUMMARY|COMPUTE-SANITIZER|Target application|\s)(.+)$")
 # memcheck, synccheck, initcheck: "ERROR SUMMARY: N errors"; racecheck: "RACECHECK SUMMARY: N hazards"
@@ -55,6 +59,7 @@ class Result:
     na: list[str] = field(default_factory=list)  # "fp32: reason" for each problem it does not apply to
     stopped: str = ""        # the inner process's last error line, where it stopped early
     first: list[str] = field(default_factory=list)
+    round: int = 0           # which round of a repeated run (run's repeat)
 
     @property
     def ok(self) -> bool:
@@ -138,7 +143,8 @@ def inner(names: list[str], scenario: str, size: str, self_test: bool = False) -
                         # the guarded rebuild (the MD loop integrates in the float modes)
                         from . import md
 
-                        md.run(s, p, steps=24, dt=0.005, sample=12, temperature=2.0)
+                        res = md.run(s, p, steps=24, dt=0.005, sample=12, temperature=2.0)
+                        print(f"md {name} {p.precision}: graphs {res.graph}, upkeep {res.upkeep or '-'}", flush=True)
                     print(f"{MARK}ran {name} {p.precision}", flush=True)
                 else:
                     print(f"{MARK}na {name} {p.precision}: {why}", flush=True)
@@ -187,19 +193,25 @@ def parse(tool: str, name: str, text: str) -> Result:
 
 
 def run(names: list[str], tools: list[str], scenario: str = DEFAULT_SCENARIO, size: str = DEFAULT_SIZE,
-        timeout: float = 600.0, say=print, self_test: bool = False, jobs: int = 1) -> list[Result]:
+        timeout: float = 600.0, say=print, self_test: bool = False, jobs: int = 1, repeat: int = 1,
+        poison: bool = False, logs: str | None = None) -> list[Result]:
     """self_test: run only the planted-fault kernel; its results are ok when the tool flags it.
-    jobs: sanitizer processes at once (each is one strategy under one tool, so attribution holds)."""
+    jobs: sanitizer processes at once (each is one strategy under one tool, so attribution holds).
+    repeat: each (tool, strategy) that many times, the rounds interleaved so that different
+    strategies share the GPU (say gets one line per round and result). poison: the inner
+    processes fill new allocations with all bits set (mdcore.poison). logs: a folder that gets
+    the whole output of every process that was not clean, as TOOL-STRATEGY-ROUND.log."""
     exe = shutil.which("compute-sanitizer")
     if exe is None:
         raise InputError("compute-sanitizer not found on PATH (it ships with the CUDA toolkit)")
     bad = [t for t in tools if t not in TOOLS]
     if bad:
         raise InputError(f"unknown sanitizer tool(s) {', '.join(bad)}; known: {', '.join(TOOLS)}")
-    work = [(tool, name) for tool in tools for name in ([PLANTED] if self_test else names)]
+    work = [(k, tool, name) for k in range(repeat) for tool in tools
+            for name in ([PLANTED] if self_test else names)]
 
-    def one(job: tuple[str, str]) -> Result:
-        tool, name = job
+    def one(job: tuple[int, str, str]) -> Result:
+        k, tool, name = job
         cmd = [exe, "--tool", tool, "--print-limit", "100", "--error-exitcode", "0", sys.executable, "-m",
                "harness", "sanitize", "--inner", "--strategies", names[0] if self_test else name, "--scenario",
                scenario, "--size", size]
@@ -208,18 +220,46 @@ def run(names: list[str], tools: list[str], scenario: str = DEFAULT_SCENARIO, si
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         if tool in GUARDED_TOOLS:
             env["MDFORCE_CONDITIONAL"] = "0"
+        if poison:
+            env[POISON_ENV] = "1"
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
             text = p.stdout + "\n" + p.stderr
         except subprocess.TimeoutExpired as e:
             text = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
             text += f"\n{MARK}fail {name} timed out after {timeout:.0f} s\n"
-        return parse(tool, name, text)
+        r = parse(tool, name, text)
+        r.round = k
+        if logs is not None and not r.ok and not r.not_applicable:
+            safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+            (Path(logs) / f"{tool}-{safe}-{k + 1}.log").write_text(" ".join(cmd) + "\n\n" + text)
+        return r
 
     out: list[Result] = []
     # separate processes, so several can share the GPU; results are printed in the fixed order
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         for r in pool.map(one, work):
-            say(r.line())
+            say((f"[{r.round + 1}/{repeat}] " if repeat > 1 else "") + r.line())
             out.append(r)
     return out
+
+
+def tally(results: list[Result]) -> list[str]:
+    """One line per (tool, strategy) over the rounds of a repeated run: 'clean in k of K', the
+    rounds that were not, and the first error line of the first of them."""
+    groups: dict[tuple[str, str], list[Result]] = {}
+    for r in results:
+        groups.setdefault((r.tool, r.strategy), []).append(r)
+    lines = []
+    for (tool, name), rs in groups.items():
+        clean = sum(r.ok for r in rs)
+        na = sum(r.not_applicable for r in rs)
+        line = f"{tool:10s} {name:26s} clean in {clean} of {len(rs)}"
+        if na == len(rs):
+            line = f"{tool:10s} {name:26s} n/a: {'; '.join(rs[0].na)}"
+        elif clean + na < len(rs):
+            first = next(r for r in rs if not r.ok and not r.not_applicable)
+            rounds = [str(r.round + 1) for r in rs if not r.ok and not r.not_applicable]
+            line += f" (not clean in round {', '.join(rounds)}; first: {first.line().split(None, 2)[2]})"
+        lines.append(line)
+    return lines

@@ -130,9 +130,9 @@ def test_errors_are_shown_before_how_the_process_ended():
                                           "CUDARuntimeError")
 
 
-def test_racecheck_and_synccheck_run_the_guarded_upkeep(tmp_path, monkeypatch):
-    """Under racecheck and synccheck the inner process gets MDFORCE_CONDITIONAL=0 (the tools do not
-    follow conditional graph nodes: the guarded launches instead); memcheck and initcheck keep them."""
+def test_every_tool_runs_the_guarded_upkeep(tmp_path, monkeypatch):
+    """Under every tool the inner process gets MDFORCE_CONDITIONAL=0 (the tools do not follow
+    conditional graph nodes: the guarded launches instead)."""
     fake = tmp_path / "compute-sanitizer"
     fake.write_text("#!/bin/sh\nwhile [ $# -gt 0 ]; do\n  case $1 in --strategies) name=$2; shift;; esac; shift\ndone\n"
                     "echo \"@@sanitize begin $name\"; echo \"@@sanitize ran $name fp32 ${MDFORCE_CONDITIONAL:-1}\"\n"
@@ -149,4 +149,4 @@ def test_racecheck_and_synccheck_run_the_guarded_upkeep(tmp_path, monkeypatch):
 
     monkeypatch.setattr(sanitize.subprocess, "run", spy)
     sanitize.run(["a"], list(sanitize.TOOLS), say=lambda line: None)
-    assert seen == {"memcheck": None, "racecheck": "0", "synccheck": "0", "initcheck": None}
+    assert seen == {"memcheck": "0", "racecheck": "0", "synccheck": "0", "initcheck": "0"}

@@ -13,7 +13,7 @@ import strategies
 from mdcore import MODES, InputError, check_precision
 
 from .. import results, scenarios
-from .common import (COUNT, experimental_arg, NONNEG_INT, POSITIVE, ROOT, input_problem, launch_params, parse_precisions, potential_args,
+from .common import (COUNT, experimental_arg, poison_arg, NONNEG_INT, POSITIVE, ROOT, input_problem, launch_params, parse_precisions, potential_args,
                      require_devices, say, size_arg)
 
 
@@ -124,16 +124,23 @@ def cmd_sanitize(args: argparse.Namespace) -> int:
     tools = [t.strip() for t in args.tools.split(",") if t.strip()]
     args.jobs = args.jobs or min(4, os.cpu_count() or 1)
     if args.self_test:  # the tools must flag the planted race (racecheck) and overrun (memcheck)
-        results = sanitize.run(names, tools, self_test=True, jobs=args.jobs)
+        planted = sanitize.run(names, tools, self_test=True, jobs=args.jobs)
         want = {"memcheck", "racecheck"} & set(tools)
-        caught = {r.tool for r in results if r.errors}
+        caught = {r.tool for r in planted if r.errors}
         print(f"\nself-test: planted faults flagged by {', '.join(sorted(caught)) or 'no tool'}; "
               f"expected {', '.join(sorted(want))}")
         return 0 if want <= caught else 1
-    results = sanitize.run(names, tools, args.scenario, args.size, jobs=args.jobs)
-    clean = [r for r in results if r.ok]
-    na = [r for r in results if r.not_applicable]
-    bad = [r for r in results if not r.ok and not r.not_applicable]
+    if args.logs:
+        results.check_dir(args.logs, "--logs").mkdir(parents=True, exist_ok=True)
+    found = sanitize.run(names, tools, args.scenario, args.size, jobs=args.jobs, repeat=args.repeat,
+                         poison=args.poison, logs=args.logs)
+    if args.repeat > 1:
+        print(f"\n{args.repeat} rounds" + (", poisoned memory" if args.poison else "") + ":")
+        for line in sanitize.tally(found):
+            print(line)
+    clean = [r for r in found if r.ok]
+    na = [r for r in found if r.not_applicable]
+    bad = [r for r in found if not r.ok and not r.not_applicable]
     print(f"\n{len(clean)} clean, {len(na)} n/a (the strategy does not apply to this problem), {len(bad)} with "
           f"errors, failures or not run ({len(names)} strategies x {len(tools)} tools, {args.scenario} {args.size}, "
           f"fp32 and fp64)")
@@ -202,6 +209,7 @@ def add_verify(sub) -> None:
                    help="replace each scenario's potential: e.g. 'coordination:r0=1,n=6,m=12,d0=0,dmax=2.5' "
                         "(PLUMED's coordination number) or 'lj:cutoff=3'; repeatable: the matrix gains a potential "
                         "axis (every case with each)")
+    poison_arg(p)
     p.set_defaults(fn=cmd_verify)
 
 
@@ -217,7 +225,12 @@ def add_sanitize(sub) -> None:
                    help="run a kernel with a planted race and overrun instead; pass when the tools flag it")
     p.add_argument("--jobs", type=COUNT, default=None,
                    help="sanitizer processes at once (default min(4, CPUs)); each checks one strategy under one tool")
+    p.add_argument("--repeat", type=COUNT, default=1,
+                   help="run every strategy under every tool this many times, several at once (--jobs), and say "
+                        "'clean in k of K' for each: a fault that comes and goes with what shares the GPU")
+    p.add_argument("--logs", help="a folder for the whole output of each sanitizer process that was not clean")
     p.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
+    poison_arg(p)
     p.set_defaults(fn=cmd_sanitize)
 
 
