@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from mdcore import Problem
+from mdcore import Problem, poison
 
 from . import schedules as S
 from .base import Plan
@@ -142,7 +142,7 @@ class _CellsCpuPlan(CpuPlan):
         super().__init__(strategy, problem, rows=rows)
         self.visits_per_pair = 1 if self.n3 else 2
         self.side = (problem.box.array / self.dims).astype(self.real)
-        self.sorted_forces = np.empty((problem.n, 3), self.acc)
+        self.sorted_forces = poison.empty((problem.n, 3), self.acc)
         self.pairs = S.C08_PAIRS.astype(np.int64)
 
     def build(self) -> None:

@@ -18,7 +18,7 @@ import math
 import numpy as np
 from numba import njit
 
-from mdcore import FIXED_SCALE, MODES, Forces, Problem, poison_value
+from mdcore import FIXED_SCALE, MODES, Forces, Problem, poison, poison_value
 
 from .base import Plan, Strategy
 
@@ -104,9 +104,9 @@ class CpuPlan(Plan):
         self.rc2 = self.real(math.inf if pot.cutoff is None else pot.cutoff ** 2)
         n = problem.n
         rows = n if rows is None else rows
-        self.forces = np.empty((n, 3), self.acc)
-        self.sums = np.empty((rows, 7), self.acc)
-        self.counts = np.empty(rows, np.int64)
+        self.forces = poison.empty((n, 3), self.acc)
+        self.sums = poison.empty((rows, 7), self.acc)
+        self.counts = poison.empty(rows, np.int64)
         self.result: Forces | None = None
 
     def reduce(self) -> None:

@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 import numpy as np
 
-from mdcore import FIXED_SCALE, MODES, Forces, Potential, Problem, StrategyError, poison_value
+from mdcore import FIXED_SCALE, MODES, Forces, Potential, Problem, StrategyError, poison, poison_value
 
 from .base import Plan, Strategy
 
@@ -255,6 +255,7 @@ class CudaPlan(Plan):
         super().__init__(strategy, problem)
         import cupy
 
+        poison.device()  # MDFORCE_POISON=1: every allocation from here on filled with all bits set
         self.cp = cupy
         mode = MODES[problem.precision]
         self.real_t, self.acc_t = mode.cxx_compute, mode.cxx_accumulate

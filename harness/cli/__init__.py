@@ -40,6 +40,10 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     args.argv = argv
+    if getattr(args, "poison", False):
+        from mdcore import poison
+
+        poison.enable()
     try:
         return args.fn(args)
     except (InputError, StrategyError) as e:

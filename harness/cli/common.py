@@ -130,6 +130,12 @@ def progress_bar(total: int, desc: str = "bench", unit: str = "point"):
     return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False, disable=not sys.stderr.isatty())
 
 
+def poison_arg(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--poison", action="store_true",
+                    help="fill every new device allocation and CPU work array with all bits set (NaN, -1), so "
+                         "that a read of unwritten memory fails every time (also MDFORCE_POISON=1)")
+
+
 def experimental_arg(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--experimental", action="store_true",
                     help="also the experimental strategies (measured designs kept for comparison) in 'all', family "

@@ -6,7 +6,7 @@ from typing import ClassVar
 import numpy as np
 from numba import njit, prange
 
-from mdcore import Problem, StrategyError
+from mdcore import Problem, StrategyError, poison
 
 from ..base import Plan
 from ..cpu import CpuPlan, pair_step, separation, store_sums
@@ -86,8 +86,8 @@ class _ClusterPlan(CpuPlan):
         L = p.box.array
         self.members, ccol, grid = clusters(self.pos.astype(np.float64), L, p.box.periodic, self.m, self.density)
         if len(self.members) > len(self.sums):  # more clusters than at prepare (columns filled unevenly)
-            self.sums = np.empty((len(self.members), 7), self.acc)
-            self.counts = np.empty(len(self.members), np.int64)
+            self.sums = poison.empty((len(self.members), 7), self.acc)
+            self.counts = poison.empty(len(self.members), np.int64)
         self.istart, self.jlist, self.masks = search(self.pos, self.members, ccol, grid, L, p.box.periodic, self.rl,
                                                      self.box)
         self.ref = self.pos.copy()
