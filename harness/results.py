@@ -60,7 +60,8 @@ def check_dir(path, what: str) -> Path:
 
 def check_file(path, what: str, suffixes: tuple[str, ...]) -> Path:
     """A file a result will be written to: the suffix says its format (refused otherwise, so
-    that the file written is the one named), and it can be written."""
+    that the file written is the one named), and it can be written; its folder is created
+    where it is missing (every output option alike), before any work."""
     p = Path(path)
     if p.is_dir():
         raise InputError(f"{what}: {p} is a folder; name a file ({' or '.join(suffixes)})")
@@ -73,6 +74,7 @@ def check_file(path, what: str, suffixes: tuple[str, ...]) -> Path:
             raise InputError(f"{what}: no permission to overwrite {p}") from None
     else:
         _creatable(p, what)
+        p.parent.mkdir(parents=True, exist_ok=True)
     return p
 
 

@@ -82,7 +82,13 @@ class CellStrategy(Strategy):
             return False, (f"a grid of {ncell:,} cells ({'x'.join(map(str, dims))}) for {problem.n:,} particles is "
                            f"beyond {limit:,} cells: in so sparse a box memory and time go with the empty cells "
                            f"(all-pairs, or a larger cell_factor, suits it)")
-        return self.grid_applicable(dims, problem.box.periodic)
+        ok, why = self.grid_applicable(dims, problem.box.periodic)
+        if not ok:  # the rounding rule, with this box's numbers
+            w = problem.potential.cutoff * self.launch.get("cell_factor", 1.0)
+            a = int(np.argmin(dims))
+            why += (f" (cells of side at least the cutoff x cell_factor = {w:g}: {'xyz'[a]} holds "
+                    f"floor({problem.box.array[a]:g} / {w:g}) = {int(dims[a])})")
+        return ok, why
 
     def grid_applicable(self, dims, periodic) -> tuple[bool, str]:
         if self.newton3:

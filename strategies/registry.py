@@ -119,7 +119,7 @@ def closest(name: str, count: int = 3) -> list[str]:
     return difflib.get_close_matches(name, list(REGISTRY) + list(ALIASES), n=count, cutoff=0.5)
 
 
-def _unknown(item: str) -> InputError:
+def unknown_strategy(item: str) -> InputError:
     near = closest(item)
     hint = f"did you mean {', '.join(near)}?" if near else "`harness list` names them"
     return InputError(f"unknown strategy {item!r}: {hint} (or a family prefix ending in '_', cuda / cpu / all, or "
@@ -132,10 +132,14 @@ def resolve(spec: str | None, experimental: bool = False) -> list[str]:
     or attribute filters 'key=value' joined by '+' (e.g. 'newton3=true+backend=cuda').
     Experimental strategies come only by name, with `experimental=true` in a filter, or with
     `experimental` (then every item takes them too)."""
-    if not spec or spec == "all":
+    if spec is None or spec == "all":
         return names(experimental=experimental)
+    items = [s.strip() for s in spec.split(",") if s.strip()]
+    if not items:
+        raise InputError(f"--strategies {spec!r} names no strategy: give names, family prefixes, cuda, cpu or all "
+                         "(or leave the option out for the default)")
     out: list[str] = []
-    for item in (s.strip() for s in spec.split(",") if s.strip()):
+    for item in items:
         name = canonical(item)
         if name in REGISTRY:
             hit = [name]
@@ -158,7 +162,7 @@ def resolve(spec: str | None, experimental: bool = False) -> list[str]:
         else:
             hit = [n for n in names(experimental=experimental) if n.startswith(item)] if item.endswith("_") else []
         if not hit:
-            raise _unknown(item)
+            raise unknown_strategy(item)
         out += [h for h in hit if h not in out]
     return out
 
@@ -167,7 +171,7 @@ def create(name: str, **launch):
     """An instance of the registered strategy `name` (or an old alias) with launch parameters."""
     key = canonical(name)
     if key not in REGISTRY:
-        raise _unknown(name)
+        raise unknown_strategy(name)
     return REGISTRY[key](**launch)
 
 

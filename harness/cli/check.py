@@ -58,6 +58,13 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     from .. import verify
 
+    if args.self_test:  # a planted read of unwritten memory, which poisoning must catch
+        from .. import planted
+
+        ok = planted.run()
+        print(f"\nself-test: the planted read of unwritten memory was {'caught' if ok else 'NOT caught'} "
+              "with poisoned memory")
+        return 0 if ok else 1
     names = strategies.resolve(args.strategies, args.experimental)
     if args.strategies:
         require_devices(names)
@@ -94,7 +101,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from .. import device
 
     paths = verify.write_reports(rows, meta, device.header(), Path(args.out), Path(args.json) if args.json else None)
-    print(verify.table(rows))
+    ran, na_lines = verify.grouped(rows)  # the n/a cells one line per reason (the reports keep each)
+    if ran:
+        print(verify.table(ran))
+    for line in na_lines:
+        print(line)
     s = verify.summary(rows)
     print("\n" + "  ".join(f"{k}: {v}" for k, v in s["counts"].items()) + f"   reports: {', '.join(map(str, paths))}")
     for p, w in s["worst_by_precision"].items():
@@ -120,6 +131,8 @@ def cmd_sanitize(args: argparse.Namespace) -> int:
     scenarios.check(args.scenario, args.size)
     if args.inner:
         return sanitize.inner(names, args.scenario, args.size, self_test=args.self_test)
+    if args.logs:
+        results.check_dir(args.logs, "--logs").mkdir(parents=True, exist_ok=True)
     require_devices(names)
     tools = [t.strip() for t in args.tools.split(",") if t.strip()]
     args.jobs = args.jobs or min(4, os.cpu_count() or 1)
@@ -130,8 +143,6 @@ def cmd_sanitize(args: argparse.Namespace) -> int:
         print(f"\nself-test: planted faults flagged by {', '.join(sorted(caught)) or 'no tool'}; "
               f"expected {', '.join(sorted(want))}")
         return 0 if want <= caught else 1
-    if args.logs:
-        results.check_dir(args.logs, "--logs").mkdir(parents=True, exist_ok=True)
     found = sanitize.run(names, tools, args.scenario, args.size, jobs=args.jobs, repeat=args.repeat,
                          poison=args.poison, logs=args.logs)
     if args.repeat > 1:
@@ -209,6 +220,9 @@ def add_verify(sub) -> None:
                    help="replace each scenario's potential: e.g. 'coordination:r0=1,n=6,m=12,d0=0,dmax=2.5' "
                         "(PLUMED's coordination number) or 'lj:cutoff=3'; repeatable: the matrix gains a potential "
                         "axis (every case with each)")
+    p.add_argument("--self-test", action="store_true",
+                   help="plant a read of unwritten memory in a CPU and a GPU strategy and check that poisoned "
+                        "memory (--poison, on for the self-test) makes verify fail it")
     poison_arg(p)
     p.set_defaults(fn=cmd_verify)
 

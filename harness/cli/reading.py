@@ -41,6 +41,8 @@ def cmd_docs(args: argparse.Namespace) -> int:
     from .. import docs
 
     out = Path(args.out)
+    if not args.check:
+        results.check_dir(out, "--out")
     stale = docs.run(out, check=args.check)
     if args.check:
         if stale:

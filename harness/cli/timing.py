@@ -12,7 +12,7 @@ from mdcore import FLOAT_PRECISIONS, InputError, LennardJones, check_precision
 from strategies.base import check_outputs
 
 from .. import results, scenarios
-from .common import (COUNT, experimental_arg, NONNEG, NONNEG_INT, POSITIVE, ROOT, input_problem, launch_params, md_precision, parse_precisions,
+from .common import (COUNT, experimental_arg, poison_arg, NONNEG, NONNEG_INT, POSITIVE, ROOT, input_problem, launch_params, md_precision, parse_precisions,
                      potential_args, progress_bar, require_devices, size_arg, sweep_params)
 
 
@@ -79,8 +79,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if args.json:
         results.check_file(args.json, "--json", (".json",))
     cache = Path(args.cache) if args.cache else tune.default_cache()
-    if cache is not None and cache.is_dir():
-        raise InputError(f"--cache: {cache} is a folder; name a file (.json)")
+    if cache is not None:  # read and written: refused before any work where it cannot be
+        results.check_file(cache, "--cache", (".json",))
     if args.frames < 2:
         raise InputError(f"--frames must be at least 2 (a step needs a frame after the first), got {args.frames}")
     precision = check_precision(args.precision)
@@ -240,7 +240,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
         return 0
     name = strategies.canonical(args.strategy)
     if name not in strategies.REGISTRY:
-        raise InputError(f"unknown strategy {name!r}; known: {', '.join(strategies.REGISTRY)}")
+        raise strategies.registry.unknown_strategy(name)
     if strategies.REGISTRY[name].backend != "cuda":
         raise InputError(f"profile: {name} runs on the CPU; Nsight Compute profiles GPU strategies")
     scenarios.parse_spec(args.scenario)
@@ -249,8 +249,8 @@ def cmd_profile(args: argparse.Namespace) -> int:
     outputs = check_outputs(args.outputs)
     if args.inner:
         return profile.inner(name, args.scenario, size, args.precision, launch, outputs)
-    require_devices([name])
     results.check_dir(args.out, "--out")
+    require_devices([name])
     doc = profile.run(name, args.scenario, size, check_precision(args.precision), launch, Path(args.out),
                       cache=args.cache, outputs=outputs, phase=args.phase)
     for line in profile.lines(doc):
@@ -263,6 +263,7 @@ def cmd_timeline(args: argparse.Namespace) -> int:
     import shutil
     import subprocess
 
+    results.check_dir(args.out, "--out")
     exe = shutil.which("nsys")
     if exe is None:
         print("Nsight Systems (nsys) is not on this machine: no timeline. NVTX ranges are still emitted; "
@@ -299,7 +300,7 @@ def add_bench(sub) -> None:
     p = sub.add_parser("bench", help="time strategies: sweeps over strategies, scenarios, sizes, precisions, launch")
     p.add_argument("--suite", help="a named sweep (harness/suites.py): " + ", ".join(suite_names()))
     p.add_argument("--strategies", help="comma list of names, family prefixes or attribute filters such as "
-                                            "newton3=true+backend=cuda (default allpairs_thread_tiled)")
+                                            "newton3=true+backend=cuda (default allpairs_thread_tiled, fullshell_thread_cpu without a GPU)")
     experimental_arg(p)
     p.add_argument("--scenario", action="append", help="scenario spec, repeatable (default lj_liquid)")
     p.add_argument("--n", help="comma list of particle counts or size names (default medium)")
@@ -338,6 +339,7 @@ def add_bench(sub) -> None:
     p.add_argument("--potential", action="append",
                    help="replace the potential: e.g. 'coordination:r0=1,n=6,m=12,d0=0,dmax=2.5' (PLUMED's "
                         "coordination number) or 'lj:cutoff=3'; repeatable: every point with each")
+    poison_arg(p)
     p.set_defaults(fn=cmd_bench)
 
 
@@ -402,6 +404,7 @@ def add_md(sub) -> None:
     p.add_argument("--potential", help="replace each scenario's potential: e.g. "
                                        "'coordination:r0=1,n=6,m=12,d0=0,dmax=2.5' (PLUMED's coordination number) or "
                                        "'lj:cutoff=3'")
+    poison_arg(p)
     p.set_defaults(fn=cmd_md)
 
 

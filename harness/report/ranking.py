@@ -49,8 +49,11 @@ def markdown(table: pd.DataFrame, source: str) -> str:
 
 def check(readme: Path) -> None:
     """Refuse, before any work, a README that cannot be read or has no ranking markers."""
+    if not readme.is_file():
+        raise InputError(f"report: --readme {readme}: no such file (the README whose ranking markers are rewritten)")
     try:
         text = readme.read_text()
+        open(readme, "a").close()  # writable as well, before any work
     except OSError as e:
         raise InputError(f"report: --readme {readme}: {e.strerror or e}") from None
     if START not in text or END not in text or text.index(START) > text.index(END):
