@@ -181,13 +181,16 @@ def size_of(text: str) -> str | int:
     return scenarios.parse_size(text)
 
 
+DEFAULT_GPU, DEFAULT_CPU = "allpairs_thread_tiled", "fullshell_thread_cpu"  # plain `bench`, with and without a GPU
+
+
 def plan_sweep(suite: str | None = None, selection: str | None = None, specs: list[str] | None = None,
                sizes: list | None = None, precisions: list[str] | None = None, sweep: dict | None = None,
                launch: dict | None = None, problem: Problem | None = None, dry_run: bool = False,
                experimental: bool = False) -> Sweep:
-    """A named suite, or an explicit selection (default allpairs_thread_tiled on the LJ liquid,
-    medium, fp32). Strategies named explicitly must run here (unless a dry run plans for a GPU
-    elsewhere); a suite or the default on a machine without GPU keeps its CPU strategies and
+    """A named suite, or an explicit selection (default: allpairs_thread_tiled on a GPU,
+    fullshell_thread_cpu without one; on the LJ liquid, medium, fp32). Strategies named explicitly
+    must run here, in a dry run too; a suite on a machine without GPU keeps its CPU strategies and
     lists the GPU points as n/a with the reason. Experimental strategies come only by name or with
     `experimental`."""
     from . import suites
@@ -201,12 +204,13 @@ def plan_sweep(suite: str | None = None, selection: str | None = None, specs: li
                           list(p.precisions), p.sweep, p.potential, p.outputs) for p in parts]
         explicit = False
     else:
-        plan = [SweepPart(strategies.resolve(selection or "allpairs_thread_tiled", experimental), specs or ["lj_liquid"],
-                          sizes or ["medium"], precisions or ["fp32"], sweep or {})]
-        explicit = bool(selection)
+        default = DEFAULT_GPU if gpu_ok[0] else DEFAULT_CPU  # what this machine can run
+        plan = [SweepPart(strategies.resolve(default if selection is None else selection, experimental),
+                          specs or ["lj_liquid"], sizes or ["medium"], precisions or ["fp32"], sweep or {})]
+        explicit = selection is not None
     for part in plan:
         strategies.check_launch_keys(part.names, launch or {})  # a parameter none of them has: a typo
-        if explicit and not dry_run:
+        if explicit:  # a dry run says what the run would: the same refusal
             for n in part.names:
                 ok, why = strategies.create(n).available()
                 if not ok:

@@ -354,7 +354,7 @@ def run_matrix(strategy_list: Iterable[strategies.Strategy], cases: Iterable[Cas
             for p in precisions:
                 row = run_cell(s, case, p, limits)
                 rows.append(row)
-                if progress:
+                if progress and row["status"] != "n/a":  # the n/a cells: one line per reason at the end
                     progress(f"  {row['strategy']:18s} {p:5s} {row['status']}")
     for r in same_bits(rows):
         if progress:
@@ -376,7 +376,7 @@ def _fmt(v, kind: str) -> str:
     return str(v)
 
 
-def table(rows: list[dict]) -> str:
+def table(rows: list[dict], group_na: bool = False) -> str:
     """Fixed-width table for the terminal and the markdown report."""
     head = ["strategy", "backend", "scenario", "N", "precision", "force_rms", "force_max", "energy", "virial",
             "pairs", "status"]
@@ -391,6 +391,21 @@ def table(rows: list[dict]) -> str:
     out = ["  ".join(h.ljust(w) for h, w in zip(head[:-1], widths)) + "  status"]
     out += ["  ".join(c.ljust(w) for c, w in zip(l[:-1], widths)) + "  " + l[-1] for l in lines]
     return "\n".join(out)
+
+
+def grouped(rows: list[dict]) -> tuple[list[dict], list[str]]:
+    """(the rows that ran, one line per reason of the n/a rows: how many cells, which strategies)."""
+    ran = [r for r in rows if r["status"] != "n/a"]
+    reasons: dict[str, list[dict]] = {}
+    for r in rows:
+        if r["status"] == "n/a":
+            reasons.setdefault(r["detail"], []).append(r)
+    lines = []
+    for why, rs in sorted(reasons.items(), key=lambda kv: -len(kv[1])):
+        names = list(dict.fromkeys(r["strategy"] for r in rs))
+        who = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+        lines.append(f"n/a  {len(rs)} cell{'s' if len(rs) != 1 else ''} ({who}): {why}")
+    return ran, lines
 
 
 def summary(rows: list[dict]) -> dict:
