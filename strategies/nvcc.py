@@ -90,15 +90,16 @@ _ENTRY = "ptxas info    : Compiling entry function"
 
 def compile_unit(file: str, expressions: list[str], ptx: bool = False, arch: str = ARCH,
                  potential: Potential | None = None, workers: int | None = None,
-                 include: tuple[str, ...] = ()) -> tuple[int, str, str]:
+                 include: tuple[str, ...] = (), keep_ptx: bool = False) -> tuple[int, str, str]:
     """Compile; returns (returncode, compiler output, PTX text if ptx else ''). `potential`: the
     functor the traversal kernels among the expressions are instantiated with. Expressions
     with different compiler options (strategies.cuda.options: the fixed-point ones) compile in
     units of their own, as at run time; a long list is cut into up to `workers` units (default:
     the CPU count) that nvcc compiles at once. The results are joined in the given order. `include`:
-    further folders where `file` and its headers may be found (after the kernels')."""
+    further folders where `file` and its headers may be found (after the kernels'). keep_ptx: compile
+    to cubin (with ptxas's resource report) and return the PTX it was made from as well."""
     return compile_units({file: expressions}, potential=potential, workers=workers, ptx=ptx, arch=arch,
-                         include=include)[file]
+                         include=include, keep_ptx=keep_ptx)[file]
 
 
 # the fewest expressions worth an nvcc process of their own (each process parses the headers again)
@@ -120,7 +121,8 @@ def _chunks(expressions: list[str], parts: int) -> list[tuple[tuple[str, ...], l
 
 
 def compile_units(units: dict[str, list[str]], potential: Potential | None = None, workers: int | None = None,
-                  ptx: bool = False, arch: str = ARCH, include: tuple[str, ...] = ()) -> dict[str, tuple[int, str, str]]:
+                  ptx: bool = False, arch: str = ARCH, include: tuple[str, ...] = (),
+                  keep_ptx: bool = False) -> dict[str, tuple[int, str, str]]:
     """compile_unit for several files at once (nvcc is one process per unit, each in a temporary
     folder of its own, `workers` at a time): {file: (returncode, compiler output, PTX text if ptx
     else '')}, in the order given. A file's kernels without template parameters compile in each
@@ -130,7 +132,7 @@ def compile_units(units: dict[str, list[str]], potential: Potential | None = Non
     workers = max(1, workers or os.cpu_count() or 1)
     jobs = [(file, opts, exprs) for file, all_exprs in units.items() for opts, exprs in _chunks(all_exprs, workers)]
     with ThreadPoolExecutor(max_workers=max(1, min(len(jobs), workers))) as ex:
-        futures = [(file, ex.submit(_compile, file, exprs, ptx, arch, potential, opts, include))
+        futures = [(file, ex.submit(_compile, file, exprs, ptx, arch, potential, opts, include, keep_ptx))
                    for file, opts, exprs in jobs]
         done = [(file, fut.result()) for file, fut in futures]
     joined: dict[str, tuple[int, str, str]] = {}
@@ -148,7 +150,7 @@ def compile_units(units: dict[str, list[str]], potential: Potential | None = Non
 
 
 def _compile(file: str, expressions: list[str], ptx: bool, arch: str, potential: Potential | None,
-             opts: tuple[str, ...], include: tuple[str, ...] = ()) -> tuple[int, str, str]:
+             opts: tuple[str, ...], include: tuple[str, ...] = (), keep_ptx: bool = False) -> tuple[int, str, str]:
     exe = nvcc()
     if exe is None:
         raise FileNotFoundError("nvcc not found on PATH")
@@ -167,8 +169,11 @@ def _compile(file: str, expressions: list[str], ptx: bool, arch: str, potential:
                "all-warnings", "-ptx" if ptx else "-cubin", "-o", str(out), str(src)]
         if ptx:
             cmd.remove("-Xptxas"), cmd.remove("-v")
+        elif keep_ptx:  # the intermediate files stay in tmp: unit.ptx among them
+            cmd[1:1] = ["-keep", f"-keep-dir={tmp}"]
         r = subprocess.run(cmd, capture_output=True, text=True)
-        text = out.read_text() if ptx and out.exists() else ""
+        made = out if ptx else Path(tmp) / "unit.ptx"
+        text = made.read_text() if (ptx or keep_ptx) and made.exists() else ""
     return r.returncode, r.stdout + r.stderr, text
 
 
@@ -189,6 +194,49 @@ def resources(output: str) -> list[Report]:
                               int(spill.group(2)) if spill else 0, int(stack.group(1)) if stack else 0,
                               int(smem.group(1)) if smem else 0))
     return reports
+
+
+_ENTRY_PTX = re.compile(r"^\.(?:visible |weak )?\.entry (\w+)\(", re.M)
+_FUNC_PTX = re.compile(r"^\.(?:visible |weak )?\.func\s+(?:\([^)]*\)\s*)?(\w+)", re.M)
+_CALL = re.compile(r"\bcall(?:\.uni)?\s+(?:\([^)]*\),\s*)?(\w+)")
+
+
+def _bodies(ptx: str, pattern: re.Pattern) -> dict[str, str]:
+    """name -> its text, from its header to the closing brace at the start of a line."""
+    out = {}
+    for m in pattern.finditer(ptx):
+        end = ptx.find("\n}", m.start())
+        out[m.group(1)] = ptx[m.start(): end + 2 if end >= 0 else len(ptx)]
+    return out
+
+
+def demangle(names: list[str]) -> list[str]:
+    """C++ names of mangled ones (c++filt, or the CUDA toolkit's cu++filt)."""
+    exe = shutil.which("c++filt") or shutil.which("cu++filt")
+    if exe is None:
+        raise FileNotFoundError("neither c++filt nor cu++filt is on PATH")
+    r = subprocess.run([exe], input="\n".join(names) + "\n", capture_output=True, text=True, check=True)
+    return r.stdout.splitlines()[: len(names)]
+
+
+def entries(ptx: str) -> dict[str, str]:
+    """Each kernel's PTX by its template expression as the strategies write it ('verlet_check<float>'):
+    the entry's text with every device function it calls (transitively), so that one compiled unit
+    answers per specialisation what a unit of its own would."""
+    kernels, funcs = _bodies(ptx, _ENTRY_PTX), _bodies(ptx, _FUNC_PTX)
+    names = list(kernels)
+    out = {}
+    for mangled, plain in zip(names, demangle(names)):
+        expr = plain.removeprefix("void ").split("(", 1)[0].strip()
+        text, todo, seen = [kernels[mangled]], [kernels[mangled]], set()
+        while todo:
+            for callee in _CALL.findall(todo.pop()):
+                if callee in funcs and callee not in seen:
+                    seen.add(callee)
+                    text.append(funcs[callee])
+                    todo.append(funcs[callee])
+        out[expr] = "\n".join(text)
+    return out
 
 
 def f64_instructions(ptx: str) -> list[str]:

@@ -47,11 +47,10 @@ def test_experimental_kernels_compile():
 MAX_SPILL_BYTES = 24
 
 
-def test_default_launches_do_not_spill():
+def test_default_launches_do_not_spill(defaults_compiled):
     """Each strategy's default specialisations (every precision, periodic or not) keep their
     working set in registers: a real spill to local memory would show in every timing."""
-    for file in sorted({f for f, _ in EXPRS}):
-        code, out, _ = nvcc.compile_unit(file, [e for f, e in EXPRS if f == file], potential=LJ)
+    for file, (code, out, _) in defaults_compiled.items():
         assert code == 0, out
         for r in nvcc.resources(out):
             assert r.spill_stores <= MAX_SPILL_BYTES and r.spill_loads <= MAX_SPILL_BYTES, r
@@ -107,14 +106,33 @@ PTX_CASES = [(f, e) for f, e in EXPRS if _precision_of(e) is not None
 
 
 @pytest.fixture(scope="module")
-def ptx_of():
-    """(file, expression) -> (returncode, output, PTX) for every case below, each expression a unit
-    of its own (its PTX alone), compiled a CPU count at a time."""
-    from concurrent.futures import ThreadPoolExecutor
+def defaults_compiled():
+    """file -> (returncode, compiler output, PTX) of every default specialisation (EXPRS), compiled
+    once: the cubin gives ptxas's resource report, the PTX it was made from the precision checks."""
+    units: dict[str, list[str]] = {}
+    for f, e in EXPRS:
+        units.setdefault(f, []).append(e)
+    return nvcc.compile_units(units, potential=LJ, keep_ptx=True)
 
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as ex:
-        futures = {c: ex.submit(nvcc.compile_unit, c[0], [c[1]], ptx=True, potential=LJ, workers=1) for c in PTX_CASES}
-        return {c: fut.result() for c, fut in futures.items()}
+
+@pytest.fixture(scope="module")
+def ptx_of(defaults_compiled):
+    """(file, expression) -> (returncode, output, PTX of that kernel and the functions it calls)."""
+    out = {}
+    for file, (code, text, ptx) in defaults_compiled.items():
+        kernels = nvcc.entries(ptx) if code == 0 else {}
+        listed = {e for f, e in EXPRS if f == file}
+        for f, e in PTX_CASES:
+            if f != file:
+                continue
+            if e not in kernels:  # the compiler names defaulted template arguments too
+                more = [k for k in kernels if k.startswith(e[:-1] + ", ") and k not in listed]
+                e_in = more[0] if len(more) == 1 else e
+            else:
+                e_in = e
+            out[(f, e)] = (code if e_in in kernels else 1, text if code else f"no entry {e} in the PTX",
+                           kernels.get(e_in, ""))
+    return out
 
 
 @pytest.mark.parametrize("file, expr", PTX_CASES)
