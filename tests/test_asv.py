@@ -52,3 +52,26 @@ def test_full_grid_behind_the_environment_variable():
                           env={"MDFORCE_ASV_FULL": "1", "PATH": ""})
     assert small.stdout.split() == ["1", "1", "1"], small.stderr
     assert [int(v) for v in full.stdout.split()] > [1, 1, 1], full.stderr
+
+
+def test_the_headline_points_are_tracked_by_default():
+    """With list and amortised, each strategy of what the machine runs: small and large on a GPU, small
+    without one (CPU strategies); one CPU point of each measured here."""
+    sys.path.insert(0, str(ROOT))
+    try:
+        from benchmarks import bench_headline as b
+    finally:
+        sys.path.remove(str(ROOT))
+    import strategies
+
+    gpu = strategies.create("allpairs_thread_tiled").available()[0]
+    assert b.SIZES == (["small", "large"] if gpu else ["small"])
+    assert set(b.LISTS) <= set(b.NAMES) and b.LISTS
+    if gpu:
+        return
+    w = b.WithList()
+    w.setup("verlet_thread_cpu", "small")
+    assert w.track_with_list_ms("verlet_thread_cpu", "small") > 0.0
+    a = b.Amortised()
+    a.setup("verlet_thread_cpu", "small")
+    assert a.track_amortised_ms("verlet_thread_cpu", "small") > 0.0
