@@ -86,7 +86,7 @@ def _load(path: Path) -> dict:
 
     if not Path(path).is_file():
         raise InputError(f"compare: {path} does not exist")
-    data = load([Path(path)])
+    data = load([Path(path)], command="compare")
     if len(data["bench"]) != 1:
         raise InputError(f"compare: {path} is not a bench result (compare reads the JSON of `harness bench`)")
     return data["bench"][0]

@@ -102,6 +102,13 @@ def read_xyz(path: Path) -> tuple[np.ndarray, Box]:
 
 def read_npz(path: Path) -> tuple[np.ndarray, Box]:
     try:
+        with open(path, "rb") as f:
+            magic = f.read(4)
+    except OSError as e:
+        raise InputError(f"{path}: cannot read it ({e.strerror or e})") from None
+    if magic != b"PK\x03\x04":  # an .npz is a zip archive of .npy arrays
+        raise InputError(f"{path}: not an .npz archive (numpy.savez writes one: arrays positions and box)")
+    try:
         data = np.load(path, allow_pickle=False)
     except Exception as e:
         raise InputError(f"{path}: not a readable .npz file ({e})") from None

@@ -5,6 +5,7 @@ terminal table.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -133,11 +134,28 @@ def terminal_table(rows: list[dict]) -> str:
     for why, points in reasons.items():
         text += f"\n{why}  ({len(points)} point{'s' if len(points) > 1 else ''}: {'; '.join(points[:4])}" \
                 f"{'; ...' if len(points) > 4 else ''})"
+    peers = [r for r in rows if r.get("backend") == "peer" and r["status"] == "ok"]
+    if peers:  # their own timings, which are not the strategies' columns: each says what it includes
+        text += "\npeers (timed their own way, see includes):"
+        for r in peers:
+            times = [f"{k[:-3]} {r[k]:.4g} ms" for k in ("force_ms", "step_ms", "update_ms") if r.get(k) is not None]
+            if r.get("force_min_ms") is not None:
+                times[0] += f" (min {r['force_min_ms']:.4g}, max {r['force_max_ms']:.4g})"
+            err = f", relative force error rms {r['force_rms_err']:.2e}" if r.get("force_rms_err") is not None else ""
+            text += (f"\n  {r['strategy']} {r['scenario']} N={r['n']} {r['precision']}: {', '.join(times)}{err}"
+                     f"\n    includes: {r.get('includes', '')}")
     noisy = [f"{r['strategy']} {r['scenario']} N={r['n']} {r['precision']} ({r['compute_spread']:.0%})"
              for r in rows if r.get("noisy")]
     if noisy:
         text += (f"\nnoisy (spread (max - min) / median above {bench.NOISE:.0%}; compare medians with care): "
                  + "; ".join(noisy))
+        if any(r.get("noisy") and r.get("backend") == "cpu" for r in rows):
+            import numba
+
+            threads = numba.get_num_threads()
+            text += (f"\n  the CPU points ran on {threads} numba thread{'s' if threads > 1 else ''} of "
+                     f"{os.cpu_count()} core(s): with few cores other work on the machine moves them"
+                     + ("; --cpu-threads 1 times them steadier" if threads > 1 else ""))
     return text
 
 

@@ -310,7 +310,8 @@ def replay_cell(strategy: strategies.Strategy, case: Case, precision: str, frame
         row.update(status="FAIL", detail=failures[0] + f" [reproduce: {problem.label} {precision} strategy "
                                                        f"{strategy.label}, replay]")
     else:
-        row.update(status="pass", detail=f"{checked} frames checked, list rebuilt {row['rebuilds']} times")
+        row.update(status="pass", detail=f"{checked} frame{'s' if checked != 1 else ''} checked, list rebuilt {row['rebuilds']} "
+                                             f"time{'s' if row['rebuilds'] != 1 else ''}")
     return row
 
 

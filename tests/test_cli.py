@@ -259,13 +259,22 @@ def test_bench_partial_file_grows_as_points_end(tmp_path):
     assert not (tmp_path / "p.partial.jsonl").exists()
 
 
-def test_bench_dry_run_plans_gpu_points_anywhere_and_times_nothing(tmp_path):
-    r = run("bench", "--strategies", "parity_block_csr,c08_thread_cpu", "--scenario", "one_per_cell", "--n", "8,1000",
-            "--dry-run", "--out", str(tmp_path), "--name", "d")
+def test_bench_dry_run_says_what_the_run_would_and_times_nothing(tmp_path):
+    """A dry run plans the points the run would time (n/a with the reason where a strategy does not
+    apply) and refuses what the run would refuse: GPU strategies named on a machine without one."""
+    from strategies.cuda import device_status
+
+    r = run("bench", "--strategies", "fullshell_thread_cpu,c08_thread_cpu", "--scenario", "one_per_cell", "--n",
+            "8,1000", "--dry-run", "--out", str(tmp_path), "--name", "d")
     assert r.returncode == 0, r.stderr
-    assert "4 points (dry run" in r.stdout and "2 of 4 points would be timed (2 n/a)" in r.stdout
-    assert "parity_block_csr" in r.stdout and "planned, 1.3e+04 distance checks" in r.stdout  # a half shell: 13.5 per particle
+    assert "4 points (dry run" in r.stdout and "3 of 4 points would be timed (1 n/a)" in r.stdout
     assert "needs at least 3 cells along a periodic axis" in r.stdout
+    gpu = run("bench", "--strategies", "parity_block_csr", "--scenario", "one_per_cell", "--n", "1000", "--dry-run",
+              "--out", str(tmp_path), "--name", "d")
+    if device_status()[0]:
+        assert gpu.returncode == 0 and "planned, 1.3e+04 distance checks" in gpu.stdout  # a half shell: 13.5 per particle
+    else:
+        assert gpu.returncode == 2 and "parity_block_csr cannot run on this machine" in gpu.stderr
     assert not list(tmp_path.iterdir())  # nothing written
 
 

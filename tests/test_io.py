@@ -60,5 +60,5 @@ def test_bad_npz_and_formats(tmp_path):
     with pytest.raises(InputError, match="no such file"):
         io.read_configuration(tmp_path / "missing.xyz")
     (tmp_path / "z.npz").write_text("not a zip")
-    with pytest.raises(InputError, match="not a readable .npz"):
+    with pytest.raises(InputError, match="not an .npz archive"):
         io.read_configuration(tmp_path / "z.npz")

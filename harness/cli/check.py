@@ -211,7 +211,7 @@ def add_verify(sub) -> None:
                    help="list strategies: also replay this many frames of a recorded NVE trajectory of each periodic "
                         "scenario, the list kept and rebuilt by its own trigger, frames checked against the reference")
     p.add_argument("--replay-every", type=COUNT, default=1, help="check every M-th replayed frame (default every one)")
-    p.add_argument("--out", default=str(ROOT / "reports" / "verify"), help="report folder (default reports/verify)")
+    p.add_argument("--out", default=str(Path("reports") / "verify"), help="report folder (default reports/verify under the current folder)")
     p.add_argument("--max-checks-cpu", type=POSITIVE, help="skip CPU cells with more distance checks (default 4e9)")
     p.add_argument("--max-checks-gpu", type=POSITIVE, help="skip GPU cells with more distance checks (default 4e12)")
     p.add_argument("--quiet", action="store_true", help="no line per cell while it runs, only the table and summary")

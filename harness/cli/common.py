@@ -130,6 +130,11 @@ def progress_bar(total: int, desc: str = "bench", unit: str = "point"):
     return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False, disable=not sys.stderr.isatty())
 
 
+def count(n: int, word: str, plural: str | None = None) -> str:
+    """'1 point', '3 points'."""
+    return f"{n} {word if n == 1 else (plural or word + 's')}"
+
+
 def poison_arg(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--poison", action="store_true",
                     help="fill every new device allocation and CPU work array with all bits set (NaN, -1), so "

@@ -16,7 +16,7 @@ from .common import (ROOT)
 def cmd_report(args: argparse.Namespace) -> int:
     from .. import report
 
-    paths = [Path(p) for p in (args.inputs or [])] or report.default_inputs(ROOT)
+    paths = [Path(p) for p in (args.inputs or [])] or report.default_inputs(Path.cwd())
     if not paths:
         raise InputError("report: no inputs; run make bench / make verify first, or name JSON files")
     for p in paths:
@@ -101,7 +101,7 @@ def add_report(sub) -> None:
     p.add_argument("inputs", nargs="*", help="result JSON files (default: the newest reports/bench/*.json, "
                                              "reports/verify/verify.json, reports/profile/*.json)")
     p.add_argument("--name", default="latest", help="report folder under --out (default latest)")
-    p.add_argument("--out", default=str(ROOT / "reports"), help="folder the report folder goes in")
+    p.add_argument("--out", default="reports", help="folder the report folder goes in (default reports under the current folder)")
     p.add_argument("--title", help="the page's title (default: mdforce report: NAME)")
     p.add_argument("--before", action="append", metavar="BENCH_JSON",
                    help="an earlier bench result (repeatable): the section 'Before and after' compares every point it "

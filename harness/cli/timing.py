@@ -12,7 +12,7 @@ from mdcore import FLOAT_PRECISIONS, InputError, LennardJones, check_precision
 from strategies.base import check_outputs
 
 from .. import results, scenarios
-from .common import (COUNT, experimental_arg, poison_arg, NONNEG, NONNEG_INT, POSITIVE, ROOT, input_problem, launch_params, md_precision, parse_precisions,
+from .common import (COUNT, count, experimental_arg, poison_arg, NONNEG, NONNEG_INT, POSITIVE, ROOT, input_problem, launch_params, md_precision, parse_precisions,
                      potential_args, progress_bar, require_devices, size_arg, sweep_params)
 
 
@@ -20,6 +20,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from .. import bench, device, peers, sweep
 
     bench.NOISE = args.noise
+    if args.cpu_threads:
+        import numba
+
+        if args.cpu_threads > numba.config.NUMBA_NUM_THREADS:
+            raise InputError(f"--cpu-threads {args.cpu_threads}: numba has {numba.config.NUMBA_NUM_THREADS} threads here")
+        numba.set_num_threads(args.cpu_threads)
     peer_names = peers.parse(args.peers)
     if not args.dry_run:
         results.check_dir(args.out, "--out")
@@ -43,7 +49,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(line)
     sw.potentials = list(pots) if not args.input else [None]
     total = sw.points(len([o for o in args.outputs.split(",") if o.strip()]))
-    print(f"{total} points" + (" (dry run: planned, not timed)" if args.dry_run else ""))
+    print(count(total, "point") + (" (dry run: planned, not timed)" if args.dry_run else ""))
     bar = progress_bar(total)
     outputs = [check_outputs(o.strip()) for o in args.outputs.split(",") if o.strip()]
     timing = {"seed": args.seed, "warmup": args.warmup, "repeat": args.repeat, "min_time": args.min_time,
@@ -61,9 +67,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.dry_run:
         planned = [r for r in rows if r["status"] == "planned"]
         checks = sum(r.get("distance_checks") or 0 for r in planned)
-        print(f"\n{len(planned)} of {len(rows)} points would be timed ({len(rows) - len(planned)} n/a), "
+        print(f"\n{len(planned)} of {count(len(rows), 'point')} would be timed ({len(rows) - len(planned)} n/a), "
               f"{checks:.3g} distance checks per evaluation in all")
-        if not sw.gpu:
+        if not sw.gpu and any(r.get("backend") == "cuda" for r in planned):
             print("no GPU here: its points are planned without the device's own checks (device memory)")
         return 0
     print()
@@ -110,7 +116,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
             for c in ranked[:8]:
                 print(f"{c['label']:48s} {c['median_ms']:10.4f} {len(c['samples_ms']):8d} {c['spread']:7.0%}")
             pruned = sum(c["status"] == "pruned" for c in doc["candidates"])
-            print(f"{len(doc['candidates'])} candidates, {pruned} pruned early, {doc['rounds']} rounds on the close "
+            print(f"{count(len(doc['candidates']), 'candidate')}, {pruned} pruned early, {count(doc['rounds'], 'round')} on the close "
                   f"ones, {doc['seconds']:.1f} s; the winner verified against the float64 reference")
     print(doc["answer"])
     if args.json:
@@ -172,6 +178,8 @@ def cmd_md(args: argparse.Namespace) -> int:
         results.check_file(args.out, "--out", (".xyz", ".extxyz"))
     if args.json:
         results.check_file(args.json, "--json", (".json",))
+    if args.shift and args.no_shift:
+        raise InputError("--shift and --no-shift contradict each other: give one")
     name = strategies.canonical(args.strategy)
     require_devices([name])
     strategy = strategies.create(name, **launch_params(args.launch))
@@ -184,10 +192,13 @@ def cmd_md(args: argparse.Namespace) -> int:
     problem = scenarios.with_potential(problem, args.potential)
     if not args.no_shift and isinstance(problem.potential, LennardJones) and not problem.potential.shift:
         problem = _replace(problem, potential=_replace(problem.potential, shift=True))
+    ok, why = strategy.supports(problem)  # refused before the banner
+    if not ok:
+        raise InputError(f"{strategy.label} cannot run {problem.describe()}: {why}")
     head = f"{'step':>8s} {'time':>9s} {'kinetic':>14s} {'potential':>15s} {'total':>15s} {'T':>8s} {'P':>9s}"
-    print(f"md {strategy.label} {problem.describe()} {problem.potential.spec()}: {args.steps} steps of dt {args.dt:g}, "
-          f"T0 {args.temperature:g}, a sample every {args.sample}")
-    if not args.quiet:
+    if not args.quiet:  # --quiet: the summary line only
+        print(f"md {strategy.label} {problem.describe()} {problem.potential.spec()}: {args.steps} steps of dt "
+              f"{args.dt:g}, T0 {args.temperature:g}, a sample every {args.sample}")
         print(head)
 
     def say(s: "md.Sample") -> None:
@@ -202,11 +213,13 @@ def cmd_md(args: argparse.Namespace) -> int:
     rebuilt += f", its inner list pruned {res.prunes} times" if res.prunes is not None else ""
     fused = f"; fused steps: {res.fused}" if res.fused != "off" else ""
     fused += f"; list upkeep in the graphs: {res.upkeep}" if res.upkeep else ""
-    print(f"{res.ms_per_step:.4f} ms per step ({args.steps} steps, samples included; CUDA graph: {res.graph}"
+    who = f"md {strategy.label} {problem.label} {problem.precision}: " if args.quiet else ""
+    frames = f"; {res.frames} frame{'s' if res.frames != 1 else ''} -> {args.out}" if args.out else ""
+    print(f"{who}{res.ms_per_step:.4f} ms per step ({args.steps} steps, samples included; CUDA graph: {res.graph}"
           f"{f', up to {md.GRAPH_STEPS} steps per replay, recorded in {res.capture_ms:.0f} ms before the clock' if res.graph == 'on' else ''}"
           f"{fused}{rebuilt}); "
           f"energy drift {res.drift:+.3e} per particle per tau, largest |E - E0| {res.max_deviation:.3e} per particle"
-          + (f"; {res.frames} frames -> {args.out}" if args.out else ""))
+          + frames)
     if args.json:
         from .. import device
 
@@ -319,6 +332,9 @@ def add_bench(sub) -> None:
                                                      "pairs), forces (forces only), or all,forces for both (default all)")
     p.add_argument("--noise", type=POSITIVE, default=0.25,
                    help="flag points whose compute spread (max - min) / median exceeds this (default 0.25)")
+    p.add_argument("--cpu-threads", type=COUNT,
+                   help="numba threads for the CPU strategies (default: numba's, one per core); on a machine of few "
+                        "cores 1 times them far steadier")
     p.add_argument("--max-checks-cpu", type=POSITIVE, help="skip CPU points with more distance checks (default 2e10)")
     p.add_argument("--max-checks-gpu", type=POSITIVE, help="skip GPU points with more distance checks (default 2e13)")
     p.add_argument("--peers", help="also time peers on the same problems: openmm, jaxmd (optional packages)")
@@ -326,7 +342,7 @@ def add_bench(sub) -> None:
     p.add_argument("--amortised", type=NONNEG_INT, default=200,
                    help="frames of a recorded NVE trajectory replayed for the amortised cost of a step "
                         "(list upkeep and rebuilds included; periodic problems; 0: off; default 200)")
-    p.add_argument("--out", default=str(ROOT / "reports" / "bench"), help="folder for CSV and JSON (reports/bench)")
+    p.add_argument("--out", default=str(Path("reports") / "bench"), help="folder for CSV and JSON (default reports/bench under the current folder)")
     p.add_argument("--name", help="file name stem (default <suite or bench>-<UTC time>)")
     p.add_argument("--json", help="also write the JSON here")
     p.add_argument("--resume", action="store_true",
@@ -419,7 +435,7 @@ def add_profile(sub) -> None:
     p.add_argument("--peer", help="profile a peer's force kernels instead of a strategy: openmm")
     p.add_argument("--phase", default="force", choices=("force", "build"),
                    help="the phase whose kernels ncu profiles (default force; build: the binning or list)")
-    p.add_argument("--out", default=str(ROOT / "reports" / "profile"), help="folder for the outputs")
+    p.add_argument("--out", default=str(Path("reports") / "profile"), help="folder for the outputs (default reports/profile under the current folder)")
     p.add_argument("--cache", choices=("none", "all"), default="none",
                    help="ncu --cache-control: none (default: kernels share L2 as in a step) or all (each starts cold)")
     p.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
@@ -435,7 +451,7 @@ def add_timeline(sub) -> None:
     p.add_argument("--scenario", default="lj_liquid", help="scenario spec, e.g. gaussian:sigma=20")
     p.add_argument("--n", default="medium", help="size name or particle count")
     p.add_argument("--precision", default="fp32", help="fp32, mixed, fp64 or fixed")
-    p.add_argument("--out", default=str(ROOT / "reports" / "profile"), help="folder for the outputs")
+    p.add_argument("--out", default=str(Path("reports") / "profile"), help="folder for the outputs (default reports/profile under the current folder)")
     p.set_defaults(fn=cmd_timeline)
 
 

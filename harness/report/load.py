@@ -56,21 +56,23 @@ def normalise_row(r: dict, renamed: dict) -> dict:
     return r
 
 
-def load(paths: list[Path]) -> dict:
+def load(paths: list[Path], command: str = "report") -> dict:
     """Classify result JSON files: bench, verify, profile; rows normalised to the current
-    schema. 'renamed' lists the old names mapped."""
+    schema. 'renamed' lists the old names mapped. command: the subcommand its errors name."""
     out: dict = {"bench": [], "verify": [], "profile": [], "nve": [], "files": [], "bench_files": [], "renamed": {},
                  "schemas": set()}
     for p in paths:
         try:
             doc = partial_bench(Path(p)) if str(p).endswith(".partial.jsonl") else json.loads(Path(p).read_text())
-        except (OSError, ValueError) as e:
-            raise InputError(f"report: cannot read {p}: {e}") from None
+        except OSError as e:
+            raise InputError(f"{command}: cannot read {p}: {e.strerror or e}") from None
+        except ValueError as e:  # JSON's own message says where it stopped parsing
+            raise InputError(f"{command}: {p} is not a JSON result file ({e})") from None
         if not isinstance(doc, dict):
-            raise InputError(f"report: {p} is not a result file (a JSON object)")
+            raise InputError(f"{command}: {p} is not a result file (a JSON object)")
         version = doc.get("schema_version", 1)
         if version not in (1, SCHEMA_VERSION):
-            raise InputError(f"report: {p} has schema_version {version!r}; this harness reads 1 and {SCHEMA_VERSION}")
+            raise InputError(f"{command}: {p} has schema_version {version!r}; this harness reads 1 and {SCHEMA_VERSION}")
         out["schemas"].add(version)
         if "ncu" in doc:
             doc = dict(doc, strategy=strategies.canonical(doc.get("strategy", "")))
@@ -92,7 +94,7 @@ def load(paths: list[Path]) -> dict:
             out["bench"].append(dict(doc, rows=[normalise_row(r, out["renamed"]) for r in doc["rows"]]))
             out["bench_files"].append(str(p))
         else:
-            raise InputError(f"report: {p} is neither a bench, a verify nor a profile result")
+            raise InputError(f"{command}: {p} is neither a bench, a verify nor a profile result")
         out["files"].append(str(p))
     return out
 

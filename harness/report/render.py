@@ -64,7 +64,13 @@ def _cell(v) -> str:
 def markdown_table(df: pd.DataFrame, as_text: bool = False) -> str:
     """as_text: cells as written (a signed '+1.5e-06' stays signed), not parsed back into numbers."""
     shown = df[[c for c in df.columns if not str(c).startswith("_")]]
-    return shown.map(_cell).to_markdown(index=False, disable_numparse=as_text)
+    shown = shown.rename(columns=lambda c: _md_escape(str(c)))
+    return shown.map(lambda v: _md_escape(_cell(v))).to_markdown(index=False, disable_numparse=as_text)
+
+
+def _md_escape(text: str) -> str:
+    """A cell's text safe inside a markdown table: '|' escaped, line breaks as spaces."""
+    return text.replace("|", "\\|").replace("\n", " ")
 
 
 class Section:

@@ -15,7 +15,7 @@ SECTIONS = [
     ("wins", "Which strategy wins where, point by point"),
     ("timings", "From scratch, with a built list, amortised per MD step"),
     ("changes", "Before and after"),
-    ("thesis", "The thesis's measurements on this GPU"),
+    ("thesis", "The thesis's measurements, repeated here"),
     ("cpu_gpu", "CPU (numba) against GPU"),
     ("parity", "Parity-plane traverser: the MarDyn cell processors"),
     ("precision", "Precision modes"),
@@ -36,14 +36,23 @@ THESIS = {  # scenario family -> (figure, what is swept)
 }
 
 
-METHOD = ("Forces, energy, virial and pair count of every strategy are compared with a float64 CPU reference "
+CHECKS = ("Forces, energy, virial and pair count of every strategy are compared with a float64 CPU reference "
           "(numba; direct and cell-list, checked against each other); a cell passes when every error is within "
-          "its tolerance from an error model of coordinate rounding and accumulation length. Device phases are "
-          "timed with CUDA events after warm-up, each sample after an L2 flush, as medians with min, max and "
-          "spread; compute = build + force + reduce (no transfers), the device-resident work of an MD step. Device time "
-          "is that phase replayed as a CUDA graph (GPU strategies) or the host time (CPU strategies). "
-          "GFLOP/s use AutoPas's counts (8 per distance check, 15 per interaction without Newton3, 18 with); "
-          "effective bandwidth counts positions in and forces out. Times compare within one run on one GPU.")
+          "its tolerance from an error model of coordinate rounding and accumulation length. ")
+GPU_TIMING = ("Device phases are timed with CUDA events after warm-up, each sample after an L2 flush, as medians with "
+              "min, max and spread; compute = build + force + reduce (no transfers), the device-resident work of an MD "
+              "step. Device time is that phase replayed as a CUDA graph (GPU strategies) or the host time (CPU "
+              "strategies). ")
+CPU_TIMING = ("The CPU strategies (numba) are timed on the host clock after warm-up, as medians with min, max and "
+              "spread; compute = build + force + reduce. ")
+COUNTS = ("GFLOP/s use AutoPas's counts (8 per distance check, 15 per interaction without Newton3, 18 with); "
+          "effective bandwidth counts positions in and forces out. Times compare within one run on one machine.")
+METHOD = CHECKS + GPU_TIMING + COUNTS  # results with GPU points; method_text() picks
+
+
+def method_text(gpu: bool) -> str:
+    """The method paragraph: with the GPU timing where the results hold GPU points, else the CPU's."""
+    return CHECKS + (GPU_TIMING if gpu else CPU_TIMING) + COUNTS
 
 
 def _family(scenario: str) -> str:

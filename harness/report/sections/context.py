@@ -10,7 +10,7 @@ from mdcore import PRECISIONS
 
 from .. import verdict as V
 from ..render import Plots, Section
-from .common import MARKERS, METHOD, _all_outputs, _device_ms, _family, _fmt, _ok, _one_per_label, _strategy_family
+from .common import MARKERS, _all_outputs, _device_ms, _family, _fmt, _ok, method_text, _one_per_label, _strategy_family
 from .answer import repeat_check
 
 
@@ -307,7 +307,7 @@ def method(sec: Section, data: dict, bench: list[dict], links: list[tuple[str, s
         n, agree, worst = rep
         sec.text(f"Timing repeatability: {n} points were timed twice in one run; in {agree} of them each median "
                  f"lies inside the other's min..max; the largest ratio of the two medians is {worst:.2f}.")
-    sec.text(METHOD)
+    sec.text(method_text(any(r.get("backend") == "cuda" and r.get("status") == "ok" for r in bench)))
     sec.text("Inputs: " + ", ".join(data["files"]))
     if links:
-        sec.link_list("Copies beside this page", links)
+        sec.link_list("Input files", links)
