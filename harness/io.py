@@ -5,10 +5,16 @@ Lattice="Lx 0 0 0 Ly 0 0 0 Lz" (orthorhombic only) and pbc="T T T" (default T T 
 Lattice is given, as in ASE); optional Properties=species:S:1:pos:R:3:... says which
 columns hold the positions (default: species then x y z). Origin="x y z" is subtracted.
 .npz: arrays positions (N, 3), box (3,) or a diagonal (3, 3), periodic (3,) or one bool.
+
+Particle attributes (read_particles): a type per particle and a charge. Extended XYZ: the species
+column names the type; a column initial_charges (ASE's name), charge or charges holds the charges.
+.npz: types (N,) integers (indices into the force field's types, or into type_names where the file
+has them) and charges (N,).
 """
 from __future__ import annotations
 
 import shlex
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -41,22 +47,56 @@ def _comment_pairs(line: str) -> dict[str, str]:
     return out
 
 
-def _pos_columns(props: str | None, path: Path) -> int:
-    """First column holding the position, from Properties=name:type:count:..."""
+CHARGE_COLUMNS = ("initial_charges", "charge", "charges")
+
+
+def _columns(props: str | None, path: Path) -> dict[str, int]:
+    """Property name (lower case) -> its first column, from Properties=name:type:count:...
+    (default: species then pos)."""
     if props is None:
-        return 1
+        return {"species": 0, "pos": 1}
     parts = props.split(":")
     if len(parts) % 3:
         raise InputError(f"{path}: Properties={props!r} is not a list of name:type:count triples")
-    col = 0
+    out, col = {}, 0
     for name, _kind, count in zip(parts[0::3], parts[1::3], parts[2::3]):
-        if name.lower() == "pos":
-            return col
-        col += int(count)
-    raise InputError(f"{path}: Properties has no 'pos' entry ({props!r})")
+        out[name.lower()] = col
+        try:
+            col += int(count)
+        except ValueError:
+            raise InputError(f"{path}: Properties={props!r}: count {count!r} of {name} is not a number") from None
+    if "pos" not in out:
+        raise InputError(f"{path}: Properties has no 'pos' entry ({props!r})")
+    return out
 
 
-def read_xyz(path: Path) -> tuple[np.ndarray, Box]:
+def _pos_columns(props: str | None, path: Path) -> int:
+    """First column holding the position, from Properties=name:type:count:..."""
+    return _columns(props, path)["pos"]
+
+
+@dataclass
+class Particles:
+    """A configuration with what its particles carry: species (a name each, XYZ), types (indices,
+    .npz) with type_names where the file names them, charges; None where the file has none."""
+
+    positions: np.ndarray
+    box: Box
+    species: list[str] | None = None
+    types: np.ndarray | None = None
+    type_names: list[str] | None = None
+    charges: np.ndarray | None = None
+
+    def names(self) -> list[str] | None:
+        """A type name per particle where the file gives names (species, or type_names[types])."""
+        if self.species is not None:
+            return self.species
+        if self.types is not None and self.type_names is not None:
+            return [self.type_names[t] for t in self.types]
+        return None
+
+
+def read_xyz(path: Path) -> Particles:
     lines = path.read_text().splitlines()
     if len(lines) < 2:
         raise InputError(f"{path}: an XYZ file needs a count line and a comment line")
@@ -83,8 +123,13 @@ def read_xyz(path: Path) -> tuple[np.ndarray, Box]:
         raise InputError(f"{path} line 2: Lattice must be 9 numbers, got {lattice.size}")
     periodic = _bools(info.get("pbc", "T T T"), f"{path} line 2: pbc")
     box = Box.make(lattice.reshape(3, 3), periodic)
-    col = _pos_columns(info.get("properties"), path)
+    cols = _columns(info.get("properties"), path)
+    col = cols["pos"]
+    qcol = next((cols[c] for c in CHARGE_COLUMNS if c in cols), None)
+    scol = cols.get("species")
     pos = np.empty((n, 3))
+    species = [] if scol is not None else None
+    charges = np.empty(n) if qcol is not None else None
     for k in range(n):
         words = lines[2 + k].split()
         try:
@@ -92,15 +137,27 @@ def read_xyz(path: Path) -> tuple[np.ndarray, Box]:
         except (ValueError, IndexError):
             raise InputError(f"{path} line {3 + k}: expected x y z in columns {col + 1}-{col + 3}, "
                              f"got {lines[2 + k]!r}") from None
+        if species is not None:
+            if scol >= len(words):
+                raise InputError(f"{path} line {3 + k}: no species in column {scol + 1}")
+            species.append(words[scol])
+        if charges is not None:
+            try:
+                charges[k] = float(words[qcol])
+            except (ValueError, IndexError):
+                raise InputError(f"{path} line {3 + k}: expected a charge in column {qcol + 1}, "
+                                 f"got {lines[2 + k]!r}") from None
     if "origin" in info:
         try:
             pos -= np.array(info["origin"].split(), dtype=np.float64).reshape(3)
         except ValueError:
             raise InputError(f"{path} line 2: Origin must be 3 numbers, got {info['origin']!r}") from None
-    return pos, box
+    if charges is not None and not np.all(np.isfinite(charges)):
+        raise InputError(f"{path}: particle {int(np.argmax(~np.isfinite(charges)))} has a non-finite charge")
+    return Particles(pos, box, species=species, charges=charges)
 
 
-def read_npz(path: Path) -> tuple[np.ndarray, Box]:
+def read_npz(path: Path) -> Particles:
     try:
         with open(path, "rb") as f:
             magic = f.read(4)
@@ -116,11 +173,35 @@ def read_npz(path: Path) -> tuple[np.ndarray, Box]:
     if missing:
         raise InputError(f"{path}: missing array(s) {', '.join(missing)}; has {', '.join(data.files) or 'none'}")
     periodic = data["periodic"] if "periodic" in data.files else True
-    return data["positions"], Box.make(data["box"], periodic)
+    pos = data["positions"]
+    n = len(pos) if np.ndim(pos) == 2 else -1
+    out = Particles(pos, Box.make(data["box"], periodic))
+    if "types" in data.files:
+        t = data["types"]
+        if t.dtype.kind not in "iu" or t.shape != (n,):
+            raise InputError(f"{path}: types must be {n} integers (one per particle), got {t.dtype} {t.shape}")
+        if t.size and t.min() < 0:
+            raise InputError(f"{path}: types: particle {int(np.argmin(t))} has a negative type index {int(t.min())}")
+        out.types = t.astype(np.int32)
+    if "type_names" in data.files:
+        names = data["type_names"]
+        if names.dtype.kind != "U" or names.ndim != 1:
+            raise InputError(f"{path}: type_names must be a list of names, got {names.dtype} {names.shape}")
+        if out.types is None:
+            raise InputError(f"{path}: type_names without types")
+        if out.types.size and out.types.max() >= len(names):
+            raise InputError(f"{path}: types: index {int(out.types.max())} but type_names lists {len(names)}")
+        out.type_names = [str(v) for v in names]
+    if "charges" in data.files:
+        q = data["charges"]
+        if q.dtype.kind not in "iuf" or q.shape != (n,) or not np.all(np.isfinite(q)):
+            raise InputError(f"{path}: charges must be {n} finite numbers (one per particle), got {q.dtype} {q.shape}")
+        out.charges = q.astype(np.float64)
+    return out
 
 
-def read_configuration(path: str | Path) -> tuple[np.ndarray, Box]:
-    """Positions (N, 3) and box from an .xyz / .extxyz or .npz file."""
+def read_particles(path: str | Path) -> Particles:
+    """Positions, box and what the particles carry from an .xyz / .extxyz or .npz file."""
     p = Path(path)
     if not p.is_file():
         raise InputError(f"input: no such file {p}")
@@ -132,26 +213,56 @@ def read_configuration(path: str | Path) -> tuple[np.ndarray, Box]:
     raise InputError(f"input: {p} has an unknown format {suffix!r}; use .xyz/.extxyz (extended XYZ) or .npz")
 
 
-def write_xyz(path: str | Path, positions: np.ndarray, box: Box, species: str = "Ar") -> None:
-    """Extended XYZ with every coordinate written as the shortest repr that round-trips."""
+def read_configuration(path: str | Path) -> tuple[np.ndarray, Box]:
+    """Positions (N, 3) and box from an .xyz / .extxyz or .npz file."""
+    c = read_particles(path)
+    return c.positions, c.box
+
+
+def write_xyz(path: str | Path, positions: np.ndarray, box: Box, species="Ar", charges=None) -> None:
+    """Extended XYZ with every coordinate written as the shortest repr that round-trips; species: one
+    name for all or one per particle; charges as ASE's initial_charges column."""
     L = [repr(float(v)) for v in box.lengths]
     pbc = " ".join("T" if b else "F" for b in box.periodic)
-    head = f'Lattice="{L[0]} 0.0 0.0 0.0 {L[1]} 0.0 0.0 0.0 {L[2]}" Properties=species:S:1:pos:R:3 pbc="{pbc}"'
-    body = "\n".join(f"{species} {x!r} {y!r} {z!r}" for x, y, z in np.asarray(positions, dtype=np.float64).tolist())
+    props = "species:S:1:pos:R:3" + (":initial_charges:R:1" if charges is not None else "")
+    head = f'Lattice="{L[0]} 0.0 0.0 0.0 {L[1]} 0.0 0.0 0.0 {L[2]}" Properties={props} pbc="{pbc}"'
+    names = [species] * len(positions) if isinstance(species, str) else list(species)
+    q = [""] * len(positions) if charges is None else [f" {float(v)!r}" for v in charges]
+    body = "\n".join(f"{s} {x!r} {y!r} {z!r}{c}" for s, (x, y, z), c in
+                     zip(names, np.asarray(positions, dtype=np.float64).tolist(), q))
     Path(path).write_text(f"{len(positions)}\n{head}\n{body}\n")
 
 
-def write_npz(path: str | Path, positions: np.ndarray, box: Box) -> None:
+def write_npz(path: str | Path, positions: np.ndarray, box: Box, types=None, type_names=None, charges=None) -> None:
+    extra = {}
+    if types is not None:
+        extra["types"] = np.asarray(types, dtype=np.int32)
+    if type_names is not None:
+        extra["type_names"] = np.asarray(list(type_names), dtype=str)
+    if charges is not None:
+        extra["charges"] = np.asarray(charges, dtype=np.float64)
     np.savez(path, positions=np.asarray(positions, dtype=np.float64), box=box.array,
-             periodic=np.array(box.periodic))
+             periodic=np.array(box.periodic), **extra)
 
 
-def write_configuration(path: str | Path, positions: np.ndarray, box: Box) -> None:
+def write_configuration(path: str | Path, positions: np.ndarray, box: Box, particles: Particles | None = None) -> None:
+    """particles: types (names or indices) and charges to write with the positions."""
     suffix = Path(path).suffix.lower()
+    p = particles
     if suffix in (".xyz", ".extxyz"):
-        write_xyz(path, positions, box)
+        names = p.names() if p is not None else None
+        if p is not None and names is None and p.types is not None:
+            names = [str(t) for t in p.types]  # indices without names: the index as the species
+        write_xyz(path, positions, box, species=names or "Ar", charges=p.charges if p is not None else None)
     elif suffix == ".npz":
-        write_npz(path, positions, box)
+        if p is None:
+            write_npz(path, positions, box)
+        else:
+            types, type_names = p.types, p.type_names
+            if types is None and p.species is not None:
+                type_names = list(dict.fromkeys(p.species))
+                lookup = {t: k for k, t in enumerate(type_names)}
+                types = np.array([lookup[s] for s in p.species], np.int32)
+            write_npz(path, positions, box, types=types, type_names=type_names, charges=p.charges)
     else:
         raise InputError(f"output: unknown format {suffix!r}; use .xyz or .npz")
-
