@@ -25,7 +25,7 @@ PROFILE_N  ?= large
 
 help:
 	@echo "make verify     correctness matrix (SIZE=small|medium|large, ARGS='...' for harness verify)"
-	@echo "make test       pytest (GPU tests skip without a device)"
+	@echo "make test       pytest in TEST_JOBS=2 processes (GPU tests skip without a device)"
 	@echo "make bench      harness bench: SUITE=default (harness/suites.py), or STRATEGIES= SCENARIO= N= PRECISION="
 	@echo "make results    this GPU model's canonical results in reports/<gpu>/, resumable (BUDGET=540s stops in time)"
 	@echo "make profile    Nsight Compute on one point's force phase: STRATEGY= SCENARIO= PROFILE_N= PRECISION="
@@ -44,9 +44,11 @@ TEST_EXTRAS := test,bench
 setup:
 	$(call boot,$(EXTRAS))
 
+# TEST_JOBS: pytest processes (pytest-xdist); 1 runs them in this process
+TEST_JOBS ?= 2
 test:
 	$(call boot,$(TEST_EXTRAS))
-	$(PYTHON) -m pytest -q tests research $(ARGS)
+	$(PYTHON) -m pytest -q $(if $(filter-out 1,$(TEST_JOBS)),-n $(TEST_JOBS)) tests research $(ARGS)
 
 verify:
 	$(call boot,)

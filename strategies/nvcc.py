@@ -76,6 +76,52 @@ def specialisations(potential: Potential | None = None, defaults: bool = False,
     return out
 
 
+def _template_args(expression: str) -> tuple[str, list[str]]:
+    """('verlet_force', ['float', 'double', ...]) of 'verlet_force<float, double, ...>' (top-level commas)."""
+    name, _, rest = expression.partition("<")
+    args, depth, cur = [], 0, ""
+    for ch in rest[:-1] if rest.endswith(">") else rest:
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        if ch == "," and depth == 0:
+            args.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        args.append(cur.strip())
+    return name, args
+
+
+def _pairs(expression: str) -> set:
+    """Every pair of (position, value) of a specialisation's template arguments, with its kernel."""
+    name, args = _template_args(expression)
+    return {(name, i, a, j, b) for i, a in enumerate(args) for j, b in enumerate(args) if i < j} | \
+        {(name, i, a) for i, a in enumerate(args)}
+
+
+def covering(expressions: list[str], keep: list[str] = ()) -> list[str]:
+    """A subset of `expressions` in which every pair of values of two template arguments of each
+    kernel that occurs among them occurs at least once (`keep` always in; pairwise coverage):
+    every branch a template parameter selects, and every combination of two, is compiled without
+    the cross product of all of them. Greedy, in the given order."""
+    chosen = [e for e in expressions if e in set(keep) or not _template_args(e)[1]]  # no arguments: no choice
+    covered = set().union(*(_pairs(e) for e in chosen)) if chosen else set()
+    todo = [e for e in expressions if e not in set(chosen)]
+    gain = {e: _pairs(e) for e in todo}
+    while todo:
+        best = max(todo, key=lambda e: len(gain[e] - covered))
+        if not gain[best] - covered:
+            break
+        chosen.append(best)
+        covered |= gain[best]
+        todo.remove(best)
+    picked = set(chosen)
+    return [e for e in expressions if e in picked]
+
+
 def translation_unit(file: str, expressions: list[str], functor: str | None = None) -> str:
     """A .cu that includes `file` (after `functor`'s header, a file name in the unit's include
     path) and instantiates each expression by taking its address."""

@@ -196,7 +196,7 @@ def test_bench_resume_takes_measured_points_and_times_the_rest(tmp_path):
     """An interrupted sweep leaves <name>.partial.jsonl (header, one row per measured point, maybe a
     cut-off last line); --resume keeps those rows as they are and times only the others."""
     args = ["bench", "--strategies", "allpairs_thread_cpu,c08_thread_cpu", "--scenario", "uniform", "--n", "tiny,400", "--repeat", "2",
-            "--min-time", "0", "--warmup", "1", "--out", str(tmp_path), "--name", "r", "--quiet"]
+            "--min-time", "0", "--warmup", "1", "--amortised", "0", "--out", str(tmp_path), "--name", "r", "--quiet"]
     r = run(*args)
     assert r.returncode == 0, r.stderr
     assert not (tmp_path / "r.partial.jsonl").exists()  # a finished run leaves no partial file

@@ -90,7 +90,8 @@ def test_every_traversal_compiles_with_the_coordination_functor():
     mixed calls it as fp32 does, with a double accumulator; the functor's interface does not depend
     on the launch parameters either: test_kernels compiles every variant, with Lennard-Jones)."""
     pot = Coordination()
-    units = {file: [e for e in exprs if "Coordination" in e and "<float, double," not in e]  # the traversals
+    # the traversals (not the data kernels), every pair of two template arguments' values (nvcc.covering)
+    units = {file: nvcc.covering([e for e in exprs if "Coordination" in e and "<float, double," not in e])
              for file, (exprs, needs_functor) in nvcc.specialisations(pot, defaults=True).items() if needs_functor}
     assert set(units) == {"allpairs.cu", "cells.cu", "clusterpair.cu", "parity.cu", "verlet_force.cu"}
     for file, (code, out, _) in nvcc.compile_units(units, potential=pot).items():

@@ -15,11 +15,20 @@ LJ = LennardJones()
 # every specialisation of the non-experimental strategies and launch values; MDFORCE_EXPERIMENTAL=1 adds
 # the experimental ones (test_experimental_kernels_compile below compiles their default launches always)
 SPECS = nvcc.specialisations(LJ, experimental=os.environ.get("MDFORCE_EXPERIMENTAL") == "1")
+_DEFAULTS = nvcc.specialisations(LJ, defaults=True)
+# the launch variants beyond the defaults (which defaults_compiled below compiles): every pair of two
+# template arguments' values that occurs, not the cross product (nvcc.covering); MDFORCE_COMPILE_ALL=1
+# compiles every one
+ALL = os.environ.get("MDFORCE_COMPILE_ALL") == "1"
+VARIANTS = {f: (e if ALL else [x for x in nvcc.covering(e, keep=_DEFAULTS.get(f, ([], False))[0])
+                               if x not in set(_DEFAULTS.get(f, ([], False))[0])], needs)
+            for f, (e, needs) in SPECS.items()}
+VARIANTS = {f: v for f, v in VARIANTS.items() if v[0]}
 
 
-@pytest.mark.parametrize("file", sorted(SPECS))
+@pytest.mark.parametrize("file", sorted(VARIANTS))
 def test_every_specialisation_compiles_without_warnings(file):
-    exprs, needs_functor = SPECS[file]
+    exprs, needs_functor = VARIANTS[file]
     code, out, _ = nvcc.compile_unit(file, exprs, potential=LJ if needs_functor else None)
     assert code == 0, out
     reports = nvcc.resources(out)

@@ -126,3 +126,41 @@ def test_counts_are_singular_for_one(tmp_path, capsys):
     assert main(["bench", "--strategies", "fullshell_thread_cpu", "--n", "256", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "1 point " in out and "1 points" not in out
+
+
+def test_every_option_of_every_command_has_help_and_the_top_help_lists_every_command(capsys):
+    import argparse
+
+    from harness.cli import parser
+
+    ap = parser()
+    sub = next(a for a in ap._actions if isinstance(a, argparse._SubParsersAction))
+    bare = [f"{name} {a.option_strings or a.dest}" for name, p in sub.choices.items() for a in p._actions
+            if not a.help and not isinstance(a, argparse._HelpAction)]
+    assert not bare
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    top = capsys.readouterr().out
+    assert all(f"    {name}" in top for name in sub.choices), top
+
+
+def test_a_misspelt_strategy_gets_the_closest_names_not_the_whole_list(capsys):
+    err = _one_line_refusal(capsys, ["profile", "--strategy", "verlet_thread_pad"], "did you mean verlet_thread_padded")
+    code = main(["bench", "--strategies", "clusterpair_warp_pad", "--dry-run"])
+    line = capsys.readouterr().err.strip()
+    assert code == 2 and "did you mean clusterpair_warp_padded" in line and len(line) < 400
+
+
+def test_cpu_threads_beyond_numbas_are_refused(capsys):
+    _one_line_refusal(capsys, ["bench", "--strategies", "fullshell_thread_cpu", "--n", "256", "--cpu-threads", "100000"],
+                      "--cpu-threads 100000: numba has")
+
+
+def test_noisy_cpu_points_say_how_to_time_them_steadier():
+    import numba
+
+    rows = [{"strategy": "allpairs_thread_cpu", "name": "allpairs_thread_cpu", "backend": "cpu", "scenario": "lj_liquid",
+             "n": 256, "precision": "fp32", "status": "ok", "compute_ms": 4.0, "compute_spread": 0.9, "noisy": True}]
+    text = sweep.terminal_table(rows)
+    assert "noisy" in text and "numba thread" in text
+    assert ("--cpu-threads 1" in text) == (numba.get_num_threads() > 1)

@@ -25,8 +25,9 @@ def built(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("report")
     _run("bench", "--strategies", "allpairs_thread_cpu,fullshell_thread_cpu,c08_thread_cpu", "--scenario", "uniform", "--scenario",
          "gaussian:sigma=12", "--scenario", "gaussian:sigma=40", "--n", "300,1000", "--repeat", "2", "--min-time", "0",
-         "--warmup", "1", "--precision", "fp32,fp64", "--out", str(tmp), "--name", "b", "--quiet")
-    _run("verify", "--strategies", "cpu", "--size", "tiny", "--precision", "fp32,fp64", "--out", str(tmp / "v"),
+         "--warmup", "1", "--precision", "fp32,fp64", "--amortised", "10", "--out", str(tmp), "--name", "b", "--quiet")
+    _run("verify", "--strategies", "cpu", "--scenarios", "lj_liquid,uniform", "--size", "tiny", "--precision", "fp32,fp64",
+         "--out", str(tmp / "v"),
          "--json", str(tmp / "v.json"), "--quiet")
     _run("report", str(tmp / "b.json"), str(tmp / "v.json"), "--out", str(tmp), "--name", "r")
     return tmp / "r"

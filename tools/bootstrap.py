@@ -5,7 +5,7 @@ wheelhouse for offline nodes. Standard library only (the Makefile runs it with t
     python tools/bootstrap.py wheelhouse [--dest wheelhouse] [--python-version 3.12] [--only nvtx,asv]
 
 `venv` installs only what is missing: requirements/base.txt (numpy, numba, pandas: what `make
-verify` needs) plus the named extras (test: pytest, hypothesis; bench: tqdm, matplotlib, asv), and
+verify` needs) plus the named extras (test: pytest, pytest-xdist, hypothesis; bench: tqdm, matplotlib, asv), and
 CuPy where nvidia-smi finds a GPU. Where the system Python already has the scientific stack (GPU
 images ship numpy, numba, CuPy, sometimes inside a venv of their own), the new venv sees those
 packages, and a package already importable is never installed again. Packages marked optional
@@ -30,7 +30,7 @@ REQ = ROOT / "requirements"
 EXTRAS = ("test", "gpu", "bench", "report", "peers")
 WHEELHOUSE_EXTRAS = ("test", "gpu", "bench")  # peers are optional and large (jaxlib): not in the wheelhouse
 # distribution -> module it provides, where the two differ
-MODULES = {"asv-runner": "asv_runner", "jax-md": "jax_md"}
+MODULES = {"asv-runner": "asv_runner", "jax-md": "jax_md", "pytest-xdist": "xdist"}
 OPTIONAL = {"nvtx"}  # the harness runs without it (NVTX through CuPy, or no ranges)
 
 
