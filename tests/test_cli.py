@@ -1,8 +1,5 @@
 """The command line as a user runs it: python -m harness ..."""
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,12 +7,12 @@ import pytest
 import reference
 import strategies
 from harness import cli, io, scenarios
+from inprocess import harness
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def run(*args):
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, cwd=ROOT)
+    return harness(*args)
 
 
 def test_list_json():

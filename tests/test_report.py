@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from inprocess import harness
 
 from harness import report
 
@@ -15,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _run(*args):
-    r = subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, cwd=ROOT)
+    r = harness(*args)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     return r
 

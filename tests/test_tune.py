@@ -1,10 +1,9 @@
 """`python -m harness tune`: the search's rules with made-up times, and the command on the CPU
 strategies (the answer verified, the cache, bad input in one line)."""
 import json
-import subprocess
-import sys
 
 import pytest
+from inprocess import harness
 
 import strategies
 from harness import scenarios, tune
@@ -112,7 +111,7 @@ def test_a_winner_that_fails_verification_is_set_aside(monkeypatch):
 
 
 def _run(*args):
-    return subprocess.run([sys.executable, "-m", "harness", "tune", *args], capture_output=True, text=True)
+    return harness("tune", *args)
 
 
 def test_tune_answers_verifies_and_caches(tmp_path):
