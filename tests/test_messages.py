@@ -80,19 +80,15 @@ def test_markdown_cells_keep_their_bars():
     assert "a \\| b" in text and all(line.count("|") - line.count("\\|") == 3 for line in text.splitlines())
 
 
-def test_a_cpu_only_report_does_not_speak_of_a_gpu(tmp_path, capsys):
-    assert main(["bench", "--strategies", "fullshell_thread_cpu", "--n", "256", "--repeat", "3", "--out",
-                 str(tmp_path / "b"), "--name", "cpu"]) == 0
-    assert main(["report", str(tmp_path / "b" / "cpu.json"), "--out", str(tmp_path), "--name", "r"]) == 0
-    md = (tmp_path / "r" / "report.md").read_text()
+def test_a_cpu_only_report_does_not_speak_of_a_gpu_and_lands_under_the_current_folder(tmp_path, monkeypatch,
+                                                                                        capsys):
+    assert main(["bench", "--strategies", "fullshell_thread_cpu", "--n", "256", "--repeat", "3", "--amortised", "0",
+                 "--out", str(tmp_path / "b"), "--name", "cpu"]) == 0
+    monkeypatch.chdir(tmp_path)  # no --out: reports/ under the current folder, not the checkout's
+    assert main(["report", str(tmp_path / "b" / "cpu.json"), "--name", "r"]) == 0
+    md = (tmp_path / "reports" / "r" / "report.md").read_text()
     assert "CUDA events" not in md and "on this GPU" not in md and "Copies beside this page" not in md
     assert "host clock" in md
-
-
-def test_report_writes_under_the_current_folder_by_default(tmp_path, monkeypatch, capsys):
-    monkeypatch.chdir(tmp_path)
-    assert main(["report", str(DATA / "bench-full.json"), "--name", "here"]) == 0
-    assert (tmp_path / "reports" / "here" / "report.md").is_file()
 
 
 def test_verify_groups_the_na_cells_by_reason(capsys, tmp_path):

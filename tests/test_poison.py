@@ -67,7 +67,7 @@ def test_the_planted_read_passes_unseen_without_poisoning(clean):
 
 def test_every_cpu_strategy_passes_verify_with_poisoned_memory(poisoned):
     names = [n for n in strategies.resolve("cpu")]
-    cases = verify.build_cases(["lj_liquid"], 1000, 2)  # 4 cells of the cutoff a side: c08 applies
+    cases = verify.build_cases(["lj_liquid"], 500, 2)  # 3 cells of the cutoff a side: c08 applies
     rows = verify.run_matrix([strategies.create(n) for n in names], cases, PRECISIONS)
     bad = [(r["strategy"], r["precision"], r["detail"][:100]) for r in rows if r["status"] != "pass"]
     assert not bad and len(rows) == len(names) * len(PRECISIONS)
