@@ -73,27 +73,6 @@ def test_every_cpu_strategy_passes_verify_with_poisoned_memory(poisoned):
     assert not bad and len(rows) == len(names) * len(PRECISIONS)
 
 
-def test_sanitize_passes_poisoning_to_its_processes(tmp_path, monkeypatch):
-    fake = tmp_path / "compute-sanitizer"
-    fake.write_text("#!/bin/sh\nwhile [ $# -gt 0 ]; do\n  case $1 in --strategies) name=$2; shift;; esac; shift\ndone\n"
-                    "echo \"@@sanitize begin $name\"; echo \"@@sanitize ran $name fp32\"\n"
-                    "echo \"@@sanitize end $name\"; echo '========= ERROR SUMMARY: 0 errors'\n")
-    fake.chmod(0o755)
-    monkeypatch.setattr(sanitize.shutil, "which", lambda exe: str(fake))
-    monkeypatch.delenv(poison.ENV, raising=False)
-    seen = []
-    real = sanitize.subprocess.run
-
-    def spy(cmd, **kw):
-        seen.append(kw["env"].get(poison.ENV))
-        return real(cmd, **kw)
-
-    monkeypatch.setattr(sanitize.subprocess, "run", spy)
-    sanitize.run(["a"], ["memcheck"], say=lambda line: None, poison=True)
-    sanitize.run(["a"], ["memcheck"], say=lambda line: None)
-    assert seen == ["1", None]
-
-
 def test_repeat_tallies_clean_rounds(tmp_path, monkeypatch):
     """--repeat K: 'clean in k of K' per tool and strategy, the rounds that were not, and logs of
     those (a fake sanitizer that fails strategy b in its second round)."""

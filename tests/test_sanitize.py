@@ -1,4 +1,6 @@
 """harness sanitize's parsing of compute-sanitizer output (the GPU run itself is make sanitize)."""
+import subprocess
+
 import pytest
 
 from harness import cli, sanitize
@@ -130,23 +132,41 @@ def test_errors_are_shown_before_how_the_process_ended():
                                           "CUDARuntimeError")
 
 
-def test_every_tool_runs_the_guarded_upkeep(tmp_path, monkeypatch):
-    """Under every tool the inner process gets MDFORCE_CONDITIONAL=0 (the tools do not follow
-    conditional graph nodes: the guarded launches instead)."""
+_RUN = subprocess.run
+
+
+def _child_env(tmp_path, monkeypatch, var: str, tools, **run_kw) -> list[tuple[str, str | None]]:
+    """(tool, the value of `var` in the inner process's environment) for each process sanitize.run
+    starts, under a fake compute-sanitizer; `var` unset in this process first."""
     fake = tmp_path / "compute-sanitizer"
     fake.write_text("#!/bin/sh\nwhile [ $# -gt 0 ]; do\n  case $1 in --strategies) name=$2; shift;; esac; shift\ndone\n"
-                    "echo \"@@sanitize begin $name\"; echo \"@@sanitize ran $name fp32 ${MDFORCE_CONDITIONAL:-1}\"\n"
+                    "echo \"@@sanitize begin $name\"; echo \"@@sanitize ran $name fp32\"\n"
                     "echo \"@@sanitize end $name\"; echo '========= ERROR SUMMARY: 0 errors'\n")
     fake.chmod(0o755)
     monkeypatch.setattr(sanitize.shutil, "which", lambda exe: str(fake))
-    monkeypatch.delenv("MDFORCE_CONDITIONAL", raising=False)
-    seen = {}
-    real = sanitize.subprocess.run
+    monkeypatch.delenv(var, raising=False)
+    seen = []
+    real = _RUN  # the module's own, not a spy an earlier call left in place
 
     def spy(cmd, **kw):
-        seen[cmd[cmd.index("--tool") + 1]] = kw["env"].get("MDFORCE_CONDITIONAL")
+        seen.append((cmd[cmd.index("--tool") + 1], kw["env"].get(var)))
         return real(cmd, **kw)
 
     monkeypatch.setattr(sanitize.subprocess, "run", spy)
-    sanitize.run(["a"], list(sanitize.TOOLS), say=lambda line: None)
+    sanitize.run(["a"], list(tools), say=lambda line: None, **run_kw)
+    return seen
+
+
+def test_every_tool_runs_the_guarded_upkeep(tmp_path, monkeypatch):
+    """Under every tool the inner process gets MDFORCE_CONDITIONAL=0 (the tools do not follow
+    conditional graph nodes: the guarded launches instead)."""
+    seen = dict(_child_env(tmp_path, monkeypatch, "MDFORCE_CONDITIONAL", sanitize.TOOLS))
     assert seen == {"memcheck": "0", "racecheck": "0", "synccheck": "0", "initcheck": "0"}
+
+
+def test_sanitize_passes_poisoning_to_its_processes(tmp_path, monkeypatch):
+    from mdcore import poison
+
+    on = _child_env(tmp_path, monkeypatch, poison.ENV, ["memcheck"], poison=True)
+    off = _child_env(tmp_path, monkeypatch, poison.ENV, ["memcheck"])
+    assert [v for _, v in on + off] == ["1", None]
