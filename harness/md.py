@@ -557,6 +557,9 @@ def nve_report(names: list[str], problem: Problem, steps: int = 10000, sample: i
 
             if importlib.util.find_spec("openmm") is None:
                 rows.append({**row, "status": "n/a", "detail": "the openmm package is not installed"})
+            elif start.potential.name != "lj":
+                rows.append({**row, "status": "n/a", "detail": "OpenMM's NVE run is set up for the shifted "
+                                                               "Lennard-Jones potential only"})
             else:
                 out = P.in_child("openmm", P.openmm_nve, (start, v0, steps, sample, dt, prec))
                 if out.get("status") == "ok":

@@ -2,15 +2,19 @@
 
 Each peer gets exactly the problem's positions, box and cutoff, the same truncated (unshifted)
 Lennard-Jones 12-6 with sigma and epsilon in its own units (nm and kJ/mol: the numbers are
-the same), and is checked against the float64 reference like a strategy: a peer can be wrong
-too. What each timing includes is stated in its row (`includes`):
+the same), or the force-field file's types and charges (openmm_system says how), and is checked
+against the float64 reference like a strategy: a peer can be wrong too. What each timing includes
+is stated in its row (`includes`):
 
-  openmm  NonbondedForce, CutoffPeriodic, zero charges, no dispersion correction, no switching;
+  openmm  the System of openmm_system (Lennard-Jones: NonbondedForce, CutoffPeriodic, zero charges,
+          no dispersion correction, no switching);
           the CUDA platform, else OpenCL (on the same GPU), else CPU; precision
           single/mixed/double from the precision mode; the row names the platform used, and
           plugin load failures (a CUDA plugin built for another cuFFT) go into its notes. force_ms: Context.getState(forces, energy), which computes the forces and
           downloads them (OpenMM has no call that computes without returning them);
           step_ms: one VerletIntegrator step, neighbour-list upkeep included.
+  openmm-reference  the same System on OpenMM's Reference platform (double, CPU): the errors of one
+          evaluation against the float64 reference, a check of both (no timing)
   jaxmd   jax_md.partition neighbour list (cell list, capacity from the first build) and a
           truncated LJ pair function through smap.pair_neighbor_list, jit-compiled;
           force_ms: forces with the list as built (block_until_ready); update_ms: the list
@@ -36,21 +40,25 @@ import numpy as np
 from mdcore import InputError, Problem
 from .timing import Stats, time_cpu
 
-PEERS = ("openmm", "jaxmd")
+PEERS = ("openmm", "openmm-reference", "jaxmd")
 
 
 def _applicable(problem: Problem) -> str:
     if problem.precision not in ("fp32", "mixed", "fp64"):
         return (f"has no precision {problem.precision} (OpenMM's CUDA platform sums forces in 64-bit fixed point in "
                 "its single and mixed modes already)")
-    if problem.potential.name != "lj":
-        return f"set up for the Lennard-Jones potential only (this problem has {problem.potential.name})"
-    if problem.potential.cutoff is None:
+    pot = problem.potential
+    if pot.name not in ("lj", "ff"):
+        return f"set up for Lennard-Jones and force-field files only (this problem has {pot.name})"
+    if pot.cutoff is None:
         return "needs a cutoff (this problem has none)"
     if not all(problem.box.periodic):
         return "set up for periodic boxes only (this one has open axes)"
-    if problem.potential.shift:
+    if pot.name == "lj" and pot.shift:
         return "compared with the unshifted potential only (this problem shifts it)"
+    if pot.name == "ff" and pot.forcefield.method != "none" and pot.forcefield.coulomb_cutoff != \
+            float(pot.forcefield.pair_cutoff.max()):
+        return "computes charges and Lennard-Jones with one cutoff (this force field has two)"
     if np.any(problem.box.array < 2 * problem.potential.cutoff):
         return "needs a box of at least twice the cutoff"
     return ""
@@ -97,27 +105,84 @@ OPENMM_T_STAR = 0.72
 BOLTZMANN_KJ_PER_MOL_K = 0.0083144626
 
 
-def openmm_context(problem: Problem, steps_dt: float = OPENMM_DT_PS):
-    """(context, integrator, platform name, properties) for the problem: NonbondedForce,
-    CutoffPeriodic, zero charges, no dispersion correction or switching; CUDA, else OpenCL,
-    else CPU."""
+# OpenMM's Coulomb constant (kJ/mol nm / e^2): a force field's charges are scaled by
+# sqrt(coulomb_constant / this), so that OpenMM's q^2 / r carries the file's constant
+OPENMM_COULOMB = 138.93545764438198  # ONE_4PI_EPS0 of OpenMM 8
+OPENMM_GROUPS = {0}  # the force groups of what the harness computes (PME's reciprocal part is group 1)
+
+
+def openmm_system(problem: Problem):
+    """An OpenMM System of the problem's particles and potential, no dispersion correction or switching:
+      Lennard-Jones                NonbondedForce, CutoffPeriodic, zero charges
+      one type with charges        NonbondedForce with the charges: CutoffPeriodic (OpenMM's reaction
+                                   field, its dielectric the file's) or PME with the file's alpha (the
+                                   reciprocal part in force group 1: group 0, OPENMM_GROUPS, is the
+                                   real-space part the harness computes)
+      typed particles              CustomNonbondedForce with the file's sigma and epsilon tables
+                                   (Discrete2DFunction) and each pair's cutoff and shift; charges, if
+                                   any, in a NonbondedForce beside it
+    """
     import openmm
 
-    lj = problem.potential
+    pot = problem.potential
     L = problem.box.array
     system = openmm.System()
     system.setDefaultPeriodicBoxVectors(openmm.Vec3(L[0], 0, 0), openmm.Vec3(0, L[1], 0), openmm.Vec3(0, 0, L[2]))
-    nb = openmm.NonbondedForce()
-    nb.setNonbondedMethod(openmm.NonbondedForce.CutoffPeriodic)
-    nb.setCutoffDistance(lj.cutoff)
-    nb.setUseDispersionCorrection(False)
-    nb.setUseSwitchingFunction(False)
     for _ in range(problem.n):
         system.addParticle(1.0)
-        nb.addParticle(0.0, lj.sigma, lj.epsilon)
-    system.addForce(nb)
+
+    def nonbonded(charges, sigma: float, epsilon: float, method: str, cutoff: float, ff=None):
+        nb = openmm.NonbondedForce()
+        nb.setNonbondedMethod(openmm.NonbondedForce.PME if method == "ewald" else openmm.NonbondedForce.CutoffPeriodic)
+        nb.setCutoffDistance(cutoff)
+        nb.setUseDispersionCorrection(False)
+        nb.setUseSwitchingFunction(False)
+        if ff is not None and method == "reaction-field":
+            nb.setReactionFieldDielectric(ff.epsilon_rf if np.isfinite(ff.epsilon_rf) else 1e30)
+        if method == "ewald":  # the file's alpha through the tolerance OpenMM derives it from; reciprocal apart
+            nb.setEwaldErrorTolerance(0.5 * np.exp(-(ff.alpha * cutoff) ** 2))
+            nb.setReciprocalSpaceForceGroup(1)
+        scale = np.sqrt(ff.coulomb_constant / OPENMM_COULOMB) if ff is not None else 0.0
+        for q in charges:
+            nb.addParticle(float(q) * scale, sigma, epsilon)
+        system.addForce(nb)
+
+    if pot.name == "lj":
+        nonbonded(np.zeros(problem.n), pot.sigma, pot.epsilon, "none", pot.cutoff)
+        return system
+    ff = pot.forcefield
+    q = pot.charges if pot.charges is not None else np.zeros(problem.n)
+    if pot.kind == "charge" and not ff.shift:
+        nonbonded(q, float(ff.pair_sigma[0, 0]), float(ff.pair_epsilon[0, 0]), ff.method, ff.cutoff, ff)
+        return system
+    T = ff.ntypes
+    shift = ff.lj_shift()
+    f = openmm.CustomNonbondedForce("step(rc - r) * (4 * eps * ((sig / r)^12 - (sig / r)^6) - us); "
+                                    "sig = sigT(type1, type2); eps = epsT(type1, type2); rc = rcT(type1, type2); "
+                                    "us = usT(type1, type2)")
+    for name, table in (("sigT", ff.pair_sigma), ("epsT", ff.pair_epsilon), ("rcT", ff.pair_cutoff), ("usT", shift)):
+        f.addTabulatedFunction(name, openmm.Discrete2DFunction(T, T, [float(v) for v in table.T.reshape(-1)]))
+    f.addPerParticleParameter("type")
+    f.setNonbondedMethod(openmm.CustomNonbondedForce.CutoffPeriodic)
+    f.setCutoffDistance(ff.cutoff)
+    f.setUseSwitchingFunction(False)
+    f.setUseLongRangeCorrection(False)
+    for t in pot.types:
+        f.addParticle([float(t)])
+    system.addForce(f)
+    if ff.method != "none":
+        nonbonded(q, 1.0, 0.0, ff.method, ff.coulomb_cutoff, ff)
+    return system
+
+
+def openmm_context(problem: Problem, steps_dt: float = OPENMM_DT_PS, platform: str | None = None):
+    """(context, integrator, platform name, properties) for the problem (openmm_system); CUDA, else
+    OpenCL, else CPU (or the platform named)."""
+    import openmm
+
+    system = openmm_system(problem)
     names = [openmm.Platform.getPlatform(i).getName() for i in range(openmm.Platform.getNumPlatforms())]
-    platform = next(p for p in ("CUDA", "OpenCL", "CPU", "Reference") if p in names)
+    platform = platform or next(p for p in ("CUDA", "OpenCL", "CPU", "Reference") if p in names)
     props = {}
     if platform in ("CUDA", "OpenCL"):
         props["Precision"] = {"fp32": "single", "mixed": "mixed", "fp64": "double"}[problem.precision]
@@ -133,7 +198,8 @@ def run_openmm(problem: Problem, ref, min_time: float = 0.3) -> dict:
 
     t0 = time.perf_counter()
     context, integrator, platform, props = openmm_context(problem)
-    state = context.getState(getForces=True, getEnergy=True)
+    groups = OPENMM_GROUPS
+    state = context.getState(getForces=True, getEnergy=True, groups=groups)
     setup_ms = (time.perf_counter() - t0) * 1e3
     forces = state.getForces(asNumpy=True).value_in_unit(unit.kilojoule_per_mole / unit.nanometer)
     energy = state.getPotentialEnergy().value_in_unit(unit.kilojoule_per_mole)
@@ -141,12 +207,13 @@ def run_openmm(problem: Problem, ref, min_time: float = 0.3) -> dict:
     row = {"status": "ok", "platform": platform, "plugin_failures": "; ".join(sorted(set(failures)))[:200],
            "cuda13_libdir": cuda13_libdir(), "precision_used": props.get("Precision", "double/mixed (CPU)"),
            "setup_ms": setup_ms, **_errors(np.asarray(forces, dtype=np.float64), float(energy), ref)}
-    force = _timer(lambda: context.getState(getForces=True, getEnergy=True), min_time)
+    force = _timer(lambda: context.getState(getForces=True, getEnergy=True, groups=groups), min_time)
     row.update({"force_ms": force.median, "force_min_ms": force.min, "force_max_ms": force.max,
                 "repeats": force.repeats})
     steps = 50
     context.setPositions(problem.positions)
-    kelvin = OPENMM_T_STAR * problem.potential.epsilon / BOLTZMANN_KJ_PER_MOL_K
+    eps = problem.potential.epsilon if problem.potential.name == "lj" else float(problem.potential.forcefield.pair_epsilon[0, 0])
+    kelvin = OPENMM_T_STAR * eps / BOLTZMANN_KJ_PER_MOL_K
     context.setVelocitiesToTemperature(kelvin, 1)
     integrator.step(steps)  # the neighbour list settles before the timing
     step = _timer(lambda: (integrator.step(steps), context.getState(getEnergy=True)), min_time)
@@ -157,6 +224,24 @@ def run_openmm(problem: Problem, ref, min_time: float = 0.3) -> dict:
                        "its force kernel alone: harness profile --peer openmm")
     del context
     return row
+
+
+def run_openmm_reference(problem: Problem, ref, min_time: float = 0.3) -> dict:
+    """OpenMM's Reference platform (double precision on the CPU, its own independent code) on the
+    same particles: one evaluation, its errors against the harness's float64 reference."""
+    from openmm import unit
+
+    t0 = time.perf_counter()
+    context, _, platform, _ = openmm_context(problem, platform="Reference")
+    state = context.getState(getForces=True, getEnergy=True, groups=OPENMM_GROUPS)
+    seconds = time.perf_counter() - t0
+    forces = state.getForces(asNumpy=True).value_in_unit(unit.kilojoule_per_mole / unit.nanometer)
+    energy = state.getPotentialEnergy().value_in_unit(unit.kilojoule_per_mole)
+    del context
+    return {"status": "ok", "platform": platform, "precision_used": "double", "setup_ms": seconds * 1e3,
+            **_errors(np.asarray(forces, dtype=np.float64), float(energy), ref),
+            "includes": "one evaluation on OpenMM's Reference platform (set-up included): a correctness check, "
+                        "not a timing"}
 
 
 def run_jaxmd(problem: Problem, ref, min_time: float = 0.3) -> dict:
@@ -203,7 +288,8 @@ def run_jaxmd(problem: Problem, ref, min_time: float = 0.3) -> dict:
     return row
 
 
-RUNNERS = {"openmm": ("openmm", run_openmm), "jaxmd": ("jax_md", run_jaxmd)}
+RUNNERS = {"openmm": ("openmm", run_openmm), "openmm-reference": ("openmm", run_openmm_reference),
+           "jaxmd": ("jax_md", run_jaxmd)}
 
 
 def openmm_nve(problem: Problem, velocities: np.ndarray, steps: int, sample: int, dt: float, precision: str) -> dict:

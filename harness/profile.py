@@ -177,10 +177,10 @@ def inner_peer(peer: str, spec: str, size, precision: str) -> int:
         raise InputError(f"profile --peer openmm: OpenMM runs on {platform} here, not CUDA (plugin failures: "
                          f"{__import__('openmm').Platform.getPluginLoadFailures()})")
     for _ in range(3):
-        context.getState(getForces=True)
+        context.getState(getForces=True, groups=peers.OPENMM_GROUPS)
     with nvtx_range(PEER_RANGE.format(peer).rstrip("/")):
         for _ in range(PEER_EVALUATIONS):
-            context.getState(getForces=True, getEnergy=True)
+            context.getState(getForces=True, getEnergy=True, groups=peers.OPENMM_GROUPS)
     return 0
 
 

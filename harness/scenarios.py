@@ -286,7 +286,40 @@ def _cube(n, rng, density=DENSITY, jitter=0.05):
     return pos, Box.make([m * a] * 3, False), LennardJones(cutoff=None)
 
 
+def _kob_andersen(n, rng, density=1.2, fraction=0.2, jitter=0.05):
+    """Kob and Andersen's binary mixture: an fcc lattice at density 1.2 (jittered), a random
+    `fraction` of B particles; the explicit table eps_AB = 1.5, sigma_AB = 0.8, eps_BB = 0.5,
+    sigma_BB = 0.88 (not Lorentz-Berthelot), each pair cut at 2.5 sigma_ab."""
+    from mdcore import forcefield
+    from mdcore.potentials.pair_table import potential
+
+    pos, box, _ = _fcc(n, rng, density=density, jitter=jitter)
+    types = np.zeros(len(pos), np.int32)
+    types[rng.permutation(len(pos))[:round(fraction * len(pos))]] = 1
+    ff = forcefield.parse({"types": ["A", "B"],
+                           "lj": {"pair_sigma": [[1.0, 0.8], [0.8, 0.88]], "pair_epsilon": [[1.0, 1.5], [1.5, 0.5]],
+                                  "cutoff": 2.5, "cutoff_in_sigma": True}}, source="kob_andersen")
+    return pos, box, potential(ff, types)
+
+
+def _charged(n, rng, method="reaction-field", charge=0.5, density=DENSITY, jitter=0.05, cutoff=2.5, epsilon_rf=78.3,
+             tolerance=5e-4):
+    """The LJ liquid with charges +q and -q alternating by particle index (neutral for even N)."""
+    from mdcore import forcefield
+    from mdcore.potentials.pair_table import potential
+
+    pos, box, _ = _fcc(n, rng, density=density, jitter=jitter, cutoff=cutoff)
+    q = np.where(np.arange(len(pos)) % 2 == 0, charge, -charge)
+    es = {"method": method, "cutoff": cutoff}
+    es.update({"epsilon_rf": epsilon_rf} if method == "reaction-field" else {"tolerance": tolerance})
+    ff = forcefield.parse({"types": ["LJ"], "lj": {"sigma": [1.0], "epsilon": [1.0], "cutoff": cutoff},
+                           "electrostatics": es, "allow_net_charge": True},
+                          source="charged_lj" if method == "reaction-field" else "charged_lj_ewald")
+    return pos, box, potential(ff, np.zeros(len(pos), np.int32), q)
+
+
 _FCC = {"density": _p_density(), "jitter": P_JITTER, "cutoff": P_CUTOFF}
+_CHARGE = Param(0.5, "the particles' charges, +q and -q alternating")
 _UNIFORM = {"density": _p_density(), "dmin": P_DMIN, "cutoff": P_CUTOFF}
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
@@ -314,13 +347,29 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
              {"tiny": 500, "small": 4000, "medium": 24000, "large": 48000}, _clump,
              {"sigma": Param(5.0, "width of the clump"), "box": Param(60.0, "side of the open box"),
               "dmin": Param(0.2, "minimum pair distance of the random placement"), "cutoff": P_CUTOFF}),
+    Scenario("kob_andersen", "Kob-Andersen 80:20 binary LJ: fcc lattice at density 1.2, jittered; explicit table "
+             "eps_AB 1.5, sigma_AB 0.8, eps_BB 0.5, sigma_BB 0.88; each pair cut at 2.5 sigma_ab; periodic",
+             {"tiny": 256, "small": 2048, "medium": 32000, "large": 1048576}, _kob_andersen,
+             {"density": Param(1.2, "number density"), "fraction": Param(0.2, "the B particles' share", high=1.0),
+              "jitter": P_JITTER}),
+    Scenario("charged_lj", "the LJ liquid with charges +q, -q alternating (q 0.5), reaction field (eps_rf 78.3) "
+             "and LJ both cut at 2.5; periodic",
+             {"tiny": 256, "small": 2048, "medium": 32000, "large": 1048576},
+             lambda n, rng, **kw: _charged(n, rng, "reaction-field", **kw),
+             {**_FCC, "charge": _CHARGE, "epsilon_rf": Param(78.3, "reaction field's dielectric", low=1.0,
+                                                              low_ok=True)}),
+    Scenario("charged_lj_ewald", "the charged LJ liquid with Ewald's real-space term (tolerance 5e-4: alpha as OpenMM "
+             "chooses it; the reciprocal part not computed); periodic",
+             {"tiny": 256, "small": 2048, "medium": 32000, "large": 1048576},
+             lambda n, rng, **kw: _charged(n, rng, "ewald", **kw),
+             {**_FCC, "charge": _CHARGE, "tolerance": Param(5e-4, "Ewald real-space error", high=0.5)}),
     Scenario("allpairs_cube", "simple cubic lattice at density 0.8442, jittered; open box; no cutoff (thesis 10.1)",
              {"tiny": 125, "small": 1000, "medium": 32768, "large": 216000}, _cube,
              {"density": _p_density(), "jitter": P_JITTER}),
 ]}
 
 DEFAULT_MATRIX = ("lj_liquid", "lj_liquid_open", "uniform", "uniform_slab", "one_per_cell", "k_per_cell",
-                  "gaussian", "clump", "allpairs_cube")
+                  "gaussian", "clump", "allpairs_cube", "kob_andersen", "charged_lj", "charged_lj_ewald")
 
 
 def parse_spec(spec: str) -> tuple[Scenario, dict]:

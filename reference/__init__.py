@@ -51,6 +51,12 @@ class Reference:
 def compute(problem, method: str = "auto") -> Reference:
     """Reference for an mdcore.Problem (its precision is ignored: always float64)."""
     pot = problem.potential
+    if pot.per_particle:  # typed particles and charges: their own formulas (reference.forcefield)
+        from .forcefield import reference
+
+        out = reference(problem.positions, problem.box.array, problem.box.periodic, pot.types, pot.charges,
+                        pot.forcefield, method=method)
+        return Reference(**out)
     out = pair_sums(problem.positions, problem.box.array, problem.box.periodic, pot.reference_pair,
                     pot.reference_constants(), pot.cutoff, method=method)
     return Reference(**out)

@@ -86,6 +86,39 @@ def _direct(pos, L, per, formula, consts, rc2, band32, band64):
     return frc, acc, cnt
 
 
+@njit(cache=True)
+def neighbour_cells(c, nc, per, out):
+    """The cells next to cell c (itself included) of a grid of nc cells per axis into out (27,),
+    deduplicated (2 or 1 cells along a periodic axis), none beyond an open axis; returns how many."""
+    cz = c % nc[2]
+    cy = (c // nc[2]) % nc[1]
+    cx = c // (nc[2] * nc[1])
+    nb = np.empty((3, 3), dtype=np.int64)
+    m = np.zeros(3, dtype=np.int64)
+    own = (cx, cy, cz)
+    for a in range(3):
+        for o in (-1, 0, 1):
+            k = own[a] + o
+            if per[a]:
+                k = k % nc[a]
+            elif k < 0 or k >= nc[a]:
+                continue
+            dup = False
+            for t in range(m[a]):
+                if nb[a, t] == k:
+                    dup = True
+            if not dup:
+                nb[a, m[a]] = k
+                m[a] += 1
+    count = 0
+    for ax in range(m[0]):
+        for ay in range(m[1]):
+            for az in range(m[2]):
+                out[count] = (nb[0, ax] * nc[1] + nb[1, ay]) * nc[2] + nb[2, az]
+                count += 1
+    return count
+
+
 @njit(parallel=True)  # no cache: the formula argument specialises it per potential
 def _cells(pos, L, per, nc, cell_of, start, order, formula, consts, rc2, band32, band64):
     n = pos.shape[0]
@@ -95,36 +128,13 @@ def _cells(pos, L, per, nc, cell_of, start, order, formula, consts, rc2, band32,
     cnt = np.zeros((n, 3), dtype=np.int64)
     for si in prange(n):
         i = order[si]  # walk particles cell by cell: neighbours stay in cache
-        c = cell_of[i]
-        cz = c % nc[2]
-        cy = (c // nc[2]) % nc[1]
-        cx = c // (nc[2] * nc[1])
-        # neighbour cell coordinates per axis, deduplicated (2 or 1 cells along a periodic axis)
-        nb = np.empty((3, 3), dtype=np.int64)
-        m = np.zeros(3, dtype=np.int64)
-        own = (cx, cy, cz)
-        for a in range(3):
-            for o in (-1, 0, 1):
-                k = own[a] + o
-                if per[a]:
-                    k = k % nc[a]
-                elif k < 0 or k >= nc[a]:
-                    continue
-                dup = False
-                for t in range(m[a]):
-                    if nb[a, t] == k:
-                        dup = True
-                if not dup:
-                    nb[a, m[a]] = k
-                    m[a] += 1
-        for ax in range(m[0]):
-            for ay in range(m[1]):
-                for az in range(m[2]):
-                    cell = (nb[0, ax] * nc[1] + nb[1, ay]) * nc[2] + nb[2, az]
-                    for s in range(start[cell], start[cell + 1]):
-                        j = order[s]
-                        if j != i:
-                            _visit(pos, L, per, i, j, formula, consts, rc2, band32, band64, acc, cnt, frc)
+        cells = np.empty(27, dtype=np.int64)
+        m = neighbour_cells(cell_of[i], nc, per, cells)
+        for c in range(m):
+            for s in range(start[cells[c]], start[cells[c] + 1]):
+                j = order[s]
+                if j != i:
+                    _visit(pos, L, per, i, j, formula, consts, rc2, band32, band64, acc, cnt, frc)
     return frc, acc, cnt
 
 

@@ -166,8 +166,8 @@ class _TiledPlan(_AllPairsPlan):
 # --- CPU --------------------------------------------------------------------------------
 
 @njit(parallel=True)
-def _allpairs_cpu(pair, conv, with_sums, pos, box, prm, rc2, zero, forces, sums, counts):
-    """pos (n, 3) in the compute dtype; box: L0, L1, L2, 1/L0, 1/L1, 1/L2 (0 = open axis);
+def _allpairs_cpu(pair, conv, with_sums, pos, w, box, prm, rc2, zero, forces, sums, counts):
+    """pos (n, 3) and w (n,) in the compute dtype; box: L0, L1, L2, 1/L0, 1/L1, 1/L2 (0 = open axis);
     pair, prm, rc2: the potential's pair function, constants and cutoff^2 (strategies.cpu);
     zero: 0 in the accumulation dtype. forces (n, 3) and sums (n, 7) in the accumulation dtype,
     counts (n,) int64."""
@@ -181,11 +181,11 @@ def _allpairs_cpu(pair, conv, with_sums, pos, box, prm, rc2, zero, forces, sums,
                 continue
             dx, dy, dz, r2 = separation(pos, i, j, box)
             if r2 < rc2:
-                ax, ay, az, s = pair_step(pair, conv, with_sums, s, dx, dy, dz, r2, prm)
+                ax, ay, az, s, hit = pair_step(pair, conv, with_sums, s, dx, dy, dz, r2, prm, w[i], w[j])
                 fx += ax
                 fy += ay
                 fz += az
-                c += 1
+                c += hit
         forces[i, 0], forces[i, 1], forces[i, 2] = fx, fy, fz
         store_sums(sums[i], s)
         counts[i] = c
@@ -193,7 +193,7 @@ def _allpairs_cpu(pair, conv, with_sums, pos, box, prm, rc2, zero, forces, sums,
 
 class _CpuPlan(CpuPlan):
     def force(self) -> None:
-        _allpairs_cpu(self.pair, self.conv, self.energy, self.pos, self.box, self.prm, self.rc2, self.acc(0), self.forces, self.sums,
+        _allpairs_cpu(self.pair, self.conv, self.energy, self.pos, self.w, self.box, self.prm, self.rc2, self.acc(0), self.forces, self.sums,
                       self.counts)
 
 

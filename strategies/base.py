@@ -249,7 +249,26 @@ class Strategy:
         pot = problem.potential.name
         if self.potentials is not None and pot not in self.potentials:
             return False, f"potential {pot} not implemented (has {', '.join(self.potentials)})"
+        if problem.potential.per_particle:
+            why = self.per_particle_refusal()
+            if why:
+                return False, why
         return True, ""
+
+    # launch values whose kernels read positions without their fourth component, which carries a
+    # particle's type or charge (mdcore.potentials.pair_table): name -> the values
+    NO_WORDS: ClassVar[dict] = {"layout": ("aos3", "soa", "packed")}
+
+    def per_particle_refusal(self) -> str:
+        """Why this strategy's launch cannot compute particles that carry a type or charge, or ""."""
+        for key, values in self.NO_WORDS.items():
+            if self.launch.get(key) in values:
+                return (f"{key}={self.launch[key]} reads positions without their fourth component, where a "
+                        "particle's type or charge travels (take layout aos4)")
+        if str(self.launch.get("adapt", "off")) != "off":
+            return "adapt keeps each particle's buffer in its position's fourth component, where a particle's type " \
+                   "or charge travels"
+        return ""
 
     def prepare(self, problem: Problem, outputs: str = "all") -> Plan:
         ok, why = self.supports(problem)

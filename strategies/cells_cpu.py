@@ -34,9 +34,9 @@ def _wrapi(x, n):
 
 
 @njit(parallel=True)
-def _fullshell_cpu(pair, conv, with_sums, pos, cell_sorted, start, dims, per, box, prm, rc2, zero, forces, sums,
+def _fullshell_cpu(pair, conv, with_sums, pos, w, cell_sorted, start, dims, per, box, prm, rc2, zero, forces, sums,
                    counts):
-    """Sorted positions pos (n, 3); forces, sums and counts per sorted particle; pair, prm, rc2:
+    """Sorted positions pos (n, 3) and what they carry, w (n,); forces, sums and counts per sorted particle; pair, prm, rc2:
     the potential (strategies.cpu)."""
     n = pos.shape[0]
     for k in prange(n):
@@ -61,11 +61,12 @@ def _fullshell_cpu(pair, conv, with_sums, pos, cell_sorted, start, dims, per, bo
                             continue
                         dx, dy, dz, r2 = separation(pos, k, j, box)
                         if r2 < rc2:
-                            ax, ay, az, s = pair_step(pair, conv, with_sums, s, dx, dy, dz, r2, prm)
+                            ax, ay, az, s, hit = pair_step(pair, conv, with_sums, s, dx, dy, dz, r2, prm, w[k],
+                                                           w[j])
                             fx += ax
                             fy += ay
                             fz += az
-                            m += 1
+                            m += hit
         forces[k, 0], forces[k, 1], forces[k, 2] = fx, fy, fz
         store_sums(sums[k], s)
         counts[k] = m
@@ -87,7 +88,7 @@ def _block_cell(b, o, dims, per):
 
 
 @njit(parallel=True)
-def _c08_colour_cpu(pair, conv, with_sums, pos, start, bases, pairs, dims, per, box, prm, rc2, zero, forces, sums,
+def _c08_colour_cpu(pair, conv, with_sums, pos, w, start, bases, pairs, dims, per, box, prm, rc2, zero, forces, sums,
                     counts):
     """One colour: bases (m, 3), pairs (14, 2, 3); forces of sorted particles updated with
     Newton3 (bases of one colour touch disjoint cells); sums and counts per base."""
@@ -105,14 +106,14 @@ def _c08_colour_cpu(pair, conv, with_sums, pos, start, bases, pairs, dims, per, 
                 for j in range(j0, start[b + 1]):
                     dx, dy, dz, r2 = separation(pos, i, j, box)
                     if r2 < rc2:
-                        ax, ay, az, s = pair_step(pair, conv, with_sums, s, dx, dy, dz, r2, prm)
+                        ax, ay, az, s, hit = pair_step(pair, conv, with_sums, s, dx, dy, dz, r2, prm, w[i], w[j])
                         fx += ax
                         fy += ay
                         fz += az
                         forces[j, 0] -= ax
                         forces[j, 1] -= ay
                         forces[j, 2] -= az
-                        m += 1
+                        m += hit
                 forces[i, 0] += fx
                 forces[i, 1] += fy
                 forces[i, 2] += fz
@@ -148,19 +149,20 @@ class _CellsCpuPlan(CpuPlan):
     def build(self) -> None:
         self.order, self.cell_sorted, self.start, self.sorted_pos = bin_cells(self.pos, self.problem.box.array,
                                                                               self.side, self.dims)
+        self.sorted_w = self.w[self.order]
 
     def force(self) -> None:
         zero = self.acc(0)
         dims = self.dims.astype(np.int64)
         if not self.n3:
-            _fullshell_cpu(self.pair, self.conv, self.energy, self.sorted_pos, self.cell_sorted, self.start, dims, self.per, self.box,
+            _fullshell_cpu(self.pair, self.conv, self.energy, self.sorted_pos, self.sorted_w, self.cell_sorted, self.start, dims, self.per, self.box,
                            self.prm, self.rc2, zero, self.sorted_forces, self.sums, self.counts)
         else:
             self.sorted_forces.fill(0)
             row = 0
             for bases in self.colours:
                 m = len(bases)
-                _c08_colour_cpu(self.pair, self.conv, self.energy, self.sorted_pos, self.start, bases, self.pairs, dims, self.per,
+                _c08_colour_cpu(self.pair, self.conv, self.energy, self.sorted_pos, self.sorted_w, self.start, bases, self.pairs, dims, self.per,
                                 self.box, self.prm, self.rc2, zero, self.sorted_forces, self.sums[row:row + m],
                                 self.counts[row:row + m])
                 row += m

@@ -19,6 +19,7 @@ import numpy as np
 from numba import njit
 
 from mdcore import FIXED_SCALE, MODES, Forces, Problem, poison, poison_value
+from mdcore.potentials import particle_words
 
 from .base import Plan, Strategy
 
@@ -40,25 +41,27 @@ def to_fixed(x):
 
 
 @njit
-def pair_sums(pair, conv, s, dx, dy, dz, r2, prm):
-    """One pair inside the cutoff, d = r_i - r_j; pair(r2, prm) -> (|F|/r, u). s: the running
-    sums (energy, virial xx, xy, xz, yy, yz, zz) as a tuple, so that they stay in registers (LLVM
-    inlines the call; numba's own inlining would trip its parfor array analysis on the tuple).
-    Returns the force on i, as conv makes it a term of a sum, and the updated sums."""
-    fr, u = pair(r2, prm)
+def pair_sums(pair, conv, s, dx, dy, dz, r2, prm, wi, wj):
+    """One pair within the largest cutoff, d = r_i - r_j, of particles carrying wi and wj (their
+    type or charge: mdcore.potentials.pair_table); pair(r2, prm, wi, wj) -> (|F|/r, u, hit), hit
+    whether the pair interacts (|F|/r and u are 0 where not). s: the running sums (energy, virial
+    xx, xy, xz, yy, yz, zz) as a tuple, so that they stay in registers (LLVM inlines the call;
+    numba's own inlining would trip its parfor array analysis on the tuple). Returns the force on
+    i, as conv makes it a term of a sum, the updated sums and hit."""
+    fr, u, hit = pair(r2, prm, wi, wj)
     ax, ay, az = fr * dx, fr * dy, fr * dz
     s = (s[0] + conv(u), s[1] + conv(ax * dx), s[2] + conv(ax * dy), s[3] + conv(ax * dz), s[4] + conv(ay * dy),
          s[5] + conv(ay * dz), s[6] + conv(az * dz))
-    return conv(ax), conv(ay), conv(az), s
+    return conv(ax), conv(ay), conv(az), s, hit
 
 
 @njit
-def pair_step(pair, conv, with_sums, s, dx, dy, dz, r2, prm):
+def pair_step(pair, conv, with_sums, s, dx, dy, dz, r2, prm, wi, wj):
     """pair_sums with the sums (all outputs), or the force on i alone (forces only; s unchanged)."""
     if with_sums:
-        return pair_sums(pair, conv, s, dx, dy, dz, r2, prm)
-    fr, _ = pair(r2, prm)
-    return conv(fr * dx), conv(fr * dy), conv(fr * dz), s
+        return pair_sums(pair, conv, s, dx, dy, dz, r2, prm, wi, wj)
+    fr, _, hit = pair(r2, prm, wi, wj)
+    return conv(fr * dx), conv(fr * dy), conv(fr * dz), s, hit
 
 
 @njit(inline="always")
@@ -85,7 +88,9 @@ def separation(pos, i, j, box):
 class CpuPlan(Plan):
     """Centred positions in the compute dtype; forces (n, 3) and per-row sums (rows, 7) in
     the accumulation dtype. Subclasses fill them in force(); reduce() folds the rows.
-    pair, prm, rc2: the potential's pair function, its constants and cutoff^2 (compute dtype)."""
+    pair, prm, rc2: the potential's pair function, its constants and largest cutoff^2 (compute dtype);
+    w: what each particle carries (its position's fourth component on the GPU; zeros where the
+    potential has no per-particle data)."""
 
     visits_per_pair = 2
 
@@ -97,9 +102,10 @@ class CpuPlan(Plan):
         self.conv = to_fixed if mode.fixed else as_sum
         L = problem.box.array
         self.pos = (problem.positions - 0.5 * L).astype(self.real)  # centred, as on the GPU
+        self.w = particle_words(problem).astype(self.real)
         self.box = np.concatenate([L, np.where(problem.box.periodic, 1.0 / L, 0.0)]).astype(self.real)
         pot = problem.potential
-        self.pair = pot.pair
+        self.pair = pot.cpu_pair()
         self.prm = pot.pair_params(self.real)
         self.rc2 = self.real(math.inf if pot.cutoff is None else pot.cutoff ** 2)
         n = problem.n

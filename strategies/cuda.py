@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from mdcore import FIXED_SCALE, MODES, Forces, Potential, Problem, StrategyError, poison, poison_value
+from mdcore.potentials import particle_words
 
 from .base import Plan, Strategy
 
@@ -166,9 +167,12 @@ def box_struct(problem: Problem, real: type) -> np.ndarray:
 
 def centred_positions(problem: Problem, real: type) -> np.ndarray:
     """(N, 4) positions relative to the box centre: |x| <= L/2 halves the rounding of float
-    coordinates compared with [0, L); minimum image is unaffected."""
+    coordinates compared with [0, L); minimum image is unaffected. The fourth component carries
+    what each particle carries (its record or charge, mdcore.potentials.pair_table), else 0."""
     out = np.zeros((problem.n, 4), dtype=real)
     out[:, :3] = problem.positions - 0.5 * problem.box.array
+    if problem.potential.per_particle:
+        out[:, 3] = particle_words(problem)
     return out
 
 

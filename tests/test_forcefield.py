@@ -229,10 +229,10 @@ def test_one_type_without_charges_is_the_lennard_jones_reference():
 
 # --- particles in files, and `forces --forcefield` -----------------------------------------------
 
-def _typed_files(tmp_path):
+def _typed_files(tmp_path, scenario="lj_liquid", size="tiny"):
     from harness import io, scenarios
 
-    p = scenarios.make("lj_liquid", "tiny")
+    p = scenarios.make(scenario, size)
     species = ["A" if i % 5 else "B" for i in range(p.n)]
     q = np.where(np.arange(p.n) % 2 == 0, 0.5, -0.5)
     parts = io.Particles(p.positions, p.box, species=species, charges=q)
@@ -296,13 +296,42 @@ def test_forces_refuses_a_bad_forcefield_in_one_line(tmp_path, capsys, change, w
     assert not (tmp_path / "f.npz").exists()
 
 
-def test_only_the_reference_computes_a_forcefield_so_far(tmp_path, capsys):
+@pytest.mark.parametrize("name", ["allpairs_thread_cpu", "fullshell_thread_cpu", "c08_thread_cpu", "verlet_thread_cpu",
+                                  "clusterpair_thread_cpu"])
+def test_every_cpu_strategy_computes_a_forcefield_file_as_the_reference_does(tmp_path, name):
+    from harness.cli import main
+
+    p, species, q = _typed_files(tmp_path, "lj_liquid", 2048)
+    args = ["--forcefield", str(tmp_path / "ff.json"), "--input", str(tmp_path / "typed.npz")]
+    assert main(["forces", "--strategy", "reference", *args, "--out", str(tmp_path / "ref.npz")]) == 0
+    assert main(["forces", "--strategy", name, "--precision", "fp64", *args, "--out", str(tmp_path / "s.npz")]) == 0
+    ref, got = np.load(tmp_path / "ref.npz"), np.load(tmp_path / "s.npz")
+    scale = np.sqrt(np.mean(np.sum(ref["forces"] ** 2, axis=1)))
+    assert np.abs(got["forces"] - ref["forces"]).max() <= 1e-12 * scale
+    assert float(got["energy"]) == pytest.approx(float(ref["energy"]), rel=1e-12)
+    assert np.allclose(got["virial"], ref["virial"], rtol=1e-12, atol=1e-12 * np.abs(ref["virial"]).max())
+    assert int(got["pairs"]) == int(ref["pairs"])
+
+
+@pytest.mark.parametrize("command", [["verify", "--out", "o"], ["bench", "--dry-run", "--out", "o"], ["tune"],
+                                     ["md", "--strategy", "fullshell_thread_cpu"]])
+def test_a_forcefield_needs_the_particles_of_an_input_file(tmp_path, capsys, command):
     from harness.cli import main
 
     _typed_files(tmp_path)
-    code = main(["forces", "--strategy", "fullshell_thread_cpu", "--forcefield", str(tmp_path / "ff.json"),
-                 "--input", str(tmp_path / "typed.xyz"), "--out", str(tmp_path / "f.npz")])
-    assert code == 2 and "--strategy reference" in capsys.readouterr().err
+    code = main([*command, "--forcefield", str(tmp_path / "ff.json")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "--forcefield needs --input" in err[0], err
+
+
+def test_a_forcefield_and_a_potential_are_refused_together(tmp_path, capsys):
+    from harness.cli import main
+
+    _typed_files(tmp_path)
+    code = main(["forces", "--strategy", "reference", "--forcefield", str(tmp_path / "ff.json"), "--input",
+                 str(tmp_path / "typed.xyz"), "--potential", "lj:cutoff=2", "--out", str(tmp_path / "f.npz")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "give one" in err[0]
 
 
 def test_bad_particle_arrays_in_an_npz(tmp_path):

@@ -13,7 +13,7 @@ import strategies
 from mdcore import MODES, InputError, check_precision
 
 from .. import results, scenarios
-from .common import (COUNT, experimental_arg, poison_arg, NONNEG_INT, POSITIVE, ROOT, input_problem, launch_params, parse_precisions, potential_args,
+from .common import (COUNT, check_forcefield, experimental_arg, poison_arg, NONNEG_INT, POSITIVE, ROOT, input_problem, launch_params, parse_precisions, potential_args,
                      require_devices, say, size_arg)
 
 
@@ -58,6 +58,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     from .. import verify
 
+    check_forcefield(args)
     if args.self_test:  # a planted read of unwritten memory, which poisoning must catch
         from .. import planted
 
@@ -162,8 +163,7 @@ def cmd_sanitize(args: argparse.Namespace) -> int:
 
 def cmd_forces(args: argparse.Namespace) -> int:
     results.check_file(args.out, "--out", (".npz",))
-    if args.forcefield:
-        return _forces_forcefield(args)
+    check_forcefield(args)
     if args.strategy != "reference":
         require_devices([strategies.canonical(args.strategy)])
     problem = scenarios.with_potential(input_problem(args, check_precision(args.precision)), args.potential)
@@ -175,8 +175,14 @@ def cmd_forces(args: argparse.Namespace) -> int:
     else:
         out = strategies.create(args.strategy).evaluate(problem)
         forces, energy, virial, pairs = out.forces, out.energy, out.virial, out.pairs
+    if not np.all(np.isfinite(forces)):
+        raise InputError(f"{args.input}: the forces are not finite (two particles closer than the potential can "
+                         "compute)")
     np.savez(args.out, forces=forces, energy=np.float64(energy), virial=virial, pairs=np.int64(pairs))
-    print(f"{args.strategy} {problem.describe()}: energy {energy:.10g}, pairs {pairs} -> {args.out}")
+    part = " (Ewald: the real-space part only)" if problem.potential.per_particle and \
+        problem.potential.forcefield.method == "ewald" else ""
+    print(f"{args.strategy} {problem.describe()} ({problem.potential.describe()}): energy {energy:.10g}{part}, "
+          f"pairs {pairs} -> {args.out}")
     return 0
 
 
@@ -250,44 +256,6 @@ def add_sanitize(sub) -> None:
     p.set_defaults(fn=cmd_sanitize)
 
 
-def _forces_forcefield(args: argparse.Namespace) -> int:
-    """forces with a force-field file: typed Lennard-Jones and point charges (mdcore.forcefield)."""
-    from mdcore import forcefield
-    from reference import forcefield as ref_ff
-
-    from ..io import read_particles
-
-    ff = forcefield.load(args.forcefield)
-    if args.strategy != "reference":
-        raise InputError(f"--forcefield: {args.strategy} does not compute force-field files; the float64 reference "
-                         "does (--strategy reference)")
-    if args.potential:
-        raise InputError("--forcefield and --potential both name the interactions: give one")
-    c = read_particles(args.input)
-    names = c.names()
-    if names is not None:
-        types = ff.type_index(names)
-    elif c.types is not None:
-        types = c.types
-    elif ff.ntypes == 1:
-        types = np.zeros(len(c.positions), np.int32)
-    else:
-        raise InputError(f"{args.input}: the particles carry no types, and the force field lists {ff.ntypes}")
-    ff.check_particles(types, c.charges, c.box.lengths, c.box.periodic)
-    x = np.array(c.positions, dtype=np.float64)
-    if x.ndim != 2 or x.shape[1] != 3 or not np.all(np.isfinite(x)):
-        raise InputError(f"{args.input}: positions must be N rows of 3 finite numbers")
-    out = ref_ff.compute(x, c.box.lengths, c.box.periodic, types, c.charges, ff)
-    if not np.all(np.isfinite(out["forces"])):
-        raise InputError(f"{args.input}: two particles coincide (a pair at distance 0): forces are not finite")
-    np.savez(args.out, forces=out["forces"], energy=np.float64(out["energy"]), virial=out["virial"],
-             pairs=np.int64(out["pairs"]))
-    part = " (Ewald: the real-space part only)" if ff.method == "ewald" else ""
-    print(f"reference {Path(args.input).name} N={len(x)} with {Path(args.forcefield).name}: {ff.ntypes} type(s), "
-          f"electrostatics {ff.method}: energy {out['energy']:.10g}{part}, pairs {out['pairs']} -> {args.out}")
-    return 0
-
-
 def add_forces(sub) -> None:
     p = sub.add_parser("forces", help="forces, energy, virial and pairs of one configuration")
     p.add_argument("--strategy", required=True, help="a registered strategy, or 'reference' (float64 CPU)")
@@ -297,9 +265,6 @@ def add_forces(sub) -> None:
     potential_args(p)
     p.add_argument("--potential", help="replace the potential: e.g. 'coordination:r0=1,n=6,m=12,d0=0,dmax=2.5' "
                                        "(PLUMED's coordination number) or 'lj:cutoff=3'")
-    p.add_argument("--forcefield", metavar="FILE.json",
-                   help="particle types and charges: a force-field file (docs/forcefield.md); the reference "
-                        "computes it")
     p.set_defaults(fn=cmd_forces)
 
 

@@ -7,6 +7,8 @@ import math
 import sys
 from pathlib import Path
 
+import numpy as np
+
 import strategies
 from mdcore import FLOAT_PRECISIONS, MODES, PRECISIONS, InputError, LennardJones, Problem, check_precision, parse_value
 
@@ -77,14 +79,60 @@ def potential_args(ap: argparse.ArgumentParser) -> None:
     g.add_argument("--epsilon", type=POSITIVE, default=1.0, help="LJ well depth")
     g.add_argument("--sigma", type=POSITIVE, default=1.0, help="LJ length scale")
     g.add_argument("--shift", action="store_true", help="shift the pair energy to zero at the cutoff")
+    g.add_argument("--forcefield", metavar="FILE.json",
+                   help="instead of the four above: particle types with a Lennard-Jones pair table and point charges "
+                        "with reaction field or Ewald real space, from a force-field file (docs/forcefield.md); the "
+                        "types and charges come with --input")
 
 
 def input_problem(args: argparse.Namespace, precision: str = "fp32") -> Problem:
+    """The configuration of --input with Lennard-Jones from --cutoff, --epsilon, --sigma, --shift, or
+    with the force-field file of --forcefield (the particles' types and charges from the input)."""
     from harness.io import read_configuration
 
+    if getattr(args, "forcefield", None):
+        return forcefield_problem(args, precision)
     pos, box = read_configuration(args.input)
     lj = LennardJones(epsilon=args.epsilon, sigma=args.sigma, cutoff=args.cutoff, shift=args.shift)
     return Problem.make(pos, box, lj, precision=precision, label=f"input:{Path(args.input).name} N={len(pos)}")
+
+
+def check_forcefield(args: argparse.Namespace) -> None:
+    """--forcefield comes with --input and without --potential: refused in one line before any work."""
+    if not getattr(args, "forcefield", None):
+        return
+    if not getattr(args, "input", None):
+        raise InputError("--forcefield needs --input: the particles' types and charges come with the configuration "
+                         "(.npz keys types and charges, or extended XYZ's species and charge columns)")
+    if getattr(args, "potential", None):
+        raise InputError("--forcefield and --potential both name the interactions: give one")
+
+
+def forcefield_problem(args: argparse.Namespace, precision: str = "fp32") -> Problem:
+    """--input's particles with --forcefield's types, pair table and charges (mdcore.forcefield)."""
+    from mdcore import forcefield
+    from mdcore.potentials.pair_table import potential
+
+    from harness.io import read_particles
+
+    check_forcefield(args)
+    ff = forcefield.load(args.forcefield)
+    c = read_particles(args.input)
+    n = len(c.positions)
+    names = c.names()
+    if names is not None:
+        types = ff.type_index(names)
+    elif c.types is not None:
+        types = np.asarray(c.types, np.int32)
+    elif ff.ntypes == 1:
+        types = np.zeros(n, np.int32)
+    else:
+        raise InputError(f"{args.input}: the particles carry no types, and the force field lists {ff.ntypes} "
+                         f"({', '.join(ff.types)})")
+    ff.check_particles(types, c.charges, c.box.lengths, c.box.periodic)
+    pot = potential(ff, types, c.charges)
+    return Problem.make(c.positions, c.box, pot, precision=precision,
+                        label=f"input:{Path(args.input).name}+{Path(args.forcefield).name} N={n}")
 
 
 def require_devices(names: list[str]) -> None:

@@ -12,13 +12,14 @@ from mdcore import FLOAT_PRECISIONS, InputError, LennardJones, check_precision
 from strategies.base import check_outputs
 
 from .. import results, scenarios
-from .common import (COUNT, count, experimental_arg, poison_arg, NONNEG, NONNEG_INT, POSITIVE, ROOT, input_problem, launch_params, md_precision, parse_precisions,
+from .common import (COUNT, check_forcefield, count, experimental_arg, poison_arg, NONNEG, NONNEG_INT, POSITIVE, ROOT, input_problem, launch_params, md_precision, parse_precisions,
                      potential_args, progress_bar, require_devices, size_arg, sweep_params)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from .. import bench, device, peers, sweep
 
+    check_forcefield(args)
     bench.NOISE = args.noise
     if args.cpu_threads:
         import numba
@@ -81,6 +82,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_tune(args: argparse.Namespace) -> int:
     from .. import tune
 
+    check_forcefield(args)
     budget = tune.parse_budget(args.budget)
     if args.json:
         results.check_file(args.json, "--json", (".json",))
@@ -128,6 +130,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
 def cmd_nve_report(args: argparse.Namespace) -> int:
     from .. import device, md
 
+    check_forcefield(args)
     if args.json:
         results.check_file(args.json, "--json", (".json",))
     if args.out:
@@ -169,6 +172,7 @@ def cmd_md(args: argparse.Namespace) -> int:
 
     from .. import md
 
+    check_forcefield(args)
     if args.nve_report:
         return cmd_nve_report(args)
     if not args.strategy:

@@ -43,6 +43,20 @@ class Potential:
     def params(self) -> np.ndarray:
         raise NotImplementedError
 
+    # whether particles carry data of their own (a type, a charge) that the kernels read from the
+    # fourth component of each position (words()); False: that component is 0 and unread
+    per_particle: ClassVar[bool] = False
+
+    def words(self) -> np.ndarray:
+        """(N,) float64: what each particle carries, where per_particle."""
+        raise NotImplementedError
+
+    def cpu_pair(self):
+        """The numba pair function the CPU strategies call: (r2, prm, wi, wj) -> (|F|/r, u, hit),
+        wi and wj what the two particles carry, hit whether the pair interacts. For a potential
+        without per-particle data, `pair` with hit = True (the loops test its cutoff)."""
+        return _with_words(self.pair)
+
     def pair_params(self, dtype) -> np.ndarray:
         """What `pair` reads, in the compute dtype (typed constants keep float32 arithmetic
         float32 in numba, where a literal would promote it)."""
@@ -66,6 +80,24 @@ class Potential:
 
     def describe(self) -> str:
         return self.spec()
+
+
+@functools.cache
+def _with_words(base_pair):
+    from numba import njit
+
+    @njit  # not numba's IR inlining, whose callers name their pair function `pair` too (LLVM inlines it)
+    def with_words(r2, prm, wi, wj):
+        fr, u = base_pair(r2, prm)
+        return fr, u, True
+
+    return with_words
+
+
+def particle_words(problem) -> np.ndarray:
+    """(N,) float64: what each particle of a problem carries (zeros where its potential has nothing)."""
+    pot = problem.potential
+    return np.asarray(pot.words(), np.float64) if pot.per_particle else np.zeros(problem.n)
 
 
 HEADROOM = 1024.0  # pair terms per particle sum that must fit below the largest float
@@ -166,5 +198,6 @@ def get(name: str) -> type[Potential]:
 
 from .lennard_jones import LennardJones  # noqa: E402  (registers itself)
 from .coordination import Coordination  # noqa: E402  (registers itself)
+from .pair_table import PairTable  # noqa: E402  (built from a force-field file, not from a spec)
 
-__all__ = ["Coordination", "LennardJones", "Potential", "REGISTRY", "get", "parse", "positive", "register"]
+__all__ = ["Coordination", "LennardJones", "PairTable", "particle_words", "Potential", "REGISTRY", "get", "parse", "positive", "register"]

@@ -16,7 +16,7 @@ from .search import CLUSTER_CHOICES, clusters, search
 
 
 @njit(parallel=True)
-def _force_cpu(pair, conv, with_sums, pos, members, istart, jlist, masks, box, prm, rc2, zero, forces, sums, counts):
+def _force_cpu(pair, conv, with_sums, pos, w, members, istart, jlist, masks, box, prm, rc2, zero, forces, sums, counts):
     ncl, m = members.shape
     for c in prange(ncl):
         sm = (zero, zero, zero, zero, zero, zero, zero)
@@ -36,11 +36,12 @@ def _force_cpu(pair, conv, with_sums, pos, members, istart, jlist, masks, box, p
                         q = members[j, b]
                         dx, dy, dz, r2 = separation(pos, i, q, box)
                         if r2 < rc2:
-                            ax, ay, az, sm = pair_step(pair, conv, with_sums, sm, dx, dy, dz, r2, prm)
+                            ax, ay, az, sm, hit = pair_step(pair, conv, with_sums, sm, dx, dy, dz, r2, prm, w[i],
+                                                            w[q])
                             fx += ax
                             fy += ay
                             fz += az
-                            npairs += 1
+                            npairs += hit
             forces[i, 0] = fx
             forces[i, 1] = fy
             forces[i, 2] = fz
@@ -116,7 +117,7 @@ class _ClusterPlan(CpuPlan):
         ncl = len(self.members)
         self.sums[ncl:] = 0
         self.counts[ncl:] = 0
-        _force_cpu(self.pair, self.conv, self.energy, self.pos, self.members, self.istart, self.jlist, self.masks, self.box,
+        _force_cpu(self.pair, self.conv, self.energy, self.pos, self.w, self.members, self.istart, self.jlist, self.masks, self.box,
                    self.prm, self.rc2, self.acc(0), self.forces, self.sums, self.counts)
 
 

@@ -22,8 +22,10 @@ allpairs_thread_naive(const Real* __restrict__ pos_data, const int stride, const
     const Vec4<Real> pi = pos[i];
     for (int j = 0; j < n; ++j) {
       Real dx, dy, dz;
-      const Real r2 = separation<PBC>(pi, pos[j], box, dx, dy, dz);
-      if (f.inside(r2) && j != i) acc.add(f, dx, dy, dz, r2);
+      const Vec4<Real> pj = pos[j];
+      const Real r2 = separation<PBC>(pi, pj, box, dx, dy, dz);
+      const auto& fp = f.bind(pi.w, pj.w);
+      if (fp.inside(r2) && j != i) acc.add(fp, dx, dy, dz, r2);
     }
     force[3 * i + 0] = acc.fx;
     force[3 * i + 1] = acc.fy;
@@ -57,7 +59,8 @@ allpairs_thread_tiled(const Real* __restrict__ pos_data, const int stride, const
   auto visit = [&](const Vec4<Real>& pj, int j) {
     Real dx, dy, dz;
     const Real r2 = separation<PBC>(pi, pj, box, dx, dy, dz);
-    if (f.inside(r2) && j != i) acc.add(f, dx, dy, dz, r2);
+    const auto& fp = f.bind(pi.w, pj.w);
+    if (fp.inside(r2) && j != i) acc.add(fp, dx, dy, dz, r2);
   };
 
   for (int base = jbeg; base < jend; base += BLOCK) {

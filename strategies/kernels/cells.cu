@@ -100,7 +100,8 @@ fullshell_thread_csr(const Real* __restrict__ pos_data, const int stride, const 
               if (WINDOW && pj.z > zmax) break;  // past the window: the strip is sorted by z
               Real dx, dy, dz;
               const Real r2 = separation<MINIMAGE>(p, pj, box, dx, dy, dz);
-              if (f.inside(r2)) acc.add(f, dx, dy, dz, r2);
+              const auto& fp = f.bind(pi.w, pj.w);
+              if (fp.inside(r2)) acc.add(fp, dx, dy, dz, r2);
             }
           }
         }
@@ -166,8 +167,10 @@ fullshell_thread(const Cells<Real, Acc, LAYOUT> cells, const int* __restrict__ c
           const int m = cells.count(nb);
           for (int q = 0; q < m; ++q) {
             Real dx, dy, dz;
-            const Real r2 = separation<MINIMAGE>(p, cells.p(nb, q), box, dx, dy, dz);
-            if (f.inside(r2) && (nb != c || q != self)) acc.add(f, dx, dy, dz, r2);
+            const Vec4<Real> pj = cells.p(nb, q);
+            const Real r2 = separation<MINIMAGE>(p, pj, box, dx, dy, dz);
+            const auto& fp = f.bind(pi.w, pj.w);
+            if (fp.inside(r2) && (nb != c || q != self)) acc.add(fp, dx, dy, dz, r2);
           }
         }
       }

@@ -290,11 +290,13 @@ __global__ void cp_gather(const Vec4<Real>* __restrict__ pos, const int* __restr
   }
 }
 
-// One pair (padding is NaN: outside the cutoff).
+// One pair, of particles carrying wi and wj (padding is NaN: outside the cutoff).
 template <typename Real, typename Acc, bool ENERGY, class F>
-__device__ __forceinline__ void cp_pair(Accumulator<Real, Acc, ENERGY>& acc, const F& f, Real dx, Real dy, Real dz) {
+__device__ __forceinline__ void cp_pair(Accumulator<Real, Acc, ENERGY>& acc, const F& f, Real wi, Real wj, Real dx,
+                                        Real dy, Real dz) {
   const Real r2 = dx * dx + dy * dy + dz * dz;
-  if (f.inside(r2)) acc.add(f, dx, dy, dz, r2);
+  const auto& fp = f.bind(wi, wj);
+  if (fp.inside(r2)) acc.add(fp, dx, dy, dz, r2);
 }
 
 // One warp's share of an i-cluster's row: entries [k_begin, k_end). The next entry's two half
@@ -316,8 +318,8 @@ __device__ __forceinline__ void cp_row(Accumulator<Real, Acc, ENERGY>& acc, cons
       const Vec4<Real> n0 = pn[0], n1 = pn[kHalf];  // in flight while this entry is computed
       const Vec4<Real> sh = s_shift[e & ((1 << kCodeBits) - 1)];
       const Real xs = pi.x - sh.x, ys = pi.y - sh.y, zs = pi.z - sh.z;
-      cp_pair(acc, f, xs - q0.x, ys - q0.y, zs - q0.z);
-      cp_pair(acc, f, xs - q1.x, ys - q1.y, zs - q1.z);
+      cp_pair(acc, f, pi.w, q0.w, xs - q0.x, ys - q0.y, zs - q0.z);
+      cp_pair(acc, f, pi.w, q1.w, xs - q1.x, ys - q1.y, zs - q1.z);
       e = en;
       q0 = n0;
       q1 = n1;
@@ -387,7 +389,7 @@ cp_force(const Vec4<Real>* __restrict__ xc, const int* __restrict__ member, cons
       for (int h = 0; h < 2; ++h) {
         const int q = h * kHalf + b;
         const Vec4<Real> pj = xc[ic * kCluster + q];
-        if (q != a) cp_pair(acc, f, pi.x - pj.x, pi.y - pj.y, pi.z - pj.z);
+        if (q != a) cp_pair(acc, f, pi.w, pj.w, pi.x - pj.x, pi.y - pj.y, pi.z - pj.z);
       }
     }
     cp_row(acc, f, xc, ent + static_cast<long long>(ic) * cap, part * m / SPLIT, (part + 1) * m / SPLIT, pi, s_shift,
@@ -439,21 +441,23 @@ struct JSum<Real, Fixed> {
 };
 
 // Two pairs of one lane, i-particles i0 and i1 against one j-particle at q (shifted to the
-// entry's image): their forces added to i0's (f0) and i1's (f1) sums; returns the force on j.
+// entry's image) carrying qw: their forces added to i0's (f0) and i1's (f1) sums; returns the force on j.
 template <typename Real, typename Acc, bool ENERGY, class F, typename G = typename JSum<Real, Acc>::type>
 __device__ __forceinline__ void n3_pairs(Accumulator<Real, Acc, ENERGY>& acc, const F& f, const Vec4<Real>& i0,
-                                         const Vec4<Real>& i1, Real qx, Real qy, Real qz, bool on0, bool on1,
+                                         const Vec4<Real>& i1, Real qx, Real qy, Real qz, Real qw, bool on0, bool on1,
                                          Acc (&f0)[3], Acc (&f1)[3], G& gx, G& gy, G& gz) {
   Real ax, ay, az, bx, by, bz;
   {
     const Real dx = i0.x - qx, dy = i0.y - qy, dz = i0.z - qz;
     const Real r2 = dx * dx + dy * dy + dz * dz;
-    pair_selected(acc, f, dx, dy, dz, r2, on0 && f.inside(r2), ax, ay, az);
+    const auto& fp = f.bind(i0.w, qw);
+    pair_selected(acc, fp, dx, dy, dz, r2, on0 && fp.inside(r2), ax, ay, az);
   }
   {
     const Real dx = i1.x - qx, dy = i1.y - qy, dz = i1.z - qz;
     const Real r2 = dx * dx + dy * dy + dz * dz;
-    pair_selected(acc, f, dx, dy, dz, r2, on1 && f.inside(r2), bx, by, bz);
+    const auto& fp = f.bind(i1.w, qw);
+    pair_selected(acc, fp, dx, dy, dz, r2, on1 && fp.inside(r2), bx, by, bz);
   }
   f0[0] += Acc(ax);
   f0[1] += Acc(ay);
@@ -519,7 +523,7 @@ cp_force_n3(const Vec4<Real>* __restrict__ xc, const int* __restrict__ ent, cons
     typename JSum<Real, Acc>::type gx, gy, gz;
     if (part == 0) {  // the cluster with itself: the pairs i < j
       const Vec4<Real> q = xc[ic * kCluster + j];
-      n3_pairs(acc, f, i0, i1, q.x, q.y, q.z, j > c, j > kIGroups + c, f0, f1, gx, gy, gz);
+      n3_pairs(acc, f, i0, i1, q.x, q.y, q.z, q.w, j > c, j > kIGroups + c, f0, f1, gx, gy, gz);
       n3_flush_j(fc, ic * (kCluster * 3) + joff, lane, c, gx, gy, gz);
     }
     const int* __restrict__ row = ent + static_cast<long long>(ic) * cap;
@@ -535,7 +539,7 @@ cp_force_n3(const Vec4<Real>* __restrict__ xc, const int* __restrict__ ent, cons
         const Vec4<Real> qn = xc[(en >> kJShift) * kCluster + j];  // in flight while this entry is computed
         const Vec4<Real> sh = s_shift[e & ((1 << kCodeBits) - 1)];
         // the j-particle at the entry's image (seen from i: q + shift, i.e. i - shift - q)
-        n3_pairs(acc, f, i0, i1, q.x + sh.x, q.y + sh.y, q.z + sh.z, true, true, f0, f1, gx, gy, gz);
+        n3_pairs(acc, f, i0, i1, q.x + sh.x, q.y + sh.y, q.z + sh.z, q.w, true, true, f0, f1, gx, gy, gz);
         n3_flush_j(fc, (e >> kJShift) * (kCluster * 3) + joff, lane, c, gx, gy, gz);
         e = en;
         q = qn;

@@ -5,8 +5,13 @@
 // the problem's functor ahead of a kernel file, and every traversal kernel takes it as
 // `template <typename> class Functor`. A functor F<Real> provides:
 //   explicit F(const Real* params)          constants in the host's params() order
+//   P bind(Real wi, Real wj) const          the pair of two particles whose positions carry wi and
+//                                           wj in their fourth component (what a particle carries:
+//                                           pair_table.cuh); *this where a potential has none
+// and the pair P (the functor itself, or what bind returns):
 //   bool inside(Real r2) const              r2 within the cutoff
 //   Real force_over_r(Real r2, Real& u) const   |F| / r (positive = repulsive), pair energy u
+// Every traversal binds each pair before it tests the cutoff: `const auto& fp = f.bind(pi.w, pj.w)`.
 //
 // Compiled by NVRTC through CuPy (strategies/cuda.py inlines this header) and by nvcc in the
 // CI compile check, so no system headers. Types are chosen on purpose: Real is the compute
@@ -379,8 +384,9 @@ __device__ __forceinline__ bool newton3_pair(Accumulator<Real, Acc, ENERGY>& acc
                                              Real& ax, Real& ay, Real& az) {
   Real dx, dy, dz;
   const Real r2 = separation<PBC>(pi, pj, box, dx, dy, dz);
-  if (!f.inside(r2)) return false;
-  acc.pair(f, dx, dy, dz, r2, ax, ay, az);
+  const auto& fp = f.bind(pi.w, pj.w);
+  if (!fp.inside(r2)) return false;
+  acc.pair(fp, dx, dy, dz, r2, ax, ay, az);
   fx += Acc(ax);
   fy += Acc(ay);
   fz += Acc(az);

@@ -69,7 +69,7 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
         near_groups<TPP, G>(rows, n, s, lane, m.x, wr, near, pair);
       }
     };
-    if constexpr (PACKED) {
+    if constexpr (PACKED) {  // a potential without per-particle data (the packed entries carry none)
       const uint2 qi = pack_position(pi, pk.inv_h);
       const PackedRow pr(qi, pk);
       auto pair = [&](const uint2& qj, bool valid) {  // valid: an entry of the row (not padding, not past its end)
@@ -90,7 +90,8 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
       auto pair = [&](const Vec4<Real>& pj, bool valid) {  // valid: an entry of the row (not padding, not past its end)
         Real dx, dy, dz;
         const Real r2 = entry_separation<false, FMA>(pi, pj, box, dx, dy, dz);
-        acc.template add_where<!ROW_VIRIAL, PRED>(f, dx, dy, dz, r2, f.inside(r2) && valid);
+        const auto& fp = f.bind(pi.w, pj.w);
+        acc.template add_where<!ROW_VIRIAL, PRED>(fp, dx, dy, dz, r2, fp.inside(r2) && valid);
       };
       const unsigned int p0 = acc.pairs;
       near_loop(pos.from(s), pair);  // near entries are slots relative to s
@@ -108,7 +109,8 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
       for (int v = 0; v < 4; ++v) {
         Real dx, dy, dz;
         const Real r2 = entry_separation<PBC, FMA>(pi, q[v], box, dx, dy, dz);
-        acc.template add_where<true, PRED>(f, dx, dy, dz, r2, f.inside(r2) && 4 * gi + v >= first);  // the padding is not a pair
+        const auto& fp = f.bind(pi.w, q[v].w);
+        acc.template add_where<true, PRED>(fp, dx, dy, dz, r2, fp.inside(r2) && 4 * gi + v >= first);  // the padding is not a pair
       }
     }
   }

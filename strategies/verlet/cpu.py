@@ -53,7 +53,7 @@ def _build_cpu(sorted_pos, order, cell_sorted, start, dims, per, box, rlist2, nb
 
 
 @njit(parallel=True)
-def _force_cpu(pair, conv, with_sums, pos, order, nbr, length, box, prm, rc2, zero, forces, sums, counts):
+def _force_cpu(pair, conv, with_sums, pos, w, order, nbr, length, box, prm, rc2, zero, forces, sums, counts):
     n = nbr.shape[0]
     for s in prange(n):
         i = order[s]
@@ -64,11 +64,11 @@ def _force_cpu(pair, conv, with_sums, pos, order, nbr, length, box, prm, rc2, ze
             j = nbr[s, k]
             dx, dy, dz, r2 = separation(pos, i, j, box)
             if r2 < rc2:
-                ax, ay, az, sm = pair_step(pair, conv, with_sums, sm, dx, dy, dz, r2, prm)
+                ax, ay, az, sm, hit = pair_step(pair, conv, with_sums, sm, dx, dy, dz, r2, prm, w[i], w[j])
                 fx += ax
                 fy += ay
                 fz += az
-                m += 1
+                m += hit
         forces[i, 0] = fx
         forces[i, 1] = fy
         forces[i, 2] = fz
@@ -176,5 +176,5 @@ class _VerletCpuPlan(CpuPlan):
             raise StrategyError(f"{self.strategy.name}: a particle has {self.overflow_len} neighbours within "
                                 f"{self.rl:g} (cutoff + skin), more than the list's capacity {self.cap}; the list was "
                                 f"not complete: give the launch parameter cap (>= {self.overflow_len}) or prepare again")
-        _force_cpu(self.pair, self.conv, self.energy, self.pos, self.order, self.nbr, self.length, self.box, self.prm, self.rc2,
+        _force_cpu(self.pair, self.conv, self.energy, self.pos, self.w, self.order, self.nbr, self.length, self.box, self.prm, self.rc2,
                    self.acc(0), self.forces, self.sums, self.counts)

@@ -71,6 +71,7 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
         if layout != "auto":
             return layout
         if problem.precision in AUTO_PACKED_PRECISIONS and problem.potential.cutoff is not None and \
+                not problem.potential.per_particle and \
                 not packed_refusal(self.packed_reach(problem), problem.box.array):
             return "packed"
         return "aos4"
@@ -102,6 +103,8 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
         packed = layout == "packed"
         entries = self.entries(tpp)
         minb = self.register_cap(energy, acc, md, packed, tpp)
+        if potential.per_particle and self.launch["minb"] == "auto":
+            minb = 0  # the caps were measured on Lennard-Jones; a typed or charged pair spills under them
         batch = self.batch(energy, entries, md, packed, tpp)
         return (f"verlet_force<{real}, {acc}, {potential.functor}, {cbool(energy)}, {cbool(pbc)}, "
                 f"{tpp}, {self.launch['block']}, {VERLET_LAYOUTS[layout]}, {minb}, {batch}, "
@@ -139,23 +142,28 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
         layout = layout or self.launch["layout"]
         return tuple(p for p in MODES if layout != "packed" or MODES[p].cxx_compute == "float")
 
-    def kernel_layouts(self, precision: str) -> tuple[str, ...]:
-        """The layouts this launch may run `precision` with: 'auto' may take packed or aos4."""
+    def kernel_layouts(self, precision: str, potential: Potential | None = None) -> tuple[str, ...]:
+        """The layouts this launch may run `precision` (and `potential`) with: 'auto' may take packed or
+        aos4; a potential whose particles carry data takes none that drops the positions' w."""
         layout = self.launch["layout"]
         if layout != "auto":
-            return (layout,) if precision in self.kernel_precisions(layout) else ()
-        return ("aos4", "packed") if precision in AUTO_PACKED_PRECISIONS else ("aos4",)
+            out: tuple[str, ...] = (layout,) if precision in self.kernel_precisions(layout) else ()
+        else:
+            out = ("aos4", "packed") if precision in AUTO_PACKED_PRECISIONS else ("aos4",)
+        if potential is not None and potential.per_particle:
+            out = tuple(lay for lay in out if lay not in self.NO_WORDS["layout"])
+        return out
 
     def md_expressions(self, potential: Potential) -> list[str]:
         """The fused MD steps' force kernels (periodic boxes, the float precision modes): the
         closing kick with every output flavour, the closing and opening kicks forces only."""
         return [self.force_expression(p, potential, e, True, t, md, lay) for t in self.default_tpps()
-                for p in FLOAT_PRECISIONS for lay in self.kernel_layouts(p)
+                for p in FLOAT_PRECISIONS for lay in self.kernel_layouts(p, potential)
                 for e, md in ((True, 1), (False, 1), (False, 2))]
 
     def default_expressions(self, potential: Potential) -> list[str]:
         return [self.force_expression(p, potential, e, pbc, t, layout=lay) for t in self.default_tpps()
-                for p in MODES for lay in self.kernel_layouts(p) for e in (True, False) for pbc in (True, False)] + \
+                for p in MODES for lay in self.kernel_layouts(p, potential) for e in (True, False) for pbc in (True, False)] + \
             self.md_expressions(potential)
 
     def expressions(self, potential: Potential, experimental: bool = False) -> list[str]:

@@ -50,7 +50,9 @@ class VerletThreadPairrows(VerletThreadPadded):
     def layout_for(self, problem: Problem) -> str:
         return self.launch["layout"]
 
-    def kernel_layouts(self, precision: str) -> tuple[str, ...]:
+    def kernel_layouts(self, precision: str, potential: Potential | None = None) -> tuple[str, ...]:
+        if potential is not None and potential.per_particle and self.launch["layout"] in self.NO_WORDS["layout"]:
+            return ()
         return (self.launch["layout"],)
 
     def entries(self, tpp: int) -> bool:

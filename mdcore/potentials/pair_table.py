@@ -1,0 +1,248 @@
+"""Typed Lennard-Jones and point charges (a force-field file, mdcore.forcefield) as a pair potential
+whose particles carry data of their own.
+
+Per pair at distance r, with a, b the two particles' types (the formulas of mdcore.forcefield):
+  Lennard-Jones, r < rc_ab:   u = 4 eps_ab (s^12 - s^6) - U_shift,ab,  s = sigma_ab / r
+  reaction field, r < rc:     u = k q_i q_j (1/r + k_rf r^2 - c_rf)
+  Ewald real space, r < rc:   u = k q_i q_j erfc(alpha r) / r
+A pair interacts (is counted) where it lies within either cutoff that applies.
+
+What a particle carries rides in its position's fourth component (words(); functor `PairTable` in
+strategies/kernels/pair_table.cuh):
+  table   the particle's record: an index into the distinct (type, charge) pairs of the system, whose
+          R x R table holds each record pair's constants, the charge product included. Typed
+          particles without charges are the case R = T.
+  charge  one Lennard-Jones type with a charge per particle: the particle's charge (any number of
+          distinct values); the charge product is formed per pair.
+One type and no charges is plain Lennard-Jones: `potential()` returns mdcore's LennardJones for it,
+so that such a file runs the single-type kernels unchanged.
+
+Not a spec on the command line (`--potential`): it is built from a force-field file and the
+particles' types and charges (`--forcefield`).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+from numba import njit
+
+from ..errors import InputError
+from ..forcefield import ForceField, ForceFieldError
+from . import Potential
+
+KIND_TABLE, KIND_CHARGE = 1, 2
+METHODS = {"none": 0, "reaction-field": 1, "ewald": 2}
+HEADER, ENTRY = 16, 8  # the functor's header values and the values of one table entry
+MAX_RECORDS = 256  # distinct (type, charge) pairs a table holds (256 x 256 entries, 2 MB in float)
+TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+
+@njit(inline="always")
+def table_pair(r2, prm, wi, wj):
+    """CPU strategies (the twin of the functor), in the compute dtype: (|F|/r, u, hit) for the
+    particles carrying wi and wj; prm = params() then 0 and 1 in the compute dtype."""
+    zero = prm[-2]
+    one = prm[-1]
+    if int(prm[HEADER - 1]) == KIND_TABLE:
+        e = HEADER + (int(wi) * int(prm[0]) + int(wj)) * ENTRY
+        qq = prm[e + 6]
+    else:
+        e = 8
+        qq = prm[7] * (wi * wj)
+    inv_r2 = one / r2
+    r6 = inv_r2 * inv_r2 * inv_r2
+    fr = zero
+    u = zero
+    hit = False
+    if r2 < prm[e + 5]:
+        hit = True
+        fr = r6 * (prm[e] * r6 - prm[e + 1]) * inv_r2
+        u = r6 * (prm[e + 2] * r6 - prm[e + 3]) - prm[e + 4]
+    method = int(prm[HEADER - 2])
+    if method != 0 and r2 < prm[1]:
+        hit = True
+        inv_r = one / np.sqrt(r2)
+        if method == 1:
+            fr += qq * (inv_r * inv_r2 - prm[3])
+            u += qq * (inv_r + (prm[2] * r2 - prm[4]))
+        else:
+            ar = prm[5] * (r2 * inv_r)
+            ec = math.erfc(ar)
+            x = math.exp(-(ar * ar))
+            fr += qq * (ec * inv_r + prm[6] * x) * inv_r2
+            u += qq * (ec * inv_r)
+    return fr, u, hit
+
+
+@njit(inline="always")
+def bound_pair(r2, c):
+    """A bound on any pair's |F|/r and |u| at r (float64): the largest sigma and epsilon of the
+    table and the largest |k q_i q_j|, terms added in magnitude. For the range checks (the closest
+    pair a precision computes, the fixed-point sums' range), not for verification: the reference
+    (reference.forcefield) computes each pair from its own types and charges.
+    c = sigma_max^2, eps_max, U_shift bound, |k q q|_max, method, k_rf, c_rf, alpha, rc_c^2."""
+    s2 = c[0] / r2
+    s6 = s2 * s2 * s2
+    fr = abs(24.0 * c[1] * s6 * (2.0 * s6 - 1.0) / r2)
+    u = abs(4.0 * c[1] * s6 * (s6 - 1.0)) + c[2]
+    if c[4] != 0.0 and r2 < c[8]:
+        r = math.sqrt(r2)
+        if c[4] == 1.0:
+            fr += c[3] * abs(1.0 / (r2 * r) - 2.0 * c[5])
+            u += c[3] * abs(1.0 / r + c[5] * r2 - c[6])
+        else:
+            e = math.erfc(c[7] * r)
+            fr += c[3] * (e / r + TWO_OVER_SQRT_PI * c[7] * math.exp(-c[7] * c[7] * r2)) / r2
+            u += c[3] * e / r
+    return fr, u
+
+
+@dataclass(frozen=True, eq=False)
+class PairTable(Potential):
+    """forcefield: the parsed file; types (N,) indices into its types; charges (N,) or None."""
+
+    forcefield: ForceField
+    types: np.ndarray
+    charges: np.ndarray | None = None
+    cutoff: float | None = field(init=False)
+
+    name: ClassVar[str] = "ff"
+    per_particle: ClassVar[bool] = True
+    pair: ClassVar = staticmethod(table_pair)
+    reference_pair: ClassVar = staticmethod(bound_pair)
+
+    def __post_init__(self) -> None:
+        ff = self.forcefield
+        t = np.ascontiguousarray(self.types, dtype=np.int32)
+        q = None if self.charges is None else np.ascontiguousarray(self.charges, dtype=np.float64)
+        if q is not None and q.shape != t.shape:
+            raise InputError(f"charges: {q.shape[0]} values for {t.shape[0]} particles")
+        t.setflags(write=False)
+        object.__setattr__(self, "types", t)
+        if q is not None:
+            q.setflags(write=False)
+            object.__setattr__(self, "charges", q)
+        object.__setattr__(self, "cutoff", ff.cutoff)
+        charged = ff.method != "none"
+        if ff.ntypes == 1 and charged:
+            kind, records, words = KIND_CHARGE, np.zeros((1, 2)), q
+        else:
+            pairs = np.stack([t.astype(np.float64), q if charged else np.zeros(len(t))], axis=1)
+            records, index = np.unique(pairs, axis=0, return_inverse=True) if len(t) else (np.zeros((1, 2)),
+                                                                                           np.zeros(0, np.int64))
+            if len(records) > MAX_RECORDS:
+                raise ForceFieldError(f"{ff.where()}: the particles form {len(records)} distinct (type, charge) "
+                                      f"pairs; the pair table holds at most {MAX_RECORDS} (with one type, any number "
+                                      "of distinct charges is computed per pair)")
+            kind, words = KIND_TABLE, np.asarray(index, np.float64).reshape(-1)
+        object.__setattr__(self, "_kind", kind)
+        object.__setattr__(self, "_records", records)
+        words = np.ascontiguousarray(words, dtype=np.float64)
+        words.setflags(write=False)
+        object.__setattr__(self, "_words", words)
+
+    # --- what the strategies read -----------------------------------------------------------
+
+    @property
+    def kind(self) -> str:
+        return "table" if self._kind == KIND_TABLE else "charge"
+
+    @property
+    def records(self) -> int:
+        return len(self._records) if self._kind == KIND_TABLE else 1
+
+    @property
+    def functor(self) -> str:  # type: ignore[override]
+        return f"PairTable_k{self._kind}_m{METHODS[self.forcefield.method]}"
+
+    @property
+    def cuda_source(self) -> str:  # type: ignore[override]
+        k, m, name = self._kind, METHODS[self.forcefield.method], self.functor
+        return (f'#include "pair_table.cuh"\n'
+                f"template <typename Real>\nstruct {name} : PairTable<Real, {k}, {m}> {{\n"
+                f"  __device__ __forceinline__ explicit {name}(const Real* __restrict__ p) : "
+                f"PairTable<Real, {k}, {m}>(p) {{}}\n}};\n")
+
+    def words(self) -> np.ndarray:
+        return self._words
+
+    def cpu_pair(self):
+        return table_pair
+
+    def _entries(self, a: np.ndarray, b: np.ndarray, qq: np.ndarray) -> np.ndarray:
+        """(..., ENTRY) constants of type pairs (a, b) with charge products qq."""
+        ff = self.forcefield
+        sig, eps, rc = ff.pair_sigma[a, b], ff.pair_epsilon[a, b], ff.pair_cutoff[a, b]
+        s6 = sig ** 6
+        out = np.zeros(np.shape(a) + (ENTRY,))
+        out[..., 0] = 48.0 * eps * s6 * s6
+        out[..., 1] = 24.0 * eps * s6
+        out[..., 2] = 4.0 * eps * s6 * s6
+        out[..., 3] = 4.0 * eps * s6
+        out[..., 4] = ff.lj_shift()[a, b]
+        out[..., 5] = rc * rc
+        out[..., 6] = qq
+        return out
+
+    def params(self) -> np.ndarray:
+        """The functor's constants (float64; the kernels read them in the compute type): the header
+        (R, rc_c^2, k_rf, 2 k_rf, c_rf, alpha, 2 alpha / sqrt(pi), k, the one type's entry, method, kind)
+        then the R x R table, both halves from one value (the same bits from either side)."""
+        ff = self.forcefield
+        charged = ff.method != "none"
+        rc_c = ff.coulomb_cutoff or 0.0
+        alpha = ff.alpha or 0.0
+        head = np.zeros(HEADER)
+        head[:8] = [self.records, rc_c * rc_c if charged else 0.0, ff.k_rf, 2.0 * ff.k_rf, ff.c_rf, alpha,
+                    TWO_OVER_SQRT_PI * alpha, ff.coulomb_constant]
+        if self._kind == KIND_CHARGE:
+            head[8:8 + ENTRY - 2] = self._entries(np.array(0), np.array(0), np.array(0.0))[:ENTRY - 2]
+            head[HEADER - 2], head[HEADER - 1] = METHODS[ff.method], KIND_CHARGE
+            return head
+        head[HEADER - 2], head[HEADER - 1] = METHODS[ff.method], KIND_TABLE
+        rec = self._records
+        ta = rec[:, 0].astype(np.int64)
+        upper = np.triu_indices(len(rec))
+        qq = ff.coulomb_constant * rec[upper[0], 1] * rec[upper[1], 1]
+        tab = np.zeros((len(rec), len(rec), ENTRY))
+        tab[upper] = self._entries(ta[upper[0]], ta[upper[1]], qq)
+        tab[upper[1], upper[0]] = tab[upper]
+        return np.concatenate([head, tab.reshape(-1)])
+
+    def pair_params(self, dtype) -> np.ndarray:
+        return np.concatenate([self.params(), [0.0, 1.0]]).astype(dtype)
+
+    def reference_constants(self) -> np.ndarray:
+        ff = self.forcefield
+        qmax = 0.0
+        if ff.method != "none" and self.charges is not None and len(self.charges):
+            qmax = float(np.max(np.abs(self.charges)))
+        return np.array([float(ff.pair_sigma.max()) ** 2, float(ff.pair_epsilon.max()),
+                         float(np.abs(ff.lj_shift()).max()), abs(ff.coulomb_constant) * qmax * qmax,
+                         float(METHODS[ff.method]), ff.k_rf, ff.c_rf, ff.alpha or 0.0,
+                         (ff.coulomb_cutoff or 0.0) ** 2])
+
+    def spec(self) -> str:
+        return f"ff:{self.forcefield.source or 'inline'}"
+
+    def describe(self) -> str:
+        ff = self.forcefield
+        what = [f"{ff.ntypes} type{'s' if ff.ntypes != 1 else ''}"]
+        if ff.method != "none":
+            what.append(ff.method)
+        return f"force field {ff.source or '(inline)'}: {', '.join(what)}, rc {ff.cutoff:g}"
+
+
+def potential(ff: ForceField, types, charges=None) -> Potential:
+    """The potential of a force field for particles of these types and charges: PairTable, or
+    mdcore's LennardJones where the file has one type and no charges."""
+    from .lennard_jones import LennardJones
+
+    t = np.zeros(0, np.int32) if types is None else np.asarray(types)
+    if ff.method == "none" and ff.ntypes == 1:
+        return LennardJones(epsilon=float(ff.pair_epsilon[0, 0]), sigma=float(ff.pair_sigma[0, 0]),
+                            cutoff=float(ff.pair_cutoff[0, 0]), shift=ff.shift)
+    return PairTable(ff, t, charges if ff.method != "none" else None)
