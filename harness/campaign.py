@@ -86,7 +86,7 @@ def stages() -> list[Stage]:
                                   "--launch", "rebuild=never", "--quiet", "--out", "{dir}/verify/never"),
                  expect=1, note="the negative control: the same replay with the rebuild trigger off must fail")]
     out += [_bench("default"), _bench("large", "--outputs", "all,forces", "--peers", "openmm"),
-            _bench("precision", "--amortised", "0")]
+            _bench("precision", "--amortised", "0"), _bench("bodies", "--amortised", "0", "--peers", "openmm")]
     out += [_bench(s, "--amortised", "0") for s in ("allpairs", "views", "one_per_cell", "nine_per_cell", "gaussian",
                                                     "mardyn", "claims")]
     out.append(Stage("nve", ("md", "--nve-report", "--n", "4000", "--steps", "200000", "--sample", "2000",

@@ -354,6 +354,9 @@ def run(name: str, problem: Problem, ref, min_time: float = 0.3) -> dict:
     if importlib.util.find_spec(module) is None:
         return {**row, "status": "n/a", "detail": f"the {module} package is not installed (optional: requirements/peers.txt)"}
     why = _applicable(problem)
+    if not why and name == "jaxmd" and problem.potential.name != "lj":
+        why = "is set up for single-type Lennard-Jones only (jax_md.energy.lennard_jones_neighbor_list takes per-species " \
+              "tables, but no charges; not wired here)"
     if why:
         return {**row, "status": "n/a", "detail": f"{name} {why}"}
     return {**row, **isolated(name, problem, ref, min_time)}

@@ -302,6 +302,22 @@ def _kob_andersen(n, rng, density=1.2, fraction=0.2, jitter=0.05):
     return pos, box, potential(ff, types)
 
 
+def _typed(n, rng, types=2, density=DENSITY, jitter=0.05, cutoff=2.5):
+    """The LJ liquid's lattice with `types` particle types drawn at random, each type's sigma in
+    [0.95, 1.05] and epsilon in [0.8, 1.2] (evenly spaced), Lorentz-Berthelot mixing, one cutoff: the
+    LJ benchmark's positions and pairs with a pair table of any size."""
+    from mdcore import forcefield
+    from mdcore.potentials.pair_table import potential
+
+    pos, box, _ = _fcc(n, rng, density=density, jitter=jitter, cutoff=cutoff)
+    t = int(types)
+    frac = np.linspace(0.0, 1.0, t) if t > 1 else np.zeros(1)
+    ff = forcefield.parse({"types": [f"T{k}" for k in range(t)],
+                           "lj": {"sigma": (0.95 + 0.1 * frac).tolist(), "epsilon": (0.8 + 0.4 * frac).tolist(),
+                                  "mixing": "lorentz-berthelot", "cutoff": cutoff}}, source=f"typed_lj types={t}")
+    return pos, box, potential(ff, rng.integers(0, t, len(pos)).astype(np.int32))
+
+
 def _charged(n, rng, method="reaction-field", charge=0.5, density=DENSITY, jitter=0.05, cutoff=2.5, epsilon_rf=78.3,
              tolerance=5e-4):
     """The LJ liquid with charges +q and -q alternating by particle index (neutral for even N)."""
@@ -352,6 +368,10 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
              {"tiny": 256, "small": 2048, "medium": 32000, "large": 1048576}, _kob_andersen,
              {"density": Param(1.2, "number density"), "fraction": Param(0.2, "the B particles' share", high=1.0),
               "jitter": P_JITTER}),
+    Scenario("typed_lj", "the LJ liquid's lattice with T random particle types (default 2; sigma 0.95-1.05, epsilon "
+             "0.8-1.2, Lorentz-Berthelot), one cutoff 2.5: the LJ benchmark with a pair table of T x T",
+             {"tiny": 256, "small": 2048, "medium": 32000, "large": 1048576}, _typed,
+             {"types": Param(2, "particle types", integer=True, low=1, low_ok=True, high=257), **_FCC}),
     Scenario("charged_lj", "the LJ liquid with charges +q, -q alternating (q 0.5), reaction field (eps_rf 78.3) "
              "and LJ both cut at 2.5; periodic",
              {"tiny": 256, "small": 2048, "medium": 32000, "large": 1048576},
@@ -369,7 +389,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
 ]}
 
 DEFAULT_MATRIX = ("lj_liquid", "lj_liquid_open", "uniform", "uniform_slab", "one_per_cell", "k_per_cell",
-                  "gaussian", "clump", "allpairs_cube", "kob_andersen", "charged_lj", "charged_lj_ewald")
+                  "gaussian", "clump", "allpairs_cube", "kob_andersen", "typed_lj", "charged_lj", "charged_lj_ewald")
 
 
 def parse_spec(spec: str) -> tuple[Scenario, dict]:

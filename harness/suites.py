@@ -65,6 +65,14 @@ SUITES: dict[str, tuple[str, list[Part]]] = {
              "fullshell_thread_csr",
              tuple(f"k_per_cell:k={k}" for k in (1, 2, 4, 9, 12)), (1000000,)),
     ]),
+    "bodies": ("the GPU's cell and list strategies on heavier pair bodies at 1M: LJ, typed LJ (2, 8 and 64 types), "
+               "Kob-Andersen, LJ with charges and a reaction field or Ewald's real-space term; OpenMM beside them", [
+        Part("backend=cuda+traversal=fullshell,backend=cuda+traversal=c08,parity_block_csr,"
+             "parity_warpblock_shared_atomic,parity_warpblock_twopass_atomic,backend=cuda+traversal=verlet,"
+             "backend=cuda+traversal=clusterpair",
+             ("lj_liquid", "typed_lj", "typed_lj:types=8", "typed_lj:types=64", "kob_andersen", "charged_lj",
+              "charged_lj_ewald"), ("large",)),
+    ]),
     "precision": ("every strategy in every precision mode on the LJ liquid, medium", [
         Part("all", ("lj_liquid",), ("medium",), PRECISIONS),
     ]),
@@ -89,7 +97,7 @@ SUITES: dict[str, tuple[str, list[Part]]] = {
 # everything a full report shows, in one sweep (`make bench SUITE=full`, then `make report`)
 SUITES["full"] = ("every suite above in one run: what `make report` needs for all its sections",
                   [part for name in ("default", "large", "allpairs", "views", "one_per_cell", "nine_per_cell", "gaussian",
-                                     "mardyn", "precision", "claims") for part in SUITES[name][1]])
+                                     "mardyn", "bodies", "precision", "claims") for part in SUITES[name][1]])
 
 
 def get(name: str) -> tuple[str, list[Part]]:

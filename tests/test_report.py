@@ -376,3 +376,26 @@ def test_the_readme_ranking_is_written_between_its_markers(tmp_path, capsys):
     assert cli.main(["report", str(bench), "--out", str(tmp_path), "--name", "r2", "--readme", str(bare)]) == 2
     assert "has no ranking markers" in capsys.readouterr().err
     assert bare.read_text() == "no markers\n" and not (tmp_path / "r2").exists()
+
+
+def test_the_pair_bodies_section_ranks_per_pair_and_names_who_overtakes(tmp_path):
+    """Time per interacting pair per strategy and pair body, ranked; a strategy that overtakes
+    another as the body gets heavier is named, with the column."""
+    from harness.report import render, sections as S
+
+    def row(strategy, scenario, ms, pairs=1_000_000):
+        return {"strategy": strategy, "backend": "cuda", "scenario": scenario, "n": 4000, "precision": "fp32",
+                "outputs": "all", "status": "ok", "compute_ms": ms, "graph_ms": ms, "pairs": pairs, "traversal": "x"}
+
+    bench = [row("a", "lj_liquid", 1.0), row("b", "lj_liquid", 2.0), row("a", "charged_lj", 3.0),
+             row("b", "charged_lj", 2.5), row("a", "kob_andersen", 2.0, pairs=2_000_000),
+             row("b", "kob_andersen", 4.0, pairs=2_000_000), row("a", "gaussian", 9.0)]
+    sec = render.Section("bodies", "Heavier pair bodies")
+    S.bodies(sec, render.Plots(tmp_path), bench)
+    md = sec.blocks[1]["md"]
+    lines = {x.split("|")[1].strip(): [c.strip() for c in x.split("|")[2:-1]] for x in md.splitlines()[2:]}
+    assert lines["a"] == ["1e+03 (1)", "1e+03 (1)", "3e+03 (2)"] and lines["b"] == ["2e+03 (2)", "2e+03 (2)", "2.5e+03 (1)"]
+    assert "LJ + reaction field: b ahead of a" in sec.blocks[2]["text"] and "Kob-Andersen:" not in sec.blocks[2]["text"]
+    empty = render.Section("bodies", "Heavier pair bodies")
+    S.bodies(empty, render.Plots(tmp_path), [row("a", "gaussian", 1.0)])
+    assert "make bench SUITE=bodies" in str(empty.blocks)

@@ -10,7 +10,7 @@ it lies outside the report's results folder): the page works offline, its raw da
 The page opens with the verdict and the correctness line. Sections (each present in every
 report; one without data says which command produces it): verdict, correctness, wins, timings
 (three columns), before and after (--before: earlier bench results), thesis, cpu_gpu, parity
-processors, precision, NVE drift (the NVE report's table), the source documents' claims, peers, roofline (with every strategy against the
+processors, precision, pair bodies (types and charges), NVE drift (the NVE report's table), the source documents' claims, peers, roofline (with every strategy against the
 fastest at the largest LJ liquid point), method.
 """
 from __future__ import annotations
@@ -57,6 +57,7 @@ def build(paths: list[Path], out_dir: Path, title: str, before: list[Path] | Non
     S.cpu_gpu(sections["cpu_gpu"], bench)
     S.parity(sections["parity"], plots, bench)
     S.precision(sections["precision"], plots, bench, data["verify"])
+    S.bodies(sections["bodies"], plots, bench)
     S.drift(sections["drift"], data["nve"])
     S.claims(sections["claims"], data["files"])
     S.peers(sections["peers"], bench)

@@ -11,7 +11,8 @@ What a particle carries rides in its position's fourth component (words(); funct
 strategies/kernels/pair_table.cuh):
   table   the particle's record: an index into the distinct (type, charge) pairs of the system, whose
           R x R table holds each record pair's constants, the charge product included. Typed
-          particles without charges are the case R = T.
+          particles without charges are the case R = T; with one cutoff for every pair their entries
+          hold two values (table2: 8 bytes a pair in float, the cutoff in the header).
   charge  one Lennard-Jones type with a charge per particle: the particle's charge (any number of
           distinct values); the charge product is formed per pair.
 One type and no charges is plain Lennard-Jones: `potential()` returns mdcore's LennardJones for it,
@@ -33,34 +34,47 @@ from ..errors import InputError
 from ..forcefield import ForceField, ForceFieldError
 from . import Potential
 
-KIND_TABLE, KIND_CHARGE = 1, 2
+KIND_TABLE, KIND_CHARGE, KIND_TABLE2 = 1, 2, 3
 METHODS = {"none": 0, "reaction-field": 1, "ewald": 2}
-HEADER, ENTRY = 16, 8  # the functor's header values and the values of one table entry
-MAX_RECORDS = 256  # distinct (type, charge) pairs a table holds (256 x 256 entries, 2 MB in float)
+HEADER, ENTRY = 16, 4  # the functor's header values and the values of one table entry
+MAX_RECORDS = 256  # distinct (type, charge) pairs a table holds (256 x 256 entries, 1 MB in float)
 TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 
 @njit(inline="always")
 def table_pair(r2, prm, wi, wj):
     """CPU strategies (the twin of the functor), in the compute dtype: (|F|/r, u, hit) for the
-    particles carrying wi and wj; prm = params() then 0 and 1 in the compute dtype."""
-    zero = prm[-2]
-    one = prm[-1]
-    if int(prm[HEADER - 1]) == KIND_TABLE:
-        e = HEADER + (int(wi) * int(prm[0]) + int(wj)) * ENTRY
-        qq = prm[e + 6]
-    else:
-        e = 8
+    particles carrying wi and wj; prm = params() then 0, 1 and 1/12 in the compute dtype."""
+    zero = prm[-3]
+    one = prm[-2]
+    twelfth = prm[-1]
+    kind = int(prm[HEADER - 1])
+    if kind == KIND_CHARGE:
+        c12, c6, rc2 = prm[8], prm[9], prm[10]
         qq = prm[7] * (wi * wj)
+        shift = prm[12]
+    else:
+        if kind == KIND_TABLE:
+            e = HEADER + (int(wi) * int(prm[0]) + int(wj)) * ENTRY
+            c12, c6, rc2, qq = prm[e], prm[e + 1], prm[e + 2], prm[e + 3]
+        else:
+            e = HEADER + (int(wi) * int(prm[0]) + int(wj)) * 2
+            c12, c6, rc2, qq = prm[e], prm[e + 1], prm[10], zero
+        shift = zero
+        if prm[13] != zero:  # shifted: U(rc) from the entry, as the functor forms it
+            inv = one / rc2
+            s6 = inv * inv * inv
+            shift = s6 * ((c12 * s6 - c6) - c6) * twelfth
     inv_r2 = one / r2
     r6 = inv_r2 * inv_r2 * inv_r2
     fr = zero
     u = zero
     hit = False
-    if r2 < prm[e + 5]:
+    if r2 < rc2:
         hit = True
-        fr = r6 * (prm[e] * r6 - prm[e + 1]) * inv_r2
-        u = r6 * (prm[e + 2] * r6 - prm[e + 3]) - prm[e + 4]
+        bracket = c12 * r6 - c6
+        fr = r6 * bracket * inv_r2
+        u = r6 * (bracket - c6) * twelfth - shift
     method = int(prm[HEADER - 2])
     if method != 0 and r2 < prm[1]:
         hit = True
@@ -137,7 +151,9 @@ class PairTable(Potential):
                 raise ForceFieldError(f"{ff.where()}: the particles form {len(records)} distinct (type, charge) "
                                       f"pairs; the pair table holds at most {MAX_RECORDS} (with one type, any number "
                                       "of distinct charges is computed per pair)")
-            kind, words = KIND_TABLE, np.asarray(index, np.float64).reshape(-1)
+            uniform = bool(np.all(ff.pair_cutoff == ff.pair_cutoff[0, 0]))
+            kind = KIND_TABLE2 if not charged and uniform else KIND_TABLE
+            words = np.asarray(index, np.float64).reshape(-1)
         object.__setattr__(self, "_kind", kind)
         object.__setattr__(self, "_records", records)
         words = np.ascontiguousarray(words, dtype=np.float64)
@@ -148,23 +164,23 @@ class PairTable(Potential):
 
     @property
     def kind(self) -> str:
-        return "table" if self._kind == KIND_TABLE else "charge"
+        return {KIND_TABLE: "table", KIND_CHARGE: "charge", KIND_TABLE2: "table2"}[self._kind]
 
     @property
     def records(self) -> int:
-        return len(self._records) if self._kind == KIND_TABLE else 1
+        return 1 if self._kind == KIND_CHARGE else len(self._records)
 
     @property
     def functor(self) -> str:  # type: ignore[override]
-        return f"PairTable_k{self._kind}_m{METHODS[self.forcefield.method]}"
+        return f"PairTable_k{self._kind}_m{METHODS[self.forcefield.method]}_s{int(self.forcefield.shift)}"
 
     @property
     def cuda_source(self) -> str:  # type: ignore[override]
         k, m, name = self._kind, METHODS[self.forcefield.method], self.functor
+        base = f"PairTable<Real, {k}, {m}, {'true' if self.forcefield.shift else 'false'}>"
         return (f'#include "pair_table.cuh"\n'
-                f"template <typename Real>\nstruct {name} : PairTable<Real, {k}, {m}> {{\n"
-                f"  __device__ __forceinline__ explicit {name}(const Real* __restrict__ p) : "
-                f"PairTable<Real, {k}, {m}>(p) {{}}\n}};\n")
+                f"template <typename Real>\nstruct {name} : {base} {{\n"
+                f"  __device__ __forceinline__ explicit {name}(const Real* __restrict__ p) : {base}(p) {{}}\n}};\n")
 
     def words(self) -> np.ndarray:
         return self._words
@@ -180,17 +196,15 @@ class PairTable(Potential):
         out = np.zeros(np.shape(a) + (ENTRY,))
         out[..., 0] = 48.0 * eps * s6 * s6
         out[..., 1] = 24.0 * eps * s6
-        out[..., 2] = 4.0 * eps * s6 * s6
-        out[..., 3] = 4.0 * eps * s6
-        out[..., 4] = ff.lj_shift()[a, b]
-        out[..., 5] = rc * rc
-        out[..., 6] = qq
+        out[..., 2] = rc * rc
+        out[..., 3] = qq
         return out
 
     def params(self) -> np.ndarray:
         """The functor's constants (float64; the kernels read them in the compute type): the header
-        (R, rc_c^2, k_rf, 2 k_rf, c_rf, alpha, 2 alpha / sqrt(pi), k, the one type's entry, method, kind)
-        then the R x R table, both halves from one value (the same bits from either side)."""
+        (R, rc_c^2, k_rf, 2 k_rf, c_rf, alpha, 2 alpha / sqrt(pi), k, the one type's entry and U(rc),
+        whether shifted, method, kind) then the R x R table, both halves from one value (the same bits
+        from either side)."""
         ff = self.forcefield
         charged = ff.method != "none"
         rc_c = ff.coulomb_cutoff or 0.0
@@ -198,11 +212,13 @@ class PairTable(Potential):
         head = np.zeros(HEADER)
         head[:8] = [self.records, rc_c * rc_c if charged else 0.0, ff.k_rf, 2.0 * ff.k_rf, ff.c_rf, alpha,
                     TWO_OVER_SQRT_PI * alpha, ff.coulomb_constant]
+        head[13] = 1.0 if ff.shift else 0.0
         if self._kind == KIND_CHARGE:
-            head[8:8 + ENTRY - 2] = self._entries(np.array(0), np.array(0), np.array(0.0))[:ENTRY - 2]
+            head[8:8 + ENTRY] = self._entries(np.array(0), np.array(0), np.array(0.0))
+            head[12] = ff.lj_shift()[0, 0]
             head[HEADER - 2], head[HEADER - 1] = METHODS[ff.method], KIND_CHARGE
             return head
-        head[HEADER - 2], head[HEADER - 1] = METHODS[ff.method], KIND_TABLE
+        head[HEADER - 2], head[HEADER - 1] = METHODS[ff.method], self._kind
         rec = self._records
         ta = rec[:, 0].astype(np.int64)
         upper = np.triu_indices(len(rec))
@@ -210,10 +226,13 @@ class PairTable(Potential):
         tab = np.zeros((len(rec), len(rec), ENTRY))
         tab[upper] = self._entries(ta[upper[0]], ta[upper[1]], qq)
         tab[upper[1], upper[0]] = tab[upper]
+        if self._kind == KIND_TABLE2:  # two values an entry, the one cutoff in the header
+            head[10] = float(ff.pair_cutoff[0, 0]) ** 2
+            tab = tab[..., :2]
         return np.concatenate([head, tab.reshape(-1)])
 
     def pair_params(self, dtype) -> np.ndarray:
-        return np.concatenate([self.params(), [0.0, 1.0]]).astype(dtype)
+        return np.concatenate([self.params(), [0.0, 1.0, 1.0 / 12.0]]).astype(dtype)
 
     def reference_constants(self) -> np.ndarray:
         ff = self.forcefield
@@ -226,7 +245,14 @@ class PairTable(Potential):
                          (ff.coulomb_cutoff or 0.0) ** 2])
 
     def spec(self) -> str:
-        return f"ff:{self.forcefield.source or 'inline'}"
+        """The file's name and a digest of what the kernels compute with (the constants and what each
+        particle carries): two problems with the same spec compute the same pairs."""
+        import hashlib
+        from pathlib import Path
+
+        h = hashlib.sha1(self.params().tobytes())
+        h.update(self._words.tobytes())
+        return f"ff:{Path(self.forcefield.source).name if self.forcefield.source else 'inline'}#{h.hexdigest()[:10]}"
 
     def describe(self) -> str:
         ff = self.forcefield

@@ -24,7 +24,7 @@ allpairs_thread_naive(const Real* __restrict__ pos_data, const int stride, const
       Real dx, dy, dz;
       const Vec4<Real> pj = pos[j];
       const Real r2 = separation<PBC>(pi, pj, box, dx, dy, dz);
-      const auto& fp = f.bind(pi.w, pj.w);
+      const auto& fp = bind_pair(f, pi.w, pj.w);
       if (fp.inside(r2) && j != i) acc.add(fp, dx, dy, dz, r2);
     }
     force[3 * i + 0] = acc.fx;
@@ -59,7 +59,7 @@ allpairs_thread_tiled(const Real* __restrict__ pos_data, const int stride, const
   auto visit = [&](const Vec4<Real>& pj, int j) {
     Real dx, dy, dz;
     const Real r2 = separation<PBC>(pi, pj, box, dx, dy, dz);
-    const auto& fp = f.bind(pi.w, pj.w);
+    const auto& fp = bind_pair(f, pi.w, pj.w);
     if (fp.inside(r2) && j != i) acc.add(fp, dx, dy, dz, r2);
   };
 

@@ -100,7 +100,7 @@ fullshell_thread_csr(const Real* __restrict__ pos_data, const int stride, const 
               if (WINDOW && pj.z > zmax) break;  // past the window: the strip is sorted by z
               Real dx, dy, dz;
               const Real r2 = separation<MINIMAGE>(p, pj, box, dx, dy, dz);
-              const auto& fp = f.bind(pi.w, pj.w);
+              const auto& fp = bind_pair(f, pi.w, pj.w);
               if (fp.inside(r2)) acc.add(fp, dx, dy, dz, r2);
             }
           }
@@ -169,7 +169,7 @@ fullshell_thread(const Cells<Real, Acc, LAYOUT> cells, const int* __restrict__ c
             Real dx, dy, dz;
             const Vec4<Real> pj = cells.p(nb, q);
             const Real r2 = separation<MINIMAGE>(p, pj, box, dx, dy, dz);
-            const auto& fp = f.bind(pi.w, pj.w);
+            const auto& fp = bind_pair(f, pi.w, pj.w);
             if (fp.inside(r2) && (nb != c || q != self)) acc.add(fp, dx, dy, dz, r2);
           }
         }

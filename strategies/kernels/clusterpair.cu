@@ -295,7 +295,7 @@ template <typename Real, typename Acc, bool ENERGY, class F>
 __device__ __forceinline__ void cp_pair(Accumulator<Real, Acc, ENERGY>& acc, const F& f, Real wi, Real wj, Real dx,
                                         Real dy, Real dz) {
   const Real r2 = dx * dx + dy * dy + dz * dz;
-  const auto& fp = f.bind(wi, wj);
+  const auto& fp = bind_pair(f, wi, wj);
   if (fp.inside(r2)) acc.add(fp, dx, dy, dz, r2);
 }
 
@@ -450,13 +450,13 @@ __device__ __forceinline__ void n3_pairs(Accumulator<Real, Acc, ENERGY>& acc, co
   {
     const Real dx = i0.x - qx, dy = i0.y - qy, dz = i0.z - qz;
     const Real r2 = dx * dx + dy * dy + dz * dz;
-    const auto& fp = f.bind(i0.w, qw);
+    const auto& fp = bind_pair(f, i0.w, qw);
     pair_selected(acc, fp, dx, dy, dz, r2, on0 && fp.inside(r2), ax, ay, az);
   }
   {
     const Real dx = i1.x - qx, dy = i1.y - qy, dz = i1.z - qz;
     const Real r2 = dx * dx + dy * dy + dz * dz;
-    const auto& fp = f.bind(i1.w, qw);
+    const auto& fp = bind_pair(f, i1.w, qw);
     pair_selected(acc, fp, dx, dy, dz, r2, on1 && fp.inside(r2), bx, by, bz);
   }
   f0[0] += Acc(ax);

@@ -5,13 +5,13 @@
 // the problem's functor ahead of a kernel file, and every traversal kernel takes it as
 // `template <typename> class Functor`. A functor F<Real> provides:
 //   explicit F(const Real* params)          constants in the host's params() order
-//   P bind(Real wi, Real wj) const          the pair of two particles whose positions carry wi and
-//                                           wj in their fourth component (what a particle carries:
-//                                           pair_table.cuh); *this where a potential has none
+//   P bind(Real wi, Real wj) const          optional: the pair of two particles whose positions carry
+//                                           wi and wj in their fourth component (what a particle
+//                                           carries: pair_table.cuh); without it, the functor itself
 // and the pair P (the functor itself, or what bind returns):
 //   bool inside(Real r2) const              r2 within the cutoff
 //   Real force_over_r(Real r2, Real& u) const   |F| / r (positive = repulsive), pair energy u
-// Every traversal binds each pair before it tests the cutoff: `const auto& fp = f.bind(pi.w, pj.w)`.
+// Every traversal binds each pair before it tests the cutoff: `const auto& fp = bind_pair(f, pi.w, pj.w)`.
 //
 // Compiled by NVRTC through CuPy (strategies/cuda.py inlines this header) and by nvcc in the
 // CI compile check, so no system headers. Types are chosen on purpose: Real is the compute
@@ -163,6 +163,26 @@ template <class F>
 struct SplitEnergy<F, decltype(void(F::kSplitEnergy))> {
   static constexpr bool value = F::kSplitEnergy;
 };
+
+// Whether a functor binds pairs to what their particles carry (bind(wi, wj)).
+template <class F, class = void>
+struct Binds {
+  static constexpr bool value = false;
+};
+template <class F>
+struct Binds<F, decltype(void(&F::bind))> {
+  static constexpr bool value = true;
+};
+
+// The pair of two particles carrying wi and wj: f.bind(wi, wj), or f itself where f has no bind.
+template <class F, typename Real>
+__device__ __forceinline__ decltype(auto) bind_pair(const F& f, Real wi, Real wj) {
+  if constexpr (Binds<F>::value) {
+    return f.bind(wi, wj);
+  } else {
+    return (f);
+  }
+}
 
 // One thread's sums. pair() takes d = r_i - r_j inside the cutoff and returns the force on i
 // (Newton3 traversals subtract it from j themselves); with ENERGY it also adds the pair energy,
@@ -384,7 +404,7 @@ __device__ __forceinline__ bool newton3_pair(Accumulator<Real, Acc, ENERGY>& acc
                                              Real& ax, Real& ay, Real& az) {
   Real dx, dy, dz;
   const Real r2 = separation<PBC>(pi, pj, box, dx, dy, dz);
-  const auto& fp = f.bind(pi.w, pj.w);
+  const auto& fp = bind_pair(f, pi.w, pj.w);
   if (!fp.inside(r2)) return false;
   acc.pair(fp, dx, dy, dz, r2, ax, ay, az);
   fx += Acc(ax);

@@ -27,9 +27,6 @@ struct Coordination {
       : inv_r0(p[0]), d0(p[1]), rn(p[2]), rm(p[3]), stretch(p[4]), shift(p[5]), dmax2(p[6]),
         n(static_cast<int>(p[2])), m(static_cast<int>(p[3])) {}
 
-  // No per-particle data: every pair is the functor itself.
-  __device__ __forceinline__ const Coordination& bind(Real, Real) const { return *this; }
-
   __device__ __forceinline__ bool inside(Real r2) const { return r2 < dmax2; }
 
   static __device__ __forceinline__ Real ipow(Real x, int k) {

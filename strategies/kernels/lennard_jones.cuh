@@ -23,9 +23,6 @@ struct LennardJones {
       : sigma2(p[0]), eps24(p[1]), eps4(p[2]), cutoff2(p[3]), shift(p[4]), c12f(p[5]), c6f(p[6]), c12u(p[7]),
         c6u(p[8]) {}
 
-  // No per-particle data: every pair is the functor itself.
-  __device__ __forceinline__ const LennardJones& bind(Real, Real) const { return *this; }
-
   __device__ __forceinline__ bool inside(Real r2) const { return r2 < cutoff2; }
 
   // For r2 inside the cutoff: |F| / r (positive = repulsive) and the pair energy u. The brackets

@@ -4,6 +4,7 @@
 //   KIND 1 (table)   w = the particle's record, an index into the distinct (type, charge) pairs
 //                    of the system; the pair's constants are row r_i, column r_j of an R x R table
 //   KIND 2 (charge)  one Lennard-Jones type, w = the particle's charge
+//   KIND 3 (table2)  KIND 1 without charges and with one cutoff: entries of two values (8 bytes in float)
 // METHOD: 0 no charges, 1 reaction field, 2 Ewald real space (erfc(alpha r) / r).
 //
 // A kernel binds the functor to a pair's two w (bind(wi, wj)) and calls inside() and
@@ -13,8 +14,12 @@
 //
 // Parameters (device array in the compute type, host order in PairTable.params()):
 //   0 R (records), 1 rc_c^2 (0 without charges), 2 k_rf, 3 2 k_rf, 4 c_rf, 5 alpha, 6 2 alpha / sqrt(pi),
-//   7 k (coulomb constant), 8..15 the one type's entry (KIND 2), 16.. the table (KIND 1)
-// Each entry is kEntry values: 48 eps s^12, 24 eps s^6, 4 eps s^12, 4 eps s^6, U_shift, rc_lj^2, k q_i q_j, 0.
+//   7 k (coulomb constant), 8..11 the one type's entry and 12 its U_shift (KIND 2; KIND 3: 10 the cutoff^2),
+//   16.. the table (KIND 1 and 3)
+// Each entry is kEntry values, 16 bytes in float (one load a pair): 48 eps s^12, 24 eps s^6, rc_lj^2 and
+// k q_i q_j. The energy's constants follow from the force's (4 eps s^12 = 48 eps s^12 / 12, 4 eps s^6 =
+// 24 eps s^6 / 6) and, where SHIFT, U(rc) from them and rc^2: measured, the 32-byte entry with them spelled
+// out cost more in gathers than the arithmetic does (docs/decisions/pair-table.md).
 #pragma once
 #include "common.cuh"
 
@@ -45,14 +50,14 @@ struct FFMath<double> {
   }
 };
 
-constexpr int kFFHeader = 16, kEntry = 8;
-constexpr int kFFTable = 1, kFFCharge = 2;
+constexpr int kFFHeader = 16, kEntry = 4;
+constexpr int kFFTable = 1, kFFCharge = 2, kFFTable2 = 3;
 constexpr int kNoCharges = 0, kReactionField = 1, kEwald = 2;
 
 // One pair's constants with the coulomb ones: what a kernel's pair body calls.
 template <typename Real, int METHOD>
 struct BoundPair {
-  Real c12f, c6f, c12u, c6u, shift, rc2lj, qq;
+  Real c12f, c6f, rc2lj, qq, shift;
   Real rc2c, krf, krf2, crf, alpha, ea;
 
   __device__ __forceinline__ bool inside(Real r2) const {
@@ -68,13 +73,15 @@ struct BoundPair {
     const Real inv_r2 = Math<Real>::rcp(r2);
     const Real r6 = inv_r2 * inv_r2 * inv_r2;
     const bool lj = r2 < rc2lj;
+    // force: r^-6 (48 eps s^12 r^-6 - 24 eps s^6) / r^2; energy: r^-6 (that bracket - 24 eps s^6) / 12
 #ifdef NO_CONTRACTION
-    const Real ulj = r6 * (c12u * r6 - c6u) - shift;
-    const Real flj = r6 * (c12f * r6 - c6f) * inv_r2;
+    const Real bracket = c12f * r6 - c6f;
+    const Real ulj = r6 * (bracket - c6f) * Real(1.0 / 12.0) - shift;
 #else
-    const Real ulj = fma(r6, fma(c12u, r6, -c6u), -shift);
-    const Real flj = r6 * fma(c12f, r6, -c6f) * inv_r2;
+    const Real bracket = fma(c12f, r6, -c6f);
+    const Real ulj = fma(r6 * (bracket - c6f), Real(1.0 / 12.0), -shift);
 #endif
+    const Real flj = r6 * bracket * inv_r2;
     Real fr = lj ? flj : Real(0);
     u = lj ? ulj : Real(0);
     if constexpr (METHOD != kNoCharges) {
@@ -112,40 +119,71 @@ template <typename Real>
 __device__ __forceinline__ void load_entry(const Real* __restrict__ e, Real (&c)[kEntry]) {
   if constexpr (sizeof(Real) == 4) {
     const float4 a = __ldg(reinterpret_cast<const float4*>(e));
-    const float4 b = __ldg(reinterpret_cast<const float4*>(e) + 1);
-    c[0] = a.x, c[1] = a.y, c[2] = a.z, c[3] = a.w, c[4] = b.x, c[5] = b.y, c[6] = b.z, c[7] = b.w;
+    c[0] = a.x, c[1] = a.y, c[2] = a.z, c[3] = a.w;
   } else {
-#pragma unroll
-    for (int v = 0; v < kEntry / 2; ++v) {
-      const double2 a = __ldg(reinterpret_cast<const double2*>(e) + v);
-      c[2 * v] = a.x, c[2 * v + 1] = a.y;
-    }
+    const double2 a = __ldg(reinterpret_cast<const double2*>(e));
+    const double2 b = __ldg(reinterpret_cast<const double2*>(e) + 1);
+    c[0] = a.x, c[1] = a.y, c[2] = b.x, c[3] = b.y;
   }
 }
 
-template <typename Real, int KIND, int METHOD>
+// U(rc) of an entry: r^-6 (48 eps s^12 r^-6 - 2 x 24 eps s^6) / 12 at r^2 = rc^2 (the pair body's form).
+template <typename Real>
+__device__ __forceinline__ Real entry_shift(Real c12f, Real c6f, Real rc2) {
+  const Real inv = Real(1) / rc2;
+  const Real r6 = inv * inv * inv;
+#ifdef NO_CONTRACTION
+  return r6 * ((c12f * r6 - c6f) - c6f) * Real(1.0 / 12.0);
+#else
+  return r6 * (fma(c12f, r6, -c6f) - c6f) * Real(1.0 / 12.0);
+#endif
+}
+
+// The two values of a KIND 3 entry at e.
+template <typename Real>
+__device__ __forceinline__ void load_pair2(const Real* __restrict__ e, Real& a, Real& b) {
+  if constexpr (sizeof(Real) == 4) {
+    const float2 v = __ldg(reinterpret_cast<const float2*>(e));
+    a = v.x, b = v.y;
+  } else {
+    const double2 v = __ldg(reinterpret_cast<const double2*>(e));
+    a = v.x, b = v.y;
+  }
+}
+
+template <typename Real, int KIND, int METHOD, bool SHIFT>
 struct PairTable {
-  static_assert(KIND == kFFTable || KIND == kFFCharge, "KIND: kFFTable or kFFCharge");
+  static_assert(KIND == kFFTable || KIND == kFFCharge || KIND == kFFTable2, "KIND: kFFTable, kFFCharge or kFFTable2");
   static_assert(METHOD >= kNoCharges && METHOD <= kEwald, "METHOD: none, reaction field or Ewald");
-  static_assert(KIND == kFFTable || METHOD != kNoCharges, "a charge per particle needs a method");
+  static_assert(KIND != kFFCharge || METHOD != kNoCharges, "a charge per particle needs a method");
+  static_assert(KIND != kFFTable2 || METHOD == kNoCharges, "two-value entries hold no charge product");
   const Real* __restrict__ table;
   int records;
   Real rc2c, krf, krf2, crf, alpha, ea, k;
-  Real one[kEntry];  // KIND 2: the one type's entry, in registers
+  Real one[kEntry], one_shift;  // KIND 2: the one type's entry and U(rc); KIND 3: one[2] the cutoff^2
 
   __device__ __forceinline__ explicit PairTable(const Real* __restrict__ params)
       : table(params + kFFHeader), records(static_cast<int>(params[0])), rc2c(params[1]), krf(params[2]),
-        krf2(params[3]), crf(params[4]), alpha(params[5]), ea(params[6]), k(params[7]) {
-    if constexpr (KIND == kFFCharge) load_entry(params + 8, one);
+        krf2(params[3]), crf(params[4]), alpha(params[5]), ea(params[6]), k(params[7]), one_shift(Real(0)) {
+    if constexpr (KIND == kFFCharge || KIND == kFFTable2) load_entry(params + 8, one);
+    if constexpr (KIND == kFFCharge && SHIFT) one_shift = params[12];
   }
 
   __device__ __forceinline__ BoundPair<Real, METHOD> bind(Real wi, Real wj) const {
     if constexpr (KIND == kFFTable) {
       Real c[kEntry];
       load_entry(table + (static_cast<int>(wi) * records + static_cast<int>(wj)) * kEntry, c);
-      return {c[0], c[1], c[2], c[3], c[4], c[5], c[6], rc2c, krf, krf2, crf, alpha, ea};
+      Real shift = Real(0);
+      if constexpr (SHIFT) shift = entry_shift(c[0], c[1], c[2]);
+      return {c[0], c[1], c[2], c[3], shift, rc2c, krf, krf2, crf, alpha, ea};
+    } else if constexpr (KIND == kFFTable2) {
+      Real a, b;
+      load_pair2(table + (static_cast<int>(wi) * records + static_cast<int>(wj)) * 2, a, b);
+      Real shift = Real(0);
+      if constexpr (SHIFT) shift = entry_shift(a, b, one[2]);
+      return {a, b, one[2], Real(0), shift, rc2c, krf, krf2, crf, alpha, ea};
     } else {
-      return {one[0], one[1], one[2], one[3], one[4], one[5], k * (wi * wj), rc2c, krf, krf2, crf, alpha, ea};
+      return {one[0], one[1], one[2], k * (wi * wj), one_shift, rc2c, krf, krf2, crf, alpha, ea};
     }
   }
 };

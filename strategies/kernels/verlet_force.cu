@@ -90,7 +90,7 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
       auto pair = [&](const Vec4<Real>& pj, bool valid) {  // valid: an entry of the row (not padding, not past its end)
         Real dx, dy, dz;
         const Real r2 = entry_separation<false, FMA>(pi, pj, box, dx, dy, dz);
-        const auto& fp = f.bind(pi.w, pj.w);
+        const auto& fp = bind_pair(f, pi.w, pj.w);
         acc.template add_where<!ROW_VIRIAL, PRED>(fp, dx, dy, dz, r2, fp.inside(r2) && valid);
       };
       const unsigned int p0 = acc.pairs;
@@ -109,7 +109,7 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
       for (int v = 0; v < 4; ++v) {
         Real dx, dy, dz;
         const Real r2 = entry_separation<PBC, FMA>(pi, q[v], box, dx, dy, dz);
-        const auto& fp = f.bind(pi.w, q[v].w);
+        const auto& fp = bind_pair(f, pi.w, q[v].w);
         acc.template add_where<true, PRED>(fp, dx, dy, dz, r2, fp.inside(r2) && 4 * gi + v >= first);  // the padding is not a pair
       }
     }

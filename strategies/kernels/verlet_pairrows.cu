@@ -190,17 +190,17 @@ verlet_force_pairs(const Real* __restrict__ pos_data, const int stride, const in
     auto pair = [&](const Vec4<Real>& pj, bool valid) {
       Real dx, dy, dz;
       Real r2 = entry_separation<false, FMA>(pi0, pj, box, dx, dy, dz);
-      const auto& f0 = f.bind(pi0.w, pj.w);
+      const auto& f0 = bind_pair(f, pi0.w, pj.w);
       acc0.template add_where<!ROW_VIRIAL>(f0, dx, dy, dz, r2, f0.inside(r2) && valid);
       r2 = entry_separation<false, FMA>(pi1, pj, box, dx, dy, dz);
-      const auto& f1 = f.bind(pi1.w, pj.w);
+      const auto& f1 = bind_pair(f, pi1.w, pj.w);
       acc1.template add_where<!ROW_VIRIAL>(f1, dx, dy, dz, r2, f1.inside(r2) && valid && two);
     };
     if (two) {  // the row's own pair, from both sides
       Real dx, dy, dz;
       const Real r2 = entry_separation<false, FMA>(pi0, pi1, box, dx, dy, dz);
-      const auto& f01 = f.bind(pi0.w, pi1.w);
-      const auto& f10 = f.bind(pi1.w, pi0.w);
+      const auto& f01 = bind_pair(f, pi0.w, pi1.w);
+      const auto& f10 = bind_pair(f, pi1.w, pi0.w);
       acc0.template add_where<!ROW_VIRIAL>(f01, dx, dy, dz, r2, f01.inside(r2));
       acc1.template add_where<!ROW_VIRIAL>(f10, -dx, -dy, -dz, r2, f10.inside(r2));
     }
@@ -219,10 +219,10 @@ verlet_force_pairs(const Real* __restrict__ pos_data, const int stride, const in
         const bool in_row = 4 * gi + v >= first;  // the padding is not a pair
         Real dx, dy, dz;
         Real r2 = entry_separation<PBC, FMA>(pi0, q[v], box, dx, dy, dz);
-        const auto& f0 = f.bind(pi0.w, q[v].w);
+        const auto& f0 = bind_pair(f, pi0.w, q[v].w);
         acc0.add_where(f0, dx, dy, dz, r2, f0.inside(r2) && in_row);
         r2 = entry_separation<PBC, FMA>(pi1, q[v], box, dx, dy, dz);
-        const auto& f1 = f.bind(pi1.w, q[v].w);
+        const auto& f1 = bind_pair(f, pi1.w, q[v].w);
         acc1.add_where(f1, dx, dy, dz, r2, f1.inside(r2) && in_row && two);
       }
     }

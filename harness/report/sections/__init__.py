@@ -5,12 +5,14 @@ name prefix.
   answer.py   verdict, correctness, wins, the three timing columns, before and after
   thesis.py   the thesis's figures, CPU against GPU, the MarDyn processors, precision
   context.py  NVE drift, peers, roofline, every strategy against the fastest, claims, method
+  bodies.py   the ranking as the pair body gets heavier (types, charges)
 """
 from .answer import before_after, changes, correctness, repeat_check, timings, verdict, wins
+from .bodies import bodies
 from .common import SECTIONS
 from .context import _against_fastest, claims, drift, issue_bound_ms, method, peers, roofline
 from .thesis import cpu_gpu, parity, precision, thesis
 
-__all__ = ["SECTIONS", "_against_fastest", "before_after", "changes", "claims", "correctness", "cpu_gpu", "drift",
+__all__ = ["SECTIONS", "_against_fastest", "before_after", "bodies", "changes", "claims", "correctness", "cpu_gpu", "drift",
            "issue_bound_ms", "method", "parity", "peers", "precision", "repeat_check", "roofline", "thesis", "timings",
            "verdict", "wins"]

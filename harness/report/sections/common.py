@@ -19,6 +19,7 @@ SECTIONS = [
     ("cpu_gpu", "CPU (numba) against GPU"),
     ("parity", "Parity-plane traverser: the MarDyn cell processors"),
     ("precision", "Precision modes"),
+    ("bodies", "Heavier pair bodies: types and charges"),
     ("drift", "Energy drift in NVE, per precision"),
     ("claims", "The source documents' claims"),
     ("peers", "Peers"),
