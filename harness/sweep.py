@@ -141,8 +141,9 @@ def terminal_table(rows: list[dict]) -> str:
             times = [f"{k[:-3]} {r[k]:.4g} ms" for k in ("force_ms", "step_ms", "update_ms") if r.get(k) is not None]
             if r.get("force_min_ms") is not None:
                 times[0] += f" (min {r['force_min_ms']:.4g}, max {r['force_max_ms']:.4g})"
-            err = f", relative force error rms {r['force_rms_err']:.2e}" if r.get("force_rms_err") is not None else ""
-            text += (f"\n  {r['strategy']} {r['scenario']} N={r['n']} {r['precision']}: {', '.join(times)}{err}"
+            if r.get("force_rms_err") is not None:
+                times.append(f"relative force error rms {r['force_rms_err']:.2e}")
+            text += (f"\n  {r['strategy']} {r['scenario']} N={r['n']} {r['precision']}: {', '.join(times)}"
                      f"\n    includes: {r.get('includes', '')}")
     noisy = [f"{r['strategy']} {r['scenario']} N={r['n']} {r['precision']} ({r['compute_spread']:.0%})"
              for r in rows if r.get("noisy")]
