@@ -175,12 +175,26 @@ class PairTable(Potential):
         return f"PairTable_k{self._kind}_m{METHODS[self.forcefield.method]}_s{int(self.forcefield.shift)}"
 
     @property
+    def functor_shared(self) -> str | None:
+        """The functor whose table the kernels that can stage it read from shared memory (None: no table)."""
+        return None if self._kind == KIND_CHARGE else self.functor + "_shared"
+
+    @property
     def cuda_source(self) -> str:  # type: ignore[override]
-        k, m, name = self._kind, METHODS[self.forcefield.method], self.functor
-        base = f"PairTable<Real, {k}, {m}, {'true' if self.forcefield.shift else 'false'}>"
-        return (f'#include "pair_table.cuh"\n'
-                f"template <typename Real>\nstruct {name} : {base} {{\n"
-                f"  __device__ __forceinline__ explicit {name}(const Real* __restrict__ p) : {base}(p) {{}}\n}};\n")
+        k, m = self._kind, METHODS[self.forcefield.method]
+        shift = "true" if self.forcefield.shift else "false"
+        out = '#include "pair_table.cuh"\n'
+        for name, shared in ((self.functor, "false"), (self.functor + "_shared", "true")):
+            base = f"PairTable<Real, {k}, {m}, {shift}, {shared}>"
+            out += (f"template <typename Real>\nstruct {name} : {base} {{\n"
+                    f"  __device__ __forceinline__ explicit {name}(const Real* __restrict__ p) : {base}(p) {{}}\n}};\n")
+        return out
+
+    def table_bytes(self, itemsize: int) -> int:
+        """The pair table's size in the compute type (0 without a table)."""
+        if self._kind == KIND_CHARGE:
+            return 0
+        return self.records ** 2 * (2 if self._kind == KIND_TABLE2 else ENTRY) * itemsize
 
     def words(self) -> np.ndarray:
         return self._words

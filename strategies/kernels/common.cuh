@@ -184,6 +184,32 @@ __device__ __forceinline__ decltype(auto) bind_pair(const F& f, Real wi, Real wj
   }
 }
 
+// Whether a functor's table is to be staged in shared memory (its kSharedTable, pair_table.cuh);
+// false where it does not say.
+template <class F, class = void>
+struct SharedTable {
+  static constexpr bool value = false;
+};
+template <class F>
+struct SharedTable<F, decltype(void(F::kSharedTable))> {
+  static constexpr bool value = F::kSharedTable;
+};
+
+// A kernel's first step where its functor's table goes to shared memory (every thread of the block
+// calls it): the table copied into the block's dynamic shared memory, and the functor pointed at it.
+template <int BLOCK, class F>
+__device__ __forceinline__ void stage_table(F& f) {
+  if constexpr (SharedTable<F>::value) {
+    using Real = typename F::RealType;
+    extern __shared__ __align__(16) unsigned char s_dynamic[];
+    Real* s = reinterpret_cast<Real*>(s_dynamic);
+    const int m = f.table_values();
+    for (int k = threadIdx.x; k < m; k += BLOCK) s[k] = __ldg(f.table + k);
+    __syncthreads();
+    f.table = s;
+  }
+}
+
 // One thread's sums. pair() takes d = r_i - r_j inside the cutoff and returns the force on i
 // (Newton3 traversals subtract it from j themselves); with ENERGY it also adds the pair energy,
 // the pair virial r (x) f and one to the pair count (ENERGY = false: the forces-only flavour of

@@ -114,15 +114,26 @@ struct BoundPair {
   }
 };
 
+// A vector of a table: through the read-only path from global memory, or a plain load (SHARED: the
+// kernel copied the table to shared memory; in a kernel that did not, a plain load from global memory).
+template <bool SHARED, typename V>
+__device__ __forceinline__ V table_load(const V* p) {
+  if constexpr (SHARED) {
+    return *p;
+  } else {
+    return __ldg(p);
+  }
+}
+
 // The kEntry values of an entry at e.
-template <typename Real>
-__device__ __forceinline__ void load_entry(const Real* __restrict__ e, Real (&c)[kEntry]) {
+template <bool SHARED = false, typename Real>
+__device__ __forceinline__ void load_entry(const Real* e, Real (&c)[kEntry]) {
   if constexpr (sizeof(Real) == 4) {
-    const float4 a = __ldg(reinterpret_cast<const float4*>(e));
+    const float4 a = table_load<SHARED>(reinterpret_cast<const float4*>(e));
     c[0] = a.x, c[1] = a.y, c[2] = a.z, c[3] = a.w;
   } else {
-    const double2 a = __ldg(reinterpret_cast<const double2*>(e));
-    const double2 b = __ldg(reinterpret_cast<const double2*>(e) + 1);
+    const double2 a = table_load<SHARED>(reinterpret_cast<const double2*>(e));
+    const double2 b = table_load<SHARED>(reinterpret_cast<const double2*>(e) + 1);
     c[0] = a.x, c[1] = a.y, c[2] = b.x, c[3] = b.y;
   }
 }
@@ -140,24 +151,28 @@ __device__ __forceinline__ Real entry_shift(Real c12f, Real c6f, Real rc2) {
 }
 
 // The two values of a KIND 3 entry at e.
-template <typename Real>
-__device__ __forceinline__ void load_pair2(const Real* __restrict__ e, Real& a, Real& b) {
+template <bool SHARED, typename Real>
+__device__ __forceinline__ void load_pair2(const Real* e, Real& a, Real& b) {
   if constexpr (sizeof(Real) == 4) {
-    const float2 v = __ldg(reinterpret_cast<const float2*>(e));
+    const float2 v = table_load<SHARED>(reinterpret_cast<const float2*>(e));
     a = v.x, b = v.y;
   } else {
-    const double2 v = __ldg(reinterpret_cast<const double2*>(e));
+    const double2 v = table_load<SHARED>(reinterpret_cast<const double2*>(e));
     a = v.x, b = v.y;
   }
 }
 
-template <typename Real, int KIND, int METHOD, bool SHIFT>
+// SHARED: the table placed in shared memory by the kernels that stage it (SharedTable below; the
+// Verlet list's launch parameter table=shared), read with plain loads.
+template <typename Real, int KIND, int METHOD, bool SHIFT, bool SHARED = false>
 struct PairTable {
+  static constexpr bool kSharedTable = SHARED && KIND != kFFCharge;
+  using RealType = Real;
   static_assert(KIND == kFFTable || KIND == kFFCharge || KIND == kFFTable2, "KIND: kFFTable, kFFCharge or kFFTable2");
   static_assert(METHOD >= kNoCharges && METHOD <= kEwald, "METHOD: none, reaction field or Ewald");
   static_assert(KIND != kFFCharge || METHOD != kNoCharges, "a charge per particle needs a method");
   static_assert(KIND != kFFTable2 || METHOD == kNoCharges, "two-value entries hold no charge product");
-  const Real* __restrict__ table;
+  const Real* table;
   int records;
   Real rc2c, krf, krf2, crf, alpha, ea, k;
   Real one[kEntry], one_shift;  // KIND 2: the one type's entry and U(rc); KIND 3: one[2] the cutoff^2
@@ -172,18 +187,23 @@ struct PairTable {
   __device__ __forceinline__ BoundPair<Real, METHOD> bind(Real wi, Real wj) const {
     if constexpr (KIND == kFFTable) {
       Real c[kEntry];
-      load_entry(table + (static_cast<int>(wi) * records + static_cast<int>(wj)) * kEntry, c);
+      load_entry<SHARED>(table + (static_cast<int>(wi) * records + static_cast<int>(wj)) * kEntry, c);
       Real shift = Real(0);
       if constexpr (SHIFT) shift = entry_shift(c[0], c[1], c[2]);
       return {c[0], c[1], c[2], c[3], shift, rc2c, krf, krf2, crf, alpha, ea};
     } else if constexpr (KIND == kFFTable2) {
       Real a, b;
-      load_pair2(table + (static_cast<int>(wi) * records + static_cast<int>(wj)) * 2, a, b);
+      load_pair2<SHARED>(table + (static_cast<int>(wi) * records + static_cast<int>(wj)) * 2, a, b);
       Real shift = Real(0);
       if constexpr (SHIFT) shift = entry_shift(a, b, one[2]);
       return {a, b, one[2], Real(0), shift, rc2c, krf, krf2, crf, alpha, ea};
     } else {
       return {one[0], one[1], one[2], k * (wi * wj), one_shift, rc2c, krf, krf2, crf, alpha, ea};
     }
+  }
+
+  // The table's values (R x R entries), what a kernel staging it copies.
+  __device__ __forceinline__ int table_values() const {
+    return records * records * (KIND == kFFTable2 ? 2 : kEntry);
   }
 };

@@ -26,6 +26,7 @@ VERLET_LAYOUTS = {**LAYOUTS, "packed": 3}
 # strategy only with the Vec4 positions), else aos4. Packed was the fastest layout measured at
 # LJ 1M (docs/decisions/verlet-packed-layout.md).
 AUTO_PACKED_PRECISIONS = ("fp32", "mixed")
+SHARED_TABLE_MOST = 227 * 1024  # the dynamic shared memory a block can have (compute capability 9.0)
 # the build kernels (kernels/verlet_build.cu): (MINIMAGE, WINDOW) of the strip build
 BUILD_FLAGS = (("false", "true"), ("true", "false"))
 
@@ -38,16 +39,19 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
     description = ("CUDA Verlet list (cutoff + skin): padded rows of 16-bit near and 32-bit far entries in cell order, "
                    "one to sixteen threads a row by size; the displacement check and rebuild decided on the device "
                    "every step; layout auto (packed 8-byte positions for the near entries where they apply, else aos4)")
-    launch_defaults = {**VerletStrategy.launch_defaults, "block": 128, "layout": "auto", "adapt": "off"}
+    launch_defaults = {**VerletStrategy.launch_defaults, "block": 128, "layout": "auto", "adapt": "off",
+                       "table": "global"}
     # chosen by the code (tuning.py) unless set by name; prune: experimental (an inner list)
     launch_internal = {"tpp": 0, "build": "auto", "minb": "auto", "batch": "auto", "split": "auto", "prune": "off"}
     launch_choices = {**VerletStrategy.launch_choices, "block": (64, 128, 256, 512), "tpp": TPP_CHOICES,
                       "build": BUILD_CHOICES, "layout": ("auto", *VERLET_LAYOUTS), "minb": MINB_CHOICES,
-                      "batch": BATCH_CHOICES, "split": SPLIT_CHOICES}
+                      "batch": BATCH_CHOICES, "split": SPLIT_CHOICES, "table": ("global", "shared")}
     launch_help: ClassVar[dict] = {
         "layout": "positions the force kernel gathers: auto (packed where it applies, else aos4), aos4, aos3, soa, "
                   "packed (8-byte fixed point for the near entries)",
         "adapt": "off, or m:K: each particle's buffer m + K dt times its speed at a rebuild of the MD loop",
+        "table": "where a typed pair table lies: global (read through the read-only cache) or shared (copied into "
+                 "each block's shared memory first)",
     }
 
     def __init__(self, **launch):
@@ -77,6 +81,14 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
         return "aos4"
 
     def supports(self, problem: Problem, check_device: bool = True) -> tuple[bool, str]:
+        if self.launch["table"] == "shared":
+            pot = problem.potential
+            if not pot.per_particle or pot.functor_shared is None:
+                return False, "table=shared places a typed pair table; this problem's potential has none"
+            size = pot.table_bytes(MODES[problem.precision].compute(0).itemsize)
+            if size > SHARED_TABLE_MOST:
+                return False, (f"table=shared: the pair table of {pot.records} records takes {size / 1024:.0f} KB, "
+                               f"more than the {SHARED_TABLE_MOST // 1024} KB of shared memory a block can have")
         if self.launch["layout"] == "packed":
             if problem.precision not in self.kernel_precisions("packed"):
                 return False, (f"layout=packed holds float coordinates in fixed point; {problem.precision} computes in "
@@ -106,7 +118,10 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
         if potential.per_particle and self.launch["minb"] == "auto":
             minb = 0  # the caps were measured on Lennard-Jones; a typed or charged pair spills under them
         batch = self.batch(energy, entries, md, packed, tpp)
-        return (f"verlet_force<{real}, {acc}, {potential.functor}, {cbool(energy)}, {cbool(pbc)}, "
+        functor = potential.functor
+        if self.launch["table"] == "shared" and potential.per_particle and potential.functor_shared:
+            functor = potential.functor_shared
+        return (f"verlet_force<{real}, {acc}, {functor}, {cbool(energy)}, {cbool(pbc)}, "
                 f"{tpp}, {self.launch['block']}, {VERLET_LAYOUTS[layout]}, {minb}, {batch}, "
                 f"{cbool(entries)}" + (f", {md}>" if md else ">"))
 
@@ -171,6 +186,7 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
         every layout; with `experimental`, also every internal value set by name (tpp 32, minb,
         batch, split)."""
         variants = [{"tpp": t} for t in self.tpps()] + [{"block": b} for b in self.launch_choices["block"]] + \
+            [{"table": "shared"}] + \
             [{"layout": lay} for lay in VERLET_LAYOUTS]
         if experimental:
             variants += [{"tpp": 32}] + [{"minb": m} for m in MINB_CHOICES] + [{"batch": b} for b in BATCH_CHOICES] + \

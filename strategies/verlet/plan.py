@@ -37,6 +37,7 @@ class VerletPlan(DeviceListPlan):
         n = problem.n
         self.tpp = strategy.launch.get("tpp", 1) or auto_tpp(n, tuning.table().tpp_most, round_up=False)
         self.block = strategy.launch["block"]
+        self._opted_in: set[int] = set()  # force kernels allowed more than 48 KB of dynamic shared memory
         self.rows = self.row_count(strategy, problem)
         self.blocks = max(1, -(-(self.rows * self.tpp) // self.block))
         super().__init__(strategy, problem, nparts=self.blocks if n else 0)
@@ -302,7 +303,21 @@ class VerletPlan(DeviceListPlan):
         self.layout.fill(cur, n + 1)  # aos3, soa: the positions of this step (and the phantom), copied
         fn((self.blocks,), (self.block,), (*self.layout.args(cur), self.binning.order, *self._rows_read(),
                                            np.int32(n), np.int32(self.cap), self.box, self.fparams, self.forces, self.partial,
-                                           self.pcount, flag, self.rebuilds, md, self._packed()))
+                                           self.pcount, flag, self.rebuilds, md, self._packed()),
+           shared_mem=self._table_shared(fn))
+
+    def _table_shared(self, fn) -> int:
+        """The dynamic shared memory of the force kernel: the pair table where launch table=shared (the
+        kernel allowed above 48 KB once), else 0."""
+        if self.strategy.launch.get("table") != "shared":
+            return 0
+        size = self.problem.potential.table_bytes(np.dtype(self.real).itemsize)
+        if size > 48 * 1024 and id(fn) not in self._opted_in:
+            from cupy.cuda import driver
+
+            driver.funcSetAttribute(fn.ptr, driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, size)
+            self._opted_in.add(id(fn))
+        return size
 
     def _packed(self) -> np.ndarray:
         """The kernels' PackedPositions (layout=packed: the plan's q now; zero otherwise)."""
