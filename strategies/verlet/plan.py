@@ -313,9 +313,7 @@ class VerletPlan(DeviceListPlan):
             return 0
         size = self.problem.potential.table_bytes(np.dtype(self.real).itemsize)
         if size > 48 * 1024 and id(fn) not in self._opted_in:
-            from cupy.cuda import driver
-
-            driver.funcSetAttribute(fn.ptr, driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, size)
+            fn.max_dynamic_shared_size_bytes = size  # CuPy's RawKernel: cuFuncSetAttribute
             self._opted_in.add(id(fn))
         return size
 
