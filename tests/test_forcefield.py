@@ -346,3 +346,20 @@ def test_bad_particle_arrays_in_an_npz(tmp_path):
         with pytest.raises(Exception) as e:
             io.read_particles(tmp_path / "b.npz")
         assert words in str(e.value)
+
+
+def test_the_verlet_lists_shared_table_is_offered_where_there_is_a_table():
+    import strategies
+    from harness import scenarios
+
+    s = strategies.create("verlet_thread_padded", table="shared")
+    typed = scenarios.make("kob_andersen", "tiny")
+    assert s.supports(typed, check_device=False) == (True, "")
+    assert "PairTable_k1_m0_s0_shared" in s.force_expression("fp32", typed.potential, True, True, 1)
+    ok, why = s.supports(scenarios.make("lj_liquid", "tiny"), check_device=False)
+    assert not ok and "table=shared places a typed pair table" in why
+    big = scenarios.make("typed_lj:types=256", "small").with_precision("fp64")  # 256 records, 2 MB of table
+    ok, why = s.supports(big, check_device=False)
+    assert not ok and "more than the 227 KB of shared memory" in why
+    assert strategies.create("verlet_thread_padded").force_expression("fp32", typed.potential, True, True, 1) \
+        .startswith("verlet_force<float, float, PairTable_k1_m0_s0,")
