@@ -432,6 +432,14 @@ CLAIMS = [
                        lambda r: _name(r).endswith("_mutex") and "warpblock" in _name(r),
                        lambda ra, rb: f"{_name(ra).split('_')[2]} {_where(ra)}",
                        match=lambda r: _name(r).split("_")[2])),
+    Claim("table-on-chip", "000", "the molecule model's component parameters and mixing coefficients sit in "
+          "constant memory (on chip)", "force phase with a typed pair table in shared memory (on chip; constant "
+          "memory serialises the lanes' different entries) against global memory: the global / shared time ratio",
+          "python -m harness bench --strategies verlet_thread_padded --scenario typed_lj --scenario typed_lj:types=64 "
+          "--scenario kob_andersen --n large --sweep table=global:shared (in make results: bench --suite claims)",
+          _judge_pairs(lambda r: (r.get("launch_params") or {}).get("table") == "shared",
+                       lambda r: (r.get("launch_params") or {}).get("table", "global") == "global"
+                       and str(r.get("potential")).startswith("ff:"), _at, ignore=("table",))),
     Claim("one-thread-per-atom", "001", "the coordination kernel with one thread per atom against all others "
           "(getSelfCoord)", "force phase with the coordination potential: allpairs_thread_naive against the tiled "
           "kernel and the cell list (holds: nothing beats it)", "python -m harness bench --suite claims (in make results)",

@@ -118,7 +118,7 @@ def test_cli_writes_markdown_and_json(tmp_path):
     assert "| claim | source |" in out.read_text() and "**holds**" in out.read_text()
     doc = json.loads(js.read_text())
     assert doc["kind"] == "claims" and len(doc["claims"]) == len(claims.CLAIMS)
-    assert "11 claims from 1 result files" in r.stderr
+    assert f"{len(claims.CLAIMS)} claims from 1 result files" in r.stderr
 
 
 @pytest.mark.parametrize("args, message", [
@@ -135,3 +135,21 @@ def test_cli_empty_folder_is_refused(tmp_path):
     r = subprocess.run([sys.executable, "-m", "harness", "claims", str(tmp_path)], capture_output=True, text=True,
                        cwd=ROOT)
     assert r.returncode == 2 and "no result files" in r.stderr
+
+
+def test_the_on_chip_table_claim_compares_shared_with_global_tables(tmp_path):
+    """table=shared against table=global at the same typed point: faster at a small table, slower at a large
+    one: depends, naming both; single-type rows do not count."""
+    def rows(scenario, glob, shared):
+        base = {"name": "verlet_thread_padded", "scenario": scenario, "potential": f"ff:{scenario}#0123456789"}
+        return [{**base, "strategy": "verlet_thread_padded", "launch_params": {"block": 128, "table": "global"},
+                 "t": glob},
+                {**base, "strategy": "verlet_thread_padded[table=shared]", "launch_params": {"block": 128,
+                                                                                            "table": "shared"},
+                 "t": shared}]
+    lj = [{"name": "verlet_thread_padded", "strategy": "verlet_thread_padded", "potential": "lj",
+           "launch_params": {"block": 128, "table": "global"}, "t": 1.0}]
+    _bench(tmp_path / "a.json", rows("typed_lj", 0.20, 0.18) + rows("typed_lj:types=64", 0.25, 0.31) + lj)
+    v = _verdicts(tmp_path)["table-on-chip"]
+    assert v["verdict"] == "depends" and "1 faster, 0 tie, 1 slower of 2 points" in v["why"]
+    assert "typed_lj N=1,000 fp32 1.11x" in v["measured"] and "types=64 N=1,000 fp32 0.81x" in v["measured"]
