@@ -39,10 +39,11 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
     description = ("CUDA Verlet list (cutoff + skin): padded rows of 16-bit near and 32-bit far entries in cell order, "
                    "one to sixteen threads a row by size; the displacement check and rebuild decided on the device "
                    "every step; layout auto (packed 8-byte positions for the near entries where they apply, else aos4)")
-    launch_defaults = {**VerletStrategy.launch_defaults, "block": 128, "layout": "auto", "adapt": "off",
-                       "table": "global"}
+    launch_defaults = {**VerletStrategy.launch_defaults, "block": 128, "layout": "auto", "adapt": "off"}
     # chosen by the code (tuning.py) unless set by name; prune: experimental (an inner list)
-    launch_internal = {"tpp": 0, "build": "auto", "minb": "auto", "batch": "auto", "split": "auto", "prune": "off"}
+    # table: where a typed pair table lies (measured: docs/decisions/pair-table.md)
+    launch_internal = {"tpp": 0, "build": "auto", "minb": "auto", "batch": "auto", "split": "auto", "prune": "off",
+                       "table": "global"}
     launch_choices = {**VerletStrategy.launch_choices, "block": (64, 128, 256, 512), "tpp": TPP_CHOICES,
                       "build": BUILD_CHOICES, "layout": ("auto", *VERLET_LAYOUTS), "minb": MINB_CHOICES,
                       "batch": BATCH_CHOICES, "split": SPLIT_CHOICES, "table": ("global", "shared")}
@@ -81,7 +82,7 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
         return "aos4"
 
     def supports(self, problem: Problem, check_device: bool = True) -> tuple[bool, str]:
-        if self.launch["table"] == "shared":
+        if self.launch.get("table") == "shared":
             pot = problem.potential
             if not pot.per_particle or pot.functor_shared is None:
                 return False, "table=shared places a typed pair table; this problem's potential has none"
@@ -119,7 +120,7 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
             minb = 0  # the caps were measured on Lennard-Jones; a typed or charged pair spills under them
         batch = self.batch(energy, entries, md, packed, tpp)
         functor = potential.functor
-        if self.launch["table"] == "shared" and potential.per_particle and potential.functor_shared:
+        if self.launch.get("table") == "shared" and potential.per_particle and potential.functor_shared:
             functor = potential.functor_shared
         return (f"verlet_force<{real}, {acc}, {functor}, {cbool(energy)}, {cbool(pbc)}, "
                 f"{tpp}, {self.launch['block']}, {VERLET_LAYOUTS[layout]}, {minb}, {batch}, "
