@@ -27,6 +27,9 @@ def cmd_list(args: argparse.Namespace) -> int:
             for s in scenarios.SCENARIOS.values()]
     pots = [{"name": n, "functor": c.functor, "spec": c().spec(), "description": (c.__doc__ or "").strip().splitlines()[0]}
             for n, c in potentials.REGISTRY.items()]
+    pots.append({"name": "ff", "functor": "PairTable", "spec": "--forcefield FILE.json --input CONF",
+                 "description": "typed Lennard-Jones with a pair table and point charges (reaction field, Ewald real "
+                                "space) from a force-field file (docs/forcefield.md)"})
     precs = {p: m.help for p, m in MODES.items()}
     if args.json:
         print(json.dumps({"strategies": strat, "aliases": strategies.ALIASES, "scenarios": scen, "potentials": pots,

@@ -144,7 +144,9 @@ def cmd_nve_report(args: argparse.Namespace) -> int:
     problem = input_problem(args) if args.input else scenarios.make(args.scenario, size_arg(args.n), seed=args.seed)
     precisions = [md_precision(p) for p in parse_precisions(args.precision)] if args.precision else list(FLOAT_PRECISIONS)
     print(f"NVE report: {problem.describe()}, {steps} steps of dt {args.dt:g} from one equilibrated start "
-          f"(T0 {args.temperature:g}), LJ shifted at the cutoff, a sample every {args.sample}")
+          f"(T0 {args.temperature:g}), "
+          + ("LJ shifted at the cutoff" if problem.potential.name == "lj" else problem.potential.describe())
+          + f", a sample every {args.sample}")
     head = f"{'strategy':34s} {'precision':9s} {'drift /particle/tau':>20s} {'max |E-E0| /particle':>21s} {'ms/step':>9s}  T"
 
     def say(r: dict) -> None:
