@@ -142,6 +142,37 @@ class ForceFieldError(InputError):
     pass
 
 
+def to_json(ff: ForceField) -> dict:
+    """The file that parses back to ff (the full tables; a cutoff per pair written as a multiple of
+    sigma where the file gave it so, else one cutoff)."""
+    T = ff.ntypes
+    rc = ff.pair_cutoff
+    if np.all(rc == rc[0, 0]):
+        lj_cut = {"cutoff": float(rc[0, 0])}
+    else:
+        c = float(rc[0, 0] / ff.pair_sigma[0, 0])
+        if not np.array_equal(rc, c * ff.pair_sigma):
+            raise ForceFieldError(f"{ff.where()}: per-pair cutoffs that are neither one value nor a multiple of sigma "
+                                  "have no form in the file")
+        lj_cut = {"cutoff": c, "cutoff_in_sigma": True}
+    out: dict = {"types": list(ff.types),
+                 "lj": {"pair_sigma": [[float(ff.pair_sigma[i, j]) for j in range(T)] for i in range(T)],
+                        "pair_epsilon": [[float(ff.pair_epsilon[i, j]) for j in range(T)] for i in range(T)],
+                        **lj_cut, "shift": bool(ff.shift)}}
+    es: dict = {"method": ff.method}
+    if ff.method != "none":
+        es["cutoff"] = float(ff.coulomb_cutoff)
+        if ff.method == "reaction-field":
+            es["epsilon_rf"] = "inf" if math.isinf(ff.epsilon_rf) else float(ff.epsilon_rf)
+        else:
+            es["alpha"] = float(ff.alpha)
+    out["electrostatics"] = es
+    out["coulomb_constant"] = float(ff.coulomb_constant)
+    if ff.allow_net_charge:
+        out["allow_net_charge"] = True
+    return out
+
+
 def load(path: str | Path) -> ForceField:
     """Read and check a force-field file (JSON; YAML where PyYAML is installed)."""
     p = Path(path)

@@ -363,3 +363,24 @@ def test_the_verlet_lists_shared_table_is_offered_where_there_is_a_table():
     assert not ok and "more than the 227 KB of shared memory" in why
     assert strategies.create("verlet_thread_padded").force_expression("fp32", typed.potential, True, True, 1) \
         .startswith("verlet_force<float, float, PairTable_k1_m0_s0,")
+
+
+@pytest.mark.parametrize("spec", ["kob_andersen", "charged_lj_ewald", "typed_lj:types=3"])
+@pytest.mark.parametrize("suffix", [".xyz", ".npz"])
+def test_export_writes_types_charges_and_the_force_field_back(tmp_path, spec, suffix):
+    """export of a scenario with types or charges: the particles carry them and the force field lies
+    beside; --input with --forcefield gives the scenario's own reference forces."""
+    import reference
+    from harness import scenarios
+    from harness.cli import main
+
+    out = tmp_path / f"conf{suffix}"
+    assert main(["export", "--scenario", spec, "--n", "tiny", "--out", str(out)]) == 0
+    ff = tmp_path / "conf.forcefield.json"
+    assert ff.is_file()
+    assert main(["forces", "--strategy", "reference", "--input", str(out), "--forcefield", str(ff), "--precision",
+                 "fp64", "--out", str(tmp_path / "f.npz")]) == 0
+    want = reference.compute(scenarios.make(spec, "tiny"))
+    got = np.load(tmp_path / "f.npz")
+    assert np.allclose(got["forces"], want.forces, rtol=0, atol=1e-12 * np.abs(want.forces).max())
+    assert int(got["pairs"]) == want.pairs

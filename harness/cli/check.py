@@ -194,8 +194,23 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     results.check_file(args.out, "--out", (".xyz", ".extxyz", ".npz"))
     p = scenarios.make(args.scenario, size_arg(args.n), seed=args.seed)
-    write_configuration(args.out, p.positions, p.box)
-    print(f"{p.describe()} -> {args.out}")
+    pot = p.potential
+    if not pot.per_particle:
+        write_configuration(args.out, p.positions, p.box)
+        print(f"{p.describe()} -> {args.out}")
+        return 0
+    # types and charges go with the positions, the force field beside them: --input and --forcefield read both
+    from mdcore import forcefield
+
+    from ..io import Particles
+
+    out = Path(args.out)
+    ff_path = out.with_name(out.stem + ".forcefield.json")
+    doc = forcefield.to_json(pot.forcefield)
+    names = [pot.forcefield.types[t] for t in pot.types]
+    write_configuration(out, p.positions, p.box, Particles(p.positions, p.box, species=names, charges=pot.charges))
+    ff_path.write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"{p.describe()} ({pot.describe()}) -> {out}, its force field -> {ff_path}")
     return 0
 
 
