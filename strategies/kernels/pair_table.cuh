@@ -7,7 +7,7 @@
 //   KIND 3 (table2)  KIND 1 without charges and with one cutoff: entries of two values (8 bytes in float)
 // METHOD: 0 no charges, 1 reaction field, 2 Ewald real space (erfc(alpha r) / r).
 //
-// A kernel binds the functor to a pair's two w (bind(wi, wj)) and calls inside() and
+// A kernel binds the functor to a pair's two w (bind_pair(f, wi, wj), common.cuh) and calls inside() and
 // force_over_r() on what bind returns. The bound pair is the same bits from either side: the table
 // is symmetric bit for bit (the host fills both halves from one value) and the charge product is
 // k (q_i q_j), q_i q_j = q_j q_i exactly.
@@ -15,6 +15,7 @@
 // Parameters (device array in the compute type, host order in PairTable.params()):
 //   0 R (records), 1 rc_c^2 (0 without charges), 2 k_rf, 3 2 k_rf, 4 c_rf, 5 alpha, 6 2 alpha / sqrt(pi),
 //   7 k (coulomb constant), 8..11 the one type's entry and 12 its U_shift (KIND 2; KIND 3: 10 the cutoff^2),
+//   13 shifted, 14 METHOD, 15 KIND (what the CPU twin reads; the kernels have them as template arguments),
 //   16.. the table (KIND 1 and 3)
 // Each entry is kEntry values, 16 bytes in float (one load a pair): 48 eps s^12, 24 eps s^6, rc_lj^2 and
 // k q_i q_j. The energy's constants follow from the force's (4 eps s^12 = 48 eps s^12 / 12, 4 eps s^6 =
