@@ -48,7 +48,7 @@ setup:
 TEST_JOBS ?= 2
 test:
 	$(call boot,$(TEST_EXTRAS))
-	$(PYTHON) -m pytest -q $(if $(filter-out 1,$(TEST_JOBS)),-n $(TEST_JOBS)) tests research $(ARGS)
+	$(PYTHON) -m pytest -q $(if $(filter-out 1,$(TEST_JOBS)),-n $(TEST_JOBS) --dist loadgroup) tests research $(ARGS)
 
 verify:
 	$(call boot,)

@@ -56,6 +56,7 @@ def test_experimental_kernels_compile():
 MAX_SPILL_BYTES = 24
 
 
+@pytest.mark.xdist_group("defaults_compiled")  # one process compiles the defaults once (make test: --dist loadgroup)
 def test_default_launches_do_not_spill(defaults_compiled):
     """Each strategy's default specialisations (every precision, periodic or not) keep their
     working set in registers: a real spill to local memory would show in every timing."""
@@ -144,6 +145,7 @@ def ptx_of(defaults_compiled):
     return out
 
 
+@pytest.mark.xdist_group("defaults_compiled")
 @pytest.mark.parametrize("file, expr", PTX_CASES)
 def test_precision_modes_in_ptx(file, expr, ptx_of):
     """fp32: no float64 arithmetic at all (an untyped literal would show up here); mixed: float64
