@@ -260,13 +260,17 @@ class PairTable(Potential):
 
     def spec(self) -> str:
         """The file's name and a digest of what the kernels compute with (the constants and what each
-        particle carries): two problems with the same spec compute the same pairs."""
-        import hashlib
-        from pathlib import Path
+        particle carries): two problems with the same spec compute the same pairs. Formed once (every
+        verify and bench row names it)."""
+        if "_spec" not in self.__dict__:
+            import hashlib
+            from pathlib import Path
 
-        h = hashlib.sha1(self.params().tobytes())
-        h.update(self._words.tobytes())
-        return f"ff:{Path(self.forcefield.source).name if self.forcefield.source else 'inline'}#{h.hexdigest()[:10]}"
+            h = hashlib.sha1(self.params().tobytes())
+            h.update(self._words.tobytes())
+            name = Path(self.forcefield.source).name if self.forcefield.source else "inline"
+            object.__setattr__(self, "_spec", f"ff:{name}#{h.hexdigest()[:10]}")
+        return self._spec
 
     def describe(self) -> str:
         ff = self.forcefield
