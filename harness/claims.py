@@ -216,8 +216,16 @@ def _at(ra: dict, rb: dict) -> str:
     return f"{_name(ra)} {_where(ra)}"
 
 
-def _layout_pairs(data: Data, fast: str, slow: str) -> list[Pair]:
-    return _pairs(data, lambda r: _layout(r) == fast, lambda r: _layout(r) == slow, _at, ignore=("layout",))
+def _words(r: dict) -> bool:
+    """The particles carry a type or charge (a force field's pair table: pair_table.py)."""
+    return str(r.get("potential", "")).startswith("ff:")
+
+
+def _layout_pairs(data: Data, fast: str, slow: str, words: bool = False) -> list[Pair]:
+    """Points timed in layouts `fast` and `slow`; words: of typed or charged particles (else of
+    particles without per-particle data)."""
+    return _pairs(data, lambda r: _layout(r) == fast and _words(r) == words,
+                  lambda r: _layout(r) == slow and _words(r) == words, _at, ignore=("layout",))
 
 
 def _layout_pair(fast: str, slow: str):
@@ -244,6 +252,24 @@ def _soa_unnecessary(data: Data):
         return DEPENDS if len(gains) * 2 <= len(pairs) else FAILS, f"{counts}: {where}", \
             "SoA speed-up over float4: " + text, files
     return HOLDS, f"{counts}, none by more than 1.25x", "SoA speed-up over float4: " + text, files
+
+
+def _charges_in_float4(data: Data):
+    """Charged or typed particles: the word packed into the Vec4's fourth component (aos4) against
+    float3 positions with the words in an array of their own (aos3). Holds where packing wins
+    nowhere beyond the noise band."""
+    pairs = _layout_pairs(data, "aos3", "aos4", words=True)
+    if not pairs:
+        return UNMEASURED, "no typed or charged point timed in both layouts", "", []
+    wins = [p for p in pairs if p.outcome < 0]  # float4 with the word faster beyond the band
+    files = sorted({f for p in pairs for f in p.files})
+    text = "float4-with-word / float3-plus-array time: " + ", ".join(
+        f"{p.label} {1.0 / p.ratio:.2f}x" for p in pairs[:8]) + (f" (+{len(pairs) - 8} more)" if len(pairs) > 8 else "")
+    counts = f"packing faster at {len(wins)} of {len(pairs)} points"
+    if not wins:
+        return HOLDS, counts, text, files
+    where = ", ".join(f"{p.label} ({p.ratio:.2f}x)" for p in wins[:4])
+    return (FAILS if len(wins) * 2 > len(pairs) else DEPENDS), f"{counts}: {where}", text, files
 
 
 def _no_precision(r: dict) -> tuple:
@@ -397,6 +423,13 @@ CLAIMS = [
     Claim("soa-cache-efficiency", "002", '"an SoA layout ... results in a higher cache efficiency" (6.3)',
           "force phase, layout soa against aos4: the float4 / SoA time ratio",
           "python -m harness bench --strategies fullshell_thread_csr,allpairs_thread_tiled,allpairs_thread_naive --n 32000 --outputs forces --sweep layout=aos4:aos3:soa --precision fp32,fp64 (in make results: bench --suite claims)", _layout_pair("soa", "aos4")),
+    Claim("charges-in-float4", "003", '"Packing additional data (like atomic charges) to fill float4 is no longer '
+          'beneficial"', "force phase, charged and typed particles: the charge or type in the position's fourth "
+          "component (aos4) against float3 positions with the charges in an array of their own (aos3): the "
+          "aos3 / aos4 time ratio (holds: packing is faster nowhere beyond the noise)",
+          "python -m harness bench --strategies fullshell_thread_csr,verlet_thread_padded --scenario charged_lj "
+          "--scenario typed_lj:types=8 --n large --outputs forces --sweep layout=aos4:aos3:soa (in make results: "
+          "bench --suite claims)", _charges_in_float4),
     Claim("quantization-speed", "003", '"integer operations are 2-16x faster"; fixed point "offers better '
           'performance than mixed precision"', "force phase, precision fixed against mixed",
           "python -m harness bench --precision fixed,mixed,fp32", _quantization),

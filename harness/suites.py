@@ -78,7 +78,8 @@ SUITES: dict[str, tuple[str, list[Part]]] = {
     ]),
     "claims": ("what the source documents' claims need beyond the suites above (harness claims): position layouts "
                "in fp32 and fp64, the cell strategies' views, c08 and the MarDyn schedulers on the liquid and two "
-               "Gaussians at 1M, the coordination function's kernels, the precision modes at 1M, a typed pair "
+               "Gaussians at 1M, the coordination function's kernels, the precision modes at 1M, charges in float4 "
+               "against float3 and an array, a typed pair "
                "table in shared against global memory, the Verlet list's default layout against aos4 at 256,000 and 1M", [
         Part("fullshell_thread_csr,verlet_thread_padded,allpairs_thread_tiled,allpairs_thread_naive", ("lj_liquid",),
              (32000,), ("fp32", "fp64"), sweep={"layout": ["aos4", "aos3", "soa"]}, outputs=("forces",)),
@@ -89,6 +90,11 @@ SUITES: dict[str, tuple[str, list[Part]]] = {
              (4000, 32000), potential="coordination:r0=1,n=6,dmax=2.5"),
         Part("fullshell_thread_csr,clusterpair_warp_newton3,verlet_thread_padded", ("lj_liquid",), ("large",),
              ("fp32", "mixed", "fp64", "fixed")),
+        # charges and types packed into the positions' fourth component against float3 beside a word array
+        Part("fullshell_thread_csr,verlet_thread_padded", ("charged_lj", "typed_lj:types=8"), ("large",),
+             sweep={"layout": ["aos4", "aos3", "soa"]}, outputs=("forces",)),
+        Part("allpairs_thread_tiled,allpairs_thread_naive", ("charged_lj",), (32000,),
+             sweep={"layout": ["aos4", "aos3", "soa"]}, outputs=("forces",)),
         # a typed pair table in shared memory against global memory (the MarDyn port's on-chip parameters)
         Part("verlet_thread_padded", ("typed_lj", "typed_lj:types=64", "kob_andersen"), ("large",),
              sweep={"table": ["global", "shared"]}),

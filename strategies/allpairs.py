@@ -64,7 +64,8 @@ class _AllPairsPlan(CudaPlan):
         self.grid = -(-problem.n // self.block)
         super().__init__(strategy, problem, nparts=self.grid * slices)
         self._kernels: dict = {}
-        self.layout = Layout(self.cp, strategy.launch["layout"], self.real_t, self.real, problem.n)
+        self.layout = Layout(self.cp, strategy.launch["layout"], self.real_t, self.real, problem.n,
+                             words=problem.potential.per_particle)
 
     @property
     def device_bytes(self) -> int:

@@ -256,15 +256,16 @@ class Strategy:
         return True, ""
 
     # launch values whose kernels read positions without their fourth component, which carries a
-    # particle's type or charge (mdcore.potentials.pair_table): name -> the values
-    NO_WORDS: ClassVar[dict] = {"layout": ("aos3", "soa", "packed")}
+    # particle's type or charge (mdcore.potentials.pair_table): name -> the values. aos3 and soa keep
+    # it in an array of their own (kernels/layout.cuh); the Verlet list's packed entries have no room.
+    NO_WORDS: ClassVar[dict] = {"layout": ("packed",)}
 
     def per_particle_refusal(self) -> str:
         """Why this strategy's launch cannot compute particles that carry a type or charge, or ""."""
         for key, values in self.NO_WORDS.items():
             if self.launch.get(key) in values:
                 return (f"{key}={self.launch[key]} reads positions without their fourth component, where a "
-                        "particle's type or charge travels (take layout aos4)")
+                        "particle's type or charge travels (take layout aos4, aos3 or soa)")
         if str(self.launch.get("adapt", "off")) != "off":
             return "adapt keeps each particle's buffer in its position's fourth component, where a particle's type " \
                    "or charge travels"

@@ -513,7 +513,8 @@ class FullshellCsrPlan(CellsPlan):
         self.capacity = None
         self.cell_buffers = []
         self.lpos = self.binning.sorted
-        self.layout = Layout(self.cp, self.strategy.launch["layout"], self.real_t, self.real, self.problem.n)
+        self.layout = Layout(self.cp, self.strategy.launch["layout"], self.real_t, self.real, self.problem.n,
+                             words=self.problem.potential.per_particle)
 
     @property
     def device_bytes(self) -> int:

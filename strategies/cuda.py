@@ -198,12 +198,14 @@ def layout_expressions(reals=("float", "double")) -> list[str]:
 class Layout:
     """The positions a kernel reads, in the layout a launch parameter names: aos4 reads the Vec4
     array it is given as it is; aos3 and soa read a copy (3 m Reals) that fill() makes from a
-    Vec4 array on the device."""
+    Vec4 array on the device. words: the particles carry a type or charge in their fourth
+    component, which the copy keeps in an array of its own after the coordinates (4 m Reals)."""
 
-    def __init__(self, cp, name: str, real_t: str, real: type, m: int):
+    def __init__(self, cp, name: str, real_t: str, real: type, m: int, words: bool = False):
         self.name, self.code = name, LAYOUTS[name]
         self.stride = max(int(m), 1)
-        self.data = None if self.code == 0 else cp.empty(3 * self.stride, real)
+        self.words = bool(words)
+        self.data = None if self.code == 0 else cp.empty((4 if words else 3) * self.stride, real)
         self._k = None if self.code == 0 else kernel("layout.cu", f"relayout<{real_t}, {self.code}>")
 
     @property
@@ -214,7 +216,7 @@ class Layout:
         """The copy of src's first n positions (nothing to do for aos4)."""
         if self._k is not None and n:
             self._k((max(1, min(-(-n // 256), 8 * sm_count())),), (256,), (src, np.int32(n), self.data,
-                                                                          np.int32(self.stride)))
+                                                                          np.int32(self.stride), self.words))
 
     def args(self, src) -> tuple:
         """(positions, stride) as the kernels take them: src itself for aos4, else the copy."""

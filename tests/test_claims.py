@@ -50,6 +50,25 @@ def test_layout_claims_depend_when_kernels_disagree(tmp_path):
     assert "allpairs_thread_naive" in v["float3-vs-float4"]["why"]
 
 
+def test_the_charges_in_float4_claim_reads_only_charged_or_typed_points(tmp_path):
+    ff = {"potential": "ff:charged_lj#61ab6d6e72", "scenario": "charged_lj"}
+    # LJ points: float4 much faster (the float3 claim fails there) and no charged point: not measured
+    _bench(tmp_path / "a.json", _layout_rows("fullshell_thread_csr", {"aos4": 1.0, "aos3": 1.5}))
+    v = _verdicts(tmp_path)
+    assert v["charges-in-float4"]["verdict"] == "not measured" and v["float3-vs-float4"]["verdict"] == "does not hold"
+    # charged: float3 + array a tie at one point, faster at the other: packing is not beneficial
+    _bench(tmp_path / "b.json", _layout_rows("fullshell_thread_csr", {"aos4": 1.0, "aos3": 1.001}, **ff)
+           + _layout_rows("verlet_thread_padded", {"aos4": 1.2, "aos3": 1.0}, **ff))
+    v = _verdicts(tmp_path)
+    assert v["charges-in-float4"]["verdict"] == "holds" and "0 of 2" in v["charges-in-float4"]["why"]
+    assert v["float3-vs-float4"]["verdict"] == "does not hold"  # the charged points do not enter it
+    # packing faster at both charged points: it does not hold
+    _bench(tmp_path / "b.json", _layout_rows("fullshell_thread_csr", {"aos4": 1.0, "aos3": 1.2}, **ff)
+           + _layout_rows("verlet_thread_padded", {"aos4": 1.0, "aos3": 1.3}, **ff))
+    v = _verdicts(tmp_path)["charges-in-float4"]
+    assert v["verdict"] == "does not hold" and "verlet_thread_padded" in v["why"]
+
+
 def test_rows_of_different_runs_or_launches_are_not_compared(tmp_path):
     # aos4 in one file, aos3 in another: no pair (different runs); different blocks: no pair
     _bench(tmp_path / "a.json", _layout_rows("fullshell_thread_csr", {"aos4": 1.3}))

@@ -384,3 +384,20 @@ def test_export_writes_types_charges_and_the_force_field_back(tmp_path, spec, su
     got = np.load(tmp_path / "f.npz")
     assert np.allclose(got["forces"], want.forces, rtol=0, atol=1e-12 * np.abs(want.forces).max())
     assert int(got["pairs"]) == want.pairs
+
+
+def test_float3_and_soa_layouts_carry_the_word_and_packed_entries_do_not():
+    """aos3 and soa keep a particle's type or charge in an array of their own beside the coordinates
+    (kernels/layout.cuh): offered for typed and charged particles; the Verlet list's packed entries
+    have no room for it and are refused by name."""
+    import strategies
+    from harness import scenarios
+
+    charged = scenarios.make("charged_lj", "tiny")
+    for name in ("allpairs_thread_tiled", "fullshell_thread_csr", "verlet_thread_padded"):
+        for layout in ("aos3", "soa"):
+            assert strategies.create(name, layout=layout).supports(charged, check_device=False) == (True, "")
+    ok, why = strategies.create("verlet_thread_padded", layout="packed").supports(
+        scenarios.make("charged_lj", "medium"), check_device=False)
+    assert not ok and "layout=packed reads positions without their fourth component" in why
+    assert "take layout aos4, aos3 or soa" in why

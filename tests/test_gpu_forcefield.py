@@ -66,3 +66,31 @@ def test_md_with_fused_steps_is_the_plain_steps_bit_for_bit(spec):
             for f in ("always", False)]
     a, b = ([(s.kinetic, s.potential) for s in r.samples] for r in runs)
     assert a == b and all(np.isfinite(a).ravel())
+
+
+@pytest.mark.parametrize("name", ["allpairs_thread_naive", "allpairs_thread_tiled", "fullshell_thread_csr",
+                                  "verlet_thread_padded"])
+def test_float3_and_soa_with_the_words_beside_give_the_float4_results(name, cases):
+    """The particle's word in an array of its own (aos3, soa) instead of the Vec4's fourth component:
+    float64 forces as the reference's, and in fixed point the same bits as aos4."""
+    for c in cases:
+        outs = {}
+        for layout in ("aos4", "aos3", "soa"):
+            s = strategies.create(name, layout=layout)
+            out = s.evaluate(c.problem.with_precision("fp64"))
+            scale = np.sqrt(np.mean(np.sum(c.ref.forces ** 2, axis=1)))
+            assert np.abs(np.asarray(out.forces) - c.ref.forces).max() / scale <= 1e-12, (c.scenario, layout)
+            outs[layout] = s.evaluate(c.problem.with_precision("fixed"))
+        for layout in ("aos3", "soa"):
+            assert np.array_equal(np.asarray(outs[layout].forces), np.asarray(outs["aos4"].forces)), (c.scenario, layout)
+            assert outs[layout].energy == outs["aos4"].energy
+
+
+def test_md_reads_the_words_of_a_float3_copy_every_step():
+    from harness import md
+
+    p = scenarios.make("charged_lj", "small", seed=4)
+    runs = [md.run(strategies.create("verlet_thread_padded", layout=lay), p, 60, 0.005, sample=20, fuse=False)
+            for lay in ("aos4", "aos3")]
+    a, b = ([(s.kinetic, s.potential) for s in r.samples] for r in runs)
+    assert a == b and all(np.isfinite(a).ravel())

@@ -199,3 +199,21 @@ def test_header_is_inlined_for_the_cupy_cache_key():
     assert '#include "common.cuh"' not in text and "struct LennardJones" in text
     assert text.count("struct LennardJones") == 1 and text.count("struct Accumulator") == 1  # each header once
     assert "struct LennardJones" not in cuda.module_code("binning.cu")  # data kernels carry no functor
+
+
+def test_the_pair_table_kernels_compile_in_every_layout():
+    """Typed and charged particles (PairTable) through the kernels whose launch takes a layout: the
+    word read from the Vec4 (aos4) or from its own array (aos3, soa), each pair of two template
+    arguments' values once (nvcc.covering)."""
+    from harness import scenarios
+
+    for spec in ("charged_lj", "kob_andersen"):
+        pot = scenarios.make(spec, "tiny").potential
+        units: dict[str, set] = {}
+        for name in ("allpairs_thread_naive", "allpairs_thread_tiled", "fullshell_thread_csr", "verlet_thread_padded"):
+            s = strategies.create(name)
+            units.setdefault(s.source_file, set()).update(s.expressions(pot))
+        units = {f: nvcc.covering(sorted(e)) for f, e in units.items()}
+        assert any(", 1>" in e or ", 1," in e for e in units["allpairs.cu"])  # aos3 among them
+        for file, (code, out, _) in nvcc.compile_units(units, potential=pot).items():
+            assert code == 0, (spec, file, out[:2000])

@@ -14,7 +14,7 @@ __global__ void __launch_bounds__(BLOCK)
 allpairs_thread_naive(const Real* __restrict__ pos_data, const int stride, const int n, const Box<Real> box,
                const Real* __restrict__ fparams, Acc* __restrict__ force, Acc* __restrict__ partial,
                unsigned long long* __restrict__ count) {
-  const Positions<Real, LAYOUT> pos{pos_data, stride};
+  const Positions<Real, LAYOUT, Binds<Functor<Real>>::value> pos{pos_data, stride};
   const Functor<Real> f(fparams);
   const int i = blockIdx.x * BLOCK + threadIdx.x;
   Accumulator<Real, Acc, ENERGY> acc;
@@ -45,7 +45,7 @@ __global__ void __launch_bounds__(BLOCK)
 allpairs_thread_tiled(const Real* __restrict__ pos_data, const int stride, const int n, const int jchunk,
                const Box<Real> box, const Real* __restrict__ fparams, Acc* __restrict__ force,
                Acc* __restrict__ partial, unsigned long long* __restrict__ count) {
-  const Positions<Real, LAYOUT> pos{pos_data, stride};
+  const Positions<Real, LAYOUT, Binds<Functor<Real>>::value> pos{pos_data, stride};
   __shared__ Vec4<Real> tile[BLOCK];
   const Functor<Real> f(fparams);
   const int i = blockIdx.x * BLOCK + threadIdx.x;

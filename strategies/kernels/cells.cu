@@ -38,7 +38,7 @@ fullshell_thread_csr(const Real* __restrict__ pos_data, const int stride, const 
                      unsigned int* __restrict__ ticket, Acc* __restrict__ out, unsigned long long* __restrict__ out_count) {
   static_assert(TPP >= 1 && TPP <= 32 && (TPP & (TPP - 1)) == 0, "threads per particle: a power of 2 up to 32");
   static_assert(!(WINDOW && MINIMAGE), "z-windows need one image shift per strip");
-  const Positions<Real, LAYOUT> pos{pos_data, stride};
+  const Positions<Real, LAYOUT, Binds<Functor<Real>>::value> pos{pos_data, stride};
   const Functor<Real> f(fparams);
   const int t = blockIdx.x * BLOCK + threadIdx.x;
   const int k = t / TPP;

@@ -49,7 +49,7 @@ verlet_force(const Real* __restrict__ pos_data, const int stride, const int* __r
   constexpr bool ROW_VIRIAL = ENERGY && FMA;
   constexpr bool PRED = PACKED || ENERGY;  // the sums' adds predicated (Accumulator::add_where says where it pays)
   consume_flags(flag, rebuilds);
-  const Positions<Real, VLAYOUT> pos{pos_data, stride};
+  const Positions<Real, VLAYOUT, Binds<Functor<Real>>::value> pos{pos_data, stride};
   Functor<Real> fs(params);
   stage_table<BLOCK>(fs);  // a pair table in shared memory where the functor asks for it (pair_table.cuh)
   const Functor<Real>& f = fs;

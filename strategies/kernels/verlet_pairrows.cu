@@ -171,7 +171,7 @@ verlet_force_pairs(const Real* __restrict__ pos_data, const int stride, const in
   constexpr bool FMA = Contracted<Acc>::value;
   constexpr bool ROW_VIRIAL = ENERGY && FMA;  // as in verlet_force: near is the same from both rows
   consume_flags(flag, rebuilds);
-  const Positions<Real, LAYOUT> pos{pos_data, stride};
+  const Positions<Real, LAYOUT, Binds<Functor<Real>>::value> pos{pos_data, stride};
   const Functor<Real> f(params);
   Accumulator<Real, Acc, ENERGY> acc0, acc1;
   const int r = blockIdx.x * BLOCK + threadIdx.x;
@@ -186,7 +186,7 @@ verlet_force_pairs(const Real* __restrict__ pos_data, const int stride, const in
     two = (word & 1) != 0;
     const Vec4<Real> pi0 = pos[a], pi1 = pos[two ? a + 1 : a];
     const int4* __restrict__ rows = reinterpret_cast<const int4*>(nbr);
-    const Positions<Real, LAYOUT> near = pos.from(a);
+    const auto near = pos.from(a);
     auto pair = [&](const Vec4<Real>& pj, bool valid) {
       Real dx, dy, dz;
       Real r2 = entry_separation<false, FMA>(pi0, pj, box, dx, dy, dz);

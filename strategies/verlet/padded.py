@@ -91,6 +91,8 @@ class VerletThreadPadded(VerletStrategy, CudaStrategy):
                 return False, (f"table=shared: the pair table of {pot.records} records takes {size / 1024:.0f} KB, "
                                f"more than the {SHARED_TABLE_MOST // 1024} KB of shared memory a block can have")
         if self.launch["layout"] == "packed":
+            if problem.potential.per_particle:  # the first reason: no room for the particle's word
+                return False, self.per_particle_refusal()
             if problem.precision not in self.kernel_precisions("packed"):
                 return False, (f"layout=packed holds float coordinates in fixed point; {problem.precision} computes in "
                                f"{MODES[problem.precision].cxx_compute} (take layout aos4 or soa)")

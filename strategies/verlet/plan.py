@@ -108,7 +108,8 @@ class VerletPlan(DeviceListPlan):
         if layout == "packed":
             self.layout = PackedLayout(cp, n + 1, strategy.packed_reach(problem))
         else:
-            self.layout = Layout(cp, layout, self.real_t, self.real, n + 1)  # the phantom too
+            self.layout = Layout(cp, layout, self.real_t, self.real, n + 1,  # the phantom too
+                                 words=problem.potential.per_particle)
         self.launch_info = {"cells": self.dims.tolist(), "rlist": self.rl, "skin": self.skin, "cap": self.cap,
                             "tpp": self.tpp, "block": self.block, "build": self.binning.method,
                             "list_build": self.build_kind,
