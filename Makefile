@@ -27,7 +27,7 @@ help:
 	@echo "make verify     correctness matrix (SIZE=small|medium|large, ARGS='...' for harness verify)"
 	@echo "make test       pytest in TEST_JOBS=2 processes (GPU tests skip without a device)"
 	@echo "make bench      harness bench: SUITE=default (harness/suites.py), or STRATEGIES= SCENARIO= N= PRECISION="
-	@echo "make results    this GPU model's canonical results in reports/<gpu>/, resumable (BUDGET=540s stops in time)"
+	@echo "make results    this GPU model's canonical results in reports/<gpu>/, resumable (BUDGET=540s stops in time, GPUS=4 runs stages side by side)"
 	@echo "make profile    Nsight Compute on one point's force phase: STRATEGY= SCENARIO= PROFILE_N= PRECISION="
 	@echo "make timeline   Nsight Systems timeline of one evaluation, where nsys exists"
 	@echo "make report     HTML + markdown report from bench/verify/profile results (REPORT=name, INPUTS=files)"
@@ -59,11 +59,13 @@ bench:
 	$(PYTHON) -m harness bench $(if $(STRATEGIES),--strategies $(STRATEGIES) --scenario $(SCENARIO) --n $(N) --precision $(PRECISION),--suite $(SUITE)) $(ARGS)
 
 # results: the canonical campaign of this machine's GPU model (harness/campaign.py); BUDGET= stops
-# before running past it (a time-limited job), and the same command continues where it stopped
+# before running past it (a time-limited job), and the same command continues where it stopped;
+# GPUS=4 (or all) runs four stages at once on a node with several GPUs of one model
 BUDGET ?=
+GPUS ?=
 results:
 	$(call boot,report)
-	$(PYTHON) -m harness results $(if $(BUDGET),--budget $(BUDGET)) $(ARGS)
+	$(PYTHON) -m harness results $(if $(BUDGET),--budget $(BUDGET)) $(if $(GPUS),--gpus $(GPUS)) $(ARGS)
 
 profile:
 	$(call boot,)

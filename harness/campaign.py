@@ -15,7 +15,9 @@ one folder per GPU model, holding the latest campaign at the commit it names:
   report/                 `harness report`: index.html, report.md and plots, built from all of the above
 
 Each stage runs as a child process (`python -m harness ...`) with what is left of `--budget` as its
-time limit: a bench stage stopped there keeps every point it finished (its partial file) and the next
+time limit (with --gpus N, N stages at once, each child seeing one GPU, the host's cores shared
+among them: each stage times one GPU as it would alone, and the campaign takes about 1/N of the
+time): a bench stage stopped there keeps every point it finished (its partial file) and the next
 run resumes it; a stage that ends without error is marked done and not run again. A campaign is tied
 to the commit that last changed the measured code (CODE: the strategies, the reference and the
 harness's measuring modules) and to one GPU model; a tree with other code starts a new campaign only
@@ -199,13 +201,60 @@ def _tidy(stage: Stage, folder: Path) -> None:
             p.unlink()
 
 
+def gpu_slots(gpus: str | int | None) -> list[str | None]:
+    """The devices stages may run on at once: None (one, as the process finds it) or a list of
+    CUDA_VISIBLE_DEVICES entries, one per concurrent stage. gpus: a count or "all"."""
+    if gpus in (None, 1, "1"):
+        return [None]
+    from strategies.cuda import device_status
+
+    ok, why = device_status()
+    if not ok:
+        raise InputError(f"results: --gpus {gpus} needs GPUs, and this machine has none ({why})")
+    import cupy
+
+    count = cupy.cuda.runtime.getDeviceCount()
+    if gpus == "all":
+        want = count
+    else:
+        try:
+            want = int(gpus)
+        except (TypeError, ValueError):
+            raise InputError(f"results: --gpus {gpus!r} is not a count of GPUs or 'all'") from None
+        if not 1 <= want <= count:
+            raise InputError(f"results: --gpus {want}, but this machine has {count} GPU(s)")
+    seen = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    ids = seen[:count] if len(seen) >= count else [str(i) for i in range(count)]
+    return [None] if want == 1 else ids[:want]
+
+
+@dataclass
+class _Running:
+    stage: Stage
+    slot: str | None
+    proc: subprocess.Popen
+    log: Path
+    t0: float
+    deadline: float | None
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = [ln for ln in path.read_text(errors="replace").strip().splitlines() if ln.strip()]
+    except OSError:
+        return ""
+    return lines[-1] if lines else ""
+
+
 def run(budget: float | None = None, only: list[str] | None = None, restart: bool = False, root: Path = ROOT,
-        dry_run: bool = False, machine: str | None = None, say=print) -> int:
+        dry_run: bool = False, machine: str | None = None, gpus: str | int | None = None, say=print) -> int:
     """Run the stages not done yet, in order, within `budget` seconds (None: no limit). only: stage
     names (or prefixes ending in '-') to run, in campaign order; machine: the results folder's GPU
-    model (default: this machine's; another's for the stages without a GPU, claims and report).
-    Returns the exit status: 0 (done, or stopped at the budget: run again to continue), 1 (a stage
-    failed), 2 (bad input)."""
+    model (default: this machine's; another's for the stages without a GPU, claims and report);
+    gpus: run that many GPU stages at once, each on a GPU of its own (a count or "all"; default one
+    stage at a time). A stage without a GPU (claims, report: they read the others' results) waits
+    for every stage before it. Returns the exit status: 0 (done, or stopped at the budget: run
+    again to continue), 1 (a stage failed), 2 (bad input)."""
     import re
 
     from . import device
@@ -224,6 +273,7 @@ def run(budget: float | None = None, only: list[str] | None = None, restart: boo
             raise InputError(f"results: unknown stage(s) {', '.join(bad)}; known: {', '.join(s.name for s in all_stages)}")
         all_stages = [s for s in all_stages if any(s.name == o or (o.endswith("-") and s.name.startswith(o))
                                                    for o in only)]
+    slots = gpu_slots(gpus) if not dry_run else [None]
     commit = code_commit()
     try:
         camp = Campaign(folder, commit, machine, restart=restart and not dry_run)
@@ -237,46 +287,86 @@ def run(budget: float | None = None, only: list[str] | None = None, restart: boo
         gpu, why = False, f"this machine is {here}, not {machine}"
     left = [s for s in all_stages if not camp.done(s)]
     say(f"results: {folder.relative_to(root) if folder.is_relative_to(root) else folder} (commit {commit}), "
-        f"{len(all_stages) - len(left)} of {len(all_stages)} stages done")
+        f"{len(all_stages) - len(left)} of {len(all_stages)} stages done"
+        + (f"; {len(slots)} stages at a time, GPUs {','.join(slots)}" if slots != [None] else ""))
     if dry_run:
         for s in left:
             say(f"  {s.name:34s} python -m harness {' '.join(_argv(s, folder, machine, root))}")
         return 0
     start = time.monotonic()
-    for s in left:
-        if s.gpu and not gpu:
-            say(f"  {s.name}: skipped ({why}); the campaign stays incomplete without a GPU")
-            continue
+    pending = list(left)
+    running: list[_Running] = []
+    failed = stopped = False
+    threads = max(1, (os.cpu_count() or 1) // len(slots))
+
+    def launch(s: Stage, slot: str | None) -> None:
         remaining = None if budget is None else budget - (time.monotonic() - start)
-        if remaining is not None and remaining < 30.0:
-            say(f"stopped at the budget: {len(left) - left.index(s)} stage(s) left; the same command continues")
-            return 0
-        cmd = [sys.executable, "-m", "harness", *_argv(s, folder, machine, root)]
-        say(f"  {s.name} ...")
-        t0 = time.monotonic()
+        (folder / "logs").mkdir(parents=True, exist_ok=True)
+        log = folder / "logs" / f"{s.name}.log"
         env = {**os.environ, "HARNESS_COMMIT": commit, "PYTHONUNBUFFERED": "1",
                "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-        try:
-            p = subprocess.run(cmd, cwd=root, env=env, timeout=remaining, capture_output=True, text=True)
-        except subprocess.TimeoutExpired as e:
-            log = (e.stdout or b"")
-            tail = (log.decode() if isinstance(log, bytes) else log).strip().splitlines()[-3:]
-            say(f"  {s.name}: stopped at the budget after {time.monotonic() - t0:.0f} s"
-                + (f" (last: {tail[-1][:160]})" if tail else "") + "; the same command continues it")
-            return 0
-        seconds = time.monotonic() - t0
-        (folder / "logs").mkdir(parents=True, exist_ok=True)
-        (folder / "logs" / f"{s.name}.log").write_text(p.stdout + p.stderr)
-        if p.returncode != s.expect:
-            lines = (p.stderr or p.stdout).strip().splitlines()
-            say(f"  {s.name}: FAILED (exit {p.returncode}, expected {s.expect}, after {seconds:.0f} s): "
-                f"{lines[-1] if lines else ''}"
-                f"; log: {folder / 'logs' / (s.name + '.log')}")
-            return 1
-        _tidy(s, folder)
-        camp.mark(s, seconds, device.header() if s.gpu else None)
-        last = [ln for ln in p.stdout.strip().splitlines() if ln.strip()]
-        say(f"  {s.name}: done in {seconds:.0f} s" + (f" ({last[-1][:140]})" if last else ""))
+        if slot is not None:  # one GPU per stage, the host's cores shared among the stages
+            env.update(CUDA_VISIBLE_DEVICES=slot, NUMBA_NUM_THREADS=str(threads))
+        cmd = [sys.executable, "-m", "harness", *_argv(s, folder, machine, root)]
+        say(f"  {s.name} ..." + (f" (GPU {slot})" if slot is not None else ""))
+        with open(log, "w") as out:
+            proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+        now = time.monotonic()
+        running.append(_Running(s, slot, proc, log, now, None if remaining is None else now + remaining))
+
+    def finish(r: _Running) -> None:
+        nonlocal failed
+        seconds = time.monotonic() - r.t0
+        if r.proc.returncode != r.stage.expect:
+            say(f"  {r.stage.name}: FAILED (exit {r.proc.returncode}, expected {r.stage.expect}, after {seconds:.0f} s): "
+                f"{_last_line(r.log)}; log: {r.log}")
+            failed = True
+            return
+        _tidy(r.stage, folder)
+        camp.mark(r.stage, seconds, device.header() if r.stage.gpu else None)
+        last = _last_line(r.log)
+        say(f"  {r.stage.name}: done in {seconds:.0f} s" + (f" ({last[:140]})" if last else ""))
+
+    while pending or running:
+        # start what may start: a GPU stage on a free slot; a stage without a GPU once nothing runs
+        while pending and not failed and not stopped:
+            s = pending[0]
+            if s.gpu and not gpu:
+                say(f"  {s.name}: skipped ({why}); the campaign stays incomplete without a GPU")
+                pending.pop(0)
+                continue
+            free = [x for x in slots if all(r.slot != x for r in running)]
+            if not free or (not s.gpu and running) or (s.gpu and any(not r.stage.gpu for r in running)):
+                break
+            remaining = None if budget is None else budget - (time.monotonic() - start)
+            if remaining is not None and remaining < 30.0:
+                say(f"stopped at the budget: {len(pending) + len(running)} stage(s) left; the same command continues")
+                stopped = True
+                break
+            launch(pending.pop(0), free[0] if s.gpu else None)
+        if not running:
+            break
+        time.sleep(0.2)
+        for r in list(running):
+            if r.proc.poll() is not None:
+                running.remove(r)
+                finish(r)
+            elif r.deadline is not None and time.monotonic() > r.deadline:
+                try:
+                    os.killpg(r.proc.pid, 9)
+                except (ProcessLookupError, PermissionError):
+                    r.proc.kill()
+                r.proc.wait()
+                running.remove(r)
+                last = _last_line(r.log)
+                say(f"  {r.stage.name}: stopped at the budget after {time.monotonic() - r.t0:.0f} s"
+                    + (f" (last: {last[:160]})" if last else "") + "; the same command continues it")
+                stopped = True
+    if failed:
+        return 1
+    if stopped:
+        return 0
     done = sum(camp.done(s) for s in stages())
     say(f"results: {done} of {len(stages())} stages done" + ("; the campaign is complete" if done == len(stages())
                                                               else ""))

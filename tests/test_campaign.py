@@ -101,3 +101,39 @@ def test_the_generated_docs_match_the_code():
     from harness import docs
 
     assert docs.run(ROOT / "docs", check=True) == []
+
+
+def test_stages_side_by_side_wait_for_each_other_where_they_must(tmp_path, monkeypatch):
+    """With two slots, two GPU stages run at once, and a stage without a GPU (the report: it reads
+    the others' results) starts only after every stage before it ended. The GPUs are faked (the
+    stages run CPU strategies)."""
+    import strategies.cuda
+
+    _stages(monkeypatch, [campaign.Stage("a", TINY[:-1] + ("{dir}/a",)), campaign.Stage("b", TINY[:-1] + ("{dir}/b",)),
+                          campaign.Stage("c", ("list",), gpu=False)])
+    monkeypatch.setattr(campaign, "gpu_slots", lambda gpus: ["0", "1"])
+    monkeypatch.setattr(strategies.cuda, "device_status", lambda: (True, ""))
+    monkeypatch.setattr(device, "header", lambda: {"gpu": "faked"})
+    said = []
+    assert campaign.run(root=tmp_path, gpus=2, say=said.append) == 0
+    at = {s.strip(): k for k, s in enumerate(said)}
+    started = [k for k, s in enumerate(said) if s.strip() in ("a ... (GPU 0)", "b ... (GPU 1)")]
+    ended = [k for k, s in enumerate(said) if s.strip().startswith(("a: done", "b: done"))]
+    assert len(started) == 2 and len(ended) == 2 and max(started) < min(ended)  # side by side
+    assert at["c ..."] > max(ended)  # the stage without a GPU after both
+    state = json.loads((tmp_path / "reports" / device.machine_name() / "campaign.json").read_text())
+    assert set(state["stages"]) == {"a", "b", "c"}
+
+
+def test_gpus_is_refused_by_name_where_it_cannot_be_met(monkeypatch):
+    from strategies.cuda import device_status
+
+    if device_status()[0]:
+        with pytest.raises(InputError, match="is not a count of GPUs"):
+            campaign.gpu_slots("many")
+        with pytest.raises(InputError, match="this machine has"):
+            campaign.gpu_slots(4096)
+    else:
+        with pytest.raises(InputError, match="needs GPUs"):
+            campaign.gpu_slots(2)
+    assert campaign.gpu_slots(None) == [None] and campaign.gpu_slots(1) == [None]

@@ -306,7 +306,8 @@ def cmd_results(args: argparse.Namespace) -> int:
     only = [x.strip() for x in args.stages.split(",") if x.strip()] if args.stages else None
     if args.stages is not None and not only:
         raise InputError("results: --stages names no stage")
-    return campaign.run(budget=budget, only=only, restart=args.restart, dry_run=args.dry_run, machine=args.machine)
+    return campaign.run(budget=budget, only=only, restart=args.restart, dry_run=args.dry_run, machine=args.machine,
+                        gpus=args.gpus)
 
 
 def suite_names() -> list[str]:
@@ -472,5 +473,7 @@ def add_results(sub) -> None:
                    help="start a new campaign (the folder holds one at other code): its files are replaced")
     p.add_argument("--machine", help="the GPU model's folder to work on (default: this machine's, e.g. nvidia-h200); "
                                      "another's for the stages that need no GPU (claims, report)")
+    p.add_argument("--gpus", help="run this many GPU stages at once, each on a GPU of its own (a count or 'all'; "
+                                  "default 1): a node with several GPUs of one model finishes the campaign sooner")
     p.add_argument("--dry-run", action="store_true", help="list the stages left and their commands; run nothing")
     p.set_defaults(fn=cmd_results)
