@@ -12,7 +12,9 @@ the force phase and the reduction); download and the whole evaluation (upload + 
 download) with the host clock; medians after warm-up.
 
 A point whose first evaluation takes longer than SLOW_S is timed with one sample per phase
-(marked single_sample): the spread of such points is not measured.
+(marked single_sample): the spread of such points is not measured. With max_time, a point whose
+warm-up and samples would take longer than that per phase takes fewer samples, at least
+MIN_SAMPLES, one warm-up, no minimum time (its row says how many: repeats).
 
 On the GPU every sample starts with a cold L2 (a buffer of twice the L2 is overwritten before
 each sample, outside its events; l2="warm" leaves the cache as the previous sample left it), and
@@ -44,6 +46,7 @@ from .timing import Stats, time_cpu, time_gpu
 
 FLOPS_CHECK, FLOPS_NO_N3, FLOPS_N3 = 8, 15, 18
 SLOW_S = 0.5  # a first evaluation slower than this is timed with one sample per phase
+MIN_SAMPLES = 3  # the fewest samples a phase takes under max_time (a median and its quartiles)
 NOISE = 0.25  # (max - min) / median of compute above this: the point is flagged noisy
 
 
@@ -131,9 +134,10 @@ def plan_point(strategy: strategies.Strategy, problem: Problem, max_checks: dict
 
 def bench_point(strategy: strategies.Strategy, problem: Problem, warmup: int, repeat: int, min_time: float,
                 l2: str = "flush", graph: bool = True, max_checks: dict | None = None, outputs: str = "all",
-                frames=None) -> dict:
+                frames=None, max_time: float | None = None) -> dict:
     """One point's row. frames: a recorded trajectory (harness.md.record) for the amortised cost
-    of a step (amortised_ms), or a string saying why there is none."""
+    of a step (amortised_ms), or a string saying why there is none. max_time: seconds a phase's
+    warm-up and samples should take at most (fewer samples for a slow point, at least MIN_SAMPLES)."""
     row = plan_point(strategy, problem, max_checks, outputs=outputs)
     if row.pop("status") != "planned":
         return {**row, "status": "n/a"}
@@ -161,9 +165,12 @@ def bench_point(strategy: strategies.Strategy, problem: Problem, warmup: int, re
     plan.set_outputs(outputs)
     t0 = time.perf_counter()
     strategy.compute(plan).to_host()  # how slow a run is
-    if time.perf_counter() - t0 > SLOW_S:  # one sample per phase: a slow point is slow enough
+    once = time.perf_counter() - t0
+    if once > SLOW_S:  # one sample per phase: a slow point is slow enough
         warmup, repeat, min_time = 0, 1, 0.0
         row["single_sample"] = True
+    elif max_time and once * (warmup + repeat) > max_time:
+        warmup, repeat, min_time = min(warmup, 1), max(MIN_SAMPLES, min(repeat, int(max_time / once))), 0.0
     t = {"upload": timer(plan.upload), "build": timer(plan.build), "force": timer(plan.force),
          "reduce": timer(plan.reduce), "compute": timer(lambda: strategy.compute(plan)),
          "with_list": timer(lambda: strategy.compute_built(plan))}
@@ -238,7 +245,7 @@ def run(names: list[str], scenario: str | list[str] | None, sizes: list, precisi
         sweep: dict[str, list] | None = None, l2: str = "flush", graph: bool = True, bar=None,
         max_checks: dict | None = None, done: dict | None = None, sink: Callable[[dict], None] | None = None,
         dry_run: bool = False, check_device: bool = True, outputs: str = "all", amortised: int = 0,
-        potential: str | list | None = None) -> list[dict]:
+        potential: str | list | None = None, max_time: float | None = None) -> list[dict]:
     """One row per (scenario, size, strategy, launch variant) at this precision. amortised: frames
     of a recorded trajectory replayed for the amortised cost of a step (0: none). Points whose
     key is in `done` (rows of an earlier, interrupted run, a list per key, one row per occurrence,
@@ -273,7 +280,7 @@ def run(names: list[str], scenario: str | list[str] | None, sizes: list, precisi
                                 plan_point(s, p, max_checks, check_device, outputs)["status"] == "planned":
                             frames = trajectory(p, amortised)  # once per problem, for its first timed point
                         row = bench_point(s, p, warmup, repeat, min_time, l2=l2, graph=graph, max_checks=max_checks,
-                                          outputs=outputs, frames=frames)
+                                          outputs=outputs, frames=frames, max_time=max_time)
                     except StrategyError as e:  # e.g. a lock timeout or capacity overflow: a result, not a crash
                         row = {"strategy": s.label, "name": name, "backend": s.backend,
                                "scenario": p.label.split(" ")[0], "n": p.n, "precision": p.precision,

@@ -247,8 +247,8 @@ def run_sweep(sw: Sweep, out: Path, name: str | None, resume: bool = False, dry_
               json_copy: Path | None = None) -> tuple[list[dict], list[Path]]:
     """Time every point of the sweep (rows appended to <out>/<name>.partial.jsonl as they end;
     resume continues an interrupted run of that name), then the peers, then write CSV and JSON.
-    A dry run plans the points and writes nothing. timing: seed, warmup, repeat, min_time, l2,
-    graph."""
+    A dry run plans the points and writes nothing. timing: seed, warmup, repeat, min_time,
+    max_time, l2, graph."""
     import sys
 
     timing = {"seed": 1, "warmup": 3, "repeat": 20, "min_time": 0.3, "l2": "flush", "graph": True, "outputs": ["all"],
@@ -279,7 +279,7 @@ def run_sweep(sw: Sweep, out: Path, name: str | None, resume: bool = False, dry_
                                 graph=timing["graph"], bar=bar, max_checks=max_checks,
                                 done=partial.done if partial else None, sink=partial, dry_run=dry_run,
                                 check_device=sw.gpu or not dry_run, outputs=outputs,
-                                amortised=timing.get("amortised", 0),
+                                amortised=timing.get("amortised", 0), max_time=timing.get("max_time"),
                                 potential=part.potential or timing.get("potentials", timing.get("potential")))
         if dry_run:
             return rows, []

@@ -299,3 +299,18 @@ def test_a_failed_bench_leaves_no_partial_file(tmp_path):
             "block=64", "--out", str(tmp_path), "--name", "broken")
     assert r.returncode == 2 and "unknown launch parameter" in r.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_max_time_takes_fewer_samples_of_a_slow_point_and_is_checked():
+    """A point whose phases would take longer than --max-time takes MIN_SAMPLES samples a phase,
+    no minimum time; without it the same point takes its repeats and min_time."""
+    from harness import bench
+
+    p = scenarios.make("lj_liquid", "tiny", precision="fp64")
+    s = strategies.create("allpairs_thread_cpu")
+    capped = bench.bench_point(s, p, warmup=3, repeat=20, min_time=0.2, max_time=1e-9, graph=False)
+    plain = bench.bench_point(s, p, warmup=3, repeat=20, min_time=0.2, graph=False)
+    assert capped["repeats"] == bench.MIN_SAMPLES and plain["repeats"] > bench.MIN_SAMPLES
+    r = run("bench", "--strategies", "allpairs_thread_cpu", "--max-time", "0")
+    assert r.returncode == 2 and "--max-time: expected a number > 0, got '0'" in r.stderr
+    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1

@@ -54,6 +54,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     bar = progress_bar(total)
     outputs = [check_outputs(o.strip()) for o in args.outputs.split(",") if o.strip()]
     timing = {"seed": args.seed, "warmup": args.warmup, "repeat": args.repeat, "min_time": args.min_time,
+              "max_time": args.max_time,
               "l2": args.l2, "graph": not args.no_graph, "outputs": outputs, "amortised": args.amortised,
               "potentials": sw.potentials}
     try:
@@ -329,6 +330,8 @@ def add_bench(sub) -> None:
     p.add_argument("--warmup", type=NONNEG_INT, default=3, help="untimed evaluations before the samples")
     p.add_argument("--repeat", type=COUNT, default=20, help="samples per phase at least")
     p.add_argument("--min-time", type=NONNEG, default=0.3, help="seconds of samples per phase at least")
+    p.add_argument("--max-time", type=POSITIVE, help="seconds a phase's warm-up and samples should take at most: a "
+                                                     "slower point takes fewer samples (at least 3; default: no limit)")
     p.add_argument("--launch", help="launch parameters for every point, e.g. block=128")
     p.add_argument("--sweep", action="append", help="launch-parameter sweep, e.g. warps=1:2:4:8:16 (repeatable; "
                                                      "applied to the strategies that have the parameter)")
