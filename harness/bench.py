@@ -239,60 +239,104 @@ def launch_variants(cls: type[strategies.Strategy], launch: dict, sweep: dict[st
     return [{**launch, **dict(zip(keys, values))} for values in combos]
 
 
+class Shard:
+    """One share of a sweep for a job array (`--shard i/n`): the sweep's points in their order, point
+    k this shard's where k % n == i - 1 (round robin, so that each share holds some of every size).
+    One object follows a whole sweep (take() once per point, in order)."""
+
+    def __init__(self, index: int, count: int):
+        if not 1 <= index <= count:
+            raise InputError(f"--shard {index}/{count}: the share must be 1 to {count}")
+        self.index, self.count, self.seen = index, count, 0
+
+    @staticmethod
+    def parse(text: str | None) -> "Shard | None":
+        if text is None:
+            return None
+        try:
+            i, n = (int(v) for v in text.split("/"))
+        except ValueError:
+            raise InputError(f"--shard {text!r} is not i/n (this job's share i of n, e.g. 2/4)") from None
+        return Shard(i, n)
+
+    def take(self) -> bool:
+        mine = self.seen % self.count == self.index - 1
+        self.seen += 1
+        return mine
+
+    def share(self, total: int) -> int:
+        """How many of `total` points (numbered from this object's start) fall to this shard."""
+        return len(range(self.index - 1, total, self.count))
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
 def run(names: list[str], scenario: str | list[str] | None, sizes: list, precision: str, seed: int = 1,
         warmup: int = 3, repeat: int = 20, min_time: float = 0.3, launch: dict | None = None,
         problem: Problem | None = None, progress: Callable[[str], None] | None = None,
         sweep: dict[str, list] | None = None, l2: str = "flush", graph: bool = True, bar=None,
         max_checks: dict | None = None, done: dict | None = None, sink: Callable[[dict], None] | None = None,
         dry_run: bool = False, check_device: bool = True, outputs: str = "all", amortised: int = 0,
-        potential: str | list | None = None, max_time: float | None = None) -> list[dict]:
+        potential: str | list | None = None, max_time: float | None = None, shard: Shard | None = None) -> list[dict]:
     """One row per (scenario, size, strategy, launch variant) at this precision. amortised: frames
     of a recorded trajectory replayed for the amortised cost of a step (0: none). Points whose
     key is in `done` (rows of an earlier, interrupted run, a list per key, one row per occurrence,
     consumed in order) are taken from there, not timed;
-    `sink` gets each new row as soon as it is measured; `dry_run` plans without timing."""
+    `sink` gets each new row as soon as it is measured; `dry_run` plans without timing; shard: only
+    its share of the points (a problem none of whose points is in it is not built)."""
     rows = []
     specs = [scenario] if isinstance(scenario, str) or scenario is None else list(scenario)
     pots = [potential] if potential is None or isinstance(potential, str) else list(potential)
-    problems = (in_precision(problem, precision) for _ in (0,)) if problem is not None else \
-        (in_precision(scenarios.with_potential(base, pot), precision)
-         for base in (scenarios.make(spec, n, seed=seed, precision="fp64") for spec in specs for n in sizes)
-         for pot in pots)
-    for p, outside in problems:  # one problem in memory at a time: the large ones are gigabytes
+    variants = [(name, lp) for name in names for lp in launch_variants(strategies.REGISTRY[name], launch or {},
+                                                                       sweep or {})]
+
+    def problems():  # one problem in memory at a time: the large ones are gigabytes
+        for what in ([None] if problem is not None else [(spec, n, pot) for spec in specs for n in sizes for pot in pots]):
+            mine = [v for v in variants if shard is None or shard.take()]
+            if not mine:
+                continue
+            if what is None:
+                yield in_precision(problem, precision), mine
+            else:
+                spec, n, pot = what
+                base = scenarios.make(spec, n, seed=seed, precision="fp64")
+                yield in_precision(scenarios.with_potential(base, pot), precision), mine
+
+    for (p, outside), mine in problems():
         frames = None  # recorded when the first point of this problem is timed
-        for name in names:
-            for lp in launch_variants(strategies.REGISTRY[name], launch or {}, sweep or {}):
-                cls = strategies.REGISTRY[strategies.canonical(name)]
-                s = strategies.create(name, **{k: v for k, v in lp.items() if cls.knows(k)})
-                s.refused = strategies.lacking(name, lp)  # a --launch parameter it lacks: n/a with the reason
-                key = (s.label, p.label.split(" ")[0], p.n, precision, outputs, p.potential.spec())
-                if outside:  # the input lies outside this precision (fixed point's range)
-                    row = {**plan_point(s, p, max_checks, False, outputs), "precision": precision, "status": "n/a",
-                           "detail": outside}
-                    row.pop("distance_checks", None)
-                elif done and done.get(key):
-                    row = done[key].pop(0)
-                elif dry_run:
-                    row = plan_point(s, p, max_checks, check_device, outputs)
-                else:
-                    try:
-                        if amortised and frames is None and \
-                                plan_point(s, p, max_checks, check_device, outputs)["status"] == "planned":
-                            frames = trajectory(p, amortised)  # once per problem, for its first timed point
-                        row = bench_point(s, p, warmup, repeat, min_time, l2=l2, graph=graph, max_checks=max_checks,
-                                          outputs=outputs, frames=frames, max_time=max_time)
-                    except StrategyError as e:  # e.g. a lock timeout or capacity overflow: a result, not a crash
-                        row = {"strategy": s.label, "name": name, "backend": s.backend,
-                               "scenario": p.label.split(" ")[0], "n": p.n, "precision": p.precision,
-                               "potential": p.potential.spec(), "outputs": outputs, "status": "error",
-                               "detail": str(e)}
-                    if sink is not None:
-                        sink(row)
-                rows.append(row)
-                if bar is not None:
-                    bar.update(1)
-                if progress:
-                    progress(format_row(row))
+        for name, lp in mine:
+            cls = strategies.REGISTRY[strategies.canonical(name)]
+            s = strategies.create(name, **{k: v for k, v in lp.items() if cls.knows(k)})
+            s.refused = strategies.lacking(name, lp)  # a --launch parameter it lacks: n/a with the reason
+            key = (s.label, p.label.split(" ")[0], p.n, precision, outputs, p.potential.spec())
+            if outside:  # the input lies outside this precision (fixed point's range)
+                row = {**plan_point(s, p, max_checks, False, outputs), "precision": precision, "status": "n/a",
+                       "detail": outside}
+                row.pop("distance_checks", None)
+            elif done and done.get(key):
+                row = done[key].pop(0)
+            elif dry_run:
+                row = plan_point(s, p, max_checks, check_device, outputs)
+            else:
+                try:
+                    if amortised and frames is None and \
+                            plan_point(s, p, max_checks, check_device, outputs)["status"] == "planned":
+                        frames = trajectory(p, amortised)  # once per problem, for its first timed point
+                    row = bench_point(s, p, warmup, repeat, min_time, l2=l2, graph=graph, max_checks=max_checks,
+                                      outputs=outputs, frames=frames, max_time=max_time)
+                except StrategyError as e:  # e.g. a lock timeout or capacity overflow: a result, not a crash
+                    row = {"strategy": s.label, "name": name, "backend": s.backend,
+                           "scenario": p.label.split(" ")[0], "n": p.n, "precision": p.precision,
+                           "potential": p.potential.spec(), "outputs": outputs, "status": "error",
+                           "detail": str(e)}
+                if sink is not None:
+                    sink(row)
+            rows.append(row)
+            if bar is not None:
+                bar.update(1)
+            if progress:
+                progress(format_row(row))
     return rows
 
 

@@ -244,11 +244,12 @@ def plan_sweep(suite: str | None = None, selection: str | None = None, specs: li
 def run_sweep(sw: Sweep, out: Path, name: str | None, resume: bool = False, dry_run: bool = False,
               timing: dict | None = None, max_checks: dict | None = None, peer_names: list[str] | None = None,
               argv: list[str] | None = None, progress: Callable[[str], None] | None = print, bar=None,
-              json_copy: Path | None = None) -> tuple[list[dict], list[Path]]:
+              json_copy: Path | None = None, shard=None) -> tuple[list[dict], list[Path]]:
     """Time every point of the sweep (rows appended to <out>/<name>.partial.jsonl as they end;
     resume continues an interrupted run of that name), then the peers, then write CSV and JSON.
     A dry run plans the points and writes nothing. timing: seed, warmup, repeat, min_time,
-    max_time, l2, graph."""
+    max_time, l2, graph. shard (bench.Shard): only its share of the points, the peers with share 1;
+    `harness merge` joins the shares' files."""
     import sys
 
     timing = {"seed": 1, "warmup": 3, "repeat": 20, "min_time": 0.3, "l2": "flush", "graph": True, "outputs": ["all"],
@@ -258,7 +259,7 @@ def run_sweep(sw: Sweep, out: Path, name: str | None, resume: bool = False, dry_
     header = device.header()
     meta = {"command": "python -m harness " + " ".join(sys.argv[1:] if argv is None else argv),
             "suite": sw.suite, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "l2": timing["l2"], "graph": timing["graph"]}
+            "l2": timing["l2"], "graph": timing["graph"], **({"shard": str(shard)} if shard is not None else {})}
     name = name or (sw.suite or "bench") + "-" + datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     partial = None
     if not dry_run:
@@ -279,11 +280,11 @@ def run_sweep(sw: Sweep, out: Path, name: str | None, resume: bool = False, dry_
                                 graph=timing["graph"], bar=bar, max_checks=max_checks,
                                 done=partial.done if partial else None, sink=partial, dry_run=dry_run,
                                 check_device=sw.gpu or not dry_run, outputs=outputs,
-                                amortised=timing.get("amortised", 0), max_time=timing.get("max_time"),
+                                amortised=timing.get("amortised", 0), max_time=timing.get("max_time"), shard=shard,
                                 potential=part.potential or timing.get("potentials", timing.get("potential")))
         if dry_run:
             return rows, []
-        if peer_names:
+        if peer_names and (shard is None or shard.index == 1):
             rows += _peer_rows(sw, peer_names, timing, progress)
         if not rows:
             raise InputError("nothing to time: no strategy of this selection runs on this machine")

@@ -316,47 +316,56 @@ def replay_cell(strategy: strategies.Strategy, case: Case, precision: str, frame
 
 
 def run_replay(strategy_list: Iterable[strategies.Strategy], cases: Iterable[Case], precisions: Iterable[str],
-               frames: int, every: int = 1, progress: Callable[[str], None] | None = None) -> list[dict]:
-    """The list strategies along a recorded trajectory of each periodic case (replay_cell)."""
+               frames: int, every: int = 1, progress: Callable[[str], None] | None = None,
+               shard=None) -> list[dict]:
+    """The list strategies along a recorded trajectory of each periodic case (replay_cell); shard:
+    only its share of the cells (as run_matrix)."""
     from . import md
 
     rows = []
+    strategy_list, precisions = list(strategy_list), list(precisions)
     for case in cases:
         p = case.problem
         if not all(p.box.periodic) or p.potential.cutoff is None:
             continue
+        mine = [(s, prec) for s in strategy_list if s.list_reuse for prec in precisions
+                if shard is None or shard.take()]
+        if not mine:
+            continue
         recorded = md.record(p, frames)
         refs: dict = {}
-        for s in strategy_list:
-            if not s.list_reuse:
-                continue
-            for prec in precisions:
-                row = replay_cell(s, case, prec, recorded, every, refs)
-                rows.append(row)
-                if progress:
-                    progress(f"  {row['strategy']:18s} {prec:5s} replay {row['status']}")
+        for s, prec in mine:
+            row = replay_cell(s, case, prec, recorded, every, refs)
+            rows.append(row)
+            if progress:
+                progress(f"  {row['strategy']:18s} {prec:5s} replay {row['status']}")
     return rows
 
 
 def run_matrix(strategy_list: Iterable[strategies.Strategy], cases: Iterable[Case], precisions: Iterable[str],
-               max_checks: dict | None = None, progress: Callable[[str], None] | None = None) -> list[dict]:
-    """Run every strategy x case x precision; references are computed once per case."""
+               max_checks: dict | None = None, progress: Callable[[str], None] | None = None,
+               shard=None) -> list[dict]:
+    """Run every strategy x case x precision; references are computed once per case. shard
+    (bench.Shard): only its share of the cells, in this order (a case none of whose cells is in
+    it computes no reference)."""
     limits = budgets("verify", max_checks)
     strategy_list, precisions = list(strategy_list), list(precisions)
     rows = []
     for case in cases:
+        mine = [(s, p) for s in strategy_list for p in precisions if shard is None or shard.take()]
+        if not mine:
+            continue
         if case.ref is None:
             t0 = time.perf_counter()
             case.ref = reference.compute(case.problem)
             case.seconds = time.perf_counter() - t0
             if progress:
                 progress(f"reference {case.problem.label}: {case.ref.pairs} pairs, {case.ref.method}, {case.seconds:.1f} s")
-        for s in strategy_list:
-            for p in precisions:
-                row = run_cell(s, case, p, limits)
-                rows.append(row)
-                if progress and row["status"] != "n/a":  # the n/a cells: one line per reason at the end
-                    progress(f"  {row['strategy']:18s} {p:5s} {row['status']}")
+        for s, p in mine:
+            row = run_cell(s, case, p, limits)
+            rows.append(row)
+            if progress and row["status"] != "n/a":  # the n/a cells: one line per reason at the end
+                progress(f"  {row['strategy']:18s} {p:5s} {row['status']}")
     for r in same_bits(rows):
         if progress:
             progress(f"  {r['strategy']:18s} fixed FAIL: {r['detail']}")

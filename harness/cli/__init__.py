@@ -26,7 +26,8 @@ compare); 2 bad input, one line naming it; 3 an unexpected error (a bug: the tra
 line)."""
 COMMANDS = (check.add_list, check.add_verify, timing.add_bench, reading.add_compare, reading.add_claims,
             check.add_sanitize, timing.add_profile, timing.add_timeline, reading.add_report, timing.add_tune,
-            check.add_forces, timing.add_md, check.add_export, timing.add_results, reading.add_docs)
+            check.add_forces, timing.add_md, check.add_export, timing.add_results, reading.add_merge,
+            reading.add_docs)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -61,7 +61,10 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     from .. import verify
 
+    from ..bench import Shard
+
     check_forcefield(args)
+    shard = Shard.parse(args.shard)
     if args.self_test:  # a planted read of unwritten memory, which poisoning must catch
         from .. import planted
 
@@ -97,11 +100,13 @@ def cmd_verify(args: argparse.Namespace) -> int:
     # a launch parameter some of the strategies lack leaves those n/a (the reason in each cell)
     chosen = strategies.create_each(names, launch_params(args.launch)) if args.launch else \
         [strategies.create(n) for n in names]
-    rows = verify.run_matrix(chosen, cases, precisions, budgets, progress=None if args.quiet else say)
+    rows = verify.run_matrix(chosen, cases, precisions, budgets, progress=None if args.quiet else say, shard=shard)
     if args.replay:  # the list strategies along a recorded trajectory: every frame against the reference
         rows += verify.run_replay(chosen, cases, precisions, args.replay + 1, args.replay_every,
-                                  progress=None if args.quiet else say)
+                                  progress=None if args.quiet else say, shard=shard)
     meta = verify.meta(sys.argv[1:] if args.argv is None else args.argv)
+    if shard is not None:
+        meta["shard"] = str(shard)
     from .. import device
 
     paths = verify.write_reports(rows, meta, device.header(), Path(args.out), Path(args.json) if args.json else None)
@@ -237,6 +242,8 @@ def add_verify(sub) -> None:
                    help="list strategies: also replay this many frames of a recorded NVE trajectory of each periodic "
                         "scenario, the list kept and rebuilt by its own trigger, frames checked against the reference")
     p.add_argument("--replay-every", type=COUNT, default=1, help="check every M-th replayed frame (default every one)")
+    p.add_argument("--shard", metavar="I/N", help="run only share I of N of the matrix's cells (round robin), for a "
+                                                  "job array; `harness merge` joins the files")
     p.add_argument("--out", default=str(Path("reports") / "verify"), help="report folder (default reports/verify under the current folder)")
     p.add_argument("--max-checks-cpu", type=POSITIVE, help="skip CPU cells with more distance checks (default 4e9)")
     p.add_argument("--max-checks-gpu", type=POSITIVE, help="skip GPU cells with more distance checks (default 4e12)")

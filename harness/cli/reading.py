@@ -68,6 +68,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 1 if any(c.verdict == "regression" for c in changes) else 0
 
 
+def cmd_merge(args: argparse.Namespace) -> int:
+    from .. import merge
+
+    out = results.check_dir(args.out, "--out")
+    doc = merge.merge([Path(f) for f in args.files])
+    paths = merge.write(doc, out, args.name)
+    print(f"merged {len(args.files)} shares, {len(doc['rows'])} rows: {', '.join(map(str, paths))}")
+    return 0
+
+
 def cmd_claims(args: argparse.Namespace) -> int:
     from .. import claims
 
@@ -123,6 +133,15 @@ def add_compare(sub) -> None:
     p.add_argument("--any-device", action="store_true", help="compare results of two different devices anyway")
     p.add_argument("--json", help="also write the comparison here")
     p.set_defaults(fn=cmd_compare)
+
+
+def add_merge(sub) -> None:
+    p = sub.add_parser("merge", help="join the shares of a job array (bench or verify --shard i/n) into one result")
+    p.add_argument("files", nargs="+", help="the JSON file of every share")
+    p.add_argument("--out", required=True, help="folder the merged result goes in")
+    p.add_argument("--name", default="merged", help="bench: the merged file's name (default merged); verify writes "
+                                                    "verify.json")
+    p.set_defaults(fn=cmd_merge)
 
 
 def add_claims(sub) -> None:

@@ -20,6 +20,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from .. import bench, device, peers, sweep
 
     check_forcefield(args)
+    shard = bench.Shard.parse(args.shard)
     bench.NOISE = args.noise
     if args.cpu_threads:
         import numba
@@ -50,8 +51,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(line)
     sw.potentials = list(pots) if not args.input else [None]
     total = sw.points(len([o for o in args.outputs.split(",") if o.strip()]))
-    print(count(total, "point") + (" (dry run: planned, not timed)" if args.dry_run else ""))
-    bar = progress_bar(total)
+    print(count(total, "point") + (f" (share {shard}: {shard.share(total)} of them)" if shard else "")
+          + (" (dry run: planned, not timed)" if args.dry_run else ""))
+    bar = progress_bar(shard.share(total) if shard else total)
     outputs = [check_outputs(o.strip()) for o in args.outputs.split(",") if o.strip()]
     timing = {"seed": args.seed, "warmup": args.warmup, "repeat": args.repeat, "min_time": args.min_time,
               "max_time": args.max_time,
@@ -62,7 +64,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
                                       timing=timing, max_checks={"cpu": args.max_checks_cpu,
                                                                  "cuda": args.max_checks_gpu},
                                       peer_names=peer_names, argv=args.argv, progress=None if args.quiet else print,
-                                      bar=bar, json_copy=Path(args.json) if args.json else None)
+                                      bar=bar, json_copy=Path(args.json) if args.json else None, shard=shard)
     finally:
         if bar is not None:
             bar.close()
@@ -333,6 +335,8 @@ def add_bench(sub) -> None:
     p.add_argument("--max-time", type=POSITIVE, help="seconds a phase's warm-up and samples should take at most: a "
                                                      "slower point takes fewer samples (at least 3; default: no limit)")
     p.add_argument("--launch", help="launch parameters for every point, e.g. block=128")
+    p.add_argument("--shard", metavar="I/N", help="time only share I of N of the sweep's points (round robin; the "
+                                                  "peers with share 1), for a job array; `harness merge` joins the files")
     p.add_argument("--sweep", action="append", help="launch-parameter sweep, e.g. warps=1:2:4:8:16 (repeatable; "
                                                      "applied to the strategies that have the parameter)")
     p.add_argument("--l2", choices=("flush", "warm"), default="flush",
