@@ -39,7 +39,7 @@ help:
 
 # the set-up of one target: $(call boot,EXTRAS) (a comma list in a variable: call splits at commas)
 boot = $(BASE_PYTHON) tools/bootstrap.py venv --venv $(VENV) --gpu $(GPU) --extras "$(1)"
-TEST_EXTRAS := test,bench
+TEST_EXTRAS := test,bench,cluster
 
 setup:
 	$(call boot,$(EXTRAS))

@@ -272,6 +272,36 @@ class Shard:
         return f"{self.index}/{self.count}"
 
 
+def problems(names: list[str], scenario, sizes: list, precision: str, seed: int, launch: dict | None,
+             problem: Problem | None, sweep: dict | None, potential, shard: Shard | None):
+    """The sweep's problems in order, one at a time (the large ones are gigabytes), each with the
+    (strategy name, launch) points of it that are this shard's: ((problem, why outside the
+    precision or ""), points). A problem with no point in the shard is not built."""
+    specs = [scenario] if isinstance(scenario, str) or scenario is None else list(scenario)
+    pots = [potential] if potential is None or isinstance(potential, str) else list(potential)
+    variants = [(name, lp) for name in names for lp in launch_variants(strategies.REGISTRY[name], launch or {},
+                                                                       sweep or {})]
+    for what in ([None] if problem is not None else [(spec, n, pot) for spec in specs for n in sizes for pot in pots]):
+        mine = [v for v in variants if shard is None or shard.take()]
+        if not mine:
+            continue
+        if what is None:
+            yield in_precision(problem, precision), mine
+        else:
+            spec, n, pot = what
+            base = scenarios.make(spec, n, seed=seed, precision="fp64")
+            yield in_precision(scenarios.with_potential(base, pot), precision), mine
+
+
+def point_strategy(name: str, lp: dict) -> strategies.Strategy:
+    """The strategy of a point: its launch values where it has them; a --launch parameter it
+    lacks makes it n/a with the reason."""
+    cls = strategies.REGISTRY[strategies.canonical(name)]
+    s = strategies.create(name, **{k: v for k, v in lp.items() if cls.knows(k)})
+    s.refused = strategies.lacking(name, lp)
+    return s
+
+
 def run(names: list[str], scenario: str | list[str] | None, sizes: list, precision: str, seed: int = 1,
         warmup: int = 3, repeat: int = 20, min_time: float = 0.3, launch: dict | None = None,
         problem: Problem | None = None, progress: Callable[[str], None] | None = None,
@@ -286,29 +316,11 @@ def run(names: list[str], scenario: str | list[str] | None, sizes: list, precisi
     `sink` gets each new row as soon as it is measured; `dry_run` plans without timing; shard: only
     its share of the points (a problem none of whose points is in it is not built)."""
     rows = []
-    specs = [scenario] if isinstance(scenario, str) or scenario is None else list(scenario)
-    pots = [potential] if potential is None or isinstance(potential, str) else list(potential)
-    variants = [(name, lp) for name in names for lp in launch_variants(strategies.REGISTRY[name], launch or {},
-                                                                       sweep or {})]
-
-    def problems():  # one problem in memory at a time: the large ones are gigabytes
-        for what in ([None] if problem is not None else [(spec, n, pot) for spec in specs for n in sizes for pot in pots]):
-            mine = [v for v in variants if shard is None or shard.take()]
-            if not mine:
-                continue
-            if what is None:
-                yield in_precision(problem, precision), mine
-            else:
-                spec, n, pot = what
-                base = scenarios.make(spec, n, seed=seed, precision="fp64")
-                yield in_precision(scenarios.with_potential(base, pot), precision), mine
-
-    for (p, outside), mine in problems():
+    for (p, outside), mine in problems(names, scenario, sizes, precision, seed, launch, problem, sweep, potential,
+                                       shard):
         frames = None  # recorded when the first point of this problem is timed
         for name, lp in mine:
-            cls = strategies.REGISTRY[strategies.canonical(name)]
-            s = strategies.create(name, **{k: v for k, v in lp.items() if cls.knows(k)})
-            s.refused = strategies.lacking(name, lp)  # a --launch parameter it lacks: n/a with the reason
+            s = point_strategy(name, lp)
             key = (s.label, p.label.split(" ")[0], p.n, precision, outputs, p.potential.spec())
             if outside:  # the input lies outside this precision (fixed point's range)
                 row = {**plan_point(s, p, max_checks, False, outputs), "precision": precision, "status": "n/a",
@@ -319,17 +331,11 @@ def run(names: list[str], scenario: str | list[str] | None, sizes: list, precisi
             elif dry_run:
                 row = plan_point(s, p, max_checks, check_device, outputs)
             else:
-                try:
-                    if amortised and frames is None and \
-                            plan_point(s, p, max_checks, check_device, outputs)["status"] == "planned":
-                        frames = trajectory(p, amortised)  # once per problem, for its first timed point
-                    row = bench_point(s, p, warmup, repeat, min_time, l2=l2, graph=graph, max_checks=max_checks,
-                                      outputs=outputs, frames=frames, max_time=max_time)
-                except StrategyError as e:  # e.g. a lock timeout or capacity overflow: a result, not a crash
-                    row = {"strategy": s.label, "name": name, "backend": s.backend,
-                           "scenario": p.label.split(" ")[0], "n": p.n, "precision": p.precision,
-                           "potential": p.potential.spec(), "outputs": outputs, "status": "error",
-                           "detail": str(e)}
+                if amortised and frames is None and \
+                        plan_point(s, p, max_checks, check_device, outputs)["status"] == "planned":
+                    frames = trajectory(p, amortised)  # once per problem, for its first timed point
+                row = measure(s, p, dict(warmup=warmup, repeat=repeat, min_time=min_time, l2=l2, graph=graph,
+                                         max_checks=max_checks, outputs=outputs, max_time=max_time), frames)
                 if sink is not None:
                     sink(row)
             rows.append(row)
@@ -338,6 +344,20 @@ def run(names: list[str], scenario: str | list[str] | None, sizes: list, precisi
             if progress:
                 progress(format_row(row))
     return rows
+
+
+def measure(s: strategies.Strategy, p: Problem, timing: dict, frames=None) -> dict:
+    """A point's row (bench_point with `timing`: warmup, repeat, min_time, l2, graph, max_checks,
+    outputs, max_time); a StrategyError (a lock timeout, a capacity overflow) is a result, an
+    error row, not a crash."""
+    try:
+        return bench_point(s, p, timing["warmup"], timing["repeat"], timing["min_time"], l2=timing["l2"],
+                           graph=timing["graph"], max_checks=timing["max_checks"], outputs=timing["outputs"],
+                           frames=frames, max_time=timing["max_time"])
+    except StrategyError as e:
+        return {"strategy": s.label, "name": s.name, "backend": s.backend, "scenario": p.label.split(" ")[0],
+                "n": p.n, "precision": p.precision, "potential": p.potential.spec(), "outputs": timing["outputs"],
+                "status": "error", "detail": str(e)}
 
 
 def in_precision(problem: Problem, precision: str) -> tuple[Problem, str]:

@@ -244,12 +244,13 @@ def plan_sweep(suite: str | None = None, selection: str | None = None, specs: li
 def run_sweep(sw: Sweep, out: Path, name: str | None, resume: bool = False, dry_run: bool = False,
               timing: dict | None = None, max_checks: dict | None = None, peer_names: list[str] | None = None,
               argv: list[str] | None = None, progress: Callable[[str], None] | None = print, bar=None,
-              json_copy: Path | None = None, shard=None) -> tuple[list[dict], list[Path]]:
+              json_copy: Path | None = None, shard=None, cluster=None) -> tuple[list[dict], list[Path]]:
     """Time every point of the sweep (rows appended to <out>/<name>.partial.jsonl as they end;
     resume continues an interrupted run of that name), then the peers, then write CSV and JSON.
     A dry run plans the points and writes nothing. timing: seed, warmup, repeat, min_time,
     max_time, l2, graph. shard (bench.Shard): only its share of the points, the peers with share 1;
-    `harness merge` joins the shares' files."""
+    `harness merge` joins the shares' files. cluster (harness.cluster.Cluster): the points as tasks
+    on its workers (the peers here), the same rows in the same order."""
     import sys
 
     timing = {"seed": 1, "warmup": 3, "repeat": 20, "min_time": 0.3, "l2": "flush", "graph": True, "outputs": ["all"],
@@ -257,6 +258,9 @@ def run_sweep(sw: Sweep, out: Path, name: str | None, resume: bool = False, dry_
     if resume and not name:
         raise InputError("--resume continues the run named by --name; name it")
     header = device.header()
+    if cluster is not None and not dry_run:  # the workers' device, not this client's
+        headers = list(cluster.client.run(device.header).values())
+        header = headers[0] if headers else header
     meta = {"command": "python -m harness " + " ".join(sys.argv[1:] if argv is None else argv),
             "suite": sw.suite, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "l2": timing["l2"], "graph": timing["graph"], **({"shard": str(shard)} if shard is not None else {})}
@@ -270,10 +274,23 @@ def run_sweep(sw: Sweep, out: Path, name: str | None, resume: bool = False, dry_
         if resumed:
             meta["resumed"] = resumed  # said in the JSON and the report
     rows: list[dict] = []
+    if cluster is not None and not dry_run:
+        from .cluster import BenchRun
+
+        meta["cluster"] = {"where": cluster.what, "workers": cluster.workers,
+                           "gpus": sorted({str(h.get("gpu")) for h in headers})}
+        on = BenchRun(cluster, {k: timing.get(k) for k in ("warmup", "repeat", "min_time", "l2", "graph", "max_time")}
+                      | {"max_checks": max_checks}, partial.done if partial else None, partial, progress, bar)
     try:
         for part in sw.parts:
             for prec in part.precisions:
                 for outputs in part.outputs or timing["outputs"]:
+                    if cluster is not None and not dry_run:
+                        on.add(part.names, part.specs, part.sizes, prec, seed=timing["seed"], launch=sw.launch,
+                               problem=sw.problem, sweep=part.sweep, amortised=timing.get("amortised", 0),
+                               outputs=outputs, shard=shard,
+                               potential=part.potential or timing.get("potentials", timing.get("potential")))
+                        continue
                     rows += run(part.names, part.specs, part.sizes, prec, seed=timing["seed"], warmup=timing["warmup"],
                                 repeat=timing["repeat"], min_time=timing["min_time"], launch=sw.launch,
                                 problem=sw.problem, progress=progress, sweep=part.sweep, l2=timing["l2"],
@@ -282,6 +299,8 @@ def run_sweep(sw: Sweep, out: Path, name: str | None, resume: bool = False, dry_
                                 check_device=sw.gpu or not dry_run, outputs=outputs,
                                 amortised=timing.get("amortised", 0), max_time=timing.get("max_time"), shard=shard,
                                 potential=part.potential or timing.get("potentials", timing.get("potential")))
+        if cluster is not None and not dry_run:
+            rows = on.rows()
         if dry_run:
             return rows, []
         if peer_names and (shard is None or shard.index == 1):

@@ -5,7 +5,7 @@ wheelhouse for offline nodes. Standard library only (the Makefile runs it with t
     python tools/bootstrap.py wheelhouse [--dest wheelhouse] [--python-version 3.12] [--only nvtx,asv]
 
 `venv` installs only what is missing: requirements/base.txt (numpy, numba, pandas: what `make
-verify` needs) plus the named extras (test: pytest, pytest-xdist, hypothesis; bench: tqdm, matplotlib, asv), and
+verify` needs) plus the named extras (test: pytest, pytest-xdist, hypothesis; bench: tqdm, matplotlib, asv; cluster: Dask), and
 CuPy where nvidia-smi finds a GPU. Where the system Python already has the scientific stack (GPU
 images ship numpy, numba, CuPy, sometimes inside a venv of their own), the new venv sees those
 packages, and a package already importable is never installed again. Packages marked optional
@@ -27,10 +27,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 REQ = ROOT / "requirements"
-EXTRAS = ("test", "gpu", "bench", "report", "peers")
-WHEELHOUSE_EXTRAS = ("test", "gpu", "bench")  # peers are optional and large (jaxlib): not in the wheelhouse
+EXTRAS = ("test", "gpu", "bench", "report", "peers", "cluster")
+# peers are optional and large (jaxlib): not in the wheelhouse; cluster-gpu: dask-cuda, with cluster on a GPU node
+WHEELHOUSE_EXTRAS = ("test", "gpu", "bench", "cluster", "cluster-gpu")
 # distribution -> module it provides, where the two differ
-MODULES = {"asv-runner": "asv_runner", "jax-md": "jax_md", "pytest-xdist": "xdist"}
+MODULES = {"asv-runner": "asv_runner", "jax-md": "jax_md", "pytest-xdist": "xdist", "dask-cuda": "dask_cuda"}
 OPTIONAL = {"nvtx"}  # the harness runs without it (NVTX through CuPy, or no ranges)
 
 
@@ -134,6 +135,8 @@ def cmd_venv(args: argparse.Namespace) -> int:
     want_gpu = args.gpu == "yes" or (args.gpu == "auto" and cuda is not None)
     if want_gpu and "gpu" not in extras:
         extras.append("gpu")
+    if want_gpu and "cluster" in extras:
+        extras.append("cluster-gpu")  # dask-cuda: a worker per GPU
     files = requirement_files(extras)
     # the system's scientific stack is reused where it exists (GPU images); CI's fresh Python
     # has none of it and gets an isolated venv

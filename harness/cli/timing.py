@@ -21,6 +21,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     check_forcefield(args)
     shard = bench.Shard.parse(args.shard)
+    if args.cluster:
+        from .. import cluster
+
+        cluster.parse(args.cluster)  # bad text ends here, before any work
     bench.NOISE = args.noise
     if args.cpu_threads:
         import numba
@@ -59,15 +63,24 @@ def cmd_bench(args: argparse.Namespace) -> int:
               "max_time": args.max_time,
               "l2": args.l2, "graph": not args.no_graph, "outputs": outputs, "amortised": args.amortised,
               "potentials": sw.potentials}
+    on = None
+    if args.cluster and not args.dry_run:
+        from ..cluster import Cluster
+
+        on = Cluster(args.cluster)
+        print(f"cluster: {on.what}, {on.workers} worker(s)")
     try:
         rows, paths = sweep.run_sweep(sw, Path(args.out), args.name, resume=args.resume, dry_run=args.dry_run,
                                       timing=timing, max_checks={"cpu": args.max_checks_cpu,
                                                                  "cuda": args.max_checks_gpu},
                                       peer_names=peer_names, argv=args.argv, progress=None if args.quiet else print,
-                                      bar=bar, json_copy=Path(args.json) if args.json else None, shard=shard)
+                                      bar=bar, json_copy=Path(args.json) if args.json else None, shard=shard,
+                                      cluster=on)
     finally:
         if bar is not None:
             bar.close()
+        if on is not None:
+            on.close()
     if args.dry_run:
         planned = [r for r in rows if r["status"] == "planned"]
         checks = sum(r.get("distance_checks") or 0 for r in planned)
@@ -337,6 +350,9 @@ def add_bench(sub) -> None:
     p.add_argument("--launch", help="launch parameters for every point, e.g. block=128")
     p.add_argument("--shard", metavar="I/N", help="time only share I of N of the sweep's points (round robin; the "
                                                   "peers with share 1), for a job array; `harness merge` joins the files")
+    p.add_argument("--cluster", metavar="WHERE", help="the points as tasks on Dask workers, one point at a time each: "
+                                                      "local (a worker per GPU of this node), local:K, or a scheduler "
+                                                      "address tcp://host:port (the cluster extra)")
     p.add_argument("--sweep", action="append", help="launch-parameter sweep, e.g. warps=1:2:4:8:16 (repeatable; "
                                                      "applied to the strategies that have the parameter)")
     p.add_argument("--l2", choices=("flush", "warm"), default="flush",

@@ -1,0 +1,217 @@
+"""Sweeps on Dask (`bench --cluster`): every point of a sweep is a task, run on whichever worker is
+free, one point at a time per worker, so that a point's timing runs alone on its GPU.
+
+  --cluster local      every GPU of this node, a worker each (dask-cuda's LocalCUDACluster pins
+                       each with CUDA_VISIBLE_DEVICES); without a GPU, a worker per two cores
+  --cluster local:K    K such workers
+  --cluster tcp://H:P  an existing scheduler (dask-jobqueue's SLURMCluster, `dask scheduler` and
+                       `dask cuda worker --nthreads 1` by hand, ...)
+
+What the CPU does once per problem is done once, not per worker: the client builds each problem
+and scatters it, and the trajectory of the amortised column is recorded by one task whose result
+the problem's points share. The client writes each row to the partial file as it arrives (so
+--resume works as without a cluster) and the result file in the sweep's order; each row names the
+worker and its GPU (model, index, UUID). A worker lost in the middle of a point has the point run
+again once elsewhere; lost twice, the point is an error row that says so (Dask counts the loss of a
+worker against every point it held, the ones waiting their turn there too). The peers (OpenMM, ...)
+run in the client.
+
+Dask, distributed and (for GPUs) dask-cuda are the optional extra `cluster` (make setup
+EXTRAS=cluster); without them --cluster says so in one line.
+"""
+from __future__ import annotations
+
+import os
+import re
+import socket
+from typing import Callable
+
+from mdcore import InputError
+
+HINT = "install the cluster extra (dask, distributed; dask-cuda for GPUs): make setup EXTRAS=cluster"
+RETRIES = 1  # a point whose worker died is run once more elsewhere
+
+
+def parse(spec: str) -> tuple[str, int | None]:
+    """("local", K or None) or (address, None); bad text ends in one line."""
+    m = re.fullmatch(r"local(?::(\d+))?", spec)
+    if m:
+        k = int(m.group(1)) if m.group(1) else None
+        if k is not None and k < 1:
+            raise InputError(f"--cluster {spec}: the number of workers must be at least 1")
+        return "local", k
+    if re.fullmatch(r"(tcp|tls|ucx|inproc)://[^\s/]+(:\d+)?", spec):
+        return spec, None
+    raise InputError(f"--cluster {spec!r}: take local, local:K or a scheduler address such as tcp://host:8786")
+
+
+def _modules():
+    try:
+        import dask
+        import distributed
+    except ImportError:
+        raise InputError(f"--cluster needs Dask: {HINT}") from None
+    return dask, distributed
+
+
+class Cluster:
+    """A Dask client on the cluster --cluster names (started here for local; closed with close())."""
+
+    def __init__(self, spec: str):
+        where, k = parse(spec)
+        dask, distributed = _modules()
+        # a point lost with its worker is run once more elsewhere, then reported (KilledWorker)
+        dask.config.set({"distributed.scheduler.allowed-failures": RETRIES})
+        self._cluster = None
+        if where == "local":
+            from strategies.cuda import device_status
+
+            if device_status()[0]:
+                try:
+                    from dask_cuda import LocalCUDACluster
+                except ImportError:
+                    raise InputError(f"--cluster local on a GPU node needs dask-cuda: {HINT}") from None
+                import cupy
+
+                ids = list(range(cupy.cuda.runtime.getDeviceCount()))
+                if k is not None and k > len(ids):
+                    raise InputError(f"--cluster local:{k}: this node has {len(ids)} GPU(s)")
+                ids = ids[:k] if k else ids
+                self._cluster = LocalCUDACluster(CUDA_VISIBLE_DEVICES=",".join(map(str, ids)), threads_per_worker=1,
+                                                 dashboard_address=None, silence_logs=40)
+                self.what = f"{len(ids)} GPU worker(s) on this node"
+            else:
+                cores = os.cpu_count() or 1
+                n = k or max(1, cores // 2)
+                env = {"NUMBA_NUM_THREADS": str(max(1, cores // n))}
+                self._cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                                         dashboard_address=None, silence_logs=40, env=env)
+                self.what = f"{n} CPU worker(s) on this node (no GPU here)"
+            self.client = distributed.Client(self._cluster)
+        else:
+            try:
+                self.client = distributed.Client(where, timeout="20s")
+            except (OSError, TimeoutError) as e:
+                raise InputError(f"--cluster {where}: no scheduler answers there ({type(e).__name__})") from None
+            self.what = f"the scheduler at {where}"
+        self.workers = len(self.client.scheduler_info().get("workers", {}))
+
+    def close(self) -> None:
+        try:
+            self.client.close()
+        finally:
+            if self._cluster is not None:
+                self._cluster.close()
+
+
+def identity() -> dict:
+    """The worker a row was measured on: host, process, and its GPU (model, index, UUID) if any."""
+    out = {"host": socket.gethostname(), "pid": os.getpid(), "gpu": None}
+    try:
+        from strategies.cuda import device_status
+
+        if device_status()[0]:
+            import cupy
+
+            props = cupy.cuda.runtime.getDeviceProperties(0)
+            uuid = props.get("uuid", b"")
+            out.update(gpu=props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"]),
+                       gpu_index=os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0],
+                       gpu_uuid="GPU-" + bytes(uuid).hex() if uuid else None)
+    except Exception:  # the identity is a label: a worker without CuPy still measures
+        pass
+    return out
+
+
+def _point_task(name: str, lp: dict, problem, timing: dict, frames) -> dict:
+    from . import bench
+
+    row = bench.measure(bench.point_strategy(name, lp), problem, timing, frames)
+    return {**row, "worker": identity()}
+
+
+def _frames_task(problem, frames: int):
+    from . import bench
+
+    return bench.trajectory(problem, frames)
+
+
+def gather(client, futures: list, on_row: Callable[[int, dict], None], lost: Callable[[int, str], dict]) -> None:
+    """Each future's row, as it ends, to on_row(index, row); a future whose worker was lost more
+    than RETRIES times becomes lost(index, why)."""
+    from distributed import as_completed
+    from distributed.scheduler import KilledWorker
+
+    index = {f.key: k for k, f in enumerate(futures)}
+    for fut in as_completed(futures):
+        k = index[fut.key]
+        try:
+            row = fut.result()
+        except KilledWorker as e:
+            row = lost(k, f"its worker was lost {RETRIES + 1} times while measuring it ({type(e).__name__})")
+        on_row(k, row)
+        fut.release()
+
+
+class BenchRun:
+    """bench.run on the cluster: add() each part of the sweep (submitting its points), then rows()
+    gathers them all, in the sweep's order (the same rows as bench.run would give)."""
+
+    def __init__(self, cluster: Cluster, timing: dict, done: dict | None, sink, progress, bar):
+        self.client, self.timing, self.done = cluster.client, timing, done
+        self.sink, self.progress, self.bar = sink, progress, bar
+        self.slots: list = []  # the sweep's rows in order: a row, or the index of a future
+        self.futures: list = []
+        self.meta: list = []  # per future: what its error row would say
+
+    def add(self, names, scenario, sizes, precision: str, *, seed: int, launch, problem, sweep, potential,
+            amortised: int, outputs: str, shard) -> None:
+        from . import bench
+
+        timing = {**self.timing, "outputs": outputs}
+        for (p, outside), mine in bench.problems(names, scenario, sizes, precision, seed, launch, problem, sweep,
+                                                 potential, shard):
+            scattered = frames = None
+            for name, lp in mine:
+                s = bench.point_strategy(name, lp)
+                key = (s.label, p.label.split(" ")[0], p.n, precision, outputs, p.potential.spec())
+                if outside:
+                    row = {**bench.plan_point(s, p, timing["max_checks"], False, outputs), "precision": precision,
+                           "status": "n/a", "detail": outside}
+                    row.pop("distance_checks", None)
+                    self._row(row)
+                elif self.done and self.done.get(key):
+                    self._row(self.done[key].pop(0))
+                else:
+                    if scattered is None:  # built once here, sent once to the workers that need it
+                        scattered = self.client.scatter(p, hash=False)
+                        if amortised:
+                            frames = self.client.submit(_frames_task, scattered, amortised, pure=False)
+                    self.futures.append(self.client.submit(_point_task, name, lp, scattered, timing, frames,
+                                                           pure=False))
+                    self.meta.append({"strategy": s.label, "name": s.name, "backend": s.backend,
+                                      "scenario": p.label.split(" ")[0], "n": p.n, "precision": precision,
+                                      "potential": p.potential.spec(), "outputs": outputs})
+                    self.slots.append(len(self.futures) - 1)
+
+    def _row(self, row: dict) -> None:
+        self.slots.append(row)
+        if self.bar is not None:
+            self.bar.update(1)
+
+    def rows(self) -> list[dict]:
+        from . import bench
+
+        results: dict[int, dict] = {}
+
+        def on_row(k: int, row: dict) -> None:
+            results[k] = row
+            if self.sink is not None:
+                self.sink(row)
+            if self.bar is not None:
+                self.bar.update(1)
+            if self.progress:
+                self.progress(bench.format_row(row))
+
+        gather(self.client, self.futures, on_row, lambda k, why: {**self.meta[k], "status": "error", "detail": why})
+        return [results[r] if isinstance(r, int) else r for r in self.slots]

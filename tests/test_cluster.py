@@ -1,0 +1,86 @@
+"""bench --cluster: a sweep's points as tasks on Dask workers (a LocalCluster of processes with the
+CPU strategies here) give the serial run's points, in its order, with the same statuses; every
+worker takes points; a point whose worker dies is run once more elsewhere, then reported; bad
+--cluster values and a missing Dask end in one line, exit 2."""
+import json
+import sys
+
+import pytest
+
+from harness import cli
+
+distributed = pytest.importorskip("distributed", reason="the cluster extra (dask, distributed) is not installed")
+
+BENCH = ["bench", "--strategies", "allpairs_thread_cpu,c08_thread_cpu,fullshell_thread_cpu", "--scenario", "uniform",
+         "--scenario", "gaussian:sigma=4", "--n", "tiny,400", "--repeat", "2", "--min-time", "0", "--warmup", "1",
+         "--amortised", "0", "--quiet"]
+
+
+def _key(r):
+    return (r["strategy"], r["scenario"], r["n"], r["precision"], r.get("potential"))
+
+
+def test_a_cluster_sweep_gives_the_serial_points_and_every_worker_takes_some(tmp_path):
+    assert cli.main([*BENCH, "--out", str(tmp_path), "--name", "serial"]) == 0
+    assert cli.main([*BENCH, "--out", str(tmp_path), "--name", "cluster", "--cluster", "local:2"]) == 0
+    serial = json.loads((tmp_path / "serial.json").read_text())
+    clustered = json.loads((tmp_path / "cluster.json").read_text())
+    assert [_key(r) for r in clustered["rows"]] == [_key(r) for r in serial["rows"]]
+    assert [r["status"] for r in clustered["rows"]] == [r["status"] for r in serial["rows"]]
+    assert [r.get("pairs") for r in clustered["rows"]] == [r.get("pairs") for r in serial["rows"]]
+    workers = {r["worker"]["pid"] for r in clustered["rows"] if r["status"] == "ok"}
+    assert len(workers) == 2  # both workers took points
+    assert clustered["meta"]["cluster"]["workers"] == 2
+    assert not (tmp_path / "cluster.partial.jsonl").exists()  # written as rows came, removed at the end
+
+
+def _die_once(marker):
+    import os
+    from pathlib import Path
+
+    if not Path(marker).exists():
+        Path(marker).write_text("died here once")
+        os._exit(1)
+    return {"status": "ok", "pid": os.getpid()}
+
+
+def _die_always():
+    import os
+
+    os._exit(1)
+
+
+def test_a_point_whose_worker_dies_runs_again_once_then_is_reported(tmp_path):
+    import cloudpickle
+
+    from harness import cluster
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers cannot import this test module
+    c = cluster.Cluster("local:2")
+    try:
+        rows = {}
+        lost = lambda k, why: {"status": "error", "detail": why}  # noqa: E731
+        # one at a time: a point waiting on a worker that dies counts that loss too
+        cluster.gather(c.client, [c.client.submit(_die_once, str(tmp_path / "marker"), pure=False)],
+                       rows.__setitem__, lost)
+        once = rows.pop(0)
+        cluster.gather(c.client, [c.client.submit(_die_always, pure=False)], rows.__setitem__, lost)
+    finally:
+        c.close()
+    assert once["status"] == "ok"  # run again on another (or a restarted) worker
+    assert rows[0]["status"] == "error" and "lost 2 times" in rows[0]["detail"]
+
+
+@pytest.mark.parametrize("where, words", [("nowhere", "take local, local:K or a scheduler address"),
+                                          ("local:0", "the number of workers must be at least 1")])
+def test_a_bad_cluster_is_refused_in_one_line(tmp_path, capsys, where, words):
+    assert cli.main([*BENCH, "--out", str(tmp_path), "--cluster", where]) == 2
+    err = capsys.readouterr().err
+    assert words in err and len(err.strip().splitlines()) == 1
+    assert not list(tmp_path.iterdir())
+
+
+def test_without_dask_the_cluster_option_names_the_extra(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed now fails
+    assert cli.main([*BENCH, "--out", str(tmp_path), "--cluster", "local:2"]) == 2
+    assert "make setup EXTRAS=cluster" in capsys.readouterr().err
