@@ -44,11 +44,12 @@ TEST_EXTRAS := test,bench,cluster
 setup:
 	$(call boot,$(EXTRAS))
 
-# TEST_JOBS: pytest processes (pytest-xdist); 1 runs them in this process
+# TEST_JOBS: pytest processes (pytest-xdist, a module per process at a time: --dist loadscope shares a
+# module's costly fixtures, the compiled kernels, the built report); 1 runs them in this process
 TEST_JOBS ?= 2
 test:
 	$(call boot,$(TEST_EXTRAS))
-	$(PYTHON) -m pytest -q $(if $(filter-out 1,$(TEST_JOBS)),-n $(TEST_JOBS) --dist loadgroup) tests research $(ARGS)
+	$(PYTHON) -m pytest -q $(if $(filter-out 1,$(TEST_JOBS)),-n $(TEST_JOBS) --dist loadscope) tests research $(ARGS)
 
 verify:
 	$(call boot,)

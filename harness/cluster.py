@@ -215,3 +215,49 @@ class BenchRun:
 
         gather(self.client, self.futures, on_row, lambda k, why: {**self.meta[k], "status": "error", "detail": why})
         return [results[r] if isinstance(r, int) else r for r in self.slots]
+
+
+def _reference_task(problem):
+    import reference
+
+    return reference.compute(problem)
+
+
+def _cell_task(strategy, scenario: str, problem, ref, precision: str, limits: dict) -> dict:
+    from .verify import Case, run_cell
+
+    row = run_cell(strategy, Case(scenario, problem, ref), precision, limits)
+    return {**row, "worker": identity()}
+
+
+def verify_matrix(cluster: Cluster, strategy_list, cases, precisions, limits: dict, progress=None,
+                  shard=None) -> list[dict]:
+    """verify.run_matrix on the cluster: each case's reference computed once by a task, each cell a
+    task; the same rows in the same order, the same-bits rule applied to all of them here."""
+    from .verify import _row, same_bits
+
+    client = cluster.client
+    strategy_list, precisions = list(strategy_list), list(precisions)
+    futures, meta = [], []
+    for case in cases:
+        mine = [(s, p) for s in strategy_list for p in precisions if shard is None or shard.take()]
+        if not mine:
+            continue
+        problem = client.scatter(case.problem, hash=False)
+        ref = client.submit(_reference_task, problem, pure=False) if case.ref is None else case.ref
+        for s, p in mine:
+            futures.append(client.submit(_cell_task, s, case.scenario, problem, ref, p, limits, pure=False))
+            meta.append(_row(s, case, p))
+    rows: dict[int, dict] = {}
+
+    def on_row(k: int, row: dict) -> None:
+        rows[k] = row
+        if progress and row["status"] != "n/a":
+            progress(f"  {row['strategy']:18s} {row['precision']:5s} {row['status']}")
+
+    gather(client, futures, on_row, lambda k, why: {**meta[k], "status": "ERROR", "detail": why})
+    out = [rows[k] for k in range(len(futures))]
+    for r in same_bits(out):
+        if progress:
+            progress(f"  {r['strategy']:18s} fixed FAIL: {r['detail']}")
+    return out

@@ -11,7 +11,7 @@ from harness import cli
 
 distributed = pytest.importorskip("distributed", reason="the cluster extra (dask, distributed) is not installed")
 
-BENCH = ["bench", "--strategies", "allpairs_thread_cpu,c08_thread_cpu,fullshell_thread_cpu", "--scenario", "uniform",
+BENCH = ["bench", "--strategies", "allpairs_thread_cpu", "--scenario", "uniform",
          "--scenario", "gaussian:sigma=4", "--n", "tiny,400", "--repeat", "2", "--min-time", "0", "--warmup", "1",
          "--amortised", "0", "--quiet"]
 
@@ -84,3 +84,18 @@ def test_without_dask_the_cluster_option_names_the_extra(tmp_path, capsys, monke
     monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed now fails
     assert cli.main([*BENCH, "--out", str(tmp_path), "--cluster", "local:2"]) == 2
     assert "make setup EXTRAS=cluster" in capsys.readouterr().err
+
+
+def test_a_cluster_verify_gives_the_serial_matrix(tmp_path):
+    args = ["verify", "--strategies", "allpairs_thread_cpu,fullshell_thread_cpu", "--scenarios", "lj_liquid,uniform",
+            "--size", "tiny", "--precision", "fp64,fixed", "--quiet"]
+    assert cli.main([*args, "--out", str(tmp_path / "serial")]) == 0
+    assert cli.main([*args, "--out", str(tmp_path / "cluster"), "--cluster", "local:2"]) == 0
+    serial = json.loads((tmp_path / "serial" / "verify.json").read_text())
+    clustered = json.loads((tmp_path / "cluster" / "verify.json").read_text())
+    key = lambda r: (r["strategy"], r["scenario"], r["precision"])  # noqa: E731
+    assert [key(r) for r in clustered["rows"]] == [key(r) for r in serial["rows"]]
+    assert [(r["status"], r.get("digest")) for r in clustered["rows"]] == \
+        [(r["status"], r.get("digest")) for r in serial["rows"]]
+    assert len({r["worker"]["pid"] for r in clustered["rows"]}) == 2
+    assert cli.main([*args, "--out", str(tmp_path / "r"), "--cluster", "local:2", "--replay", "5"]) == 2

@@ -56,7 +56,6 @@ def test_experimental_kernels_compile():
 MAX_SPILL_BYTES = 24
 
 
-@pytest.mark.xdist_group("defaults_compiled")  # one process compiles the defaults once (make test: --dist loadgroup)
 def test_default_launches_do_not_spill(defaults_compiled):
     """Each strategy's default specialisations (every precision, periodic or not) keep their
     working set in registers: a real spill to local memory would show in every timing."""
@@ -118,7 +117,8 @@ PTX_CASES = [(f, e) for f, e in EXPRS if _precision_of(e) is not None
 @pytest.fixture(scope="module")
 def defaults_compiled():
     """file -> (returncode, compiler output, PTX) of every default specialisation (EXPRS), compiled
-    once: the cubin gives ptxas's resource report, the PTX it was made from the precision checks."""
+    once: the cubin gives ptxas's resource report, the PTX it was made from the precision checks.
+    make test runs a module's tests in one pytest-xdist process (--dist loadscope): once per run."""
     units: dict[str, list[str]] = {}
     for f, e in EXPRS:
         units.setdefault(f, []).append(e)
@@ -145,7 +145,6 @@ def ptx_of(defaults_compiled):
     return out
 
 
-@pytest.mark.xdist_group("defaults_compiled")
 @pytest.mark.parametrize("file, expr", PTX_CASES)
 def test_precision_modes_in_ptx(file, expr, ptx_of):
     """fp32: no float64 arithmetic at all (an untyped literal would show up here); mixed: float64

@@ -65,6 +65,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     check_forcefield(args)
     shard = Shard.parse(args.shard)
+    if args.cluster:
+        from .. import cluster
+
+        cluster.parse(args.cluster)
+        if args.replay:
+            raise InputError("--cluster runs the matrix's cells, not --replay yet: replay without --cluster")
     if args.self_test:  # a planted read of unwritten memory, which poisoning must catch
         from .. import planted
 
@@ -100,7 +106,20 @@ def cmd_verify(args: argparse.Namespace) -> int:
     # a launch parameter some of the strategies lack leaves those n/a (the reason in each cell)
     chosen = strategies.create_each(names, launch_params(args.launch)) if args.launch else \
         [strategies.create(n) for n in names]
-    rows = verify.run_matrix(chosen, cases, precisions, budgets, progress=None if args.quiet else say, shard=shard)
+    if args.cluster:
+        from ..cluster import Cluster, verify_matrix
+        from ..gate import budgets as limits
+
+        on = Cluster(args.cluster)
+        say(f"cluster: {on.what}, {on.workers} worker(s)")
+        try:
+            rows = verify_matrix(on, chosen, cases, precisions, limits("verify", budgets),
+                                 progress=None if args.quiet else say, shard=shard)
+        finally:
+            on.close()
+    else:
+        rows = verify.run_matrix(chosen, cases, precisions, budgets, progress=None if args.quiet else say,
+                                 shard=shard)
     if args.replay:  # the list strategies along a recorded trajectory: every frame against the reference
         rows += verify.run_replay(chosen, cases, precisions, args.replay + 1, args.replay_every,
                                   progress=None if args.quiet else say, shard=shard)
@@ -244,6 +263,8 @@ def add_verify(sub) -> None:
     p.add_argument("--replay-every", type=COUNT, default=1, help="check every M-th replayed frame (default every one)")
     p.add_argument("--shard", metavar="I/N", help="run only share I of N of the matrix's cells (round robin), for a "
                                                   "job array; `harness merge` joins the files")
+    p.add_argument("--cluster", metavar="WHERE", help="the matrix's cells as tasks on Dask workers: local, local:K or "
+                                                      "tcp://host:port (bench --cluster says more; not with --replay)")
     p.add_argument("--out", default=str(Path("reports") / "verify"), help="report folder (default reports/verify under the current folder)")
     p.add_argument("--max-checks-cpu", type=POSITIVE, help="skip CPU cells with more distance checks (default 4e9)")
     p.add_argument("--max-checks-gpu", type=POSITIVE, help="skip GPU cells with more distance checks (default 4e12)")
