@@ -10,6 +10,7 @@ EXTRAS  ?= test,bench
 GPU     ?= auto
 SIZE    ?= small
 ARGS    ?=
+comma   := ,
 
 # bench: a named suite (harness/suites.py), or STRATEGIES= for an ad-hoc sweep
 SUITE      ?= default
@@ -61,12 +62,14 @@ bench:
 
 # results: the canonical campaign of this machine's GPU model (harness/campaign.py); BUDGET= stops
 # before running past it (a time-limited job), and the same command continues where it stopped;
-# GPUS=4 (or all) runs four stages at once on a node with several GPUs of one model
+# GPUS=4 (or all) runs four stages at once on a node with several GPUs of one model; CLUSTER=local
+# (or local:K, or a scheduler's address) spreads each bench and verify stage's points on Dask workers
 BUDGET ?=
 GPUS ?=
+CLUSTER ?=
 results:
-	$(call boot,report)
-	$(PYTHON) -m harness results $(if $(BUDGET),--budget $(BUDGET)) $(if $(GPUS),--gpus $(GPUS)) $(ARGS)
+	$(call boot,report$(if $(CLUSTER),$(comma)cluster))
+	$(PYTHON) -m harness results $(if $(BUDGET),--budget $(BUDGET)) $(if $(GPUS),--gpus $(GPUS)) $(if $(CLUSTER),--cluster $(CLUSTER)) $(ARGS)
 
 profile:
 	$(call boot,)

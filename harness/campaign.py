@@ -248,13 +248,16 @@ def _last_line(path: Path) -> str:
 
 
 def run(budget: float | None = None, only: list[str] | None = None, restart: bool = False, root: Path = ROOT,
-        dry_run: bool = False, machine: str | None = None, gpus: str | int | None = None, say=print) -> int:
+        dry_run: bool = False, machine: str | None = None, gpus: str | int | None = None,
+        cluster: str | None = None, say=print) -> int:
     """Run the stages not done yet, in order, within `budget` seconds (None: no limit). only: stage
     names (or prefixes ending in '-') to run, in campaign order; machine: the results folder's GPU
     model (default: this machine's; another's for the stages without a GPU, claims and report);
     gpus: run that many GPU stages at once, each on a GPU of its own (a count or "all"; default one
     stage at a time). A stage without a GPU (claims, report: they read the others' results) waits
-    for every stage before it. Returns the exit status: 0 (done, or stopped at the budget: run
+    for every stage before it. cluster: the bench and verify stages' points on Dask workers
+    (harness.cluster: local, local:K or a scheduler's address; a local cluster is started once
+    here and every stage joins it), the stages one after the other. Returns the exit status: 0 (done, or stopped at the budget: run
     again to continue), 1 (a stage failed), 2 (bad input)."""
     import re
 
@@ -274,6 +277,12 @@ def run(budget: float | None = None, only: list[str] | None = None, restart: boo
             raise InputError(f"results: unknown stage(s) {', '.join(bad)}; known: {', '.join(s.name for s in all_stages)}")
         all_stages = [s for s in all_stages if any(s.name == o or (o.endswith("-") and s.name.startswith(o))
                                                    for o in only)]
+    if cluster and gpus not in (None, 1, "1"):
+        raise InputError("results: take --gpus (stages side by side) or --cluster (points on Dask), not both")
+    if cluster:
+        from .cluster import parse
+
+        parse(cluster)
     slots = gpu_slots(gpus) if not dry_run else [None]
     commit = code_commit()
     try:
@@ -294,6 +303,34 @@ def run(budget: float | None = None, only: list[str] | None = None, restart: boo
         for s in left:
             say(f"  {s.name:34s} python -m harness {' '.join(_argv(s, folder, machine, root))}")
         return 0
+    on = address = None
+    if cluster:
+        from .cluster import Cluster, parse
+
+        if parse(cluster)[0] == "local":
+            on = Cluster(cluster)
+            address = on.client.scheduler.address
+            say(f"cluster: {on.what}, {on.workers} worker(s), at {address}")
+        else:
+            address = cluster
+    try:
+        return _stages(left, camp, folder, machine, root, budget, slots, gpu, why, address, say)
+    finally:
+        if on is not None:
+            on.close()
+
+
+def _joins(stage: Stage) -> bool:
+    """A stage whose points a Dask cluster can take: bench, and verify without --replay."""
+    return stage.argv[0] == "bench" or (stage.argv[0] == "verify" and "--replay" not in stage.argv)
+
+
+def _stages(left: list[Stage], camp: Campaign, folder: Path, machine: str, root: Path, budget: float | None,
+            slots: list, gpu: bool, why: str, address: str | None, say) -> int:
+    """Run the stages left (run()'s loop): side by side on the slots, or each joining the cluster at
+    `address`."""
+    from . import device
+
     start = time.monotonic()
     pending = list(left)
     running: list[_Running] = []
@@ -304,11 +341,13 @@ def run(budget: float | None = None, only: list[str] | None = None, restart: boo
         remaining = None if budget is None else budget - (time.monotonic() - start)
         (folder / "logs").mkdir(parents=True, exist_ok=True)
         log = folder / "logs" / f"{s.name}.log"
-        env = {**os.environ, "HARNESS_COMMIT": commit, "PYTHONUNBUFFERED": "1",
+        env = {**os.environ, "HARNESS_COMMIT": camp.commit, "PYTHONUNBUFFERED": "1",
                "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
         if slot is not None:  # one GPU per stage, the host's cores shared among the stages
             env.update(CUDA_VISIBLE_DEVICES=slot, NUMBA_NUM_THREADS=str(threads))
         cmd = [sys.executable, "-m", "harness", *_argv(s, folder, machine, root)]
+        if address and _joins(s):
+            cmd += ["--cluster", address]
         say(f"  {s.name} ..." + (f" (GPU {slot})" if slot is not None else ""))
         with open(log, "w") as out:
             proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT,

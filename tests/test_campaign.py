@@ -142,3 +142,21 @@ def test_gpus_is_refused_by_name_where_it_cannot_be_met(monkeypatch):
         with pytest.raises(InputError, match="needs GPUs"):
             campaign.gpu_slots(2)
     assert campaign.gpu_slots(None) == [None] and campaign.gpu_slots(1) == [None]
+
+
+def test_the_stages_join_one_dask_cluster(tmp_path, monkeypatch):
+    """results --cluster local:2 starts one cluster and each bench or verify stage joins it at its
+    address (a replayed verify runs alone); --gpus and --cluster are not taken together."""
+    pytest.importorskip("distributed", reason="the cluster extra (dask, distributed) is not installed")
+    bench = ("bench", "--strategies", "allpairs_thread_cpu", "--scenario", "uniform", "--n", "tiny", "--repeat", "2",
+             "--min-time", "0", "--warmup", "1", "--amortised", "0", "--quiet", "--out", "{dir}/bench", "--name", "b")
+    _stages(monkeypatch, [campaign.Stage("verify-tiny", TINY, gpu=False), campaign.Stage("bench-tiny", bench, gpu=False)])
+    said = []
+    assert campaign.run(root=tmp_path, cluster="local:2", say=said.append) == 0
+    assert any(s.startswith("cluster: 2 CPU worker(s)") for s in said), said
+    folder = tmp_path / "reports" / device.machine_name()
+    rows = json.loads((folder / "bench" / "b.json").read_text())["rows"]
+    assert rows and all("worker" in r for r in rows)  # measured on the cluster's workers
+    assert all("worker" in r for r in json.loads((folder / "verify" / "tiny" / "verify.json").read_text())["rows"])
+    with pytest.raises(InputError, match="not both"):
+        campaign.run(root=tmp_path, cluster="local:2", gpus=2, say=said.append)

@@ -323,7 +323,7 @@ def cmd_results(args: argparse.Namespace) -> int:
     if args.stages is not None and not only:
         raise InputError("results: --stages names no stage")
     return campaign.run(budget=budget, only=only, restart=args.restart, dry_run=args.dry_run, machine=args.machine,
-                        gpus=args.gpus)
+                        gpus=args.gpus, cluster=args.cluster)
 
 
 def suite_names() -> list[str]:
@@ -498,5 +498,8 @@ def add_results(sub) -> None:
                                      "another's for the stages that need no GPU (claims, report)")
     p.add_argument("--gpus", help="run this many GPU stages at once, each on a GPU of its own (a count or 'all'; "
                                   "default 1): a node with several GPUs of one model finishes the campaign sooner")
+    p.add_argument("--cluster", metavar="WHERE", help="the bench and verify stages' points on Dask workers: local, "
+                                                      "local:K (started once, every stage joins it) or a scheduler's "
+                                                      "address (the cluster extra)")
     p.add_argument("--dry-run", action="store_true", help="list the stages left and their commands; run nothing")
     p.set_defaults(fn=cmd_results)
