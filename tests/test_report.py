@@ -399,3 +399,16 @@ def test_the_pair_bodies_section_ranks_per_pair_and_names_who_overtakes(tmp_path
     empty = render.Section("bodies", "Heavier pair bodies")
     S.bodies(empty, render.Plots(tmp_path), [row("a", "gaussian", 1.0)])
     assert "make bench SUITE=bodies" in str(empty.blocks)
+
+
+def test_rows_of_a_cluster_with_two_gpu_models_are_two_devices():
+    from harness.report import bench_rows
+    from harness.report.verdict import candidates
+
+    row = {"status": "ok", "scenario": "lj_liquid", "n": 1000, "precision": "fp32", "strategy": "a", "name": "a",
+           "backend": "cuda", "compute_ms": 1.0}
+    doc = {"device": {"gpu": "NVIDIA H200"}, "rows": [
+        dict(row, worker={"gpu": "NVIDIA H200"}), dict(row, worker={"gpu": "NVIDIA A100-SXM4-80GB"}), dict(row)]}
+    rows = bench_rows([doc])
+    assert [r["_device"]["gpu"] for r in rows] == ["NVIDIA H200", "NVIDIA A100-SXM4-80GB", "NVIDIA H200"]
+    assert set(candidates(rows)["device"]) == {"NVIDIA H200", "NVIDIA A100-SXM4-80GB"}

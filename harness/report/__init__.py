@@ -28,6 +28,21 @@ from .sections import SECTIONS
 __all__ = ["SECTIONS", "build", "default_inputs", "load"]
 
 
+
+def bench_rows(docs: list[dict]) -> list[dict]:
+    """Every bench row with its file's index (_file) and device (_device); a row measured on a
+    cluster's worker (bench --cluster) carries its worker's GPU model, so that points of two models
+    stay apart as two devices."""
+    out = []
+    for i, d in enumerate(docs):
+        for r in d["rows"]:
+            dev = d["device"]
+            gpu = (r.get("worker") or {}).get("gpu")
+            if gpu and gpu != dev.get("gpu"):
+                dev = {**dev, "gpu": gpu}
+            out.append(dict(r, _file=i, _device=dev))
+    return out
+
 def build(paths: list[Path], out_dir: Path, title: str, before: list[Path] | None = None,
           readme: Path | None = None) -> tuple[Path, Path]:
     """before: earlier bench results for the section 'Before and after'; readme: a file whose ranking
@@ -41,10 +56,7 @@ def build(paths: list[Path], out_dir: Path, title: str, before: list[Path] | Non
     found = S.before_after(data["bench"], data["bench_files"], old["bench"], old["bench_files"])
     out_dir.mkdir(parents=True, exist_ok=True)
     plots = render.Plots(out_dir)
-    bench = []
-    for i, d in enumerate(data["bench"]):
-        for r in d["rows"]:
-            bench.append(dict(r, _file=i, _device=d["device"]))
+    bench = bench_rows(data["bench"])
     devices = [d["device"] for d in data["bench"]]
     sections = {k: render.Section(k, t) for k, t in S.SECTIONS}
     headline = S.verdict(sections["verdict"], bench, data["profile"], data["verify"])
