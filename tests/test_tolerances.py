@@ -1,6 +1,6 @@
 """The tolerance model itself: one set of coefficients for every precision mode, and cases that
 stress each of its terms (a dense clump: close pairs and many partners; a large box: coordinates
-far from the origin) passing in every precision with the CPU strategies (the GPU ones in
+far from the origin) passing in every precision with two CPU cell strategies (the GPU ones in
 tests/test_gpu.py)."""
 import numpy as np
 import pytest
@@ -10,8 +10,6 @@ import strategies
 from harness import scenarios, verify
 from harness.tolerances import FLOORS, MODEL, TOLERANCES, accumulation, kappa
 from mdcore import MODES
-
-CPU = strategies.select(backend="cpu")
 
 
 def test_mixed_limits_follow_from_fp32s_model():
@@ -44,9 +42,17 @@ def test_mixed_energy_limit_has_the_coordinate_term():
                                         ("uniform:density=0.05", "small")])
 def test_hard_cases_pass_in_every_precision(spec, size):
     case = verify.Case(spec, scenarios.make(spec, size, seed=4))
-    rows = verify.run_matrix([strategies.create(n) for n in CPU], [case], list(MODES))
+    # two traversals that sum a particle's pairs in different orders (the tolerances are the
+    # precision's, not the traversal's; every CPU strategy here took two minutes of CI)
+    names = ["fullshell_thread_cpu", "c08_thread_cpu"]
+    rows = verify.run_matrix([strategies.create(n) for n in names], [case], list(MODES))
     ran = [r for r in rows if r["status"] != "n/a"]
-    assert len(ran) >= 2 * len(MODES) and all(r["status"] == "pass" for r in ran), verify.table(ran)
+    assert all(r["status"] == "pass" for r in ran), verify.table(ran)
+    modes: dict[str, set] = {}
+    for r in ran:
+        modes.setdefault(r["strategy"], set()).add(r["precision"])
+    # at least two strategies, each in every mode (fixed point may find the input outside its range)
+    assert len(modes) >= 2 and all(m >= set(MODES) - {"fixed"} for m in modes.values()), modes
     ref = case.ref
     assert ref.r_min < 0.9 and kappa("fp32", case.problem.box.array, ref.r_min) > 1e-6  # a hard case indeed
 
