@@ -99,3 +99,19 @@ def test_a_cluster_verify_gives_the_serial_matrix(tmp_path):
         [(r["status"], r.get("digest")) for r in serial["rows"]]
     assert len({r["worker"]["pid"] for r in clustered["rows"]}) == 2
     assert cli.main([*args, "--out", str(tmp_path / "r"), "--cluster", "local:2", "--replay", "5"]) == 2
+
+
+def test_a_cluster_run_resumes_an_interrupted_sweep(tmp_path):
+    """The client keeps the partial file: --resume with --cluster takes the rows measured earlier as
+    they are and sends only the others to the workers."""
+    args = [*BENCH, "--out", str(tmp_path), "--name", "r"]
+    assert cli.main(args) == 0
+    doc = json.loads((tmp_path / "r.json").read_text())
+    kept = [dict(row, compute_ms=12345.0) for row in doc["rows"][:2]]  # marked: must come back unchanged
+    lines = [json.dumps({"device": doc["device"], "meta": doc["meta"]})] + [json.dumps(k) for k in kept]
+    (tmp_path / "r.partial.jsonl").write_text("\n".join(lines) + "\n")
+    assert cli.main([*args, "--resume", "--cluster", "local:2"]) == 0
+    rows = json.loads((tmp_path / "r.json").read_text())["rows"]
+    assert len(rows) == len(doc["rows"]) and [x["compute_ms"] for x in rows[:2]] == [12345.0, 12345.0]
+    assert all(x["compute_ms"] != 12345.0 and "worker" in x for x in rows[2:])
+    assert not (tmp_path / "r.partial.jsonl").exists()
