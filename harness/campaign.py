@@ -43,7 +43,8 @@ SCHEMA_VERSION = 1
 # modules (a change to the report, the claims or the command line leaves the results valid)
 CODE = ("mdcore", "reference", "strategies", "harness/bench.py", "harness/amortised.py", "harness/sweep.py",
         "harness/timing.py", "harness/gate.py", "harness/verify.py", "harness/tolerances.py", "harness/scenarios.py",
-        "harness/md.py", "harness/peers.py", "harness/profile.py", "harness/suites.py", "harness/campaign.py")
+        "harness/md.py", "harness/peers.py", "harness/profile.py", "harness/suites.py", "harness/campaign.py",
+        "harness/cluster.py")
 # bench timing for the campaign: the median of at least 10 samples and 0.03 s of them per phase (a
 # 0.1 ms kernel gives some 300 samples, a 1 ms one 30), and a phase of a slow point (a scheduler
 # taking 80 ms, a c08 pass on a clustered gas 0.5 s) at most about 0.3 s, at least 3 samples:
