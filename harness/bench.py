@@ -323,9 +323,7 @@ def run(names: list[str], scenario: str | list[str] | None, sizes: list, precisi
             s = point_strategy(name, lp)
             key = (s.label, p.label.split(" ")[0], p.n, precision, outputs, p.potential.spec())
             if outside:  # the input lies outside this precision (fixed point's range)
-                row = {**plan_point(s, p, max_checks, False, outputs), "precision": precision, "status": "n/a",
-                       "detail": outside}
-                row.pop("distance_checks", None)
+                row = outside_row(s, p, precision, outputs, outside, max_checks)
             elif done and done.get(key):
                 row = done[key].pop(0)
             elif dry_run:
@@ -355,9 +353,22 @@ def measure(s: strategies.Strategy, p: Problem, timing: dict, frames=None) -> di
                            graph=timing["graph"], max_checks=timing["max_checks"], outputs=timing["outputs"],
                            frames=frames, max_time=timing["max_time"])
     except StrategyError as e:
-        return {"strategy": s.label, "name": s.name, "backend": s.backend, "scenario": p.label.split(" ")[0],
-                "n": p.n, "precision": p.precision, "potential": p.potential.spec(), "outputs": timing["outputs"],
-                "status": "error", "detail": str(e)}
+        return error_row(s, p, p.precision, timing["outputs"], str(e))
+
+
+def error_row(s: strategies.Strategy, p: Problem, precision: str, outputs: str, detail: str) -> dict:
+    """A point that ended in an error (a StrategyError, a lost cluster worker), with the reason."""
+    return {"strategy": s.label, "name": s.name, "backend": s.backend, "scenario": p.label.split(" ")[0], "n": p.n,
+            "precision": precision, "potential": p.potential.spec(), "outputs": outputs, "status": "error",
+            "detail": detail}
+
+
+def outside_row(s: strategies.Strategy, p: Problem, precision: str, outputs: str, why: str,
+                max_checks: dict | None) -> dict:
+    """A point whose input lies outside the precision (fixed point's range): n/a with the reason."""
+    row = {**plan_point(s, p, max_checks, False, outputs), "precision": precision, "status": "n/a", "detail": why}
+    row.pop("distance_checks", None)
+    return row
 
 
 def in_precision(problem: Problem, precision: str) -> tuple[Problem, str]:

@@ -162,7 +162,7 @@ class BenchRun:
         self.sink, self.progress, self.bar = sink, progress, bar
         self.slots: list = []  # the sweep's rows in order: a row, or the index of a future
         self.futures: list = []
-        self.meta: list = []  # per future: what its error row would say
+        self.meta: list = []  # per future: its error row, the reason left to fill
 
     def add(self, names, scenario, sizes, precision: str, *, seed: int, launch, problem, sweep, potential,
             amortised: int, outputs: str, shard) -> None:
@@ -176,10 +176,7 @@ class BenchRun:
                 s = bench.point_strategy(name, lp)
                 key = (s.label, p.label.split(" ")[0], p.n, precision, outputs, p.potential.spec())
                 if outside:
-                    row = {**bench.plan_point(s, p, timing["max_checks"], False, outputs), "precision": precision,
-                           "status": "n/a", "detail": outside}
-                    row.pop("distance_checks", None)
-                    self._row(row)
+                    self._row(bench.outside_row(s, p, precision, outputs, outside, timing["max_checks"]))
                 elif self.done and self.done.get(key):
                     self._row(self.done[key].pop(0))
                 else:
@@ -189,9 +186,7 @@ class BenchRun:
                             frames = self.client.submit(_frames_task, scattered, amortised, pure=False)
                     self.futures.append(self.client.submit(_point_task, name, lp, scattered, timing, frames,
                                                            pure=False))
-                    self.meta.append({"strategy": s.label, "name": s.name, "backend": s.backend,
-                                      "scenario": p.label.split(" ")[0], "n": p.n, "precision": precision,
-                                      "potential": p.potential.spec(), "outputs": outputs})
+                    self.meta.append(bench.error_row(s, p, precision, outputs, ""))  # not the problem itself
                     self.slots.append(len(self.futures) - 1)
 
     def _row(self, row: dict) -> None:
@@ -213,7 +208,7 @@ class BenchRun:
             if self.progress:
                 self.progress(bench.format_row(row))
 
-        gather(self.client, self.futures, on_row, lambda k, why: {**self.meta[k], "status": "error", "detail": why})
+        gather(self.client, self.futures, on_row, lambda k, why: {**self.meta[k], "detail": why})
         return [results[r] if isinstance(r, int) else r for r in self.slots]
 
 

@@ -46,7 +46,10 @@ def _share(doc: dict, path: Path) -> tuple[int, int]:
     text = (doc.get("meta") or {}).get("shard")
     if not text:
         raise InputError(f"merge: {path} is not a share (made without --shard)")
-    i, n = (int(v) for v in str(text).split("/"))
+    try:
+        i, n = (int(v) for v in str(text).split("/"))
+    except ValueError:
+        raise InputError(f"merge: {path} names its share {text!r}, not i/n") from None
     return i, n
 
 
@@ -68,7 +71,7 @@ def merge(paths: list[Path]) -> dict:
     shares = {}
     for p, d in docs:
         i, n = _share(d, p)
-        if (i, n) in {(k, m) for k, (m, _, _) in shares.items()}:
+        if i in shares and shares[i][0] == n:
             raise InputError(f"merge: share {i}/{n} given twice ({shares[i][1]} and {p})")
         shares[i] = (n, p, d)
     counts = {n for n, _, _ in shares.values()}
