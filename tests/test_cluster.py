@@ -34,6 +34,38 @@ def test_a_cluster_sweep_gives_the_serial_points_and_every_worker_takes_some(tmp
     assert not (tmp_path / "cluster.partial.jsonl").exists()  # written as rows came, removed at the end
 
 
+def _running_callbacks():
+    from distributed import get_worker
+
+    return sorted(n for n, pc in get_worker().periodic_callbacks.items() if pc.is_running())
+
+
+def _noisy_after_quiet():
+    import time
+
+    from distributed import get_worker
+
+    from harness.cluster import NOISY_CALLBACKS, quiet_worker
+
+    quiet_worker()
+    time.sleep(0.2)  # the stops run on the worker's event loop
+    callbacks = get_worker().periodic_callbacks
+    return sorted(n for n in NOISY_CALLBACKS if n in callbacks and callbacks[n].is_running())
+
+
+def test_a_timing_worker_stops_its_profiler_and_loop_monitors():
+    from harness.cluster import Cluster, quiet_worker
+
+    assert quiet_worker() == []  # outside a worker: nothing to stop
+    cluster = Cluster("local:1")
+    try:
+        running = cluster.client.submit(_running_callbacks, pure=False).result(timeout=60)
+        assert "profile" in running  # on by default: the test can fail
+        assert cluster.client.submit(_noisy_after_quiet, pure=False).result(timeout=60) == []
+    finally:
+        cluster.close()
+
+
 def _die_once(marker):
     import os
     from pathlib import Path
