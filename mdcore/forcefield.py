@@ -18,8 +18,13 @@ electrostatics.method:
   reaction-field  u = k q_i q_j (1/r + k_rf r^2 - c_rf), k_rf = (eps_rf - 1) / ((2 eps_rf + 1) r_c^3),
                   c_rf = 1/r_c + k_rf r_c^2 (eps_rf "inf": k_rf = 1 / (2 r_c^3))
   ewald           the real-space term u = k q_i q_j erfc(alpha r) / r; alpha given, or from
-                  `tolerance` delta as alpha = sqrt(-ln(2 delta)) / r_c (OpenMM's choice). The
-                  reciprocal part is not computed here: results are the real-space part.
+                  `tolerance` delta as alpha = sqrt(-ln(2 delta)) / r_c (OpenMM's choice). The pair
+                  kernels compute this part; the reciprocal part (mdcore.ewald, the kspace
+                  strategies) takes `kmax`, the largest |n| of the wave vectors (one integer or
+                  three), or derives it from the tolerance (given, or the one alpha and r_c imply)
+                  as OpenMM does. Ewald needs a box periodic in all three axes.
+
+A file without `lj` describes point charges only (its electrostatics method is then required).
 
 Units are the user's: positions, sigma and cutoffs in one length unit; k = coulomb_constant turns
 q^2 / r into the energy unit (138.935456 for OpenMM's nm, kJ/mol and e).
@@ -61,6 +66,9 @@ class ForceField:
     source: str = ""
     mixing: str = "table"
     extra: dict = field(default_factory=dict)
+    kmax: tuple[int, int, int] | None = None  # ewald: |n| bound per axis, or None (from the tolerance)
+    tolerance: float | None = None  # ewald: the given tolerance, or the one alpha and r_c imply
+    lj: bool = True  # False: point charges only (no lj section; the tables are zero)
 
     @property
     def ntypes(self) -> int:
@@ -131,6 +139,10 @@ class ForceField:
             if abs(total) > NEUTRAL_TOLERANCE * scale:
                 raise ForceFieldError(f"{self.where()}: the system's net charge is {total:.6g}; Ewald needs a neutral "
                                       "system (set \"allow_net_charge\": true to compute it anyway)")
+        if self.method == "ewald" and not all(bool(p) for p in periodic):
+            open_axes = ", ".join(a for a, p in zip("xyz", periodic) if not p)
+            raise ForceFieldError(f"{self.where()}: Ewald needs a box periodic in all three axes (open along "
+                                  f"{open_axes}); take reaction-field for open boundaries")
         L = np.asarray(lengths, dtype=np.float64)
         for a, axis in enumerate("xyz"):
             if periodic[a] and self.cutoff > 0.5 * L[a]:
@@ -147,7 +159,9 @@ def to_json(ff: ForceField) -> dict:
     sigma where the file gave it so, else one cutoff)."""
     T = ff.ntypes
     rc = ff.pair_cutoff
-    if np.all(rc == rc[0, 0]):
+    if not ff.lj:
+        lj_cut = None
+    elif np.all(rc == rc[0, 0]):
         lj_cut = {"cutoff": float(rc[0, 0])}
     else:
         c = float(rc[0, 0] / ff.pair_sigma[0, 0])
@@ -155,10 +169,11 @@ def to_json(ff: ForceField) -> dict:
             raise ForceFieldError(f"{ff.where()}: per-pair cutoffs that are neither one value nor a multiple of sigma "
                                   "have no form in the file")
         lj_cut = {"cutoff": c, "cutoff_in_sigma": True}
-    out: dict = {"types": list(ff.types),
-                 "lj": {"pair_sigma": [[float(ff.pair_sigma[i, j]) for j in range(T)] for i in range(T)],
-                        "pair_epsilon": [[float(ff.pair_epsilon[i, j]) for j in range(T)] for i in range(T)],
-                        **lj_cut, "shift": bool(ff.shift)}}
+    out: dict = {"types": list(ff.types)}
+    if ff.lj:
+        out["lj"] = {"pair_sigma": [[float(ff.pair_sigma[i, j]) for j in range(T)] for i in range(T)],
+                     "pair_epsilon": [[float(ff.pair_epsilon[i, j]) for j in range(T)] for i in range(T)],
+                     **lj_cut, "shift": bool(ff.shift)}
     es: dict = {"method": ff.method}
     if ff.method != "none":
         es["cutoff"] = float(ff.coulomb_cutoff)
@@ -166,6 +181,8 @@ def to_json(ff: ForceField) -> dict:
             es["epsilon_rf"] = "inf" if math.isinf(ff.epsilon_rf) else float(ff.epsilon_rf)
         else:
             es["alpha"] = float(ff.alpha)
+            if ff.kmax is not None:
+                es["kmax"] = [int(v) for v in ff.kmax]
     out["electrostatics"] = es
     out["coulomb_constant"] = float(ff.coulomb_constant)
     if ff.allow_net_charge:
@@ -198,7 +215,7 @@ def load(path: str | Path) -> ForceField:
 
 KEYS = {"types", "lj", "electrostatics", "coulomb_constant", "allow_net_charge"}
 LJ_KEYS = {"sigma", "epsilon", "pair_sigma", "pair_epsilon", "mixing", "cutoff", "cutoff_in_sigma", "shift"}
-ES_KEYS = {"method", "epsilon_rf", "cutoff", "alpha", "tolerance"}
+ES_KEYS = {"method", "epsilon_rf", "cutoff", "alpha", "tolerance", "kmax"}
 
 
 def parse(data: Any, source: str = "") -> ForceField:
@@ -220,16 +237,20 @@ def parse(data: Any, source: str = "") -> ForceField:
         raise bad(f"type {dup!r} is listed twice")
     T = len(types)
     lj = data.get("lj")
-    if not isinstance(lj, dict):
-        raise bad("lj must be an object (sigma, epsilon or pair_sigma, pair_epsilon; cutoff)")
-    unknown = sorted(set(lj) - LJ_KEYS)
-    if unknown:
-        raise bad(f"lj: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(LJ_KEYS))}")
-    sigma, epsilon, mixing = _pair_tables(lj, T, bad)
-    cutoff = _number(lj.get("cutoff"), "lj.cutoff", bad)
-    in_sigma = _flag(lj.get("cutoff_in_sigma", False), "lj.cutoff_in_sigma", bad)
-    pair_cutoff = cutoff * sigma if in_sigma else np.full((T, T), cutoff)
-    shift = _flag(lj.get("shift", False), "lj.shift", bad)
+    if lj is None:  # point charges only
+        sigma, epsilon, pair_cutoff = np.ones((T, T)), np.zeros((T, T)), np.zeros((T, T))
+        mixing, shift = "none", False
+    else:
+        if not isinstance(lj, dict):
+            raise bad("lj must be an object (sigma, epsilon or pair_sigma, pair_epsilon; cutoff)")
+        unknown = sorted(set(lj) - LJ_KEYS)
+        if unknown:
+            raise bad(f"lj: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(LJ_KEYS))}")
+        sigma, epsilon, mixing = _pair_tables(lj, T, bad)
+        cutoff = _number(lj.get("cutoff"), "lj.cutoff", bad)
+        in_sigma = _flag(lj.get("cutoff_in_sigma", False), "lj.cutoff_in_sigma", bad)
+        pair_cutoff = cutoff * sigma if in_sigma else np.full((T, T), cutoff)
+        shift = _flag(lj.get("shift", False), "lj.shift", bad)
 
     es = data.get("electrostatics", {"method": "none"})
     if not isinstance(es, dict):
@@ -240,7 +261,11 @@ def parse(data: Any, source: str = "") -> ForceField:
     method = es.get("method", "none")
     if method not in METHODS:
         raise bad(f"electrostatics.method {method!r}; known: {', '.join(METHODS)}")
-    kw: dict = {}
+    kw: dict = {"lj": lj is not None}
+    if lj is None and method == "none":
+        raise bad("a file without lj describes point charges: electrostatics needs a method (reaction-field or ewald)")
+    if method != "ewald" and "kmax" in es:
+        raise bad("electrostatics: kmax belongs to ewald")
     if method != "none":
         rc = _number(es.get("cutoff"), "electrostatics.cutoff", bad)
         kw["coulomb_cutoff"] = rc
@@ -263,11 +288,15 @@ def parse(data: Any, source: str = "") -> ForceField:
                           "error, as OpenMM's ewaldErrorTolerance)")
             if "alpha" in es:
                 kw["alpha"] = _number(es["alpha"], "electrostatics.alpha", bad)
+                kw["tolerance"] = 0.5 * math.exp(-(kw["alpha"] * rc) ** 2)  # what alpha and r_c imply
             else:
                 delta = _number(es["tolerance"], "electrostatics.tolerance", bad)
                 if not delta < 0.5:
                     raise bad(f"electrostatics.tolerance must be in (0, 0.5), got {delta:g}")
                 kw["alpha"] = math.sqrt(-math.log(2.0 * delta)) / rc
+                kw["tolerance"] = delta
+            if "kmax" in es:
+                kw["kmax"] = _kmax(es["kmax"], bad)
     elif any(k in es for k in ("cutoff", "epsilon_rf", "alpha", "tolerance")):
         raise bad("electrostatics: method none takes no other key")
     k = data.get("coulomb_constant", 1.0)
@@ -283,6 +312,17 @@ def _number(v, name: str, bad, allow_zero: bool = False) -> float:
     if not math.isfinite(v) or v < 0.0 or (v == 0.0 and not allow_zero):
         raise bad(f"{name} must be finite and > 0, got {v:g}")
     return v
+
+
+def _kmax(v, bad) -> tuple[int, int, int]:
+    """electrostatics.kmax: one integer >= 1 for every axis, or three."""
+    values = v if isinstance(v, list) else [v]
+    if len(values) not in (1, 3) or not all(isinstance(x, int) and not isinstance(x, bool) for x in values):
+        raise bad(f"electrostatics.kmax must be an integer or a list of three integers (the largest |n| per axis), "
+                  f"got {v!r}")
+    if any(x < 1 for x in values):
+        raise bad(f"electrostatics.kmax must be at least 1 on every axis, got {v!r}")
+    return tuple(values * 3) if len(values) == 1 else tuple(values)
 
 
 def _flag(v, name: str, bad) -> bool:

@@ -141,11 +141,14 @@ def _bands(eps: float, L: np.ndarray, rc2) -> np.ndarray:
 def cutoff_jump(ff, charges) -> dict:
     """What one pair crossing its cutoff changes at most: |F|, |U| and r |F| there, the Lennard-Jones
     term's largest over the type pairs plus the charges' (the largest |k q_i q_j|)."""
-    rc = ff.pair_cutoff
-    s6 = (ff.pair_sigma / rc) ** 6
-    f_lj = np.abs(24.0 * ff.pair_epsilon * s6 * (2.0 * s6 - 1.0) / rc)
-    u_lj = np.abs(4.0 * ff.pair_epsilon * s6 * (s6 - 1.0) - ff.lj_shift())
-    jump = {"force": float(f_lj.max()), "energy": float(u_lj.max()), "virial": float((f_lj * rc).max())}
+    if ff.lj:
+        rc = ff.pair_cutoff
+        s6 = (ff.pair_sigma / rc) ** 6
+        f_lj = np.abs(24.0 * ff.pair_epsilon * s6 * (2.0 * s6 - 1.0) / rc)
+        u_lj = np.abs(4.0 * ff.pair_epsilon * s6 * (s6 - 1.0) - ff.lj_shift())
+        jump = {"force": float(f_lj.max()), "energy": float(u_lj.max()), "virial": float((f_lj * rc).max())}
+    else:  # point charges only
+        jump = {"force": 0.0, "energy": 0.0, "virial": 0.0}
     if ff.method != "none" and charges is not None and len(charges):
         qq = abs(ff.coulomb_constant) * float(np.max(np.abs(charges))) ** 2
         r = ff.coulomb_cutoff
