@@ -58,6 +58,9 @@ def specialisations(potential: Potential | None = None, defaults: bool = False,
     from .integrate import EXPRESSIONS as integrator
 
     data["integrate.cu"] = list(integrator)
+    from .kspace import expressions as kspace
+
+    data["kspace.cu"] = kspace()
     traversal: dict[str, list[str]] = {}
     for name in strategies.names(experimental=experimental):
         cls = strategies.REGISTRY[name]

@@ -1,0 +1,340 @@
+// Ewald's reciprocal part (mdcore/ewald.py has the formulas): the structure factors S(k) of the
+// charges, then the energy, the virial and the weights W(k) = 2 A(k) S(k), then each charge's force.
+//
+// The wave vectors live on a grid of (kx + 1)(2 ky + 1)(2 kz + 1) entries, n_x = 0..kx outermost,
+// then n_y = -ky..ky, then n_z = -kz..kz innermost; A(k) is zero at the entries outside the half
+// space (n_x = 0 with n_y < 0, or n_y = 0 and n_z <= 0), so that every kernel walks the grid
+// without a test and those entries add nothing. A charge arrives as {s_x, s_y, s_z, q} with s its
+// position in fractions of the box (in [0, 1)): the phase k . r is 2 pi (n . s), and n . s less its
+// nearest integer is a fraction of a turn in [-1/2, 1/2], where float's SFU sincos (__sincosf) is
+// accurate to about 1e-6 (it is not for the hundreds of radians a raw k . r reaches).
+//
+// Structure factors, one kernel per strategy:
+//   kspace_s_kloop    a thread per k over all charges (OpenMM's calculateEwaldCosSinSums, GOMC's
+//                     later branch): no atomics, the charges read by every thread (broadcast)
+//   kspace_s_atomic   a thread per (charge, k), atomicAdd into S(k) (GOMC's MolExchangeReciprocal)
+//   kspace_s_staged   a 2-D grid of k x chunks of 64 charges staged in shared memory, atomicAdd of
+//                     each chunk's sum (GOMC's main branch)
+//   kspace_s_rows     a thread per (n_x, n_y, a segment of SEG n_z): one sincos per charge and
+//                     segment, then exp(i 2 pi s_z) multiplied in for each next n_z (a recurrence
+//                     instead of SEG sincos: complex multiplies on the FMA pipe)
+// Forces: kspace_f_direct (a thread per charge over every k, a sincos each: OpenMM's
+// calculateEwaldForces), kspace_f_staged (the same with the weights staged in shared memory tiles)
+// and kspace_f_rows (the recurrence along n_z).
+//
+// Real: float or double (the phases and products); Acc: float or double (the sums).
+#pragma once
+
+struct KGrid {
+  int kx, ky, kz;  // the largest |n| per axis
+  int KZ, NYZ;     // 2 kz + 1, (2 ky + 1)(2 kz + 1)
+  int G;           // grid entries: (kx + 1) NYZ
+};
+
+template <typename Real>
+struct Turn;
+
+template <>
+struct Turn<float> {
+  static __device__ __forceinline__ float reduce(float t) { return t - rintf(t); }
+  static __device__ __forceinline__ void sincos(float t, float* s, float* c) {
+    __sincosf(6.28318530717958647692f * t, s, c);
+  }
+};
+
+template <>
+struct Turn<double> {
+  static __device__ __forceinline__ double reduce(double t) { return t - rint(t); }
+  static __device__ __forceinline__ void sincos(double t, double* s, double* c) { sincospi(2.0 * t, s, c); }
+};
+
+__device__ __forceinline__ void grid_n(int g, const KGrid& k, int& nx, int& ny, int& nz) {
+  nx = g / k.NYZ;
+  const int r = g - nx * k.NYZ;
+  ny = r / k.KZ;
+  nz = r - ny * k.KZ - k.kz;
+  ny -= k.ky;
+}
+
+template <typename Real>
+__device__ __forceinline__ void turn_sincos(Real nx, Real ny, Real nz, const Real* p, Real* s, Real* c) {
+  Real t = nx * p[0] + ny * p[1] + nz * p[2];
+  Turn<Real>::sincos(Turn<Real>::reduce(t), s, c);
+}
+
+// ---- structure factors ----------------------------------------------------------------------
+
+template <typename Real, typename Acc>
+__global__ void kspace_s_kloop(const Real* __restrict__ sq, const int n, const KGrid k, Acc* __restrict__ S) {
+  for (int g = blockIdx.x * blockDim.x + threadIdx.x; g < k.G; g += gridDim.x * blockDim.x) {
+    int nx, ny, nz;
+    grid_n(g, k, nx, ny, nz);
+    const Real fx = Real(nx), fy = Real(ny), fz = Real(nz);
+    Acc re = Acc(0), im = Acc(0);
+    for (int j = 0; j < n; ++j) {
+      const Real* p = sq + 4 * j;
+      Real s, c;
+      turn_sincos(fx, fy, fz, p, &s, &c);
+      re += Acc(p[3] * c);
+      im += Acc(p[3] * s);
+    }
+    S[2 * g] = re;
+    S[2 * g + 1] = im;
+  }
+}
+
+template <typename Real, typename Acc>
+__global__ void kspace_s_atomic(const Real* __restrict__ sq, const int n, const KGrid k, Acc* __restrict__ S) {
+  const long long total = static_cast<long long>(n) * k.G;
+  for (long long p = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; p < total;
+       p += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const int j = static_cast<int>(p / k.G);
+    const int g = static_cast<int>(p - static_cast<long long>(j) * k.G);
+    int nx, ny, nz;
+    grid_n(g, k, nx, ny, nz);
+    const Real* a = sq + 4 * j;
+    Real s, c;
+    turn_sincos(Real(nx), Real(ny), Real(nz), a, &s, &c);
+    atomicAdd(S + 2 * g, Acc(a[3] * c));
+    atomicAdd(S + 2 * g + 1, Acc(a[3] * s));
+  }
+}
+
+template <typename Real, typename Acc, int CHUNK>
+__global__ void kspace_s_staged(const Real* __restrict__ sq, const int n, const KGrid k, Acc* __restrict__ S) {
+  __shared__ Real tile[4 * CHUNK];
+  for (int c0 = blockIdx.y * CHUNK; c0 < n; c0 += gridDim.y * CHUNK) {
+    const int m = min(CHUNK, n - c0);
+    __syncthreads();
+    for (int i = threadIdx.x; i < 4 * m; i += blockDim.x) tile[i] = sq[4 * c0 + i];
+    __syncthreads();
+    for (int g = blockIdx.x * blockDim.x + threadIdx.x; g < k.G; g += gridDim.x * blockDim.x) {
+      int nx, ny, nz;
+      grid_n(g, k, nx, ny, nz);
+      const Real fx = Real(nx), fy = Real(ny), fz = Real(nz);
+      Acc re = Acc(0), im = Acc(0);
+      for (int j = 0; j < m; ++j) {
+        Real s, c;
+        turn_sincos(fx, fy, fz, tile + 4 * j, &s, &c);
+        re += Acc(tile[4 * j + 3] * c);
+        im += Acc(tile[4 * j + 3] * s);
+      }
+      atomicAdd(S + 2 * g, re);
+      atomicAdd(S + 2 * g + 1, im);
+    }
+  }
+}
+
+// a thread per (n_x, n_y, segment of SEG n_z); the charges staged a block at a time with exp(i 2 pi s_z)
+template <typename Real, typename Acc, int SEG, int BLOCK>
+__global__ void __launch_bounds__(BLOCK) kspace_s_rows(const Real* __restrict__ sq, const int n, const KGrid k,
+                                                       Acc* __restrict__ S) {
+  __shared__ Real tile[6 * BLOCK];
+  const int segs = (k.KZ + SEG - 1) / SEG;
+  const int rows = (k.kx + 1) * (2 * k.ky + 1) * segs;
+  for (int base = blockIdx.x * BLOCK; base < rows; base += gridDim.x * BLOCK) {  // uniform over the block
+    const int w = base + threadIdx.x;
+    const int row = w / segs, seg = w - (w / segs) * segs;
+    const int nx = row / (2 * k.ky + 1), ny = row - nx * (2 * k.ky + 1) - k.ky;
+    const int nz0 = seg * SEG - k.kz;
+    Acc re[SEG], im[SEG];
+#pragma unroll
+    for (int z = 0; z < SEG; ++z) re[z] = im[z] = Acc(0);
+    for (int a0 = 0; a0 < n; a0 += BLOCK) {
+      const int m = min(BLOCK, n - a0);
+      __syncthreads();
+      if (threadIdx.x < m) {
+        const Real* p = sq + 4 * (a0 + threadIdx.x);
+        Real* t = tile + 6 * threadIdx.x;
+        t[0] = p[0], t[1] = p[1], t[2] = p[2], t[3] = p[3];
+        Turn<Real>::sincos(Turn<Real>::reduce(p[2]), t + 5, t + 4);
+      }
+      __syncthreads();
+      if (w < rows) {
+        for (int j = 0; j < m; ++j) {
+          const Real* t = tile + 6 * j;
+          Real s, c;
+          turn_sincos(Real(nx), Real(ny), Real(nz0), t, &s, &c);
+          const Real q = t[3], cz = t[4], sz = t[5];
+#pragma unroll
+          for (int z = 0; z < SEG; ++z) {
+            re[z] += Acc(q * c);
+            im[z] += Acc(q * s);
+            const Real c2 = c * cz - s * sz;
+            s = s * cz + c * sz;
+            c = c2;
+          }
+        }
+      }
+    }
+    if (w < rows) {
+      const int g0 = (nx * (2 * k.ky + 1) + ny + k.ky) * k.KZ + seg * SEG;
+#pragma unroll
+      for (int z = 0; z < SEG; ++z) {
+        if (seg * SEG + z < k.KZ) {
+          S[2 * (g0 + z)] = re[z];
+          S[2 * (g0 + z) + 1] = im[z];
+        }
+      }
+    }
+  }
+}
+
+// ---- energy, virial and weights -------------------------------------------------------------
+
+// Per grid entry: e = A |S|^2 into the energy, e (delta_ab - 2 k_a k_b (1/k^2 + 1/(4 alpha^2))) into
+// the virial, W = 2 A S for the forces. Each block's 7 sums (energy, xx xy xz yy yz zz) to
+// parts[7 * block]: the host adds the blocks in order.
+template <typename Real, typename Acc, int BLOCK>
+__global__ void __launch_bounds__(BLOCK)
+    kspace_energy(const Acc* __restrict__ S, const Real* __restrict__ A, const KGrid k, const double twopi_lx,
+                  const double twopi_ly, const double twopi_lz, const double quarter_alpha2, Real* __restrict__ W,
+                  Acc* __restrict__ parts) {
+  Acc v[7];
+#pragma unroll
+  for (int c = 0; c < 7; ++c) v[c] = Acc(0);
+  for (int g = blockIdx.x * BLOCK + threadIdx.x; g < k.G; g += gridDim.x * BLOCK) {
+    const Acc re = S[2 * g], im = S[2 * g + 1];
+    const Acc a = Acc(A[g]);
+    W[2 * g] = Real(Acc(2) * a * re);
+    W[2 * g + 1] = Real(Acc(2) * a * im);
+    if (a == Acc(0)) continue;
+    int nx, ny, nz;
+    grid_n(g, k, nx, ny, nz);
+    const Acc kv[3] = {Acc(nx) * Acc(twopi_lx), Acc(ny) * Acc(twopi_ly), Acc(nz) * Acc(twopi_lz)};
+    const Acc e = a * (re * re + im * im);
+    const Acc k2 = kv[0] * kv[0] + kv[1] * kv[1] + kv[2] * kv[2];
+    const Acc h = Acc(2) * (Acc(1) / k2 + Acc(quarter_alpha2));
+    v[0] += e;
+    v[1] += e * (Acc(1) - h * kv[0] * kv[0]);
+    v[2] -= e * h * kv[0] * kv[1];
+    v[3] -= e * h * kv[0] * kv[2];
+    v[4] += e * (Acc(1) - h * kv[1] * kv[1]);
+    v[5] -= e * h * kv[1] * kv[2];
+    v[6] += e * (Acc(1) - h * kv[2] * kv[2]);
+  }
+  __shared__ Acc red[7][BLOCK / 32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+  for (int c = 0; c < 7; ++c) {
+    Acc x = v[c];
+    for (int o = 16; o > 0; o >>= 1) x += __shfl_down_sync(0xffffffffu, x, o);
+    if (lane == 0) red[c][warp] = x;
+  }
+  __syncthreads();
+  if (threadIdx.x < 7) {
+    Acc x = Acc(0);
+    for (int w = 0; w < BLOCK / 32; ++w) x += red[threadIdx.x][w];
+    parts[7 * blockIdx.x + threadIdx.x] = x;
+  }
+}
+
+// ---- forces ---------------------------------------------------------------------------------
+
+// F_j = q_j sum_k (W_re sin - W_im cos) k, k = 2 pi n / L: the n-weighted sums per thread, scaled at the end.
+template <typename Real, typename Acc>
+__device__ __forceinline__ void store_force(Acc fx, Acc fy, Acc fz, const Real q, const int to, const double twopi_lx,
+                                            const double twopi_ly, const double twopi_lz, Acc* __restrict__ F) {
+  F[3 * to] = Acc(q) * fx * Acc(twopi_lx);
+  F[3 * to + 1] = Acc(q) * fy * Acc(twopi_ly);
+  F[3 * to + 2] = Acc(q) * fz * Acc(twopi_lz);
+}
+
+template <typename Real, typename Acc>
+__global__ void kspace_f_direct(const Real* __restrict__ sq, const int* __restrict__ index, const int n,
+                                const Real* __restrict__ W, const KGrid k, const double twopi_lx,
+                                const double twopi_ly, const double twopi_lz, Acc* __restrict__ F) {
+  for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < n; j += gridDim.x * blockDim.x) {
+    const Real* p = sq + 4 * j;
+    Acc fx = Acc(0), fy = Acc(0), fz = Acc(0);
+    int g = 0;
+    for (int nx = 0; nx <= k.kx; ++nx) {
+      for (int ny = -k.ky; ny <= k.ky; ++ny) {
+        for (int nz = -k.kz; nz <= k.kz; ++nz, ++g) {
+          Real s, c;
+          turn_sincos(Real(nx), Real(ny), Real(nz), p, &s, &c);
+          const Acc v = Acc(W[2 * g] * s - W[2 * g + 1] * c);
+          fx += v * Acc(nx);
+          fy += v * Acc(ny);
+          fz += v * Acc(nz);
+        }
+      }
+    }
+    store_force<Real, Acc>(fx, fy, fz, p[3], index[j], twopi_lx, twopi_ly, twopi_lz, F);
+  }
+}
+
+template <typename Real, typename Acc, int TILE>
+__global__ void kspace_f_staged(const Real* __restrict__ sq, const int* __restrict__ index, const int n,
+                                const Real* __restrict__ W, const KGrid k, const double twopi_lx,
+                                const double twopi_ly, const double twopi_lz, Acc* __restrict__ F) {
+  __shared__ Real tile[5 * TILE];  // W_re, W_im, n_x, n_y, n_z
+  for (int base = blockIdx.x * blockDim.x; base < n; base += gridDim.x * blockDim.x) {  // uniform
+    const int j = base + threadIdx.x;
+    const bool live = j < n;
+    const Real* p = sq + 4 * (live ? j : 0);
+    Acc fx = Acc(0), fy = Acc(0), fz = Acc(0);
+    for (int g0 = 0; g0 < k.G; g0 += TILE) {
+      const int m = min(TILE, k.G - g0);
+      __syncthreads();
+      for (int i = threadIdx.x; i < m; i += blockDim.x) {
+        int nx, ny, nz;
+        grid_n(g0 + i, k, nx, ny, nz);
+        tile[5 * i] = W[2 * (g0 + i)], tile[5 * i + 1] = W[2 * (g0 + i) + 1];
+        tile[5 * i + 2] = Real(nx), tile[5 * i + 3] = Real(ny), tile[5 * i + 4] = Real(nz);
+      }
+      __syncthreads();
+      if (live) {
+        for (int i = 0; i < m; ++i) {
+          const Real* t = tile + 5 * i;
+          Real s, c;
+          turn_sincos(t[2], t[3], t[4], p, &s, &c);
+          const Acc v = Acc(t[0] * s - t[1] * c);
+          fx += v * Acc(t[2]);
+          fy += v * Acc(t[3]);
+          fz += v * Acc(t[4]);
+        }
+      }
+    }
+    if (live) store_force<Real, Acc>(fx, fy, fz, p[3], index[j], twopi_lx, twopi_ly, twopi_lz, F);
+  }
+}
+
+template <typename Real, typename Acc, int SEG>
+__global__ void kspace_f_rows(const Real* __restrict__ sq, const int* __restrict__ index, const int n,
+                              const Real* __restrict__ W, const KGrid k, const double twopi_lx, const double twopi_ly,
+                              const double twopi_lz, Acc* __restrict__ F) {
+  for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < n; j += gridDim.x * blockDim.x) {
+    const Real* p = sq + 4 * j;
+    Real sz, cz;
+    Turn<Real>::sincos(Turn<Real>::reduce(p[2]), &sz, &cz);
+    Acc fx = Acc(0), fy = Acc(0), fz = Acc(0);
+    for (int nx = 0; nx <= k.kx; ++nx) {
+      for (int ny = -k.ky; ny <= k.ky; ++ny) {
+        const Real* w = W + 2 * ((nx * (2 * k.ky + 1) + ny + k.ky) * k.KZ);
+        Acc row = Acc(0), rz = Acc(0);
+        for (int z0 = 0; z0 < k.KZ; z0 += SEG) {
+          Real s, c;
+          turn_sincos(Real(nx), Real(ny), Real(z0 - k.kz), p, &s, &c);
+          const int m = min(SEG, k.KZ - z0);
+          Real part = Real(0), partz = Real(0);
+#pragma unroll 4
+          for (int z = 0; z < m; ++z) {
+            const Real v = w[2 * (z0 + z)] * s - w[2 * (z0 + z) + 1] * c;
+            part += v;
+            partz += v * Real(z0 + z - k.kz);
+            const Real c2 = c * cz - s * sz;
+            s = s * cz + c * sz;
+            c = c2;
+          }
+          row += Acc(part);
+          rz += Acc(partz);
+        }
+        fx += row * Acc(nx);
+        fy += row * Acc(ny);
+        fz += rz;
+      }
+    }
+    store_force<Real, Acc>(fx, fy, fz, p[3], index[j], twopi_lx, twopi_ly, twopi_lz, F);
+  }
+}

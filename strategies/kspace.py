@@ -1,0 +1,394 @@
+"""Ewald's reciprocal part as strategies of their own (`--kspace NAME`): the structure factors of the
+charges, the energy and virial, and each charge's force (mdcore.ewald has the formulas,
+kernels/kspace.cu the kernels). Names follow the grammar `kspace_<processor>_<variant>`:
+
+  kspace_thread_kloop    a thread per k over all charges, then a thread per charge over all k (OpenMM's
+                         Ewald kernels; GOMC's later branch): no atomics, a sincos per (charge, k)
+  kspace_thread_atomic   a thread per (charge, k) adding into S(k) with atomics (GOMC's
+                         MolExchangeReciprocal); forces as kloop
+  kspace_block_staged    a 2-D grid of k x chunks of 64 charges staged in shared memory, atomics per
+                         chunk (GOMC's main branch); forces with the weights staged in tiles
+  kspace_thread_rows     a thread per run of SEG consecutive n_z: one sincos per charge and run, the
+                         next n_z by a complex multiply (the sincos-free recurrence of CPU Ewald codes);
+                         forces the same way
+  kspace_thread_cpu      numba, the rows recurrence on the CPU's cores, float64
+
+Every GPU strategy takes `charged`: `only` (default) sends only the charged particles to the
+kernels, as the GOMC report recommends; `all` sends every particle (an uncharged one adds zeros).
+The kernels read the charges' positions as fractions of the box, gathered on the host when the
+positions are uploaded.
+
+Precision modes fp32, mixed and fp64 (double is the GOMC report's choice). `fixed` does not apply:
+its point is the same bits in every traversal of one pair sum, and these strategies order their
+sums differently by design (the atomic ones are not even repeatable); `deterministic` says which are.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit, prange
+
+from mdcore import MODES, InputError, StrategyError
+
+PRECISIONS = ("fp32", "mixed", "fp64")
+DEFAULT_GPU = "kspace_thread_rows"  # the fastest measured (docs/forcefield.md, the kspace table)
+DEFAULT_CPU = "kspace_thread_cpu"
+SEG = 16  # the rows kernels' run of n_z per sincos
+CHUNK = 64  # the staged kernel's charges per shared-memory chunk (GOMC's)
+TILE = 256  # the staged force kernel's weights per shared-memory tile
+BLOCK = 128
+ENERGY_BLOCK = 256
+KSPACE: dict[str, type] = {}
+
+
+def register(cls):
+    if not cls.name.startswith(f"kspace_{cls.processor}_"):
+        raise TypeError(f"kspace strategy {cls.name}: the name must read kspace_<processor>_<variant>")
+    KSPACE[cls.name] = cls
+    return cls
+
+
+def names(backend: str | None = None) -> list[str]:
+    return [n for n in sorted(KSPACE, key=lambda n: (KSPACE[n].backend != "cuda", n))
+            if backend in (None, KSPACE[n].backend)]
+
+
+def create(name: str, **launch) -> "KSpaceStrategy":
+    if name not in KSPACE:
+        raise InputError(f"--kspace {name!r}: no such reciprocal strategy; known: {', '.join(names())}")
+    return KSPACE[name](**launch)
+
+
+@dataclass
+class Result:
+    """The reciprocal part in float64: energy, forces (N, 3), virial (3, 3)."""
+
+    energy: float
+    forces: np.ndarray
+    virial: np.ndarray
+
+
+class KSpaceStrategy:
+    name = ""
+    backend = "cuda"
+    processor = "thread"
+    description = ""
+    deterministic = True
+    precisions = PRECISIONS
+    defaults: dict = {}
+
+    def __init__(self, **launch):
+        unknown = sorted(set(launch) - set(self.defaults))
+        if unknown:
+            raise InputError(f"--kspace {self.name}: unknown launch parameter(s) {', '.join(unknown)}; known: "
+                             f"{', '.join(self.defaults) or 'none'}")
+        self.launch = {**self.defaults, **launch}
+
+    def available(self) -> tuple[bool, str]:
+        return True, ""
+
+    def supports(self, precision: str) -> tuple[bool, str]:
+        ok, why = self.available()
+        if not ok:
+            return ok, why
+        if precision not in self.precisions:
+            if precision == "fixed":
+                return False, ("fixed point keeps one pair sum's bits across traversals; the reciprocal sums have no "
+                               "such counterpart here")
+            return False, f"{self.name} computes in {', '.join(self.precisions)}"
+        return True, ""
+
+    def prepare(self, charges, ewald, precision: str = "fp32") -> "KPlan":
+        ok, why = self.supports(precision)
+        if not ok:
+            raise StrategyError(f"{self.name} ({precision}): {why}")
+        return self._prepare(np.asarray(charges, np.float64), ewald, precision)
+
+    def evaluate(self, positions, charges, ewald, precision: str = "fp32") -> Result:
+        plan = self.prepare(charges, ewald, precision)
+        plan.upload(positions)
+        plan.run()
+        return plan.output()
+
+
+class KPlan:
+    """One system's reciprocal part: upload(positions), run() (the timed device work), output()."""
+
+    def __init__(self, strategy: KSpaceStrategy, charges: np.ndarray, ewald, precision: str):
+        self.strategy, self.ewald, self.precision = strategy, ewald, precision
+        self.n = len(charges)
+        self.charges = charges
+        only = strategy.launch.get("charged", "only") == "only"
+        self.index = np.flatnonzero(charges != 0.0).astype(np.int32) if only else np.arange(self.n, dtype=np.int32)
+        kx, ky, kz = ewald.kmax
+        self.grid = (kx + 1, 2 * ky + 1, 2 * kz + 1)
+        self.G = int(np.prod(self.grid))
+
+    def fractions(self, positions) -> np.ndarray:
+        """(m, 4) float64: the sent particles' positions in fractions of the box, in [0, 1), and charges."""
+        x = np.asarray(positions, np.float64)[self.index]
+        s = x / np.asarray(self.ewald.lengths)
+        s -= np.floor(s)
+        return np.concatenate([s, self.charges[self.index, None]], axis=1)
+
+    def weights(self) -> np.ndarray:
+        """A(k) times k 4 pi / V on the grid, zero outside the half space (mdcore.ewald's vectors)."""
+        n, _, a = self.ewald.vectors()
+        kx, ky, kz = self.ewald.kmax
+        out = np.zeros(self.G)
+        out[(n[:, 0] * self.grid[1] + n[:, 1] + ky) * self.grid[2] + n[:, 2] + kz] = a
+        return out
+
+    def synchronize(self) -> None:
+        pass
+
+
+# ---- GPU ------------------------------------------------------------------------------------
+
+
+class CudaKSpace(KSpaceStrategy):
+    defaults = {"charged": "only"}
+    structure = ""  # the S(k) kernel's template name
+    force = ""
+    zero_s = False  # atomics: S(k) zeroed before each evaluation
+
+    def __init__(self, **launch):
+        super().__init__(**launch)
+        if self.launch["charged"] not in ("only", "all"):
+            raise InputError(f"--kspace {self.name}: charged={self.launch['charged']!r}; take only or all")
+
+    def available(self) -> tuple[bool, str]:
+        from .cuda import device_status
+
+        return device_status()
+
+    def expressions(self, precision: str) -> list[str]:
+        m = MODES[precision]
+        real, acc = m.cxx_compute, m.cxx_accumulate
+        s = {"kspace_s_staged": f"kspace_s_staged<{real}, {acc}, {CHUNK}>",
+             "kspace_s_rows": f"kspace_s_rows<{real}, {acc}, {SEG}, {BLOCK}>"}.get(self.structure,
+                                                                                 f"{self.structure}<{real}, {acc}>")
+        f = {"kspace_f_staged": f"kspace_f_staged<{real}, {acc}, {TILE}>",
+             "kspace_f_rows": f"kspace_f_rows<{real}, {acc}, {SEG}>"}.get(self.force, f"{self.force}<{real}, {acc}>")
+        return [s, f"kspace_energy<{real}, {acc}, {ENERGY_BLOCK}>", f]
+
+    def _prepare(self, charges, ewald, precision):
+        return CudaKPlan(self, charges, ewald, precision)
+
+
+def expressions() -> list[str]:
+    """Every specialisation of kernels/kspace.cu the GPU strategies use (the CI compile check)."""
+    out: list[str] = []
+    for name in names("cuda"):
+        for p in PRECISIONS:
+            out += [e for e in KSPACE[name]().expressions(p) if e not in out]
+    return out
+
+
+class CudaKPlan(KPlan):
+    def __init__(self, strategy: CudaKSpace, charges, ewald, precision):
+        super().__init__(strategy, charges, ewald, precision)
+        import cupy as cp
+
+        from . import cuda
+
+        m = MODES[precision]
+        self.cp, self.real, self.acc = cp, m.compute, m.accumulate
+        self.fns = [cuda.kernel("kspace.cu", e) for e in strategy.expressions(precision)]
+        kx, ky, kz = ewald.kmax
+        kgrid = np.dtype({"names": ["kx", "ky", "kz", "KZ", "NYZ", "G"], "formats": [np.int32] * 6})
+        self.kgrid = np.array([kx, ky, kz, 2 * kz + 1, (2 * ky + 1) * (2 * kz + 1), self.G], np.int32).view(kgrid)
+        self.m = len(self.index)
+        self.sq = cp.zeros((max(self.m, 1), 4), self.real)
+        self.idx = cp.asarray(self.index if self.m else np.zeros(1, np.int32))
+        self.A = cp.asarray(self.weights().astype(self.real))
+        self.S = cp.zeros(2 * self.G, self.acc)
+        self.W = cp.zeros(2 * self.G, self.real)
+        self.eblocks = min(-(-self.G // ENERGY_BLOCK), 1024)
+        self.parts = cp.zeros(7 * self.eblocks, self.acc)
+        self.F = cp.zeros(3 * self.n, self.acc)
+        L = ewald.lengths
+        self.twopi = tuple(2.0 * math.pi / v for v in L)
+        self.sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
+
+    def device_bytes(self) -> int:
+        return sum(int(a.nbytes) for a in (self.sq, self.idx, self.A, self.S, self.W, self.parts, self.F))
+
+    def upload(self, positions) -> None:
+        if self.m:
+            self.sq[...] = self.cp.asarray(self.fractions(positions).astype(self.real))
+
+    def run(self) -> None:
+        cp, s = self.cp, self.strategy
+        fs, fe, ff = self.fns
+        n, G = np.int32(self.m), self.G
+        grid = self.kgrid
+        if s.zero_s:
+            self.S.fill(0)
+        if self.m:
+            if s.structure == "kspace_s_kloop":
+                fs((min(-(-G // BLOCK), 65535),), (BLOCK,), (self.sq, n, grid, self.S))
+            elif s.structure == "kspace_s_atomic":
+                blocks = min(-(-(self.m * G) // BLOCK), 64 * self.sms)
+                fs((blocks,), (BLOCK,), (self.sq, n, grid, self.S))
+            elif s.structure == "kspace_s_staged":
+                fs((-(-G // BLOCK), min(-(-self.m // CHUNK), 65535)), (BLOCK,), (self.sq, n, grid, self.S))
+            else:
+                segs = -(-(2 * self.ewald.kmax[2] + 1) // SEG)
+                rows = self.grid[0] * self.grid[1] * segs
+                fs((min(-(-rows // BLOCK), 65535),), (BLOCK,), (self.sq, n, grid, self.S))
+        else:
+            self.S.fill(0)
+        tx, ty, tz = self.twopi
+        q4 = 1.0 / (4.0 * self.ewald.alpha ** 2)
+        fe((self.eblocks,), (ENERGY_BLOCK,), (self.S, self.A, grid, np.float64(tx), np.float64(ty), np.float64(tz),
+                                               np.float64(q4), self.W, self.parts))
+        self.F.fill(0)
+        if self.m:
+            ff((min(-(-self.m // BLOCK), 65535),), (BLOCK,), (self.sq, self.idx, n, self.W, grid, np.float64(tx),
+                                                              np.float64(ty), np.float64(tz), self.F))
+
+    def synchronize(self) -> None:
+        self.cp.cuda.get_current_stream().synchronize()
+
+    def output(self) -> Result:
+        parts = self.parts.get().astype(np.float64).reshape(self.eblocks, 7)
+        v = np.zeros(7)
+        for b in range(self.eblocks):  # block order: the same sum every time
+            v += parts[b]
+        w = np.array([[v[1], v[2], v[3]], [v[2], v[4], v[5]], [v[3], v[5], v[6]]])
+        return Result(float(v[0]), self.F.get().astype(np.float64).reshape(self.n, 3), w)
+
+
+@register
+class KSpaceThreadKloop(CudaKSpace):
+    name = "kspace_thread_kloop"
+    description = ("a thread per k over all charges (no atomics), then a thread per charge over all k; a sincos per "
+                   "(charge, k): OpenMM's Ewald kernels, GOMC's later branch")
+    structure, force = "kspace_s_kloop", "kspace_f_direct"
+
+
+@register
+class KSpaceThreadAtomic(CudaKSpace):
+    name = "kspace_thread_atomic"
+    description = ("a thread per (charge, k) adding into S(k) with atomics (GOMC's MolExchangeReciprocal); forces as "
+                   "kloop; not repeatable (the order of atomic additions)")
+    structure, force = "kspace_s_atomic", "kspace_f_direct"
+    deterministic = False
+    zero_s = True
+
+
+@register
+class KSpaceBlockStaged(CudaKSpace):
+    name = "kspace_block_staged"
+    processor = "block"
+    description = ("a 2-D grid of k x chunks of 64 charges staged in shared memory, each chunk's sum added with "
+                   "atomics (GOMC's main branch); forces with the weights staged in shared-memory tiles; not "
+                   "repeatable")
+    structure, force = "kspace_s_staged", "kspace_f_staged"
+    deterministic = False
+    zero_s = True
+
+
+@register
+class KSpaceThreadRows(CudaKSpace):
+    name = "kspace_thread_rows"
+    description = (f"a thread per run of {SEG} consecutive n_z: one sincos per (charge, run), the next n_z by a complex "
+                   "multiply; forces the same way (the recurrence of CPU Ewald codes, on the FMA pipe)")
+    structure, force = "kspace_s_rows", "kspace_f_rows"
+
+
+# ---- CPU ------------------------------------------------------------------------------------
+
+
+@njit(parallel=True, cache=True)
+def _cpu_structure(s, q, kx, ky, kz):
+    ny_, kz_ = 2 * ky + 1, 2 * kz + 1
+    re = np.zeros((kx + 1) * ny_ * kz_)
+    im = np.zeros((kx + 1) * ny_ * kz_)
+    for row in prange((kx + 1) * ny_):
+        nx = row // ny_
+        ny = row - nx * ny_ - ky
+        base = row * kz_
+        for j in range(s.shape[0]):
+            t = nx * s[j, 0] + ny * s[j, 1] - kz * s[j, 2]
+            c = math.cos(2.0 * math.pi * t)
+            sn = math.sin(2.0 * math.pi * t)
+            cz = math.cos(2.0 * math.pi * s[j, 2])
+            sz = math.sin(2.0 * math.pi * s[j, 2])
+            for z in range(kz_):
+                re[base + z] += q[j] * c
+                im[base + z] += q[j] * sn
+                c, sn = c * cz - sn * sz, sn * cz + c * sz
+    return re, im
+
+
+@njit(parallel=True, cache=True)
+def _cpu_forces(s, q, w, kx, ky, kz):
+    ny_, kz_ = 2 * ky + 1, 2 * kz + 1
+    f = np.zeros((s.shape[0], 3))
+    for j in prange(s.shape[0]):
+        cz = math.cos(2.0 * math.pi * s[j, 2])
+        sz = math.sin(2.0 * math.pi * s[j, 2])
+        fx = 0.0
+        fy = 0.0
+        fz = 0.0
+        for nx in range(kx + 1):
+            for ny in range(-ky, ky + 1):
+                base = (nx * ny_ + ny + ky) * kz_
+                t = nx * s[j, 0] + ny * s[j, 1] - kz * s[j, 2]
+                c = math.cos(2.0 * math.pi * t)
+                sn = math.sin(2.0 * math.pi * t)
+                row = 0.0
+                for z in range(kz_):
+                    v = w[2 * (base + z)] * sn - w[2 * (base + z) + 1] * c
+                    row += v
+                    fz += v * (z - kz)
+                    c, sn = c * cz - sn * sz, sn * cz + c * sz
+                fx += row * nx
+                fy += row * ny
+        f[j, 0] = q[j] * fx
+        f[j, 1] = q[j] * fy
+        f[j, 2] = q[j] * fz
+    return f
+
+
+class CpuKPlan(KPlan):
+    def upload(self, positions) -> None:
+        self.sq = self.fractions(positions)
+
+    def run(self) -> None:
+        kx, ky, kz = self.ewald.kmax
+        s, q = np.ascontiguousarray(self.sq[:, :3]), np.ascontiguousarray(self.sq[:, 3])
+        re, im = _cpu_structure(s, q, kx, ky, kz)
+        a = self.weights()
+        e = a * (re * re + im * im)
+        self._energy = float(np.sum(e))
+        n = np.stack(np.meshgrid(np.arange(kx + 1), np.arange(-ky, ky + 1), np.arange(-kz, kz + 1), indexing="ij"),
+                     axis=-1).reshape(-1, 3)
+        k = n * (2.0 * math.pi / np.asarray(self.ewald.lengths))
+        k2 = np.maximum(np.sum(k * k, axis=1), 1e-300)
+        h = 2.0 * (1.0 / k2 + 1.0 / (4.0 * self.ewald.alpha ** 2))
+        self._virial = np.sum(e) * np.eye(3) - np.einsum("g,ga,gb->ab", e * h, k, k)
+        w = np.empty(2 * self.G)
+        w[0::2], w[1::2] = 2.0 * a * re, 2.0 * a * im
+        f = _cpu_forces(s, q, w, kx, ky, kz) * (2.0 * math.pi / np.asarray(self.ewald.lengths))
+        self._forces = np.zeros((self.n, 3))
+        self._forces[self.index] = f
+
+    def output(self) -> Result:
+        return Result(self._energy, self._forces, self._virial)
+
+
+@register
+class KSpaceThreadCpu(KSpaceStrategy):
+    name = "kspace_thread_cpu"
+    backend = "cpu"
+    description = "numba on the CPU's cores, float64: a row of n_z per task, the next n_z by a complex multiply"
+    precisions = ("fp64",)
+    defaults = {}
+
+    def _prepare(self, charges, ewald, precision):
+        return CpuKPlan(self, charges, ewald, precision)
