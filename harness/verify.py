@@ -443,10 +443,12 @@ def fixed_agreement(rows: list[dict]) -> dict:
 
 
 def write_reports(rows: list[dict], meta: dict, device_header: dict, out_dir: Path,
-                  json_path: Path | None = None) -> list[Path]:
-    """verify.csv, verify.json and verify.md in out_dir (and the JSON at json_path too)."""
+                  json_path: Path | None = None, kspace_rows: list[dict] | None = None) -> list[Path]:
+    """verify.csv, verify.json and verify.md in out_dir (and the JSON at json_path too); the reciprocal
+    strategies' checks (harness.kspace_check) under the JSON's "kspace" and in the markdown."""
+    extra = {"kspace": kspace_rows} if kspace_rows else {}
     doc = results.document("verify", rows, device_header, meta, summary=summary(rows),
-                           tolerances={p: t.as_dict() for p, t in TOLERANCES.items()})
+                           tolerances={p: t.as_dict() for p, t in TOLERANCES.items()}, **extra)
     s = doc["summary"]
     lines = ["# Verification matrix", "", *[f"- {l}" for l in device.header_lines(device_header)],
              f"- command: `{meta['command']}`", f"- {meta['date']}", "",
@@ -454,6 +456,10 @@ def write_reports(rows: list[dict], meta: dict, device_header: dict, out_dir: Pa
              "```", table(rows), "```", "",
              "Metrics and tolerances: see harness/tolerances.py (energy and virial relative to the sum of pair-term "
              "magnitudes; pairs may differ by the pairs within rounding of the cutoff)."]
+    if kspace_rows:
+        from .kspace_check import table as ktable
+
+        lines += ["", "## Ewald reciprocal part (kspace strategies)", "", "```", ktable(kspace_rows), "```"]
     return results.write(doc, out_dir, "verify", COLUMNS, drop=("tolerance", "traceback"),
                          markdown="\n".join(lines) + "\n", copy_to=json_path)
 

@@ -81,6 +81,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
     names = strategies.resolve(args.strategies, args.experimental)
     if args.strategies:
         require_devices(names)
+    from .. import kspace_check
+
+    # the reciprocal strategies' checks: with the scenario matrix (not --input or --replay) unless named
+    kspaces = kspace_check.selection(args.kspace if args.kspace or shard is None or shard.index == 1 else "none") \
+        if args.kspace or not (args.input or args.replay) else []
     precisions = parse_precisions(args.precision)
     pots = args.potential or []
     if pots:  # a bad spec ends here, before any scenario is built
@@ -128,7 +133,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
         meta["shard"] = str(shard)
     from .. import device
 
-    paths = verify.write_reports(rows, meta, device.header(), Path(args.out), Path(args.json) if args.json else None)
+    krows = kspace_check.run(kspaces, precisions, progress=None if args.quiet else say) if kspaces else []
+    paths = verify.write_reports(rows, meta, device.header(), Path(args.out), Path(args.json) if args.json else None,
+                                 kspace_rows=krows)
     ran, na_lines = verify.grouped(rows)  # the n/a cells one line per reason (the reports keep each)
     if ran:
         print(verify.table(ran))
@@ -140,6 +147,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(f"worst {p:5s} " + "  ".join(f"{k} {v:.2e}" for k, v in w.items()))
     for backend, a in s["fixed_same_bits"].items():
         print(f"fixed point, {backend}: {len(a['strategies'])} strategies gave the same bits in {a['cases']} case(s)")
+    if krows:
+        print("\nEwald reciprocal part (kspace strategies):\n" + kspace_check.table(krows))
+        k = {st: sum(r["status"] == st for r in krows) for st in ("pass", "FAIL", "n/a")}
+        print("kspace " + "  ".join(f"{st}: {v}" for st, v in k.items()))
+        if k["FAIL"]:
+            return 1
     if not s["ok"]:
         return 1
     if s["counts"]["pass"] == 0:  # a matrix that checked nothing is no pass
@@ -191,9 +204,19 @@ def cmd_sanitize(args: argparse.Namespace) -> int:
 def cmd_forces(args: argparse.Namespace) -> int:
     results.check_file(args.out, "--out", (".npz",))
     check_forcefield(args)
+    kspace = _kspace_choice(args)
     if args.strategy != "reference":
         require_devices([strategies.canonical(args.strategy)])
     problem = scenarios.with_potential(input_problem(args, check_precision(args.precision)), args.potential)
+    pot = problem.potential
+    ewald = None
+    if pot.per_particle and pot.forcefield.method == "ewald":
+        from mdcore.ewald import Ewald
+
+        ewald = Ewald.make(pot.forcefield, problem.box.lengths, problem.box.periodic)
+    elif args.kspace:
+        raise InputError("--kspace computes Ewald's reciprocal part: the force field's electrostatics.method must be "
+                         "ewald")
     if args.strategy == "reference":
         import reference
 
@@ -202,15 +225,58 @@ def cmd_forces(args: argparse.Namespace) -> int:
     else:
         out = strategies.create(args.strategy).evaluate(problem)
         forces, energy, virial, pairs = out.forces, out.energy, out.virial, out.pairs
+    extra: dict = {}
+    part = ""
+    if ewald is not None:
+        rec, used = _reciprocal(problem, ewald, kspace, args)
+        e_self, e_net = ewald.self_energy(pot.charges), ewald.net_charge_energy(pot.charges)
+        extra = {"energy_real": np.float64(energy), "energy_reciprocal": np.float64(rec.energy),
+                 "energy_self": np.float64(e_self), "energy_net_charge": np.float64(e_net)}
+        forces = forces + rec.forces
+        virial = virial + rec.virial + e_net * np.eye(3)
+        energy = energy + rec.energy + e_self + e_net
+        part = (f" (Ewald: real {float(extra['energy_real']):.10g} + reciprocal {rec.energy:.10g} [{used}, "
+                f"{ewald.describe()}] + self {e_self:.10g}" + (f" + net charge {e_net:.10g}" if e_net else "") + ")")
     if not np.all(np.isfinite(forces)):
         raise InputError(f"{args.input}: the forces are not finite (two particles closer than the potential can "
                          "compute)")
-    np.savez(args.out, forces=forces, energy=np.float64(energy), virial=virial, pairs=np.int64(pairs))
-    part = " (Ewald: the real-space part only)" if problem.potential.per_particle and \
-        problem.potential.forcefield.method == "ewald" else ""
-    print(f"{args.strategy} {problem.describe()} ({problem.potential.describe()}): energy {energy:.10g}{part}, "
+    np.savez(args.out, forces=forces, energy=np.float64(energy), virial=virial, pairs=np.int64(pairs), **extra)
+    print(f"{args.strategy} {problem.describe()} ({pot.describe()}): energy {energy:.10g}{part}, "
           f"pairs {pairs} -> {args.out}")
     return 0
+
+
+def _kspace_choice(args: argparse.Namespace) -> str | None:
+    """--kspace, checked by name before any work (None: the default for the strategy named)."""
+    if not args.kspace:
+        return None
+    from strategies import kspace
+
+    if args.kspace != "reference":
+        kspace.create(args.kspace)  # an unknown name ends here, in one line
+    return args.kspace
+
+
+def _reciprocal(problem, ewald, kspace: str | None, args: argparse.Namespace):
+    """The reciprocal part of an Ewald problem: the float64 reference with --strategy reference (or
+    --kspace reference), else the kspace strategy named (default: the GPU's with a GPU strategy, the
+    CPU's otherwise), in the precision asked where it computes in it, else fp64."""
+    from strategies import kspace as ks
+
+    charges = problem.potential.charges
+    if kspace == "reference" or (kspace is None and args.strategy == "reference"):
+        from reference.ewald import reciprocal
+
+        r = reciprocal(problem.positions, charges, ewald)
+        return ks.Result(r["energy"], r["forces"], r["virial"]), "float64 reference"
+    gpu = args.strategy != "reference" and strategies.REGISTRY[strategies.canonical(args.strategy)].backend == "cuda"
+    name = kspace or (ks.DEFAULT_GPU if gpu else ks.DEFAULT_CPU)
+    s = ks.create(name)
+    ok, why = s.available()
+    if not ok:
+        raise InputError(f"--kspace {name}: {why}")
+    precision = args.precision if s.supports(args.precision)[0] else "fp64"
+    return s.evaluate(problem.positions, charges, ewald, precision), f"{name} {precision}"
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -263,6 +329,9 @@ def add_verify(sub) -> None:
     p.add_argument("--replay-every", type=COUNT, default=1, help="check every M-th replayed frame (default every one)")
     p.add_argument("--shard", metavar="I/N", help="run only share I of N of the matrix's cells (round robin), for a "
                                                   "job array; `harness merge` joins the files")
+    p.add_argument("--kspace", help="the Ewald reciprocal strategies to check (Madelung, the float64 reference, finite "
+                                    "differences): all, none or a comma list; default all with the scenario matrix, "
+                                    "none with --input or --replay (and in shares other than the first)")
     p.add_argument("--cluster", metavar="WHERE", help="the matrix's cells as tasks on Dask workers: local, local:K or "
                                                       "tcp://host:port (bench --cluster says more; not with --replay)")
     p.add_argument("--out", default=str(Path("reports") / "verify"), help="report folder (default reports/verify under the current folder)")
@@ -311,6 +380,10 @@ def add_forces(sub) -> None:
     potential_args(p)
     p.add_argument("--potential", help="replace the potential: e.g. 'coordination:r0=1,n=6,m=12,d0=0,dmax=2.5' "
                                        "(PLUMED's coordination number) or 'lj:cutoff=3'")
+    p.add_argument("--kspace", help="with an Ewald force field: the strategy of the reciprocal part (kspace_..., "
+                                    "python -m harness list; or reference); default the GPU's kspace_thread_rows "
+                                    "beside a GPU strategy, kspace_thread_cpu otherwise, the float64 reference beside "
+                                    "--strategy reference")
     p.set_defaults(fn=cmd_forces)
 
 
