@@ -18,7 +18,10 @@ kernels, as the GOMC report recommends; `all` sends every particle (an uncharged
 The kernels read the charges' positions as fractions of the box, gathered on the host when the
 positions are uploaded.
 
-Precision modes fp32, mixed and fp64 (double is the GOMC report's choice). `fixed` does not apply:
+Precision modes fp32, mixed and fp64 (double is the GOMC report's choice). In mixed, the rows kernels
+sum a tile of up to 128 charges (structure factors) or a run of 16 n_z (forces) in float and add it
+to the double sums: a double conversion per term went through the SFU's pipe and took as long as
+the sincos. `fixed` does not apply:
 its point is the same bits in every traversal of one pair sum, and these strategies order their
 sums differently by design (the atomic ones are not even repeatable); `deterministic` says which are.
 """
@@ -33,11 +36,13 @@ from numba import njit, prange
 from mdcore import MODES, InputError, StrategyError
 
 PRECISIONS = ("fp32", "mixed", "fp64")
+NULL = np.uint64(0)  # a null pointer argument
 DEFAULT_GPU = "kspace_thread_rows"  # the fastest measured (docs/forcefield.md, the kspace table)
 DEFAULT_CPU = "kspace_thread_cpu"
 SEG = 16  # the rows kernels' run of n_z per sincos
 CHUNK = 64  # the staged kernel's charges per shared-memory chunk (GOMC's)
 TILE = 256  # the staged force kernel's weights per shared-memory tile
+TROWS = 8  # the rows force kernel's (n_x, n_y) rows of weights per shared-memory tile
 BLOCK = 128
 ENERGY_BLOCK = 256
 KSPACE: dict[str, type] = {}
@@ -167,6 +172,10 @@ class CudaKSpace(KSpaceStrategy):
     def expressions(self, precision: str) -> list[str]:
         m = MODES[precision]
         real, acc = m.cxx_compute, m.cxx_accumulate
+        if self.structure == "kspace_s_rows":
+            return [f"kspace_s_rows<{real}, {acc}, {SEG}, {BLOCK}>", f"kspace_fold<{acc}>",
+                    f"kspace_energy<{real}, {acc}, {ENERGY_BLOCK}>",
+                    f"kspace_f_rows<{real}, {acc}, {SEG}, {BLOCK}, {TROWS}>"]
         s = {"kspace_s_staged": f"kspace_s_staged<{real}, {acc}, {CHUNK}>",
              "kspace_s_rows": f"kspace_s_rows<{real}, {acc}, {SEG}, {BLOCK}>"}.get(self.structure,
                                                                                  f"{self.structure}<{real}, {acc}>")
@@ -212,20 +221,54 @@ class CudaKPlan(KPlan):
         L = ewald.lengths
         self.twopi = tuple(2.0 * math.pi / v for v in L)
         self.sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
+        self.part = None
+        if strategy.structure == "kspace_s_rows":
+            # the rows kernel's threads: (n_x, n_y, run of n_z) x chunks of the charges, the chunks enough for
+            # about 8 blocks of BLOCK per SM, each at least BLOCK charges long
+            self.rows = self.grid[0] * self.grid[1] * -(-self.grid[2] // SEG)
+            want = -(-8 * self.sms * BLOCK // self.rows)
+            chunks = max(1, min(want, -(-self.m // BLOCK)))
+            chunk = -(-max(self.m, 1) // chunks)
+            self.chunks = (-(-max(self.m, 1) // chunk), chunk)
+            if self.chunks[0] > 1:
+                self.part = cp.zeros(2 * self.G * self.chunks[0], self.acc)
+            # the forces: chunks of the (n_x, n_y) rows over blockIdx.y, enough for about 8 blocks per SM
+            R = self.grid[0] * self.grid[1]
+            fchunks = max(1, min(-(-8 * self.sms // -(-max(self.m, 1) // BLOCK)), -(-R // TROWS)))
+            per = -(-R // fchunks)
+            per = -(-per // TROWS) * TROWS  # whole tiles
+            self.fchunks = (-(-R // per), per)
+            self.fpart = cp.zeros(3 * max(self.m, 1) * self.fchunks[0], self.acc)
+            self.fshared = TROWS * -(-self.grid[2] // SEG) * SEG * 2 * np.dtype(self.real).itemsize
 
     def device_bytes(self) -> int:
-        return sum(int(a.nbytes) for a in (self.sq, self.idx, self.A, self.S, self.W, self.parts, self.F))
+        arrays = (self.sq, self.idx, self.A, self.S, self.W, self.parts, self.F, self.part, getattr(self, "fpart", None))
+        return sum(int(a.nbytes) for a in arrays if a is not None)
 
     def upload(self, positions) -> None:
         if self.m:
             self.sq[...] = self.cp.asarray(self.fractions(positions).astype(self.real))
 
     def run(self) -> None:
-        cp, s = self.cp, self.strategy
-        fs, fe, ff = self.fns
+        self._launch(None)
+
+    def phases(self) -> dict[str, float]:
+        """One evaluation with CUDA events between its kernels: milliseconds of the structure factors,
+        the energy and weights, and the forces."""
+        marks = [self.cp.cuda.Event() for _ in range(4)]
+        self._launch(marks)
+        marks[-1].synchronize()
+        t = [self.cp.cuda.get_elapsed_time(a, b) for a, b in zip(marks, marks[1:])]
+        return {"structure_ms": t[0], "energy_ms": t[1], "forces_ms": t[2]}
+
+    def _launch(self, marks) -> None:
+        s = self.strategy
+        fs, *rest = self.fns
         n, G = np.int32(self.m), self.G
         grid = self.kgrid
-        if s.zero_s:
+        mark = (lambda k: marks[k].record()) if marks else (lambda k: None)
+        mark(0)
+        if s.zero_s or not self.m:
             self.S.fill(0)
         if self.m:
             if s.structure == "kspace_s_kloop":
@@ -236,19 +279,31 @@ class CudaKPlan(KPlan):
             elif s.structure == "kspace_s_staged":
                 fs((-(-G // BLOCK), min(-(-self.m // CHUNK), 65535)), (BLOCK,), (self.sq, n, grid, self.S))
             else:
-                segs = -(-(2 * self.ewald.kmax[2] + 1) // SEG)
-                rows = self.grid[0] * self.grid[1] * segs
-                fs((min(-(-rows // BLOCK), 65535),), (BLOCK,), (self.sq, n, grid, self.S))
-        else:
-            self.S.fill(0)
+                chunks, chunk = self.chunks
+                out = self.S if chunks == 1 else self.part
+                fs((min(-(-self.rows // BLOCK), 65535), chunks), (BLOCK,), (self.sq, n, np.int32(chunk), grid, out))
+                if chunks > 1:
+                    rest[0]((min(-(-2 * G // 256), 4 * self.sms),), (256,), (self.part, np.int32(chunks), np.int32(2 * G),
+                                                                            NULL, self.S))
+        fe, ff = rest[-2:]
+        mark(1)
         tx, ty, tz = self.twopi
         q4 = 1.0 / (4.0 * self.ewald.alpha ** 2)
         fe((self.eblocks,), (ENERGY_BLOCK,), (self.S, self.A, grid, np.float64(tx), np.float64(ty), np.float64(tz),
                                                np.float64(q4), self.W, self.parts))
+        mark(2)
         self.F.fill(0)
-        if self.m:
+        if self.m and s.force == "kspace_f_rows":
+            chunks, per = self.fchunks
+            ff((-(-self.m // BLOCK), chunks), (BLOCK,), (self.sq, n, self.W, grid, np.int32(per), np.float64(tx),
+                                                         np.float64(ty), np.float64(tz), self.fpart),
+               shared_mem=self.fshared)
+            rest[0]((min(-(-3 * self.m // 256), 4 * self.sms),), (256,), (self.fpart, np.int32(chunks),
+                                                                         np.int32(3 * self.m), self.idx, self.F))
+        elif self.m:
             ff((min(-(-self.m // BLOCK), 65535),), (BLOCK,), (self.sq, self.idx, n, self.W, grid, np.float64(tx),
                                                               np.float64(ty), np.float64(tz), self.F))
+        mark(3)
 
     def synchronize(self) -> None:
         self.cp.cuda.get_current_stream().synchronize()

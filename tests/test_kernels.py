@@ -221,3 +221,15 @@ def test_the_pair_table_kernels_compile_in_every_layout():
         assert all(units.values()), {f: len(e) for f, e in units.items()}
         for file, (code, out, _) in nvcc.compile_units(units, potential=pot).items():
             assert code == 0, (spec, file, out[:2000])
+
+
+def test_the_fp32_kspace_kernels_have_no_float64():
+    """The reciprocal strategies' fp32 kernels take the box's 2 pi / L as doubles and convert them once;
+    no float64 arithmetic (an untyped literal would show up here)."""
+    from strategies.kspace import expressions
+
+    fp32 = [e for e in expressions() if ("<float, float" in e or e == "kspace_fold<float>")]
+    assert len(fp32) >= 9
+    code, out, ptx = nvcc.compile_unit("kspace.cu", fp32, ptx=True)
+    assert code == 0, out
+    assert nvcc.f64_instructions(ptx) == []

@@ -15,12 +15,14 @@
 //   kspace_s_atomic   a thread per (charge, k), atomicAdd into S(k) (GOMC's MolExchangeReciprocal)
 //   kspace_s_staged   a 2-D grid of k x chunks of 64 charges staged in shared memory, atomicAdd of
 //                     each chunk's sum (GOMC's main branch)
-//   kspace_s_rows     a thread per (n_x, n_y, a segment of SEG n_z): one sincos per charge and
-//                     segment, then exp(i 2 pi s_z) multiplied in for each next n_z (a recurrence
-//                     instead of SEG sincos: complex multiplies on the FMA pipe)
+//   kspace_s_rows     a thread per (n_x, n_y, a segment of SEG n_z) and chunk of the charges: one
+//                     sincos per charge and segment, then exp(i 2 pi s_z) multiplied in for each next
+//                     n_z (a recurrence instead of SEG sincos: complex multiplies on the FMA pipe);
+//                     kspace_fold adds the chunks' partial sums in order
 // Forces: kspace_f_direct (a thread per charge over every k, a sincos each: OpenMM's
 // calculateEwaldForces), kspace_f_staged (the same with the weights staged in shared memory tiles)
-// and kspace_f_rows (the recurrence along n_z).
+// and kspace_f_rows (the recurrence along n_z, chunks of the rows over blockIdx.y, their partial
+// forces added by kspace_fold).
 //
 // Real: float or double (the phases and products); Acc: float or double (the sums).
 #pragma once
@@ -46,6 +48,17 @@ template <>
 struct Turn<double> {
   static __device__ __forceinline__ double reduce(double t) { return t - rint(t); }
   static __device__ __forceinline__ void sincos(double t, double* s, double* c) { sincospi(2.0 * t, s, c); }
+};
+
+template <typename Real>
+struct Pair;
+template <>
+struct Pair<float> {
+  typedef float2 T;
+};
+template <>
+struct Pair<double> {
+  typedef double2 T;
 };
 
 __device__ __forceinline__ void grid_n(int g, const KGrid& k, int& nx, int& ny, int& nz) {
@@ -125,23 +138,28 @@ __global__ void kspace_s_staged(const Real* __restrict__ sq, const int n, const 
   }
 }
 
-// a thread per (n_x, n_y, segment of SEG n_z); the charges staged a block at a time with exp(i 2 pi s_z)
+// a thread per (n_x, n_y, segment of SEG n_z) over one chunk of the charges (blockIdx.y): the charges
+// staged a block at a time with exp(i 2 pi s_z). The rows alone are too few threads for the GPU (5,724
+// at kmax 26): the chunks multiply them, each writing its partial sums to part[chunk], which
+// kspace_fold adds in chunk order (the same bits every run).
 template <typename Real, typename Acc, int SEG, int BLOCK>
-__global__ void __launch_bounds__(BLOCK) kspace_s_rows(const Real* __restrict__ sq, const int n, const KGrid k,
-                                                       Acc* __restrict__ S) {
+__global__ void __launch_bounds__(BLOCK) kspace_s_rows(const Real* __restrict__ sq, const int n, const int chunk,
+                                                       const KGrid k, Acc* __restrict__ part) {
   __shared__ Real tile[6 * BLOCK];
   const int segs = (k.KZ + SEG - 1) / SEG;
   const int rows = (k.kx + 1) * (2 * k.ky + 1) * segs;
+  const int first = blockIdx.y * chunk, last = min(n, first + chunk);
+  Acc* out = part + 2ll * k.G * blockIdx.y;
   for (int base = blockIdx.x * BLOCK; base < rows; base += gridDim.x * BLOCK) {  // uniform over the block
     const int w = base + threadIdx.x;
     const int row = w / segs, seg = w - (w / segs) * segs;
     const int nx = row / (2 * k.ky + 1), ny = row - nx * (2 * k.ky + 1) - k.ky;
     const int nz0 = seg * SEG - k.kz;
-    Acc re[SEG], im[SEG];
-#pragma unroll
-    for (int z = 0; z < SEG; ++z) re[z] = im[z] = Acc(0);
-    for (int a0 = 0; a0 < n; a0 += BLOCK) {
-      const int m = min(BLOCK, n - a0);
+    const int g0 = (nx * (2 * k.ky + 1) + ny + k.ky) * k.KZ + seg * SEG;
+    const int mine = w < rows ? min(SEG, k.KZ - seg * SEG) : 0;  // the entries this thread owns
+    for (int z = 0; z < mine; ++z) out[2 * (g0 + z)] = out[2 * (g0 + z) + 1] = Acc(0);
+    for (int a0 = first; a0 < last; a0 += BLOCK) {
+      const int m = min(BLOCK, last - a0);
       __syncthreads();
       if (threadIdx.x < m) {
         const Real* p = sq + 4 * (a0 + threadIdx.x);
@@ -150,33 +168,65 @@ __global__ void __launch_bounds__(BLOCK) kspace_s_rows(const Real* __restrict__ 
         Turn<Real>::sincos(Turn<Real>::reduce(p[2]), t + 5, t + 4);
       }
       __syncthreads();
-      if (w < rows) {
-        for (int j = 0; j < m; ++j) {
-          const Real* t = tile + 6 * j;
-          Real s, c;
-          turn_sincos(Real(nx), Real(ny), Real(nz0), t, &s, &c);
-          const Real q = t[3], cz = t[4], sz = t[5];
+      if (w >= rows) continue;
+      // the tile's sums in Real (a tile of at most BLOCK charges), added to the Acc sums in memory after it
+      Real re[SEG], im[SEG];
 #pragma unroll
-          for (int z = 0; z < SEG; ++z) {
-            re[z] += Acc(q * c);
-            im[z] += Acc(q * s);
-            const Real c2 = c * cz - s * sz;
-            s = s * cz + c * sz;
-            c = c2;
-          }
+      for (int z = 0; z < SEG; ++z) re[z] = im[z] = Real(0);
+      int j = 0;
+      for (; j + 1 < m; j += 2) {  // two charges at once: two independent recurrence chains
+        const Real* t = tile + 6 * j;
+        const Real* u = t + 6;
+        Real s, c, s2, c2;
+        turn_sincos(Real(nx), Real(ny), Real(nz0), t, &s, &c);
+        turn_sincos(Real(nx), Real(ny), Real(nz0), u, &s2, &c2);
+        const Real q = t[3], cz = t[4], sz = t[5], q2 = u[3], cz2 = u[4], sz2 = u[5];
+#pragma unroll
+        for (int z = 0; z < SEG; ++z) {
+          re[z] += q * c;
+          re[z] += q2 * c2;
+          im[z] += q * s;
+          im[z] += q2 * s2;
+          const Real cn = c * cz - s * sz, cn2 = c2 * cz2 - s2 * sz2;
+          s = s * cz + c * sz;
+          s2 = s2 * cz2 + c2 * sz2;
+          c = cn;
+          c2 = cn2;
         }
       }
-    }
-    if (w < rows) {
-      const int g0 = (nx * (2 * k.ky + 1) + ny + k.ky) * k.KZ + seg * SEG;
+      for (; j < m; ++j) {
+        const Real* t = tile + 6 * j;
+        Real s, c;
+        turn_sincos(Real(nx), Real(ny), Real(nz0), t, &s, &c);
+        const Real q = t[3], cz = t[4], sz = t[5];
+#pragma unroll
+        for (int z = 0; z < SEG; ++z) {
+          re[z] += q * c;
+          im[z] += q * s;
+          const Real cn = c * cz - s * sz;
+          s = s * cz + c * sz;
+          c = cn;
+        }
+      }
 #pragma unroll
       for (int z = 0; z < SEG; ++z) {
-        if (seg * SEG + z < k.KZ) {
-          S[2 * (g0 + z)] = re[z];
-          S[2 * (g0 + z) + 1] = im[z];
+        if (z < mine) {
+          out[2 * (g0 + z)] += Acc(re[z]);
+          out[2 * (g0 + z) + 1] += Acc(im[z]);
         }
       }
     }
+  }
+}
+
+// out[i] (or out[3 index[i / 3] + i % 3] with an index) = the chunks' partial sums part[c][i] added in chunk order
+template <typename Acc>
+__global__ void kspace_fold(const Acc* __restrict__ part, const int chunks, const int len, const int* __restrict__ index,
+                            Acc* __restrict__ out) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < len; i += gridDim.x * blockDim.x) {
+    Acc x = part[i];
+    for (int c = 1; c < chunks; ++c) x += part[static_cast<long long>(len) * c + i];
+    out[index ? 3 * index[i / 3] + i % 3 : i] = x;
   }
 }
 
@@ -300,41 +350,70 @@ __global__ void kspace_f_staged(const Real* __restrict__ sq, const int* __restri
   }
 }
 
-template <typename Real, typename Acc, int SEG>
-__global__ void kspace_f_rows(const Real* __restrict__ sq, const int* __restrict__ index, const int n,
-                              const Real* __restrict__ W, const KGrid k, const double twopi_lx, const double twopi_ly,
-                              const double twopi_lz, Acc* __restrict__ F) {
-  for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < n; j += gridDim.x * blockDim.x) {
-    const Real* p = sq + 4 * j;
+// a thread per charge over one chunk of the (n_x, n_y) rows (blockIdx.y), TROWS rows of weights at a time
+// staged in shared memory (KZ float2 or double2 each, dynamic): one sincos per run of SEG n_z, the next
+// n_z by the recurrence. Each chunk's partial forces go to part[chunk] (3 per charge, in the order sent),
+// which kspace_fold adds in chunk order into the forces.
+template <typename Real, typename Acc, int SEG, int BLOCK, int TROWS>
+__global__ void __launch_bounds__(BLOCK)
+    kspace_f_rows(const Real* __restrict__ sq, const int n, const Real* __restrict__ W, const KGrid k,
+                  const int rows_per_chunk, const double twopi_lx, const double twopi_ly, const double twopi_lz,
+                  Acc* __restrict__ part) {
+  typedef typename Pair<Real>::T Real2;
+  extern __shared__ unsigned char smem[];
+  Real2* tile = reinterpret_cast<Real2*>(smem);
+  const int R = (k.kx + 1) * (2 * k.ky + 1);
+  const int KP = (k.KZ + SEG - 1) / SEG * SEG;  // a row in shared memory, zero-padded to whole runs
+  const int r_first = blockIdx.y * rows_per_chunk, r_last = min(R, r_first + rows_per_chunk);
+  const Real2* w2 = reinterpret_cast<const Real2*>(W);
+  Acc* out = part + 3ll * n * blockIdx.y;
+  for (int base = blockIdx.x * BLOCK; base < n; base += gridDim.x * BLOCK) {  // uniform over the block
+    const int j = base + threadIdx.x;
+    const bool live = j < n;
+    const Real* p = sq + 4 * (live ? j : 0);
     Real sz, cz;
     Turn<Real>::sincos(Turn<Real>::reduce(p[2]), &sz, &cz);
     Acc fx = Acc(0), fy = Acc(0), fz = Acc(0);
-    for (int nx = 0; nx <= k.kx; ++nx) {
-      for (int ny = -k.ky; ny <= k.ky; ++ny) {
-        const Real* w = W + 2 * ((nx * (2 * k.ky + 1) + ny + k.ky) * k.KZ);
-        Acc row = Acc(0), rz = Acc(0);
-        for (int z0 = 0; z0 < k.KZ; z0 += SEG) {
+    for (int r0 = r_first; r0 < r_last; r0 += TROWS) {
+      const int nr = min(TROWS, r_last - r0);
+      __syncthreads();
+      for (int i = threadIdx.x; i < nr * KP; i += BLOCK) {
+        const int r = i / KP, z = i - r * KP;
+        tile[i] = z < k.KZ ? w2[(r0 + r) * k.KZ + z] : Real2{Real(0), Real(0)};
+      }
+      __syncthreads();
+      if (!live) continue;
+      for (int r = 0; r < nr; ++r) {
+        const int row = r0 + r;
+        const int nx = row / (2 * k.ky + 1), ny = row - nx * (2 * k.ky + 1) - k.ky;
+        const Real2* wr = tile + r * KP;
+        Real rowsum = Real(0), rz = Real(0);
+        for (int z0 = 0; z0 < KP; z0 += SEG) {
           Real s, c;
           turn_sincos(Real(nx), Real(ny), Real(z0 - k.kz), p, &s, &c);
-          const int m = min(SEG, k.KZ - z0);
-          Real part = Real(0), partz = Real(0);
-#pragma unroll 4
-          for (int z = 0; z < m; ++z) {
-            const Real v = w[2 * (z0 + z)] * s - w[2 * (z0 + z) + 1] * c;
-            part += v;
-            partz += v * Real(z0 + z - k.kz);
+          Real part_ = Real(0), partz = Real(0);  // sum v and sum v z over the run (z from 0)
+#pragma unroll
+          for (int z = 0; z < SEG; ++z) {
+            const Real2 wz = wr[z0 + z];
+            const Real v = wz.x * s - wz.y * c;
+            part_ += v;
+            partz += v * Real(z);
             const Real c2 = c * cz - s * sz;
             s = s * cz + c * sz;
             c = c2;
           }
-          row += Acc(part);
-          rz += Acc(partz);
+          rowsum += part_;
+          rz += partz + part_ * Real(z0 - k.kz);
         }
-        fx += row * Acc(nx);
-        fy += row * Acc(ny);
-        fz += rz;
+        fx += Acc(rowsum) * Acc(nx);
+        fy += Acc(rowsum) * Acc(ny);
+        fz += Acc(rz);
       }
     }
-    store_force<Real, Acc>(fx, fy, fz, p[3], index[j], twopi_lx, twopi_ly, twopi_lz, F);
+    if (live) {
+      out[3 * j] = Acc(p[3]) * fx * Acc(twopi_lx);
+      out[3 * j + 1] = Acc(p[3]) * fy * Acc(twopi_ly);
+      out[3 * j + 2] = Acc(p[3]) * fz * Acc(twopi_lz);
+    }
   }
 }
