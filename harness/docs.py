@@ -70,6 +70,27 @@ def strategy_page(traversal: str) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
+def kspace_page() -> str:
+    """The reciprocal strategies (strategies/kspace.py): the module's text and each one's declaration."""
+    from strategies import kspace
+
+    doc = inspect.getdoc(kspace) or ""
+    out = [HEADER, "", "# `kspace_*` strategies: Ewald's reciprocal part", "", doc.split("\n\n")[0].replace("\n", " "),
+           "", "| name | backend | processor | deterministic | precision modes | launch parameters |",
+           "| --- | --- | --- | --- | --- | --- |"]
+    for n in kspace.names():
+        c = kspace.KSPACE[n]
+        launch = ", ".join(f"`{k}` ({_value(v)})" for k, v in c.defaults.items()) or "none"
+        out.append(f"| [`{n}`](#{n}) | {c.backend} | {c.processor} | {'yes' if c.deterministic else ''} | "
+                   f"{', '.join(c.precisions)} | {launch} |")
+    for n in kspace.names():
+        out += ["", f"## {n}", "", kspace.KSPACE[n].description + "."]
+    rest = doc.split("\n\n")[2:]
+    if rest:
+        out += ["", "## Notes", ""] + [" ".join(p.split()) for p in rest]
+    return "\n".join(out).rstrip() + "\n"
+
+
 def cli_page(parser: argparse.ArgumentParser) -> str:
     out = [HEADER, "", "# Command line: `python -m harness`", "", "`python -m harness <command> [options]`; "
            "`python -m harness <command> --help` prints the same table.", "", (parser.description or "").strip(), ""]
@@ -97,6 +118,7 @@ def pages() -> dict[str, str]:
 
     out = {f"strategies/{t}.md": strategy_page(t) for t in strategies.registry.TRAVERSALS
            if any(strategies.REGISTRY[n].traversal == t for n in strategies.REGISTRY)}
+    out["strategies/kspace.md"] = kspace_page()
     out["cli.md"] = cli_page(parser())
     return out
 
