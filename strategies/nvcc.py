@@ -61,6 +61,9 @@ def specialisations(potential: Potential | None = None, defaults: bool = False,
     from .kspace import expressions as kspace
 
     data["kspace.cu"] = kspace()
+    from .kspace_mc import expressions as moves
+
+    data["kspace_mc.cu"] = moves()
     traversal: dict[str, list[str]] = {}
     for name in strategies.names(experimental=experimental):
         cls = strategies.REGISTRY[name]

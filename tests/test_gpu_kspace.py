@@ -63,3 +63,27 @@ def test_forces_with_a_gpu_strategy_gives_the_whole_ewald_sum(tmp_path):
     assert "kspace_thread_rows fp64" in r.stdout
     assert float(np.load(tmp_path / "f.npz")["energy"]) == pytest.approx(-0.5 * len(x) * kspace_check.MADELUNG_ROCKSALT,
                                                                           rel=1e-10)
+
+
+@pytest.mark.parametrize("name", GPU)
+@pytest.mark.parametrize("precision", ["fp32", "mixed", "fp64"])
+def test_gpu_moves_agree_with_full_recomputations(tmp_path, name, precision):
+    from tests.test_mc import _water
+
+    conf, ff = _water(tmp_path)
+    r = harness("mc", "--input", conf, "--forcefield", ff, "--molecules-from", "mol", "--kspace", name,
+                "--precision", precision, "--moves", "300", "--batch", "64", "--kT", "2.5", "--check", "4",
+                "--json", tmp_path / "mc.json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads((tmp_path / "mc.json").read_text())
+    assert 0.0 < doc["acceptance"] < 1.0
+
+
+def test_gpu_moves_of_single_ions_with_uncharged_atoms_sent_or_not(tmp_path):
+    from tests.test_mc import _water
+
+    conf, ff = _water(tmp_path, nm=60)
+    for charged in ("only", "all"):
+        r = harness("mc", "--input", conf, "--forcefield", ff, "--kspace", "kspace_block_staged", "--launch",
+                    f"charged={charged}", "--moves", "100", "--batch", "32", "--check", "3")
+        assert r.returncode == 0, r.stdout + r.stderr

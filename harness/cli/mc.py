@@ -1,0 +1,218 @@
+"""`python -m harness mc`: Monte-Carlo moves in Ewald's reciprocal space (strategies/kspace_mc.py), timed
+per move one after another (the Metropolis loop) and per move in a batch of independent trials,
+with `--check K` comparing K of the energy changes with a full float64 recomputation
+(reference.ewald) and the loop's final S with the one its final positions give."""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+
+from mdcore import InputError, check_precision
+
+from .. import results
+from .common import COUNT, NONNEG_INT, POSITIVE, forcefield_problem, say
+
+TOLERANCE = {"fp64": 1e-9, "mixed": 1e-4, "fp32": 1e-4}  # |dE - dE_ref| / sum_k A (2 |S| |dS| + |dS|^2)
+
+
+def add_mc(sub) -> None:
+    p = sub.add_parser("mc", help="Monte-Carlo moves in Ewald's reciprocal space: time per move, checked")
+    p.add_argument("--input", required=True, help="the charges: .npz or extended XYZ (positions, box, charges)")
+    p.add_argument("--forcefield", required=True, help="a force-field file with electrostatics.method ewald")
+    p.add_argument("--molecules-from", metavar="KEY", help="the .npz key of one integer molecule id per atom: moves "
+                                                          "translate and rotate those molecules (default: every atom "
+                                                          "a molecule of its own, translated)")
+    p.add_argument("--moves", type=COUNT, default=1000, help="moves of the Metropolis loop")
+    p.add_argument("--batch", type=COUNT, default=1000, help="independent trial moves from one state, timed together")
+    p.add_argument("--kspace", help="the reciprocal strategy (default kspace_thread_rows with a GPU, "
+                                    "kspace_thread_cpu without)")
+    p.add_argument("--launch", help="its launch parameters, e.g. charged=all")
+    p.add_argument("--precision", default="fp64", help="fp32, mixed or fp64 (default fp64, the GOMC report's choice)")
+    p.add_argument("--kT", type=POSITIVE, default=1.0, help="the Metropolis test's temperature in energy units")
+    p.add_argument("--step", type=POSITIVE, help="the largest shift along each axis (default a tenth of the mean "
+                                                 "spacing, (V/N)^(1/3) / 10)")
+    p.add_argument("--angle", type=float, default=0.5, help="the largest rotation of a molecule, radians")
+    p.add_argument("--check", type=NONNEG_INT, default=0, help="compare this many energy changes of the batch and of "
+                                                               "the loop with a full float64 recomputation")
+    p.add_argument("--repeat", type=COUNT, default=5, help="timed batches (the median is reported)")
+    p.add_argument("--seed", type=NONNEG_INT, default=1, help="the moves' random seed")
+    p.add_argument("--json", help="also write the results here")
+    p.set_defaults(fn=cmd_mc)
+
+
+def _molecule_ids(args, n: int):
+    if not args.molecules_from:
+        return None
+    if Path(args.input).suffix.lower() != ".npz":
+        raise InputError(f"--molecules-from {args.molecules_from}: molecule ids come from a key of an .npz input, "
+                         f"not {Path(args.input).suffix}")
+    with np.load(args.input) as f:
+        if args.molecules_from not in f:
+            raise InputError(f"--molecules-from {args.molecules_from}: {args.input} has no such key "
+                             f"(keys: {', '.join(f.files)})")
+        ids = f[args.molecules_from]
+    if ids.shape != (n,) or ids.dtype.kind not in "iu":
+        raise InputError(f"--molecules-from {args.molecules_from}: expected one integer molecule id per atom ({n}), got "
+                         f"shape {ids.shape} dtype {ids.dtype}: the ids must partition the atoms")
+    if ids.size and ids.min() < 0:
+        raise InputError(f"--molecules-from {args.molecules_from}: molecule ids must be >= 0 (atom "
+                         f"{int(np.argmin(ids))} has {int(ids.min())})")
+    return ids
+
+
+def cmd_mc(args: argparse.Namespace) -> int:
+    from mdcore.ewald import Ewald
+    from strategies import kspace, kspace_mc
+
+    from .common import launch_params
+
+    check_precision(args.precision)
+    if args.json:
+        results.check_file(args.json, "--json", (".json",))
+    if args.check > min(args.moves, args.batch):
+        raise InputError(f"--check {args.check}: more than the moves to check ({min(args.moves, args.batch)})")
+    if not math.isfinite(args.angle) or args.angle < 0.0:
+        raise InputError(f"--angle must be a finite angle >= 0 in radians, got {args.angle}")
+    name = args.kspace
+    if name is None:
+        from strategies.cuda import device_status
+
+        name = kspace.DEFAULT_GPU if device_status()[0] else kspace.DEFAULT_CPU
+    strategy = kspace.create(name, **launch_params(args.launch))
+    ok, why = strategy.supports(args.precision)
+    if not ok:
+        raise InputError(f"--kspace {name} ({args.precision}): {why}")
+    if strategy.backend == "cuda" and args.batch > 65535:
+        raise InputError(f"--batch {args.batch}: a GPU batch takes at most 65,535 moves (a block each)")
+    problem = forcefield_problem(args, args.precision)
+    pot = problem.potential
+    if pot.forcefield.method != "ewald":
+        raise InputError(f"mc: the force field's electrostatics.method must be ewald, not {pot.forcefield.method}")
+    ewald = Ewald.make(pot.forcefield, problem.box.lengths, problem.box.periodic)
+    n = len(problem.positions)
+    ids = _molecule_ids(args, n)
+    only = strategy.launch.get("charged", "only") == "only"
+    start, atoms = kspace_mc.molecules(n, ids, pot.charges, charged_only=only)
+    nmol = len(start) - 1
+    if nmol == 0:
+        raise InputError(f"mc: {args.input} has no charged atom to move")
+    step = args.step or (problem.box.volume / n) ** (1.0 / 3.0) / 10.0
+    rigid = ids is not None
+    loop_moves = kspace_mc.draw(args.moves, nmol, step, args.angle, rigid, args.seed)
+    batch_moves = kspace_mc.draw(args.batch, nmol, step, args.angle, rigid, args.seed + 1)
+    say(f"mc: {n} atoms, {nmol} {'molecules' if rigid else 'ions'} moved, {ewald.describe()}, {name} {args.precision}")
+
+    mover = kspace_mc.create(strategy, problem.positions, pot.charges, ewald, args.precision, start, atoms)
+    if strategy.backend == "cuda" and hasattr(mover, "batch_bytes") and mover.batch_bytes(args.batch) > 2 << 30:
+        raise InputError(f"--batch {args.batch}: {name}'s atomics need {mover.batch_bytes(args.batch):,} bytes of "
+                         "scratch; take a smaller batch")
+    batch_ms, batch_de = _time_batch(mover, strategy, batch_moves, args)
+    loop_ms, loop_de, accepted = _time_loop(mover, strategy, loop_moves, args)
+    out = {"kspace": name, "precision": args.precision, "atoms": n, "molecules": nmol, "kvectors": ewald.count,
+           "kmax": list(ewald.kmax), "alpha": ewald.alpha, "moves": args.moves, "batch": args.batch,
+           "batch_ms": batch_ms, "batch_us_per_move": 1e3 * batch_ms / args.batch,
+           "loop_ms": loop_ms, "loop_us_per_move": 1e3 * loop_ms / args.moves,
+           "acceptance": float(np.mean(accepted)), "launch": strategy.launch}
+    print(f"batch: {args.batch} trial moves in {batch_ms:.4g} ms, {out['batch_us_per_move']:.4g} us per move")
+    print(f"loop:  {args.moves} moves in {loop_ms:.4g} ms, {out['loop_us_per_move']:.4g} us per move, "
+          f"{100.0 * out['acceptance']:.1f} % accepted")
+    failed = False
+    if args.check:
+        checks = _check(problem.positions, pot.charges, ewald, start, atoms, batch_moves, batch_de, loop_moves, loop_de,
+                        accepted, mover, args)
+        out["check"] = checks
+        tol = TOLERANCE[args.precision]
+        for c in checks:
+            good = c["error"] <= tol
+            failed |= not good
+            print(f"check {c['what']:28s} error {c['error']:.2e} (tolerance {tol:.0e}) {'pass' if good else 'FAIL'}")
+    if args.json:
+        from .. import device
+
+        doc = {"schema_version": results.SCHEMA_VERSION, "kind": "mc", "device": device.header(),
+               "meta": {"command": "python -m harness " + " ".join(args.argv or [])}, **out}
+        Path(args.json).write_text(json.dumps(doc, indent=1, default=str) + "\n")
+    return 1 if failed else 0
+
+
+def _time_batch(mover, strategy, moves, args):
+    """The median time of --repeat batches (ms) and the batch's dE (float64)."""
+    if strategy.backend == "cpu":
+        times = []
+        for _ in range(max(1, min(args.repeat, 3))):
+            t0 = time.perf_counter()
+            de = mover.batch(moves)
+            times.append(1e3 * (time.perf_counter() - t0))
+        return float(np.median(times)), de
+    cp = mover.cp
+    dev = mover.upload_moves(moves)
+    de = mover.batch(dev, args.batch)  # warm-up (module load)
+    times = []
+    for _ in range(args.repeat):
+        a, b = cp.cuda.Event(), cp.cuda.Event()
+        a.record()
+        de = mover.batch(dev, args.batch)
+        b.record()
+        b.synchronize()
+        times.append(cp.cuda.get_elapsed_time(a, b))
+    return float(np.median(times)), de.get().astype(np.float64)
+
+
+def _time_loop(mover, strategy, moves, args):
+    beta = 1.0 / args.kT
+    if strategy.backend == "cpu":
+        t0 = time.perf_counter()
+        de, ok = mover.loop(moves, beta)
+        return 1e3 * (time.perf_counter() - t0), de, ok
+    cp = mover.cp
+    dev = mover.upload_moves(moves)
+    mover.loop(dev, 0, beta)  # warm-up: the module loaded, no move run
+    a, b = cp.cuda.Event(), cp.cuda.Event()
+    a.record()
+    de, ok = mover.loop(dev, args.moves, beta)
+    b.record()
+    b.synchronize()
+    return cp.cuda.get_elapsed_time(a, b), de.get().astype(np.float64), ok.get()
+
+
+def _check(x0, q, ewald, start, atoms, batch_moves, batch_de, loop_moves, loop_de, accepted, mover, args) -> list[dict]:
+    """K energy changes of the batch and of the loop against full float64 recomputations, and the
+    loop's final S against the one the final positions give."""
+    from reference.ewald import reciprocal
+    from strategies.kspace_mc import trial_positions
+
+    _, _, a = ewald.vectors()
+    L = np.asarray(ewald.lengths)
+
+    def structure(x):
+        return reciprocal(x, q, ewald, forces=False)["structure"]
+
+    def error(x, mol, rt, de):
+        at = atoms[start[mol]:start[mol + 1]]
+        y = x.copy()
+        y[at] = trial_positions(x, L, at, rt)
+        s0, s1 = structure(x), structure(y)
+        ds = s1 - s0
+        want = float(np.sum(a * (np.abs(s1) ** 2 - np.abs(s0) ** 2)))
+        scale = float(np.sum(a * (2.0 * np.abs(s0) * np.abs(ds) + np.abs(ds) ** 2))) or 1.0
+        return abs(de - want) / scale, y
+
+    x = np.array(x0, np.float64)
+    K = args.check
+    worst_b = max(error(x, batch_moves.mol[m], batch_moves.rt[m], batch_de[m])[0] for m in range(K))
+    worst_l = 0.0
+    for m in range(K):
+        e, y = error(x, loop_moves.mol[m], loop_moves.rt[m], loop_de[m])
+        worst_l = max(worst_l, e)
+        if accepted[m]:
+            x = y - L * np.floor(y / L)
+    s_dev = mover.structure()
+    s_ref = structure(mover.positions())
+    return [{"what": f"batch dE ({K} moves)", "error": worst_b},
+            {"what": f"loop dE ({K} moves)", "error": worst_l},
+            {"what": "loop's final S", "error": float(np.max(np.abs(s_dev - s_ref)) / np.max(np.abs(s_ref)))}]

@@ -1,0 +1,117 @@
+"""`harness mc`: Monte-Carlo moves in Ewald's reciprocal space on the CPU (kspace_thread_cpu): the
+energy changes of a batch and of the Metropolis loop against full float64 recomputations, rigid
+moves, the molecules' lists, a wrong energy change caught, and bad input in one line (exit 2)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from strategies import kspace_mc
+from tests.inprocess import harness
+
+
+def _water(tmp_path, nm=120, seed=2):
+    rng = np.random.default_rng(seed)
+    L = np.array([3.5, 4.0, 4.5])
+    com = rng.random((nm, 3)) * L
+    body = np.array([[0.0, 0.0, 0.0], [0.08, 0.06, 0.0], [-0.08, 0.06, 0.0]])
+    x, q, ids = [], [], []
+    for m in range(nm):
+        rot = np.linalg.qr(rng.normal(size=(3, 3)))[0]
+        for j, b in enumerate(body):
+            x.append(com[m] + rot @ b)
+            q.append((-0.8, 0.4, 0.4)[j])
+            ids.append(m)
+    x = np.array(x) % L
+    np.savez(tmp_path / "w.npz", positions=x, box=L, charges=np.array(q), types=np.zeros(len(x), np.int64),
+             mol=np.array(ids), bad=np.zeros(5, np.int64), neg=-np.ones(len(x), np.int64))
+    ff = {"types": ["X"], "electrostatics": {"method": "ewald", "cutoff": 1.0, "alpha": 3.0, "kmax": [6, 7, 8]},
+          "coulomb_constant": 138.935456}
+    (tmp_path / "w.json").write_text(json.dumps(ff))
+    return tmp_path / "w.npz", tmp_path / "w.json"
+
+
+MC = ["mc", "--kspace", "kspace_thread_cpu", "--moves", "60", "--batch", "20", "--kT", "2.5"]
+
+
+def test_moves_of_molecules_agree_with_full_recomputations(tmp_path):
+    conf, ff = _water(tmp_path)
+    r = harness(*MC, "--input", conf, "--forcefield", ff, "--molecules-from", "mol", "--check", "4", "--json",
+                tmp_path / "mc.json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads((tmp_path / "mc.json").read_text())
+    assert doc["kind"] == "mc" and doc["molecules"] == 120 and doc["kvectors"] > 0
+    assert [c["what"] for c in doc["check"]] == ["batch dE (4 moves)", "loop dE (4 moves)", "loop's final S"]
+    assert all(c["error"] < 1e-9 for c in doc["check"])
+    assert 0.0 < doc["acceptance"] < 1.0  # some moves refused, some taken: the loop's S was updated
+
+
+def test_single_ions_are_moved_without_molecule_ids(tmp_path):
+    conf, ff = _water(tmp_path, nm=40)
+    r = harness(*MC, "--input", conf, "--forcefield", ff, "--check", "3")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "120 ions moved" in r.stderr
+
+
+def test_a_wrong_energy_change_fails_the_check(tmp_path, monkeypatch):
+    conf, ff = _water(tmp_path, nm=40)
+    real = kspace_mc.CpuMoves.batch
+    monkeypatch.setattr(kspace_mc.CpuMoves, "batch", lambda self, moves: real(self, moves) * 1.001)
+    r = harness(*MC, "--input", conf, "--forcefield", ff, "--molecules-from", "mol", "--check", "2")
+    assert r.returncode == 1 and "FAIL" in r.stdout
+
+
+def test_rigid_moves_keep_a_molecules_shape():
+    rng = np.random.default_rng(1)
+    L = np.array([2.0, 2.0, 2.0])
+    x = np.array([[1.95, 1.0, 1.0], [0.05, 1.1, 1.0], [1.9, 0.9, 1.05]])  # across the periodic boundary
+    moves = kspace_mc.draw(5, 1, 0.2, 1.0, True, 3)
+    for rt in moves.rt:
+        assert np.allclose(rt[:9].reshape(3, 3) @ rt[:9].reshape(3, 3).T, np.eye(3))
+        y = kspace_mc.trial_positions(x, L, np.arange(3), rt)
+        d0 = x[:, None] - x[None]
+        d0 -= L * np.rint(d0 / L)
+        d1 = y[:, None] - y[None]
+        assert np.allclose(np.linalg.norm(d0, axis=-1), np.linalg.norm(d1, axis=-1))
+    assert rng is not None
+
+
+def test_molecule_lists_leave_uncharged_atoms_out_when_asked():
+    q = np.array([1.0, 0.0, -1.0, 0.0])
+    start, atoms = kspace_mc.molecules(4, np.array([0, 0, 1, 1]), q, charged_only=True)
+    assert start.tolist() == [0, 1, 2] and atoms.tolist() == [0, 2]
+    start, atoms = kspace_mc.molecules(4, np.array([0, 0, 1, 1]), q, charged_only=False)
+    assert start.tolist() == [0, 2, 4] and atoms.tolist() == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("extra,words", [
+    (["--moves", "0"], "--moves"),
+    (["--molecules-from", "bad"], "must partition the atoms"),
+    (["--molecules-from", "neg"], "molecule ids must be >= 0"),
+    (["--molecules-from", "nothere"], "has no such key"),
+    (["--check", "100"], "more than the moves to check"),
+    (["--kspace", "kspace_nope"], "no such reciprocal strategy"),
+    (["--precision", "fixed"], "fixed point"),
+    (["--angle", "-1"], "--angle must be"),
+])
+def test_bad_mc_input_ends_in_one_line(tmp_path, extra, words):
+    conf, ff = _water(tmp_path, nm=10)
+    args = [*MC, "--input", conf, "--forcefield", ff, *extra]
+    r = harness(*args)
+    assert r.returncode == 2 and words in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_mc_needs_ewald_and_a_periodic_box(tmp_path):
+    conf, _ = _water(tmp_path, nm=10)
+    (tmp_path / "rf.json").write_text(json.dumps({"types": ["X"], "electrostatics": {"method": "reaction-field",
+                                                                                     "cutoff": 1.0}}))
+    r = harness(*MC, "--input", conf, "--forcefield", tmp_path / "rf.json")
+    assert r.returncode == 2 and "must be ewald" in r.stderr
+    x = np.load(conf)
+    np.savez(tmp_path / "open.npz", positions=x["positions"], box=x["box"], charges=x["charges"],
+             types=x["types"], periodic=np.array([True, False, True]))
+    r = harness(*MC, "--input", tmp_path / "open.npz", "--forcefield", tmp_path / "w.json")
+    assert r.returncode == 2 and "periodic in all three axes" in r.stderr
