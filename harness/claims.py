@@ -31,6 +31,7 @@ class Data:
     bench: list[dict] = field(default_factory=list)
     nve: list[dict] = field(default_factory=list)
     verify: list[dict] = field(default_factory=list)
+    mc: list[dict] = field(default_factory=list)  # harness mc results, one per file
     files: int = 0
 
 
@@ -43,6 +44,8 @@ def _rows_of(path: Path) -> tuple[str, list[dict], str]:
         rows = [r for r in lines if isinstance(r, dict) and "strategy" in r]
         return "bench", rows, str(head.get("meta", {}).get("date", ""))
     doc = json.loads(text)
+    if isinstance(doc, dict) and doc.get("kind") == "mc" and "batch_us_per_move" in doc:
+        return "mc", [doc], str((doc.get("meta") or {}).get("date", ""))
     if not isinstance(doc, dict) or not isinstance(doc.get("rows"), list):
         return "", [], ""
     rows = [r for r in doc["rows"] if isinstance(r, dict) and "strategy" in r]
@@ -69,7 +72,9 @@ def load(folders: list[Path]) -> Data:
             data.files += 1
             for r in rows:
                 r = {**r, "_file": str(path), "_date": date}
-                if kind == "bench" and r.get("status") == "ok":
+                if kind == "mc":
+                    data.mc.append(r)
+                elif kind == "bench" and r.get("status") == "ok":
                     data.bench.append(r)
                 elif kind == "nve" or (kind == "md" and "drift" in r):
                     if r.get("status") == "ok":
@@ -412,6 +417,50 @@ def _view_label(ra, rb):
 SOURCES = {"000": "ls1-MarDyn CUDA port notes", "001": "PLUMED CUDA coordination tutorial",
            "002": "Decker, Kokkos MD thesis (TUM)", "003": "GROMOS GPU design notes", "004": "GOMC GPU student report"}
 
+# --- harness mc results (the GOMC report's per-move kernel) ---------------------------------------
+
+def _mc_system(r: dict) -> tuple:
+    """What two mc results must share to be compared: the system, the precision and the GPU and commit."""
+    dev = r.get("device") or {}
+    return (r.get("input"), r.get("atoms"), r.get("kvectors"), r.get("precision"), r.get("batch"), dev.get("gpu"),
+            dev.get("commit"))
+
+
+def _mc_pairs(data: Data, fast, slow, label) -> list[Pair]:
+    """Batch time per move of a result of kind `fast` (the claim's faster one) against one of kind
+    `slow` on the same system, precision, GPU and commit: ratio = slow / fast."""
+    out = []
+    for a in data.mc:
+        if not fast(a):
+            continue
+        for b in data.mc:
+            if b is a or not slow(b, a) or _mc_system(a) != _mc_system(b):
+                continue
+            band = max(TIE, float(a.get("batch_spread") or 0.0), float(b.get("batch_spread") or 0.0))
+            out.append(Pair(label(a), b["batch_us_per_move"] / a["batch_us_per_move"], band,
+                            (a["_file"], b["_file"])))
+    return out
+
+
+def _mc_charged(r: dict) -> str:
+    return (r.get("launch") or {}).get("charged", "only")
+
+
+def _mc_label(r: dict) -> str:
+    return f"{r.get('precision')} {r.get('atoms')} atoms {r.get('kvectors')} k"
+
+
+def _mc_judge(fast, slow, label=_mc_label):
+    def judge(data: Data):
+        pairs = _mc_pairs(data, fast, slow, label)
+        verdict, why = _pair_verdict(pairs)
+        return verdict, why, _ratio_list(pairs), sorted({f for p in pairs for f in p.files})
+    return judge
+
+
+_MC_COMMAND = ("python -m harness mc --input F --forcefield FF --molecules-from mol --kspace {k} --json F.json "
+               "for each kspace strategy named, same input")
+
 CLAIMS = [
     Claim("float3-vs-float4", "003", '"float3 is now about 25% faster than float4 in many cases"',
           "force phase, layout aos3 against aos4 (same kernel and point): the float4 / float3 time ratio",
@@ -473,6 +522,24 @@ CLAIMS = [
           _judge_pairs(lambda r: (r.get("launch_params") or {}).get("table") == "shared",
                        lambda r: (r.get("launch_params") or {}).get("table", "global") == "global"
                        and str(r.get("potential")).startswith("ff:"), _at, ignore=("table",))),
+    Claim("gomc-loop-order", "004", '"for each new and old atom, loop through each image" was faster than a thread '
+          'per (atom, k-vector) with atomics, "because less threads are accessing the same memory location at once"',
+          "time per trial move in a batch, kspace_thread_kloop (a thread per k over the molecule) against "
+          "kspace_thread_atomic: the atomic / loop time ratio", _MC_COMMAND.format(k="kspace_thread_kloop,atomic"),
+          _mc_judge(lambda r: r["kspace"] == "kspace_thread_kloop",
+                    lambda b, a: b["kspace"] == "kspace_thread_atomic" and _mc_charged(b) == _mc_charged(a))),
+    Claim("gomc-shared-staging", "004", "the moved molecule's coordinates and charges staged in dynamic shared "
+          "memory", "time per trial move in a batch, kspace_block_staged against kspace_thread_kloop (the molecule "
+          "read from global memory): the global / shared time ratio",
+          _MC_COMMAND.format(k="kspace_block_staged,kloop"),
+          _mc_judge(lambda r: r["kspace"] == "kspace_block_staged",
+                    lambda b, a: b["kspace"] == "kspace_thread_kloop" and _mc_charged(b) == _mc_charged(a))),
+    Claim("gomc-skip-uncharged", "004", "only charged atoms sent to the GPU (uncharged ones skipped)",
+          "time per trial move in a batch with charged=only against charged=all (same strategy), on systems with "
+          "uncharged atoms: the all / only time ratio", _MC_COMMAND.format(k="X --launch charged=only|all"),
+          _mc_judge(lambda r: _mc_charged(r) == "only" and (r.get("uncharged") or 0) > 0,
+                    lambda b, a: _mc_charged(b) == "all" and b["kspace"] == a["kspace"],
+                    lambda r: f"{r['kspace']} {_mc_label(r)}")),
     Claim("one-thread-per-atom", "001", "the coordination kernel with one thread per atom against all others "
           "(getSelfCoord)", "force phase with the coordination potential: allpairs_thread_naive against the tiled "
           "kernel and the cell list (holds: nothing beats it)", "python -m harness bench --suite claims (in make results)",

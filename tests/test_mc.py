@@ -115,3 +115,30 @@ def test_mc_needs_ewald_and_a_periodic_box(tmp_path):
              types=x["types"], periodic=np.array([True, False, True]))
     r = harness(*MC, "--input", tmp_path / "open.npz", "--forcefield", tmp_path / "w.json")
     assert r.returncode == 2 and "periodic in all three axes" in r.stderr
+
+
+def _mc_doc(folder, name, kspace_name, us, charged="only", uncharged=0, gpu="NVIDIA H200", spread=0.01):
+    doc = {"kind": "mc", "kspace": kspace_name, "precision": "fp64", "input": "w.npz", "atoms": 9000,
+           "molecules": 3000, "kvectors": 5071, "batch": 1000, "batch_us_per_move": us, "batch_spread": spread,
+           "uncharged": uncharged, "launch": {"charged": charged}, "device": {"gpu": gpu, "commit": "abc"},
+           "meta": {"date": "2026-11-29"}}
+    (folder / f"{name}.json").write_text(json.dumps(doc))
+
+
+def test_the_gomc_claims_read_mc_results(tmp_path):
+    """the three GOMC claims get verdicts from mc result files: loop order and staging from one system,
+    skipping uncharged atoms only where there are some; another GPU's results are not compared."""
+    from harness import claims
+
+    _mc_doc(tmp_path, "kloop", "kspace_thread_kloop", 0.16)
+    _mc_doc(tmp_path, "atomic", "kspace_thread_atomic", 0.29)
+    _mc_doc(tmp_path, "staged", "kspace_block_staged", 0.165)
+    _mc_doc(tmp_path, "other-gpu", "kspace_thread_atomic", 0.01, gpu="another")
+    rows = {r["claim"]: r for r in claims.evaluate(claims.load([tmp_path]))}
+    assert rows["gomc-loop-order"]["verdict"] == claims.HOLDS and "1.81x" in rows["gomc-loop-order"]["measured"]
+    assert rows["gomc-shared-staging"]["verdict"] == claims.FAILS  # 0.16 / 0.165: a tie, never faster
+    assert rows["gomc-skip-uncharged"]["verdict"] == claims.UNMEASURED  # no system with uncharged atoms
+    _mc_doc(tmp_path, "only", "kspace_block_staged", 0.10, charged="only", uncharged=3000)
+    _mc_doc(tmp_path, "all", "kspace_block_staged", 0.15, charged="all", uncharged=3000)
+    rows = {r["claim"]: r for r in claims.evaluate(claims.load([tmp_path]))}
+    assert rows["gomc-skip-uncharged"]["verdict"] == claims.HOLDS

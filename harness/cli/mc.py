@@ -111,11 +111,13 @@ def cmd_mc(args: argparse.Namespace) -> int:
     if strategy.backend == "cuda" and hasattr(mover, "batch_bytes") and mover.batch_bytes(args.batch) > 2 << 30:
         raise InputError(f"--batch {args.batch}: {name}'s atomics need {mover.batch_bytes(args.batch):,} bytes of "
                          "scratch; take a smaller batch")
-    batch_ms, batch_de = _time_batch(mover, strategy, batch_moves, args)
+    batch_ms, batch_spread, batch_de = _time_batch(mover, strategy, batch_moves, args)
     loop_ms, loop_de, accepted = _time_loop(mover, strategy, loop_moves, args)
-    out = {"kspace": name, "precision": args.precision, "atoms": n, "molecules": nmol, "kvectors": ewald.count,
+    out = {"kspace": name, "precision": args.precision, "input": Path(args.input).name,
+           "forcefield": Path(args.forcefield).name, "atoms": n, "molecules": nmol, "kvectors": ewald.count,
            "kmax": list(ewald.kmax), "alpha": ewald.alpha, "moves": args.moves, "batch": args.batch,
-           "batch_ms": batch_ms, "batch_us_per_move": 1e3 * batch_ms / args.batch,
+           "uncharged": int(np.sum(pot.charges == 0.0)), "batch_ms": batch_ms, "batch_spread": batch_spread,
+           "batch_us_per_move": 1e3 * batch_ms / args.batch,
            "loop_ms": loop_ms, "loop_us_per_move": 1e3 * loop_ms / args.moves,
            "acceptance": float(np.mean(accepted)), "launch": strategy.launch}
     print(f"batch: {args.batch} trial moves in {batch_ms:.4g} ms, {out['batch_us_per_move']:.4g} us per move")
@@ -135,20 +137,26 @@ def cmd_mc(args: argparse.Namespace) -> int:
         from .. import device
 
         doc = {"schema_version": results.SCHEMA_VERSION, "kind": "mc", "device": device.header(),
-               "meta": {"command": "python -m harness " + " ".join(args.argv or [])}, **out}
+               "meta": {"command": "python -m harness " + " ".join(args.argv or []),
+                        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}, **out}
         Path(args.json).write_text(json.dumps(doc, indent=1, default=str) + "\n")
     return 1 if failed else 0
 
 
+def _spread(times: list[float]) -> float:
+    return (max(times) - min(times)) / float(np.median(times)) if len(times) > 1 else 0.0
+
+
 def _time_batch(mover, strategy, moves, args):
-    """The median time of --repeat batches (ms) and the batch's dE (float64)."""
+    """The median time of --repeat batches (ms), their spread ((max - min) / median) and the batch's dE
+    (float64)."""
     if strategy.backend == "cpu":
         times = []
         for _ in range(max(1, min(args.repeat, 3))):
             t0 = time.perf_counter()
             de = mover.batch(moves)
             times.append(1e3 * (time.perf_counter() - t0))
-        return float(np.median(times)), de
+        return float(np.median(times)), _spread(times), de
     cp = mover.cp
     dev = mover.upload_moves(moves)
     de = mover.batch(dev, args.batch)  # warm-up (module load)
@@ -160,7 +168,7 @@ def _time_batch(mover, strategy, moves, args):
         b.record()
         b.synchronize()
         times.append(cp.cuda.get_elapsed_time(a, b))
-    return float(np.median(times)), de.get().astype(np.float64)
+    return float(np.median(times)), _spread(times), de.get().astype(np.float64)
 
 
 def _time_loop(mover, strategy, moves, args):
