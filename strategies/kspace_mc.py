@@ -128,15 +128,16 @@ class CpuMoves:
     """kspace_thread_cpu's moves: S over the half space's vectors (reference.ewald's order), float64."""
 
     def __init__(self, positions, charges, ewald, start, atoms):
-        from reference.ewald import reciprocal
-
         self.x = np.array(positions, np.float64)
         self.q = np.asarray(charges, np.float64)
         self.L = np.asarray(ewald.lengths)
         self.start, self.atoms = start, atoms
-        _, self.k, self.a = ewald.vectors()
-        s = reciprocal(self.x, self.q, ewald, forces=False)["structure"]
-        self.sr, self.si = s.real.copy(), s.imag.copy()
+        n, self.k, self.a = ewald.vectors()
+        s = self.x / self.L
+        kx, ky, kz = ewald.kmax
+        re, im = kspace._cpu_structure(np.ascontiguousarray(s - np.floor(s)), self.q, kx, ky, kz)  # on the grid
+        g = (n[:, 0] * (2 * ky + 1) + n[:, 1] + ky) * (2 * kz + 1) + n[:, 2] + kz
+        self.sr, self.si = re[g].copy(), im[g].copy()
 
     def _move(self, mol, rt):
         at = self.atoms[self.start[mol]:self.start[mol + 1]]
