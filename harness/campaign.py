@@ -93,6 +93,9 @@ def stages() -> list[Stage]:
             _bench("precision", "--amortised", "0"), _bench("bodies", "--amortised", "0", "--peers", "openmm")]
     out += [_bench(s, "--amortised", "0") for s in ("allpairs", "views", "one_per_cell", "nine_per_cell", "gaussian",
                                                     "mardyn", "claims")]
+    out.append(Stage("ewald", ("ewald", "--n", "10000,100000", "--precision", "fp32,mixed,fp64", "--peers", "openmm",
+                               "--out", "{dir}/ewald", "--name", "ewald", "--quiet"), outputs=("ewald/ewald.json",),
+                     note="the reciprocal strategies on 10,000 and 100,000 charges, OpenMM's Ewald beside"))
     out.append(Stage("nve", ("md", "--nve-report", "--n", "4000", "--steps", "200000", "--sample", "2000",
                              "--strategies", "fullshell_thread_csr,verlet_thread_padded,clusterpair_warp_newton3",
                              "--json", "{dir}/md/nve.json"), outputs=("md/nve.json",),
@@ -181,6 +184,7 @@ def report_inputs(folder: Path) -> list[str]:
     files += sorted(str(p) for p in (folder / "bench").glob("*.partial.jsonl")
                     if p.name[: -len(".partial.jsonl")] + ".json" not in {d.name for d in done})
     files += sorted(str(p) for p in (folder / "verify").glob("*/verify.json"))
+    files += sorted(str(p) for p in (folder / "ewald").glob("*.json"))
     files += sorted(str(p) for p in (folder / "md").glob("*.json"))
     files += sorted(str(p) for p in (folder / "profile").glob("*.json"))
     return files

@@ -15,7 +15,7 @@ from pathlib import Path
 from mdcore import InputError
 
 SCHEMA_VERSION = 2
-KINDS = ("verify", "bench")
+KINDS = ("verify", "bench", "ewald")
 
 
 def _creatable(p: Path, what: str) -> None:

@@ -204,3 +204,35 @@ def test_kspace_names_and_methods_are_checked(tmp_path):
         parse({"types": ["A"], "electrostatics": {"method": "reaction-field", "cutoff": 2.0, "kmax": 3}})
     with pytest.raises(InputError, match="unknown launch parameter"):
         kspace.create("kspace_thread_kloop", block=64)
+
+
+def test_the_ewald_sweep_writes_rows_the_report_draws(tmp_path):
+    r = harness("ewald", "--n", "200,400", "--precision", "fp64,fp32", "--strategies", "kspace_thread_cpu", "--cutoff", "0.5",
+                "--repeat", "2", "--quiet", "--out", tmp_path, "--name", "ew")
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads((tmp_path / "ew.json").read_text())
+    assert doc["kind"] == "ewald"
+    ok = [x for x in doc["rows"] if x["status"] == "ok"]
+    assert [x["n"] for x in ok] == [200, 400] and all(x["precision"] == "fp64" for x in ok)
+    assert all(x["kvectors"] > 0 and x["total_ms"] > 0 and x["energy_error"] == 0.0 for x in ok)
+    assert {x["status"] for x in doc["rows"] if x["precision"] == "fp32"} == {"n/a"}
+    rep = harness("report", tmp_path / "ew.json", "--out", tmp_path, "--name", "rep")
+    assert rep.returncode == 0, rep.stderr
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "## Ewald's reciprocal part" in md and "kspace_thread_cpu" in md
+    assert (tmp_path / "rep" / "ewald-reciprocal.png").exists()
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--n", "201"], "an even number of charges"),
+    (["--n", "ten"], "a comma list of charge counts"),
+    (["--n", "200", "--cutoff", "5"], "beyond half the box"),
+    (["--n", "200", "--cutoff", "0.5", "--precision", "fp16"], "--precision 'fp16'"),
+    (["--n", "200", "--cutoff", "0.5", "--peers", "gromacs"], "--peers 'gromacs'; known: openmm"),
+    (["--n", "200", "--cutoff", "0.5", "--strategies", "kspace_nope"], "no such reciprocal strategy"),
+])
+def test_bad_ewald_sweeps_end_in_one_line(tmp_path, args, words):
+    r = harness("ewald", *args, "--out", tmp_path, "--name", "ew")
+    assert r.returncode == 2 and words in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "ew.json").exists()

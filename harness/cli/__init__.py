@@ -3,7 +3,7 @@
   list, verify, sanitize, forces, export   (check.py)
   bench, tune, md, profile, timeline       (timing.py)
   report, compare, claims                  (reading.py)
-  mc                                       (mc.py)
+  mc, ewald                                (kspace.py)
 
 Exit codes: 0 success; 1 a check failed (a verification cell, a sanitizer finding, a regression in
 compare); 2 bad input, one line naming it; 3 an unexpected error (a bug: the traceback, then one
@@ -17,7 +17,7 @@ import traceback
 from mdcore import InputError
 from strategies import StrategyError
 
-from . import check, mc, reading, timing
+from . import check, kspace, reading, timing
 from .common import Parser, say
 
 DESCRIPTION = """Benchmark and verification harness for short-range GPU molecular-dynamics force strategies.
@@ -28,7 +28,7 @@ line)."""
 COMMANDS = (check.add_list, check.add_verify, timing.add_bench, reading.add_compare, reading.add_claims,
             check.add_sanitize, timing.add_profile, timing.add_timeline, reading.add_report, timing.add_tune,
             check.add_forces, timing.add_md, check.add_export, timing.add_results, reading.add_merge,
-            reading.add_docs, mc.add_mc)
+            reading.add_docs, kspace.add_mc, kspace.add_ewald)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -6,13 +6,15 @@ name prefix.
   thesis.py   the thesis's figures, CPU against GPU, the MarDyn processors, precision
   context.py  NVE drift, peers, roofline, every strategy against the fastest, claims, method
   bodies.py   the ranking as the pair body gets heavier (types, charges)
+  ewald.py    Ewald's reciprocal part: the kspace strategies against (charge, k) pairs, OpenMM beside
 """
 from .answer import before_after, changes, correctness, repeat_check, timings, verdict, wins
 from .bodies import bodies
 from .common import SECTIONS
+from .ewald import ewald
 from .context import _against_fastest, claims, drift, issue_bound_ms, method, peers, roofline
 from .thesis import cpu_gpu, parity, precision, thesis
 
 __all__ = ["SECTIONS", "_against_fastest", "before_after", "bodies", "changes", "claims", "correctness", "cpu_gpu", "drift",
-           "issue_bound_ms", "method", "parity", "peers", "precision", "repeat_check", "roofline", "thesis", "timings",
+           "ewald", "issue_bound_ms", "method", "parity", "peers", "precision", "repeat_check", "roofline", "thesis", "timings",
            "verdict", "wins"]

@@ -20,6 +20,7 @@ SECTIONS = [
     ("parity", "Parity-plane traverser: the MarDyn cell processors"),
     ("precision", "Precision modes"),
     ("bodies", "Heavier pair bodies: types and charges"),
+    ("ewald", "Ewald's reciprocal part"),
     ("drift", "Energy drift in NVE, per precision"),
     ("claims", "The source documents' claims"),
     ("peers", "Peers"),

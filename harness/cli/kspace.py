@@ -1,4 +1,9 @@
-"""`python -m harness mc`: Monte-Carlo moves in Ewald's reciprocal space (strategies/kspace_mc.py), timed
+"""The reciprocal-space commands.
+
+`python -m harness ewald`: the reciprocal strategies timed on charges size by size, OpenMM's Ewald
+beside them (harness/ewald_bench.py).
+
+`python -m harness mc`: Monte-Carlo moves in Ewald's reciprocal space (strategies/kspace_mc.py), timed
 per move one after another (the Metropolis loop) and per move in a batch of independent trials,
 with `--check K` comparing K of the energy changes with a full float64 recomputation
 (reference.ewald) and the loop's final S with the one its final positions give."""
@@ -18,6 +23,52 @@ from .. import results
 from .common import COUNT, NONNEG_INT, POSITIVE, forcefield_problem, say
 
 TOLERANCE = {"fp64": 1e-9, "mixed": 1e-4, "fp32": 1e-4}  # |dE - dE_ref| / sum_k A (2 |S| |dS| + |dS|^2)
+
+
+def add_ewald(sub) -> None:
+    p = sub.add_parser("ewald", help="the Ewald reciprocal strategies timed on charges, OpenMM's Ewald beside")
+    p.add_argument("--strategies", default="all", help="kspace strategies (comma list) or all (those this machine runs)")
+    p.add_argument("--n", default="10000,100000", help="comma list of charge counts (even: +1 and -1 alternating)")
+    p.add_argument("--precision", default="fp32,fp64", help="comma list of fp32, mixed, fp64, or all")
+    p.add_argument("--density", type=POSITIVE, default=100.0, help="charges per unit volume (per nm^3 in OpenMM's units)")
+    p.add_argument("--cutoff", type=POSITIVE, default=1.0, help="the real-space cutoff alpha and kmax are chosen for")
+    p.add_argument("--tolerance", type=POSITIVE, default=5e-4, help="Ewald's error tolerance (OpenMM's choice of alpha "
+                                                                     "and kmax)")
+    p.add_argument("--kmax", type=COUNT, help="the largest |n| on every axis instead of the tolerance's")
+    p.add_argument("--repeat", type=COUNT, default=5, help="timed evaluations per point (the median is reported)")
+    p.add_argument("--peers", default="", help="openmm: OpenMM's Ewald on the same charges (its CUDA platform)")
+    p.add_argument("--seed", type=NONNEG_INT, default=1, help="the positions' random seed")
+    p.add_argument("--out", default=str(Path("reports") / "ewald"), help="folder of the result files (default "
+                                                                          "reports/ewald under the current folder)")
+    p.add_argument("--name", default="ewald", help="the result files' name: NAME.json, NAME.csv")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.set_defaults(fn=cmd_ewald)
+
+
+def cmd_ewald(args: argparse.Namespace) -> int:
+    from .. import device, ewald_bench
+    from ..verify import meta
+
+    sizes = ewald_bench.check_sizes(args.n)
+    precs = ewald_bench.precisions(args.precision)
+    peers = [p.strip() for p in args.peers.split(",") if p.strip()]
+    for p in peers:
+        if p != "openmm":
+            raise InputError(f"ewald: --peers {p!r}; known: openmm")
+    from .. import kspace_check
+
+    chosen = kspace_check.selection(args.strategies)
+    results.check_dir(args.out, "--out")
+    kmax = None if args.kmax is None else (args.kmax,) * 3
+    for n in sizes:  # every size's parameters checked before any work
+        ewald_bench.parameters(ewald_bench.system(n, args.density, args.seed)[2], args.cutoff, args.tolerance, kmax)
+    rows = ewald_bench.run(chosen, sizes, precs, args.density, args.cutoff, args.tolerance, kmax, args.repeat, peers,
+                           args.seed, progress=None if args.quiet else say)
+    doc = results.document("ewald", rows, device.header(), meta(args.argv))
+    paths = results.write(doc, args.out, args.name, ewald_bench.COLUMNS)
+    print(ewald_bench.table(rows))
+    print(f"results: {', '.join(map(str, paths))}")
+    return 1 if any(r["status"] == "error" for r in rows) else 0
 
 
 def add_mc(sub) -> None:
