@@ -218,9 +218,12 @@ def cmd_md(args: argparse.Namespace) -> int:
     if not ok:
         raise InputError(f"{strategy.label} cannot run {problem.describe()}: {why}")
     head = f"{'step':>8s} {'time':>9s} {'kinetic':>14s} {'potential':>15s} {'total':>15s} {'T':>8s} {'P':>9s}"
+    ewald = problem.potential.per_particle and problem.potential.forcefield.method == "ewald"
     if not args.quiet:  # --quiet: the summary line only
         print(f"md {strategy.label} {problem.describe()} {problem.potential.spec()}: {args.steps} steps of dt "
-              f"{args.dt:g}, T0 {args.temperature:g}, a sample every {args.sample}")
+              f"{args.dt:g}, T0 {args.temperature:g}, a sample every {args.sample}"
+              + ("; Ewald: the real-space term alone moves the particles (the reciprocal part, harness forces and "
+                 "the kspace strategies, is not in the MD loop)" if ewald else ""))
         print(head)
 
     def say(s: "md.Sample") -> None:
