@@ -149,16 +149,114 @@ def test_bad_components_files_are_refused_by_name(path, value, words):
         M.parse(_with(path, value))
 
 
-def test_dipole_sites_need_a_direction_and_the_reference_says_what_it_computes():
+def test_dipole_sites_need_a_direction():
     d = _with(("components", "spce", "sites", 1), {"kind": "dipole", "position": [0, 0, 0], "direction": [0, 0, 0],
                                                    "moment": 1.0})
     with pytest.raises(InputError, match="direction is the zero vector"):
         M.parse(d)
     d["components"]["spce"]["sites"][1]["direction"] = [0, 0, 2.0]
-    model = M.parse(d)
-    assert np.allclose(model.components[0].direction[1], [0, 0, 1])
-    with pytest.raises(InputError, match="does not compute yet"):
-        ref.compute(_water(m=4), model)
+    assert np.allclose(M.parse(d).components[0].direction[1], [0, 0, 1])
+
+
+def _site(kind, pos, **kw):
+    return {"kind": kind, "position": list(pos), **kw}
+
+
+# every kind of site on one molecule, off its centre and tilted: each pair term with its lever arm
+ALL_KINDS = {"components": {"X": {"mass": 1.0, "inertia": [1, 1, 1], "sites": [
+    _site("lj", (0.1, 0.0, 0.0), sigma=1.0, epsilon=1.0),
+    _site("charge", (0.0, 0.2, 0.0), charge=0.6),
+    _site("charge", (0.0, -0.2, 0.1), charge=-0.6),
+    _site("dipole", (0.1, 0.1, -0.1), direction=[0.3, 0.2, 1.0], moment=0.8),
+    _site("quadrupole", (-0.1, 0.0, 0.1), direction=[1.0, -0.4, 0.2], moment=0.7)]}},
+    "cutoff": 3.0, "electrostatics": {"method": "reaction-field", "epsilon_rf": 40.0}}
+
+
+def test_every_site_kind_gives_forces_and_torques_that_are_derivatives_of_the_energy():
+    model = M.parse(ALL_KINDS)
+    rng = np.random.default_rng(5)
+    m, L = 27, 7.0
+    grid = np.array([(i, j, k) for i in range(3) for j in range(3) for k in range(3)], np.float64)
+    mols = M.Molecules((grid + 0.5) * (L / 3) + rng.normal(scale=0.15, size=(m, 3)), _quat(rng, m),
+                       np.zeros(m, np.int32), Box.make([L] * 3))
+    out = ref.compute(mols, model)
+    h = 1e-6
+
+    def energy(c=None, q=None):
+        return ref.compute(M.Molecules(mols.centres if c is None else c, mols.quaternions if q is None else q,
+                                       mols.components, mols.box), model)["energy"]
+
+    for i in (0, 13):
+        for a in range(3):
+            cp, cm = mols.centres.copy(), mols.centres.copy()
+            cp[i, a] += h
+            cm[i, a] -= h
+            assert -(energy(c=cp) - energy(c=cm)) / (2 * h) == pytest.approx(
+                out["forces"][i, a], abs=1e-6 * np.abs(out["forces"]).max())
+            qp, qm = mols.quaternions.copy(), mols.quaternions.copy()
+            qp[i], qm[i] = _turn(qp[i], np.eye(3)[a], h), _turn(qm[i], np.eye(3)[a], -h)
+            assert -(energy(q=qp) - energy(q=qm)) / (2 * h) == pytest.approx(
+                out["torques"][i, a], abs=1e-6 * np.abs(out["torques"]).max())
+    assert np.allclose(out["forces"].sum(axis=0), 0.0, atol=1e-9 * np.abs(out["forces"]).max())
+
+
+def _pair_energy(doc, e1, e2, r):
+    """The energy of two molecules of doc's components A and B, A at the origin, B at r, oriented so that
+    their body z axes point along e1 and e2 (open boundaries, no cutoff in reach)."""
+    model = M.parse(doc)
+
+    def quat(e):  # the rotation taking z to e
+        e = np.asarray(e, float) / np.linalg.norm(e)
+        axis = np.cross([0.0, 0.0, 1.0], e)
+        s, c = np.linalg.norm(axis), e[2]
+        if s < 1e-12:
+            return np.array([1.0, 0, 0, 0]) if c > 0 else np.array([0.0, 1.0, 0, 0])
+        return _turn(np.array([1.0, 0, 0, 0]), axis / s, math.atan2(s, c))
+
+    mols = M.Molecules(np.array([[500.0, 500.0, 500.0], np.add([500.0, 500.0, 500.0], r)]),
+                       np.array([quat(e1), quat(e2)]), np.array([0, 1], np.int32), Box.make([1000.0] * 3, False))
+    return ref.compute(mols, model)["energy"]
+
+
+MULTIPOLE = {"charge": lambda d: [_site("charge", (0, 0, 0), charge=1.3)],
+             "dipole": lambda d: [_site("dipole", (0, 0, 0), direction=[0, 0, 1], moment=0.9)],
+             "quadrupole": lambda d: [_site("quadrupole", (0, 0, 0), direction=[0, 0, 1], moment=0.7)]}
+CHARGES = {"charge": lambda d: [_site("charge", (0, 0, 0), charge=1.3)],
+           "dipole": lambda d: [_site("charge", (0, 0, d / 2), charge=0.9 / d), _site("charge", (0, 0, -d / 2),
+                                                                                     charge=-0.9 / d)],
+           "quadrupole": lambda d: [_site("charge", (0, 0, d), charge=0.35 / d ** 2),
+                                    _site("charge", (0, 0, -d), charge=0.35 / d ** 2),
+                                    _site("charge", (0, 0, 0), charge=-0.7 / d ** 2)]}
+
+
+@pytest.mark.parametrize("a,b", [("charge", "dipole"), ("dipole", "charge"), ("dipole", "dipole"),
+                                 ("charge", "quadrupole"), ("quadrupole", "charge"), ("dipole", "quadrupole"),
+                                 ("quadrupole", "dipole"), ("quadrupole", "quadrupole")])
+def test_each_multipole_term_is_the_far_field_of_its_point_charges(a, b):
+    def doc(build, d):
+        return {"components": {"A": {"mass": 1.0, "inertia": [1, 1, 1], "sites": build[a](d)},
+                               "B": {"mass": 1.0, "inertia": [1, 1, 1], "sites": build[b](d)}}, "cutoff": 400.0}
+    rng = np.random.default_rng(11)
+    for _ in range(4):
+        e1, e2, r = rng.normal(size=3), rng.normal(size=3), rng.normal(size=3)
+        r *= 12.0 / np.linalg.norm(r)
+        want = _pair_energy(doc(CHARGES, 0.02), e1, e2, r)  # (d / r)^2 ~ 3e-6; rounding of the charges' sum ~1e-6
+        got = _pair_energy(doc(MULTIPOLE, 0.02), e1, e2, r)
+        assert got == pytest.approx(want, rel=1e-4)
+
+
+def test_the_dipoles_reaction_field_and_its_self_term():
+    """Two dipoles inside the cutoff with a conducting reaction field: u = m m (G / r^3 - 3 A B / r^5 - G / rc^3)
+    and the self terms -m^2 / (2 rc^3) each."""
+    doc = {"components": {"A": {"mass": 1.0, "inertia": [1, 1, 1], "sites": MULTIPOLE["dipole"](0)},
+                          "B": {"mass": 1.0, "inertia": [1, 1, 1], "sites": MULTIPOLE["dipole"](0)}},
+           "cutoff": 5.0, "electrostatics": {"method": "reaction-field", "epsilon_rf": "inf"}}
+    r = np.array([1.0, 2.0, 0.5])
+    got = _pair_energy(doc, [0, 0, 1], [0, 0, 1], r)
+    R = np.linalg.norm(r)
+    m2, rc3 = 0.81, 125.0
+    want = m2 * (1 / R ** 3 - 3 * 0.25 / R ** 5 - 1 / rc3) - 2 * m2 / (2 * rc3)
+    assert got == pytest.approx(want, rel=1e-13)
 
 
 def test_molecule_inputs_read_by_component_name(tmp_path):
