@@ -1,5 +1,5 @@
-"""The reciprocal strategies' checks: `verify`'s kspace section (`--kspace`, default every one this
-machine runs), the same at every --size.
+"""The reciprocal strategies' checks: `verify`'s kspace section (`--kspace`; by default every one this
+machine runs, with the whole default matrix as `make verify` runs it), the same at every --size.
 
   madelung   a rock-salt crystal of 512 unit charges (nearest neighbours 1 apart, a box of 8): the
              total Ewald energy (the float64 real-space sum, the strategy's reciprocal part, the self
@@ -17,6 +17,7 @@ the sums run over up to 45,562 wave vectors.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -48,8 +49,9 @@ def _forcefield(types, cutoff: float, alpha: float, kmax):
                                                                 "kmax": kmax}})
 
 
+@functools.cache
 def cases() -> list[dict]:
-    """The checks' systems, with their float64 expectations (built once per verify run)."""
+    """The checks' systems, with their float64 expectations (built once per process)."""
     import reference.forcefield as rf
     from mdcore.ewald import Ewald
     from reference.ewald import reciprocal

@@ -83,9 +83,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
         require_devices(names)
     from .. import kspace_check
 
-    # the reciprocal strategies' checks: with the scenario matrix (not --input or --replay) unless named
-    kspaces = kspace_check.selection(args.kspace if args.kspace or shard is None or shard.index == 1 else "none") \
-        if args.kspace or not (args.input or args.replay) else []
+    # the reciprocal strategies' checks: with the whole default matrix (make verify; in a sharded run, share
+    # 1), or where --kspace names them
+    whole = not (args.input or args.replay or args.scenarios) and (shard is None or shard.index == 1)
+    kspaces = kspace_check.selection(args.kspace) if args.kspace else (kspace_check.selection(None) if whole else [])
     precisions = parse_precisions(args.precision)
     pots = args.potential or []
     if pots:  # a bad spec ends here, before any scenario is built
@@ -330,8 +331,8 @@ def add_verify(sub) -> None:
     p.add_argument("--shard", metavar="I/N", help="run only share I of N of the matrix's cells (round robin), for a "
                                                   "job array; `harness merge` joins the files")
     p.add_argument("--kspace", help="the Ewald reciprocal strategies to check (Madelung, the float64 reference, finite "
-                                    "differences): all, none or a comma list; default all with the scenario matrix, "
-                                    "none with --input or --replay (and in shares other than the first)")
+                                    "differences): all, none or a comma list; default all with the whole default "
+                                    "matrix (no --scenarios, --input or --replay; in share 1 of a sharded run)")
     p.add_argument("--cluster", metavar="WHERE", help="the matrix's cells as tasks on Dask workers: local, local:K or "
                                                       "tcp://host:port (bench --cluster says more; not with --replay)")
     p.add_argument("--out", default=str(Path("reports") / "verify"), help="report folder (default reports/verify under the current folder)")
