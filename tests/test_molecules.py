@@ -274,3 +274,26 @@ def test_molecule_inputs_read_by_component_name(tmp_path):
              components=np.array(["spce"]), box=np.array([10.0, 20.0, 20.0]))
     with pytest.raises(InputError, match="cutoff 9 is beyond half the periodic side along x"):
         M.read(tmp_path / "small.npz", model)
+
+
+def test_forces_writes_forces_and_torques_of_molecules(tmp_path):
+    from tests.inprocess import harness
+
+    (tmp_path / "spce.json").write_text(json.dumps(SPCE))
+    mols = _water(m=30)
+    np.savez(tmp_path / "w.npz", positions=mols.centres, quaternions=mols.quaternions * 2.0,
+             components=np.array(["spce"] * 30), box=np.array(mols.box.lengths))
+    r = harness("forces", "--strategy", "reference", "--molecules", tmp_path / "spce.json", "--input",
+                tmp_path / "w.npz", "--out", tmp_path / "f.npz")
+    assert r.returncode == 0, r.stderr
+    assert "30 quaternion(s)" in r.stderr and "were normalised" in r.stderr
+    got, want = np.load(tmp_path / "f.npz"), ref.compute(mols, M.parse(SPCE))
+    assert np.allclose(got["torques"], want["torques"], rtol=0, atol=1e-12 * np.abs(want["torques"]).max())
+    assert float(got["energy"]) == pytest.approx(want["energy"], rel=1e-13)
+    r = harness("forces", "--strategy", "fullshell_thread_cpu", "--molecules", tmp_path / "spce.json", "--input",
+                tmp_path / "w.npz", "--out", tmp_path / "g.npz")
+    assert r.returncode == 2 and "no molecule functor yet" in r.stderr and not (tmp_path / "g.npz").exists()
+    (tmp_path / "bad.json").write_text(json.dumps(_with(("components", "spce", "sites", 0, "kind"), "octupole")))
+    r = harness("forces", "--strategy", "reference", "--molecules", tmp_path / "bad.json", "--input",
+                tmp_path / "w.npz", "--out", tmp_path / "g.npz")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "octupole" in r.stderr

@@ -204,6 +204,8 @@ def cmd_sanitize(args: argparse.Namespace) -> int:
 
 def cmd_forces(args: argparse.Namespace) -> int:
     results.check_file(args.out, "--out", (".npz",))
+    if args.molecules:
+        return _molecule_forces(args)
     check_forcefield(args)
     kspace = _kspace_choice(args)
     if args.strategy != "reference":
@@ -244,6 +246,31 @@ def cmd_forces(args: argparse.Namespace) -> int:
     np.savez(args.out, forces=forces, energy=np.float64(energy), virial=virial, pairs=np.int64(pairs), **extra)
     print(f"{args.strategy} {problem.describe()} ({pot.describe()}): energy {energy:.10g}{part}, "
           f"pairs {pairs} -> {args.out}")
+    return 0
+
+
+def _molecule_forces(args: argparse.Namespace) -> int:
+    """--molecules: rigid molecules from --input (.npz: positions, quaternions, components, box) with
+    the components file's sites; forces, torques, energy and virial per molecule system. The float64
+    reference computes them (the strategies' molecule functor is not built yet)."""
+    from mdcore import molecules
+
+    if args.forcefield or args.potential:
+        raise InputError("--molecules names the interactions: give it without --forcefield or --potential")
+    if args.strategy != "reference":
+        raise InputError(f"--molecules: strategy {args.strategy} has no molecule functor yet; take --strategy reference "
+                         "(the float64 reference)")
+    model = molecules.load(args.molecules)
+    mols = molecules.read(args.input, model)
+    if mols.normalised:
+        say(f"note: {mols.normalised} quaternion(s) of {args.input} were not of unit length and were normalised")
+    from reference.molecules import compute
+
+    out = compute(mols, model)
+    np.savez(args.out, forces=out["forces"], torques=out["torques"], energy=np.float64(out["energy"]),
+             virial=out["virial"], pairs=np.int64(out["pairs"]))
+    print(f"reference {len(mols.centres)} molecules ({', '.join(model.names)}), box {mols.box.describe()}, cutoff "
+          f"{model.cutoff:g}: energy {out['energy']:.10g}, molecule pairs {out['pairs']} -> {args.out}")
     return 0
 
 
@@ -381,6 +408,10 @@ def add_forces(sub) -> None:
     potential_args(p)
     p.add_argument("--potential", help="replace the potential: e.g. 'coordination:r0=1,n=6,m=12,d0=0,dmax=2.5' "
                                        "(PLUMED's coordination number) or 'lj:cutoff=3'")
+    p.add_argument("--molecules", metavar="FILE.json", help="rigid molecules: a components file (sites, mixing, "
+                                                             "cutoff); --input then holds the molecules (.npz: "
+                                                             "positions, quaternions, components, box); writes forces, "
+                                                             "torques, energy and virial (--strategy reference)")
     p.add_argument("--kspace", help="with an Ewald force field: the strategy of the reciprocal part (kspace_..., "
                                     "python -m harness list; or reference); default the GPU's kspace_thread_rows "
                                     "beside a GPU strategy, kspace_thread_cpu otherwise, the float64 reference beside "
