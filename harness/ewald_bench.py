@@ -24,6 +24,8 @@ import numpy as np
 
 from mdcore import MODES, InputError
 
+from .timing import Stats
+
 COULOMB = 138.935456
 PEER_PRECISION = {"fp32": "single", "mixed": "mixed", "fp64": "double"}
 COLUMNS = ["strategy", "backend", "precision", "n", "box", "kmax", "kvectors", "alpha", "status", "structure_ms",
@@ -83,9 +85,9 @@ def _point(strategy, x, q, ewald, precision: str, repeat: int) -> dict:
             plan.run()
             totals.append(1e3 * (time.perf_counter() - t0))
     out = plan.output()
-    row = {"total_ms": float(np.median(totals)), "total_min_ms": float(min(totals)),
-           "total_max_ms": float(max(totals)), "repeats": repeat, "energy": out.energy + ewald.self_energy(q),
-           "spread": (max(totals) - min(totals)) / float(np.median(totals)) if repeat > 1 else 0.0}
+    t = Stats.of(totals)
+    row = {"total_ms": t.median, "total_min_ms": t.min, "total_max_ms": t.max, "repeats": repeat,
+           "energy": out.energy + ewald.self_energy(q), "spread": t.spread}
     for k in ("structure_ms", "energy_ms", "forces_ms"):
         if phases:
             row[k] = float(np.median([p[k] for p in phases]))
@@ -124,9 +126,9 @@ def openmm_point(x, q, L: float, cutoff: float, tolerance: float, precision: str
         times.append(1e3 * (time.perf_counter() - t0))
     energy = st.getPotentialEnergy().value_in_unit(unit.kilojoule_per_mole)
     del ctx
-    return {"status": "ok", "total_ms": float(np.median(times)), "total_min_ms": float(min(times)),
-            "total_max_ms": float(max(times)), "repeats": repeat, "energy": float(energy),
-            "spread": (max(times) - min(times)) / float(np.median(times)) if repeat > 1 else 0.0,
+    t = Stats.of(times)
+    return {"status": "ok", "total_ms": t.median, "total_min_ms": t.min, "total_max_ms": t.max, "repeats": repeat,
+            "energy": float(energy), "spread": t.spread,
             "detail": "wall time of getState(forces, energy) for the reciprocal group: kernels and the forces' download"}
 
 

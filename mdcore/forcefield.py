@@ -82,20 +82,15 @@ class ForceField:
 
     @property
     def k_rf(self) -> float:
-        rc = self.coulomb_cutoff
-        if self.method != "reaction-field" or rc is None:
+        if self.method != "reaction-field" or self.coulomb_cutoff is None:
             return 0.0
-        if math.isinf(self.epsilon_rf):
-            return 1.0 / (2.0 * rc ** 3)
-        e = self.epsilon_rf
-        return (e - 1.0) / ((2.0 * e + 1.0) * rc ** 3)
+        return reaction_field(self.epsilon_rf, self.coulomb_cutoff)[0]
 
     @property
     def c_rf(self) -> float:
-        rc = self.coulomb_cutoff
-        if self.method != "reaction-field" or rc is None:
+        if self.method != "reaction-field" or self.coulomb_cutoff is None:
             return 0.0
-        return 1.0 / rc + self.k_rf * rc * rc
+        return reaction_field(self.epsilon_rf, self.coulomb_cutoff)[1]
 
     def lj_shift(self) -> np.ndarray:
         """U_ij(r_c,ij) per pair where shifting, else zeros."""
@@ -152,6 +147,23 @@ class ForceField:
 
 class ForceFieldError(InputError):
     pass
+
+
+def reaction_field(epsilon_rf: float, rc: float) -> tuple[float, float]:
+    """(k_rf, c_rf) of a reaction field with dielectric constant epsilon_rf (inf allowed) at cutoff rc."""
+    k_rf = 1.0 / (2.0 * rc ** 3) if math.isinf(epsilon_rf) else \
+        (epsilon_rf - 1.0) / ((2.0 * epsilon_rf + 1.0) * rc ** 3)
+    return k_rf, 1.0 / rc + k_rf * rc * rc
+
+
+def epsilon_rf_value(v, bad) -> float:
+    """electrostatics.epsilon_rf: a dielectric constant >= 1, or "inf"."""
+    if isinstance(v, str) and v.strip().lower() in ("inf", "infinity"):
+        return math.inf
+    e = _number(v, "electrostatics.epsilon_rf", bad, allow_zero=False)
+    if e < 1.0:
+        raise bad(f"electrostatics.epsilon_rf must be >= 1 (a dielectric constant) or \"inf\", got {e:g}")
+    return e
 
 
 def to_json(ff: ForceField) -> dict:
@@ -272,14 +284,7 @@ def parse(data: Any, source: str = "") -> ForceField:
         if method == "reaction-field":
             if "alpha" in es or "tolerance" in es:
                 raise bad("electrostatics: alpha and tolerance belong to ewald, not reaction-field")
-            e = es.get("epsilon_rf", "inf")
-            if isinstance(e, str) and e.strip().lower() in ("inf", "infinity"):
-                kw["epsilon_rf"] = math.inf
-            else:
-                e = _number(e, "electrostatics.epsilon_rf", bad, allow_zero=False)
-                if e < 1.0:
-                    raise bad(f"electrostatics.epsilon_rf must be >= 1 (a dielectric constant) or \"inf\", got {e:g}")
-                kw["epsilon_rf"] = e
+            kw["epsilon_rf"] = epsilon_rf_value(es.get("epsilon_rf", "inf"), bad)
         else:
             if "epsilon_rf" in es:
                 raise bad("electrostatics: epsilon_rf belongs to reaction-field, not ewald")

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from .errors import InputError
+from .forcefield import epsilon_rf_value, reaction_field
 from .problem import Box
 
 KINDS = ("lj", "charge", "dipole", "quadrupole")
@@ -72,17 +73,11 @@ class Model:
 
     @property
     def k_rf(self) -> float:
-        if self.method != "reaction-field":
-            return 0.0
-        rc = self.cutoff
-        if math.isinf(self.epsilon_rf):
-            return 1.0 / (2.0 * rc ** 3)
-        e = self.epsilon_rf
-        return (e - 1.0) / ((2.0 * e + 1.0) * rc ** 3)
+        return reaction_field(self.epsilon_rf, self.cutoff)[0] if self.method == "reaction-field" else 0.0
 
     @property
     def c_rf(self) -> float:
-        return 1.0 / self.cutoff + self.k_rf * self.cutoff ** 2 if self.method == "reaction-field" else 0.0
+        return reaction_field(self.epsilon_rf, self.cutoff)[1] if self.method == "reaction-field" else 0.0
 
     def where(self) -> str:
         return f"components file {self.source}" if self.source else "components file"
@@ -150,13 +145,7 @@ def parse(data: Any, source: str = "") -> Model:
     if "epsilon_rf" in es:
         if kw["method"] != "reaction-field":
             raise bad("electrostatics: epsilon_rf belongs to reaction-field")
-        e = es["epsilon_rf"]
-        if isinstance(e, str) and e.strip().lower() in ("inf", "infinity"):
-            kw["epsilon_rf"] = math.inf
-        else:
-            kw["epsilon_rf"] = _positive(e, "electrostatics.epsilon_rf", bad)
-            if kw["epsilon_rf"] < 1.0:
-                raise bad(f"electrostatics.epsilon_rf must be >= 1 or \"inf\", got {kw['epsilon_rf']:g}")
+        kw["epsilon_rf"] = epsilon_rf_value(es["epsilon_rf"], bad)
     kw["coulomb_constant"] = _positive(data.get("coulomb_constant", 1.0), "coulomb_constant", bad)
     return Model(components, tables["xi"], tables["eta"], cutoff, source=source, **kw)
 

@@ -20,6 +20,7 @@ import numpy as np
 from mdcore import InputError, check_precision
 
 from .. import results
+from ..timing import Stats
 from .common import COUNT, NONNEG_INT, POSITIVE, forcefield_problem, say
 
 TOLERANCE = {"fp64": 1e-9, "mixed": 1e-4, "fp32": 1e-4}  # |dE - dE_ref| / sum_k A (2 |S| |dS| + |dS|^2)
@@ -194,10 +195,6 @@ def cmd_mc(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _spread(times: list[float]) -> float:
-    return (max(times) - min(times)) / float(np.median(times)) if len(times) > 1 else 0.0
-
-
 def _time_batch(mover, strategy, moves, args):
     """The median time of --repeat batches (ms), their spread ((max - min) / median) and the batch's dE
     (float64)."""
@@ -207,7 +204,8 @@ def _time_batch(mover, strategy, moves, args):
             t0 = time.perf_counter()
             de = mover.batch(moves)
             times.append(1e3 * (time.perf_counter() - t0))
-        return float(np.median(times)), _spread(times), de
+        t = Stats.of(times)
+        return t.median, t.spread, de
     cp = mover.cp
     dev = mover.upload_moves(moves)
     de = mover.batch(dev, args.batch)  # warm-up (module load)
@@ -219,7 +217,8 @@ def _time_batch(mover, strategy, moves, args):
         b.record()
         b.synchronize()
         times.append(cp.cuda.get_elapsed_time(a, b))
-    return float(np.median(times)), _spread(times), de.get().astype(np.float64)
+    t = Stats.of(times)
+    return t.median, t.spread, de.get().astype(np.float64)
 
 
 def _time_loop(mover, strategy, moves, args):
