@@ -63,6 +63,7 @@ class Cluster:
         # a point lost with its worker is run once more elsewhere, then reported (KilledWorker)
         dask.config.set({"distributed.scheduler.allowed-failures": RETRIES})
         self._cluster = None
+        self.threads = None  # numba threads per worker, where this process starts the workers
         if where == "local":
             from strategies.cuda import device_status
 
@@ -77,6 +78,9 @@ class Cluster:
                 if k is not None and k > len(ids):
                     raise InputError(f"--cluster local:{k}: this node has {len(ids)} GPU(s)")
                 ids = ids[:k] if k else ids
+                # the node's cores shared among its workers: CPU-side work (references, CPU strategies)
+                # in two workers at once would otherwise each start a thread per core
+                self.threads = max(1, (os.cpu_count() or 1) // len(ids))
                 self._cluster = LocalCUDACluster(CUDA_VISIBLE_DEVICES=",".join(map(str, ids)), threads_per_worker=1,
                                                  dashboard_address=None, silence_logs=40)
                 self.what = f"{len(ids)} GPU worker(s) on this node"
@@ -104,9 +108,20 @@ class Cluster:
                 self._cluster.close()
 
 
+def share_cores(threads: int | None) -> None:
+    """Use `threads` of numba's threads in this task (its thread: numba's count is per thread)."""
+    if threads:
+        import numba
+
+        numba.set_num_threads(max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS)))
+
+
 def identity() -> dict:
-    """The worker a row was measured on: host, process, and its GPU (model, index, UUID) if any."""
-    out = {"host": socket.gethostname(), "pid": os.getpid(), "gpu": None}
+    """The worker a row was measured on: host, process, its numba threads, and its GPU (model, index,
+    UUID) if any."""
+    import numba
+
+    out = {"host": socket.gethostname(), "pid": os.getpid(), "cpu_threads": numba.get_num_threads(), "gpu": None}
     try:
         from strategies.cuda import device_status
 
@@ -147,17 +162,19 @@ def quiet_worker() -> list[str]:
     return stopped
 
 
-def _point_task(name: str, lp: dict, problem, timing: dict, frames) -> dict:
+def _point_task(name: str, lp: dict, problem, timing: dict, frames, threads: int | None = None) -> dict:
     from . import bench
 
     quiet_worker()
+    share_cores(threads)
     row = bench.measure(bench.point_strategy(name, lp), problem, timing, frames)
     return {**row, "worker": identity()}
 
 
-def _frames_task(problem, frames: int):
+def _frames_task(problem, frames: int, threads: int | None = None):
     from . import bench
 
+    share_cores(threads)
     return bench.trajectory(problem, frames)
 
 
@@ -183,7 +200,7 @@ class BenchRun:
     gathers them all, in the sweep's order (the same rows as bench.run would give)."""
 
     def __init__(self, cluster: Cluster, timing: dict, done: dict | None, sink, progress, bar):
-        self.client, self.timing, self.done = cluster.client, timing, done
+        self.client, self.timing, self.done, self.threads = cluster.client, timing, done, cluster.threads
         self.sink, self.progress, self.bar = sink, progress, bar
         self.slots: list = []  # the sweep's rows in order: a row, or the index of a future
         self.futures: list = []
@@ -208,9 +225,10 @@ class BenchRun:
                     if scattered is None:  # built once here, sent once to the workers that need it
                         scattered = self.client.scatter(p, hash=False)
                         if amortised:
-                            frames = self.client.submit(_frames_task, scattered, amortised, pure=False)
+                            frames = self.client.submit(_frames_task, scattered, amortised, self.threads,
+                                                         pure=False)
                     self.futures.append(self.client.submit(_point_task, name, lp, scattered, timing, frames,
-                                                           pure=False))
+                                                           self.threads, pure=False))
                     self.meta.append(bench.error_row(s, p, precision, outputs, ""))  # not the problem itself
                     self.slots.append(len(self.futures) - 1)
 
@@ -237,15 +255,18 @@ class BenchRun:
         return [results[r] if isinstance(r, int) else r for r in self.slots]
 
 
-def _reference_task(problem):
+def _reference_task(problem, threads: int | None = None):
     import reference
 
+    share_cores(threads)
     return reference.compute(problem)
 
 
-def _cell_task(strategy, scenario: str, problem, ref, precision: str, limits: dict) -> dict:
+def _cell_task(strategy, scenario: str, problem, ref, precision: str, limits: dict,
+               threads: int | None = None) -> dict:
     from .verify import Case, run_cell
 
+    share_cores(threads)
     row = run_cell(strategy, Case(scenario, problem, ref), precision, limits)
     return {**row, "worker": identity()}
 
@@ -264,9 +285,10 @@ def verify_matrix(cluster: Cluster, strategy_list, cases, precisions, limits: di
         if not mine:
             continue
         problem = client.scatter(case.problem, hash=False)
-        ref = client.submit(_reference_task, problem, pure=False) if case.ref is None else case.ref
+        ref = client.submit(_reference_task, problem, cluster.threads, pure=False) if case.ref is None else case.ref
         for s, p in mine:
-            futures.append(client.submit(_cell_task, s, case.scenario, problem, ref, p, limits, pure=False))
+            futures.append(client.submit(_cell_task, s, case.scenario, problem, ref, p, limits, cluster.threads,
+                                         pure=False))
             meta.append(_row(s, case, p))
     rows: dict[int, dict] = {}
 

@@ -29,6 +29,7 @@ def test_a_cluster_sweep_gives_the_serial_points_and_every_worker_takes_some(tmp
     assert [r["status"] for r in clustered["rows"]] == [r["status"] for r in serial["rows"]]
     assert [r.get("pairs") for r in clustered["rows"]] == [r.get("pairs") for r in serial["rows"]]
     workers = {r["worker"]["pid"] for r in clustered["rows"] if r["status"] == "ok"}
+    assert all(r["worker"]["cpu_threads"] >= 1 for r in clustered["rows"] if r["status"] == "ok")
     assert len(workers) == 2  # both workers took points
     assert clustered["meta"]["cluster"]["workers"] == 2
     assert not (tmp_path / "cluster.partial.jsonl").exists()  # written as rows came, removed at the end
@@ -53,7 +54,17 @@ def _noisy_after_quiet():
     return sorted(n for n in NOISY_CALLBACKS if n in callbacks and callbacks[n].is_running())
 
 
-def test_a_timing_worker_stops_its_profiler_and_loop_monitors():
+def _threads_after_share(k):
+    from harness.cluster import identity, share_cores
+
+    before = identity()["cpu_threads"]
+    share_cores(k)
+    return before, identity()["cpu_threads"]
+
+
+def test_a_timing_worker_stops_its_profiler_and_loop_monitors_and_takes_its_share_of_cores():
+    import os
+
     from harness.cluster import Cluster, quiet_worker
 
     assert quiet_worker() == []  # outside a worker: nothing to stop
@@ -62,6 +73,8 @@ def test_a_timing_worker_stops_its_profiler_and_loop_monitors():
         running = cluster.client.submit(_running_callbacks, pure=False).result(timeout=60)
         assert "profile" in running  # on by default: the test can fail
         assert cluster.client.submit(_noisy_after_quiet, pure=False).result(timeout=60) == []
+        before, after = cluster.client.submit(_threads_after_share, 1, pure=False).result(timeout=60)
+        assert before == (os.cpu_count() or 1) and after == 1  # one worker: every core; then the share
     finally:
         cluster.close()
 
