@@ -23,7 +23,7 @@ OUTPUTS = [
      "--json", "file"),
     (["export", "--scenario", "lj_liquid", "--n", "tiny", "--out", "{path}.xyz"], "--out", "file"),
     (["forces", "--strategy", "reference", "--input", "{input}", "--out", "{path}.npz"], "--out", "file"),
-    (["report", BENCH, VERIFY, "--out", "{path}"], "--out", "folder"),
+    (["report", VERIFY, "--out", "{path}"], "--out", "folder"),  # a small input: the folder is the point
     (["compare", BENCH, BENCH, "--json", "{path}.json"], "--json", "file"),
     (["claims", "--out", "{path}.md"], "--out", "file"),
     (["claims", "--json", "{path}.json"], "--json", "file"),

@@ -188,16 +188,27 @@ def test_the_claims_section_is_computed_from_the_inputs(built):
     assert "measured here" in claims_part
 
 
-def test_the_committed_gpu_results_build_a_report(tmp_path):
-    """H200 results kept as test data (a full sweep, a verify run with its negative control, ncu
-    profiles, OpenMM's among them): the report builds, opens with its verdict, and the why lines use
-    the profiles."""
+@pytest.fixture(scope="module")
+def committed(tmp_path_factory):
+    """The report of the H200 results kept as test data (a full sweep, a verify run with its negative
+    control, ncu profiles, OpenMM's among them), built once with --readme: (folder, its README)."""
+    from harness import cli
+
+    tmp = tmp_path_factory.mktemp("committed")
     folder = ROOT / "tests" / "data" / "h200"
     files = sorted(folder.glob("bench-*.json")) + sorted(folder.glob("verify-*.json")) + \
         sorted(folder.glob("profile-*.json"))
     assert len(files) >= 5
-    index, md = report.build(files, tmp_path / "r", "h200")
-    text = md.read_text()
+    readme = tmp / "README.md"
+    readme.write_text("# title\n\nbefore\n<!-- ranking:start -->\nold\n<!-- ranking:end -->\nafter\n")
+    assert cli.main(["report", *map(str, files), "--out", str(tmp), "--name", "r", "--readme", str(readme)]) == 0
+    return tmp, readme
+
+
+def test_the_committed_gpu_results_build_a_report(committed):
+    """The committed results' report builds, opens with its verdict, and the why lines use the profiles."""
+    tmp_path, _ = committed
+    text = (tmp_path / "r" / "report.md").read_text()
     assert "verdicts (1 device)" in text.split("## ", 1)[0]
     assert "failed as they must" in text.split("## ", 1)[0]
     assert "issue-bound" in text or "latency-bound" in text
@@ -354,15 +365,13 @@ def test_a_malformed_nve_result_is_one_clear_line(tmp_path, capsys):
     assert not (tmp_path / "r").exists()  # refused before anything is written
 
 
-def test_the_readme_ranking_is_written_between_its_markers(tmp_path, capsys):
+def test_the_readme_ranking_is_written_between_its_markers(committed, tmp_path, capsys):
     """report --readme: one row per scenario family and size range (fp32, all outputs), the device,
     commit and command above it; the rest of the file untouched; a file without markers is refused."""
     from harness import cli
 
-    readme = tmp_path / "README.md"
-    readme.write_text("# title\n\nbefore\n<!-- ranking:start -->\nold\n<!-- ranking:end -->\nafter\n")
+    _, readme = committed
     bench = ROOT / "tests" / "data" / "h200" / "bench-full.json"
-    assert cli.main(["report", str(bench), "--out", str(tmp_path), "--name", "r", "--readme", str(readme)]) == 0
     text = readme.read_text()
     assert text.startswith("# title\n\nbefore\n<!-- ranking:start -->\n") and text.endswith("<!-- ranking:end -->\nafter\n")
     block = text.split("<!-- ranking:start -->")[1].split("<!-- ranking:end -->")[0]

@@ -366,7 +366,7 @@ def test_verify_replays_the_trajectory_and_the_negative_control_fails(tmp_path, 
     frame."""
     from harness import cli
 
-    base = ["verify", "--strategies", "verlet_thread_cpu", "--scenarios", "lj_liquid", "--size", "small",
+    base = ["verify", "--strategies", "verlet_thread_cpu", "--scenarios", "lj_liquid", "--size", "tiny",
             "--precision", "fp32", "--replay", "100", "--quiet"]
     assert cli.main(base + ["--out", str(tmp_path / "a")]) == 0
     out = capsys.readouterr().out

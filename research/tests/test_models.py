@@ -124,14 +124,14 @@ def test_build_balance_weighs_narrower_columns_and_the_union_walk(capsys):
 def test_trigger_model_cells_trigger_is_exact_and_never_rebuilds_more(capsys):
     """The per-cell trigger keeps every pair within the cutoff in the list (a brute-force check of
     each frame), and on these frames rebuilds no more often than skin/2."""
-    r = trigger_model.model(2000, 30, 0.3, check=True, equilibrate=20)
+    r = trigger_model.model(2000, 16, 0.3, check=True, equilibrate=20)
     assert r["cells_a_side"] == 4 and r["by_cells"] <= r["at_half_skin"]
     assert trigger_model.main(["--n", "2000", "--frames", "1"]) == 2
     assert "--frames must be at least 2" in capsys.readouterr().err
     assert trigger_model.main(["--n", "50000", "--check"]) == 2
     assert trigger_model.main(["--n", "2000", "--side", "1.0"]) == 2
     assert "below r_list" in capsys.readouterr().err
-    wide = trigger_model.model(2000, 30, 0.3, check=True, equilibrate=20, side=4.4)
+    wide = trigger_model.model(2000, 16, 0.3, check=True, equilibrate=20, side=4.4)
     assert wide["cells_a_side"] == 3 and wide["side"] >= 4.4
 
 
