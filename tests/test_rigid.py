@@ -111,3 +111,34 @@ def test_the_library_models_sit_on_their_principal_axes():
         assert np.all(comp.inertia >= 0.0)
         if name != "stockmayer":  # atoms' masses: the sites' mass-weighted centre is the origin
             assert abs(comp.position[comp.kinds.index("lj")][2]) < 1.0
+
+
+def test_export_writes_a_molecule_scenario_that_forces_reads_back(tmp_path, capsys):
+    from harness import cli
+
+    out = tmp_path / "w.npz"
+    assert cli.main(["export", "--scenario", "two_centre_lj_quadrupole", "--n", "tiny", "--seed", "2",
+                     "--out", str(out)]) == 0
+    comps = tmp_path / "w.components.json"
+    assert comps.is_file()
+    assert cli.main(["forces", "--molecules", str(comps), "--input", str(out), "--strategy", "reference",
+                     "--out", str(tmp_path / "f.npz")]) == 0
+    mols, model = S.make("two_centre_lj_quadrupole", "tiny", seed=2)
+    want = compute(mols, model)
+    with np.load(tmp_path / "f.npz") as f:
+        # the same molecules (read back, the quaternions normalised once more: to the last bits)
+        np.testing.assert_allclose(f["torques"], want["torques"], rtol=1e-9, atol=1e-9 * np.abs(want["torques"]).max())
+        assert float(f["energy"]) == pytest.approx(want["energy"], rel=1e-12)
+
+
+@pytest.mark.parametrize("scenario, out, words", [
+    ("spce_water", "w.xyz", "written as .npz"), ("stockmayer:mu=2", "w.npz", "takes no parameters"),
+    ("spce_water", "w.npz", "shorter than twice the cutoff")])
+def test_export_refuses_bad_molecule_requests_in_one_line(tmp_path, capsys, scenario, out, words):
+    from harness import cli
+
+    n = "20" if "cutoff" in words else "tiny"
+    assert cli.main(["export", "--scenario", scenario, "--n", n, "--out", str(tmp_path / out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0]
+    assert not any(tmp_path.iterdir())  # nothing half-written

@@ -12,7 +12,7 @@ import numpy as np
 import strategies
 from mdcore import MODES, InputError, check_precision
 
-from .. import results, scenarios
+from .. import molecule_scenarios, results, scenarios
 from .common import (COUNT, check_forcefield, experimental_arg, poison_arg, NONNEG_INT, POSITIVE, ROOT, input_problem, launch_params, parse_precisions, potential_args,
                      require_devices, say, size_arg)
 
@@ -311,6 +311,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     from ..io import write_configuration
 
     results.check_file(args.out, "--out", (".xyz", ".extxyz", ".npz"))
+    if args.scenario.partition(":")[0] in molecule_scenarios.SCENARIOS:
+        return _export_molecules(args)
     p = scenarios.make(args.scenario, size_arg(args.n), seed=args.seed)
     pot = p.potential
     if not pot.per_particle:
@@ -329,6 +331,27 @@ def cmd_export(args: argparse.Namespace) -> int:
     write_configuration(out, p.positions, p.box, Particles(p.positions, p.box, species=names, charges=pot.charges))
     ff_path.write_text(json.dumps(doc, indent=1) + "\n")
     print(f"{p.describe()} ({pot.describe()}) -> {out}, its force field -> {ff_path}")
+    return 0
+
+
+def _export_molecules(args: argparse.Namespace) -> int:
+    """A molecule scenario: the molecules (.npz: positions, quaternions, components, box, periodic) and
+    their components file beside them (--input and --molecules read both)."""
+    from mdcore import molecule_library
+
+    name, _, params = args.scenario.partition(":")
+    if params:
+        raise InputError(f"scenario {name}: a molecule scenario takes no parameters, got {params!r}")
+    out = Path(args.out)
+    if out.suffix.lower() != ".npz":
+        raise InputError(f"--out {out}: molecules are written as .npz (positions, quaternions, components, box)")
+    mols, model = molecule_scenarios.make(name, args.n, seed=args.seed)
+    comp_path = out.with_name(out.stem + ".components.json")
+    molecule_scenarios.write(out, mols, model)
+    doc = molecule_library.components_file(molecule_scenarios.SCENARIOS[name].model)
+    comp_path.write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"{name} {len(mols.centres)} molecules seed={args.seed}, box {mols.box.describe()} -> {out}, its "
+          f"components -> {comp_path}")
     return 0
 
 
@@ -421,8 +444,10 @@ def add_forces(sub) -> None:
 
 def add_export(sub) -> None:
     p = sub.add_parser("export", help="write a scenario's configuration to .xyz or .npz")
-    p.add_argument("--scenario", required=True, help="scenario spec, e.g. lj_liquid or gaussian:sigma=20")
-    p.add_argument("--n", default="small", help="size name or particle count")
+    p.add_argument("--scenario", required=True, help="scenario spec, e.g. lj_liquid or gaussian:sigma=20; or a molecule "
+                                                     "scenario (spce_water, stockmayer, two_centre_lj_quadrupole): "
+                                                     ".npz, its components file beside it")
+    p.add_argument("--n", default="small", help="size name or particle (molecule) count")
     p.add_argument("--seed", type=NONNEG_INT, default=1, help="random seed of the scenarios")
     p.add_argument("--out", required=True, help="the file to write: .xyz, .extxyz or .npz")
     p.set_defaults(fn=cmd_export)
