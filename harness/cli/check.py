@@ -204,6 +204,8 @@ def cmd_sanitize(args: argparse.Namespace) -> int:
 
 def cmd_forces(args: argparse.Namespace) -> int:
     results.check_file(args.out, "--out", (".npz",))
+    if args.precision is None:
+        args.precision = "fp64" if args.molecules else "fp32"
     if args.molecules:
         return _molecule_forces(args)
     check_forcefield(args)
@@ -252,24 +254,32 @@ def cmd_forces(args: argparse.Namespace) -> int:
 def _molecule_forces(args: argparse.Namespace) -> int:
     """--molecules: rigid molecules from --input (.npz: positions, quaternions, components, box) with
     the components file's sites; forces, torques, energy and virial per molecule system. The float64
-    reference computes them (the strategies' molecule functor is not built yet)."""
+    float64 reference computes them, or a CPU molecule traversal (strategies/molecules_cpu.py) in fp64."""
     from mdcore import molecules
+    from strategies import molecules_cpu
 
     if args.forcefield or args.potential:
         raise InputError("--molecules names the interactions: give it without --forcefield or --potential")
-    if args.strategy != "reference":
-        raise InputError(f"--molecules: strategy {args.strategy} has no molecule functor yet; take --strategy reference "
-                         "(the float64 reference)")
+    if args.strategy != "reference" and args.strategy not in molecules_cpu.TRAVERSALS:
+        raise InputError(f"--molecules: strategy {args.strategy} has no molecule functor yet; molecules run in "
+                         f"reference, {', '.join(molecules_cpu.TRAVERSALS)}")
+    check_precision(args.precision)
+    if args.strategy != "reference" and args.precision != "fp64":
+        raise InputError(f"--molecules: {args.strategy} computes molecules in fp64 only (--precision fp64), "
+                         f"not {args.precision}")
     model = molecules.load(args.molecules)
     mols = molecules.read(args.input, model)
     if mols.normalised:
         say(f"note: {mols.normalised} quaternion(s) of {args.input} were not of unit length and were normalised")
-    from reference.molecules import compute
+    if args.strategy == "reference":
+        from reference.molecules import compute
 
-    out = compute(mols, model)
+        out = compute(mols, model)
+    else:
+        out = molecules_cpu.evaluate(args.strategy, mols, model)
     np.savez(args.out, forces=out["forces"], torques=out["torques"], energy=np.float64(out["energy"]),
              virial=out["virial"], pairs=np.int64(out["pairs"]))
-    print(f"reference {len(mols.centres)} molecules ({', '.join(model.names)}), box {mols.box.describe()}, cutoff "
+    print(f"{args.strategy} {len(mols.centres)} molecules ({', '.join(model.names)}), box {mols.box.describe()}, cutoff "
           f"{model.cutoff:g}: energy {out['energy']:.10g}, molecule pairs {out['pairs']} -> {args.out}")
     return 0
 
@@ -426,7 +436,7 @@ def add_forces(sub) -> None:
     p = sub.add_parser("forces", help="forces, energy, virial and pairs of one configuration")
     p.add_argument("--strategy", required=True, help="a registered strategy, or 'reference' (float64 CPU)")
     p.add_argument("--input", required=True, help="the configuration: .xyz or .npz")
-    p.add_argument("--precision", default="fp32", help="fp32, mixed, fp64 or fixed")
+    p.add_argument("--precision", help="fp32, mixed, fp64 or fixed (default fp32; with --molecules fp64)")
     p.add_argument("--out", required=True, help="output .npz")
     potential_args(p)
     p.add_argument("--potential", help="replace the potential: e.g. 'coordination:r0=1,n=6,m=12,d0=0,dmax=2.5' "
@@ -434,7 +444,8 @@ def add_forces(sub) -> None:
     p.add_argument("--molecules", metavar="FILE.json", help="rigid molecules: a components file (sites, mixing, "
                                                              "cutoff); --input then holds the molecules (.npz: "
                                                              "positions, quaternions, components, box); writes forces, "
-                                                             "torques, energy and virial (--strategy reference)")
+                                                             "torques, energy and virial (--strategy reference, "
+                                                             "allpairs_thread_cpu or fullshell_thread_cpu)")
     p.add_argument("--kspace", help="with an Ewald force field: the strategy of the reciprocal part (kspace_..., "
                                     "python -m harness list; or reference); default the GPU's kspace_thread_rows "
                                     "beside a GPU strategy, kspace_thread_cpu otherwise, the float64 reference beside "

@@ -188,8 +188,12 @@ def cmd_nve_report(args: argparse.Namespace) -> int:
 def cmd_md(args: argparse.Namespace) -> int:
     from dataclasses import replace as _replace
 
-    from .. import md
+    from .. import md, molecule_scenarios
 
+    if args.molecules or args.scenario.partition(":")[0] in molecule_scenarios.SCENARIOS:
+        return cmd_md_molecules(args)
+    args.dt = 0.005 if args.dt is None else args.dt
+    args.temperature = 0.72 if args.temperature is None else args.temperature
     check_forcefield(args)
     if args.nve_report:
         return cmd_nve_report(args)
@@ -250,6 +254,60 @@ def cmd_md(args: argparse.Namespace) -> int:
 
         doc = {"schema_version": results.SCHEMA_VERSION, "kind": "md", "device": device.header(), "machine": device.machine_name(),
                "potential": problem.potential.spec(), **res.to_json()}
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(doc, indent=1, default=str) + "\n")
+    return 0
+
+
+def cmd_md_molecules(args: argparse.Namespace) -> int:
+    """md of rigid molecules (harness/rigid_md.py): --molecules FILE with --input, or a molecule scenario."""
+    from mdcore import molecules
+    from strategies import molecules_cpu
+
+    from .. import device, molecule_scenarios, rigid_md
+
+    strategy = args.strategy or "fullshell_thread_cpu"
+    if strategy != "reference" and strategy not in molecules_cpu.TRAVERSALS:
+        raise InputError(f"md: strategy {strategy} has no molecule functor yet; molecules run in reference, "
+                         f"{', '.join(molecules_cpu.TRAVERSALS)}")
+    if args.precision not in (None, "fp64"):
+        raise InputError(f"md: molecules are integrated with float64 forces (--precision fp64), not {args.precision}")
+    bad = [o for o, v in (("--nve-report", args.nve_report), ("--forcefield", args.forcefield),
+                          ("--potential", args.potential), ("--launch", args.launch), ("--out", args.out)) if v]
+    if bad:
+        raise InputError(f"md: {', '.join(bad)} do(es) not apply to molecules")
+    if args.dt is None or args.temperature is None:
+        raise InputError("md: molecules take --dt (time unit: length * sqrt(mass / energy) of the components file, "
+                         "0.1 ps in angstrom, amu and kJ/mol) and --temperature (k_B T in its energy unit)")
+    if args.json:
+        results.check_file(args.json, "--json", (".json",))
+    steps = args.steps or 1000
+    from .. import md
+
+    md.check_run(steps, args.dt, args.sample)
+    if args.molecules:
+        if not args.input:
+            raise InputError("md --molecules FILE needs --input (the molecules' .npz)")
+        model = molecules.load(args.molecules)
+        mols = molecules.read(args.input, model)
+        what = f"{args.input} ({', '.join(model.names)})"
+    else:
+        if args.input:
+            raise InputError(f"md: --input holds molecules with --molecules FILE, not with the scenario {args.scenario}")
+        mols, model = molecule_scenarios.make(args.scenario, args.n, seed=args.seed)
+        what = f"{args.scenario} seed={args.seed}"
+    if not args.quiet:
+        print(f"md {strategy} {len(mols.centres)} molecules of {what}, cutoff {model.cutoff:g}: {steps} steps of dt "
+              f"{args.dt:g} (NO_SQUISH), k_B T0 {args.temperature:g}, a sample every {args.sample}")
+    res = rigid_md.run(mols, model, strategy, args.dt, steps, args.temperature, args.sample, args.seed,
+                       progress=None if args.quiet else print)
+    s = res["summary"]
+    print(f"md {strategy} {s['molecules']} molecules: {1e3 * s['seconds_per_step']:.3f} ms per step; energy drift "
+          f"{s['drift_per_molecule_per_time']:+.3e} per molecule per time unit, largest |E - E0| "
+          f"{s['max_deviation_per_molecule']:.3e} per molecule, mean k_B T {s['temperature_mean']:.4g}")
+    if args.json:
+        doc = {"schema_version": results.SCHEMA_VERSION, "device": device.header(), "machine": device.machine_name(),
+               **res}
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(doc, indent=1, default=str) + "\n")
     return 0
@@ -429,14 +487,21 @@ def add_md(sub) -> None:
     p.add_argument("--strategies", help="for --nve-report (default: the CSR full shell and the Verlet list)")
     p.add_argument("--no-peers", action="store_true", help="--nve-report without OpenMM")
     p.add_argument("--launch", help="launch parameters key=value,...")
-    p.add_argument("--scenario", default="lj_liquid", help="a periodic scenario (default lj_liquid)")
+    p.add_argument("--scenario", default="lj_liquid", help="a periodic scenario (default lj_liquid), or a molecule "
+                                                           "scenario")
     p.add_argument("--n", default="small", help="size name or particle count")
     p.add_argument("--input", help="start from this configuration (.xyz or .npz) instead of a scenario")
     p.add_argument("--seed", type=NONNEG_INT, default=1, help="positions (scenario) and velocities")
     p.add_argument("--precision", default=None, help="fp32, mixed or fp64 (--nve-report: a comma list, default all)")
     p.add_argument("--steps", type=COUNT, default=None, help="default 1000 (--nve-report: 10000)")
-    p.add_argument("--dt", type=POSITIVE, default=0.005, help="time step in tau (default 0.005)")
-    p.add_argument("--temperature", type=NONNEG, default=0.72, help="Maxwell-Boltzmann start (default 0.72)")
+    p.add_argument("--dt", type=POSITIVE, default=None, help="time step in tau (default 0.005; molecules: required, "
+                                                              "in the components file's time unit)")
+    p.add_argument("--temperature", type=NONNEG, default=None, help="Maxwell-Boltzmann start (default 0.72; molecules: "
+                                                                   "required, k_B T in the file's energy unit)")
+    p.add_argument("--molecules", metavar="FILE.json", help="rigid molecules: a components file, with --input the "
+                                                             "molecules' .npz (or --scenario spce_water, stockmayer, "
+                                                             "two_centre_lj_quadrupole); NO_SQUISH with --strategy "
+                                                             "reference, allpairs_thread_cpu or fullshell_thread_cpu")
     p.add_argument("--sample", type=COUNT, default=100, help="energy, temperature and pressure every M steps")
     p.add_argument("--out", help="extended XYZ trajectory (positions and velocities)")
     p.add_argument("--frame-every", type=COUNT, help="a trajectory frame every M steps (default: --sample)")

@@ -1,0 +1,125 @@
+"""The CPU molecule traversals (strategies/molecules_cpu.py: the molecule-pair body in ls1-MarDyn's
+PotForce form, all pairs and linked cells over the centres) against the float64 reference, which
+derives the same terms another way: every site kind with its lever arm, each scenario, open and
+periodic boxes, boxes of one and two cells a side; forces --molecules takes them by name."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness import molecule_scenarios as S
+from mdcore import Box
+from mdcore import molecules as M
+from reference import molecules as ref
+from strategies import molecules_cpu
+
+from tests.test_molecules import ALL_KINDS, _quat
+
+
+def _agree(got, want):
+    scale = lambda x: max(float(np.abs(x).max()), 1e-300)  # noqa: E731
+    np.testing.assert_allclose(got["forces"], want["forces"], rtol=0, atol=1e-10 * scale(want["forces"]))
+    np.testing.assert_allclose(got["torques"], want["torques"], rtol=0, atol=1e-10 * scale(want["torques"]))
+    np.testing.assert_allclose(got["virial"], want["virial"], rtol=0, atol=1e-10 * scale(want["virial"]))
+    assert got["energy"] == pytest.approx(want["energy"], rel=1e-11, abs=1e-11 * scale(want["forces"]))
+    assert got["pairs"] == want["pairs"]
+
+
+def _all_kinds(m=64, L=9.0, periodic=True, seed=5, two=False):
+    doc = ALL_KINDS
+    if two:  # a second component: every pair of components mixed with its own xi and eta
+        x = doc["components"]["X"]
+        doc = {**doc, "components": {"X": x, "Y": {**x, "sites": x["sites"][::-1]}},
+               "mixing": {"xi": {"X|Y": 0.9}, "eta": {"X|Y": 1.05}}}
+    model = M.parse(doc)
+    rng = np.random.default_rng(seed)
+    side = int(np.ceil(m ** (1 / 3)))
+    grid = np.array([(i, j, k) for i in range(side) for j in range(side) for k in range(side)][:m], np.float64)
+    centres = (grid + 0.5) * (L / side) + rng.normal(scale=0.1, size=(m, 3))
+    comps = (np.arange(m) % 2 if two else np.zeros(m)).astype(np.int32)
+    return M.Molecules(centres, _quat(rng, m), comps, Box.make([L] * 3, periodic)), model
+
+
+@pytest.mark.parametrize("name", molecule_cpu_names := molecules_cpu.TRAVERSALS)
+@pytest.mark.parametrize("periodic, two", [(True, False), (False, False), (True, True)])
+def test_every_site_kind_as_the_reference_has_it(name, periodic, two):
+    mols, model = _all_kinds(periodic=periodic, two=two)
+    _agree(molecules_cpu.evaluate(name, mols, model), ref.compute(mols, model))
+
+
+@pytest.mark.parametrize("scenario", sorted(S.SCENARIOS))
+def test_each_molecule_scenario_as_the_reference_has_it(scenario):
+    mols, model = S.make(scenario, "tiny", seed=2)
+    want = ref.compute(mols, model)
+    for name in molecule_cpu_names:
+        _agree(molecules_cpu.evaluate(name, mols, model), want)
+
+
+@pytest.mark.parametrize("L", [6.0, 9.0, 12.5])  # 2, 3 and 4 cells a side at the cutoff 3
+def test_the_cells_find_every_pair_whatever_the_grid(L):
+    mols, model = _all_kinds(m=100, L=L)
+    _agree(molecules_cpu.evaluate("fullshell_thread_cpu", mols, model), ref.compute(mols, model))
+
+
+def test_the_same_bits_run_after_run():
+    mols, model = S.make("spce_water", "tiny", seed=3)
+    a = molecules_cpu.evaluate("fullshell_thread_cpu", mols, model)
+    b = molecules_cpu.evaluate("fullshell_thread_cpu", mols, model)
+    assert np.array_equal(a["forces"], b["forces"]) and np.array_equal(a["torques"], b["torques"])
+
+
+def test_forces_takes_a_molecule_traversal_by_name(tmp_path, capsys):
+    from harness import cli
+
+    mols, model = S.make("stockmayer", "tiny", seed=1)
+    S.write(tmp_path / "m.npz", mols, model)
+    comps = tmp_path / "c.json"
+    import json
+
+    from mdcore import molecule_library
+
+    comps.write_text(json.dumps(molecule_library.components_file("stockmayer")))
+    args = ["forces", "--molecules", str(comps), "--input", str(tmp_path / "m.npz")]
+    assert cli.main([*args, "--strategy", "fullshell_thread_cpu", "--out", str(tmp_path / "f.npz")]) == 0
+    assert cli.main([*args, "--strategy", "reference", "--out", str(tmp_path / "r.npz")]) == 0
+    with np.load(tmp_path / "f.npz") as f, np.load(tmp_path / "r.npz") as r:
+        np.testing.assert_allclose(f["torques"], r["torques"], atol=1e-10 * np.abs(r["torques"]).max())
+    capsys.readouterr()
+    assert cli.main([*args, "--strategy", "c08_thread_cpu", "--out", str(tmp_path / "x.npz")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "c08_thread_cpu" in err[0] and "fullshell_thread_cpu" in err[0]
+    assert cli.main([*args, "--strategy", "fullshell_thread_cpu", "--precision", "fp32",
+                     "--out", str(tmp_path / "y.npz")]) == 2
+    assert "fp64" in capsys.readouterr().err
+
+
+def test_md_of_molecules_conserves_energy_and_writes_its_summary(tmp_path, capsys):
+    """md --scenario stockmayer: NO_SQUISH with the cell traversal's forces; a molecule system's energy
+    stays within a small fraction of its kinetic energy (the cutoff's jumps included)."""
+    import json
+
+    from harness import cli
+
+    out = tmp_path / "md.json"
+    assert cli.main(["md", "--scenario", "stockmayer", "--n", "tiny", "--dt", "0.001", "--temperature", "1.35",
+                     "--steps", "60", "--sample", "10", "--quiet", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    s = doc["summary"]
+    assert doc["kind"] == "md-molecules" and doc["strategy"] == "fullshell_thread_cpu" and s["molecules"] == 216
+    assert len(doc["samples"]) == 7 and s["degrees_of_freedom"] == 3 * 216 - 3 + 2 * 216
+    kinetic = doc["samples"][0]["translational"] + doc["samples"][0]["rotational"]
+    assert 0.0 < s["max_deviation_per_molecule"] * 216 < 0.05 * kinetic
+    assert "per molecule per time unit" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("extra, words", [
+    ([], "take --dt"), (["--dt", "0.001", "--temperature", "1", "--strategy", "c08_thread_cpu"], "no molecule functor"),
+    (["--dt", "0.001", "--temperature", "1", "--precision", "fp32"], "float64 forces"),
+    (["--dt", "0.001", "--temperature", "1", "--launch", "block=64"], "--launch"),
+    (["--dt", "0.001", "--temperature", "1", "--input", "x.npz"], "not with the scenario")])
+def test_md_of_molecules_refuses_what_does_not_apply_in_one_line(extra, words, capsys):
+    from harness import cli
+
+    assert cli.main(["md", "--scenario", "spce_water", "--n", "tiny", *extra]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0]
