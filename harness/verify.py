@@ -443,10 +443,14 @@ def fixed_agreement(rows: list[dict]) -> dict:
 
 
 def write_reports(rows: list[dict], meta: dict, device_header: dict, out_dir: Path,
-                  json_path: Path | None = None, kspace_rows: list[dict] | None = None) -> list[Path]:
+                  json_path: Path | None = None, kspace_rows: list[dict] | None = None,
+                  molecule_rows: list[dict] | None = None) -> list[Path]:
     """verify.csv, verify.json and verify.md in out_dir (and the JSON at json_path too); the reciprocal
-    strategies' checks (harness.kspace_check) under the JSON's "kspace" and in the markdown."""
+    strategies' checks (harness.kspace_check) under the JSON's "kspace", the molecule traversals'
+    (harness.molecule_check) under "molecules", both in the markdown."""
     extra = {"kspace": kspace_rows} if kspace_rows else {}
+    if molecule_rows:
+        extra["molecules"] = molecule_rows
     doc = results.document("verify", rows, device_header, meta, summary=summary(rows),
                            tolerances={p: t.as_dict() for p, t in TOLERANCES.items()}, **extra)
     s = doc["summary"]
@@ -460,6 +464,10 @@ def write_reports(rows: list[dict], meta: dict, device_header: dict, out_dir: Pa
         from .kspace_check import table as ktable
 
         lines += ["", "## Ewald reciprocal part (kspace strategies)", "", "```", ktable(kspace_rows), "```"]
+    if molecule_rows:
+        from .molecule_check import table as mtable
+
+        lines += ["", "## Rigid molecules (molecule traversals)", "", "```", mtable(molecule_rows), "```"]
     return results.write(doc, out_dir, "verify", COLUMNS, drop=("tolerance", "traceback"),
                          markdown="\n".join(lines) + "\n", copy_to=json_path)
 

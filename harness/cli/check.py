@@ -78,15 +78,21 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(f"\nself-test: the planted read of unwritten memory was {'caught' if ok else 'NOT caught'} "
               "with poisoned memory")
         return 0 if ok else 1
+    if args.molecules:
+        return _verify_molecules(args)
     names = strategies.resolve(args.strategies, args.experimental)
     if args.strategies:
         require_devices(names)
-    from .. import kspace_check
+    from .. import kspace_check, molecule_check
 
     # the reciprocal strategies' checks: with the whole default matrix (make verify; in a sharded run, share
     # 1), or where --kspace names them
     whole = not (args.input or args.replay or args.scenarios) and (shard is None or shard.index == 1)
     kspaces = kspace_check.selection(args.kspace) if args.kspace else (kspace_check.selection(None) if whole else [])
+    # the molecule traversals' checks on the molecule scenarios: the same rule
+    mols_named = None if args.molecule_strategies == "none" else args.molecule_strategies
+    mol_names = (molecule_check.selection(mols_named) if mols_named or (whole and args.molecule_strategies is None)
+                 else [])
     precisions = parse_precisions(args.precision)
     pots = args.potential or []
     if pots:  # a bad spec ends here, before any scenario is built
@@ -135,8 +141,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from .. import device
 
     krows = kspace_check.run(kspaces, precisions, progress=None if args.quiet else say) if kspaces else []
+    mrows = molecule_check.run(mol_names, precisions, molecule_check.scenario_cases(size_arg(args.size), args.seed),
+                               progress=None if args.quiet else say) if mol_names else []
     paths = verify.write_reports(rows, meta, device.header(), Path(args.out), Path(args.json) if args.json else None,
-                                 kspace_rows=krows)
+                                 kspace_rows=krows, molecule_rows=mrows)
     ran, na_lines = verify.grouped(rows)  # the n/a cells one line per reason (the reports keep each)
     if ran:
         print(verify.table(ran))
@@ -154,11 +162,63 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print("kspace " + "  ".join(f"{st}: {v}" for st, v in k.items()))
         if k["FAIL"]:
             return 1
+    if mrows and _molecule_summary(mrows):
+        return 1
     if not s["ok"]:
         return 1
     if s["counts"]["pass"] == 0:  # a matrix that checked nothing is no pass
         reasons = sorted({r["detail"] for r in rows if r["status"] == "n/a"})
         say(f"error: no cell of this matrix ran, every one is n/a ({'; '.join(reasons)[:300]})")
+        return 2
+    return 0
+
+
+def _molecule_summary(rows: list[dict]) -> int:
+    """Print the molecule section's table and counts; the number of FAIL rows."""
+    from .. import molecule_check
+
+    print("\nRigid molecules (molecule traversals against the float64 reference):\n" + molecule_check.table(rows))
+    k = {st: sum(r["status"] == st for r in rows) for st in ("pass", "FAIL", "n/a")}
+    print("molecules " + "  ".join(f"{st}: {v}" for st, v in k.items()))
+    return k["FAIL"]
+
+
+def _verify_molecules(args: argparse.Namespace) -> int:
+    """verify --molecules FILE --input F: the molecule traversals on the user's molecules."""
+    from mdcore import molecules
+
+    from .. import device, molecule_check, verify
+
+    if not args.input:
+        raise InputError("verify --molecules FILE needs --input (the molecules' .npz)")
+    bad = [o for o, v in (("--scenarios", args.scenarios), ("--strategies", args.strategies), ("--replay", args.replay),
+                          ("--forcefield", args.forcefield), ("--potential", args.potential),
+                          ("--cluster", args.cluster), ("--shard", args.shard), ("--kspace", args.kspace),
+                          ("--launch", args.launch)) if v]
+    if bad:
+        raise InputError(f"verify --molecules: {', '.join(bad)} do(es) not apply to molecules "
+                         "(--molecule-strategies picks the traversals)")
+    names = molecule_check.selection(None if args.molecule_strategies in (None, "none") else args.molecule_strategies)
+    precisions = parse_precisions(args.precision)
+    results.check_dir(args.out, "--out")
+    if args.json:
+        results.check_file(args.json, "--json", (".json",))
+    model = molecules.load(args.molecules)
+    mols = molecules.read(args.input, model)
+    if mols.normalised:
+        say(f"note: {mols.normalised} quaternion(s) of {args.input} were not of unit length and were normalised")
+    case = molecule_check.input_case(mols, model, f"input:{Path(args.input).name} N={len(mols.centres)}")
+    mrows = molecule_check.run(names, precisions, [case], progress=None if args.quiet else say)
+    meta = verify.meta(sys.argv[1:] if args.argv is None else args.argv)
+    paths = verify.write_reports([], meta, device.header(), Path(args.out), Path(args.json) if args.json else None,
+                                 molecule_rows=mrows)
+    fails = _molecule_summary(mrows)
+    print(f"reports: {', '.join(map(str, paths))}")
+    if fails:
+        return 1
+    if not any(r["status"] == "pass" for r in mrows):
+        say("error: no molecule check ran, every one is n/a (the molecule traversals compute in fp64: "
+            "--precision fp64)")
         return 2
     return 0
 
@@ -393,6 +453,12 @@ def add_verify(sub) -> None:
     p.add_argument("--kspace", help="the Ewald reciprocal strategies to check (Madelung, the float64 reference, finite "
                                     "differences): all, none or a comma list; default all with the whole default "
                                     "matrix (no --scenarios, --input or --replay; in share 1 of a sharded run)")
+    p.add_argument("--molecules", metavar="FILE.json", help="rigid molecules: a components file, with --input the "
+                                                             "molecules' .npz; checks the molecule traversals on them "
+                                                             "instead of the point matrix")
+    p.add_argument("--molecule-strategies", help="the molecule traversals to check against the float64 reference on "
+                                                 "the molecule scenarios (at --size, at most small): all, none or a "
+                                                 "comma list; default all with the whole default matrix")
     p.add_argument("--cluster", metavar="WHERE", help="the matrix's cells as tasks on Dask workers: local, local:K or "
                                                       "tcp://host:port (bench --cluster says more; not with --replay)")
     p.add_argument("--out", default=str(Path("reports") / "verify"), help="report folder (default reports/verify under the current folder)")
