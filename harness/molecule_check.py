@@ -72,6 +72,9 @@ def check(name: str, precision: str, case: dict) -> list[dict]:
     if precision not in TOLERANCE:
         return [{**base, "check": "all", "status": "n/a", "error": None, "tolerance": None,
                  "detail": f"{name} computes molecules in fp64 only"}]
+    ok, why = molecules_cpu.applicable(name, case["mols"], case["model"])
+    if not ok:
+        return [{**base, "check": "all", "status": "n/a", "error": None, "tolerance": None, "detail": why}]
     try:
         got = molecules_cpu.evaluate(name, case["mols"], case["model"])
     except Exception as e:  # a traversal that fails is a FAIL row, not a stopped matrix

@@ -5,7 +5,9 @@ Units are the components file's: dt in its time unit, length * sqrt(mass / energ
 angstrom, amu and kJ/mol), and temperature as k_B T in its energy unit (2.494 kJ/mol at 300 K). The
 start: the configuration as given, Maxwell-Boltzmann momenta at that temperature (the centre of
 mass at rest) and angular momenta in the body frame likewise (none about an axis of zero moment).
-The energy drift is the slope of a straight line fitted to the total energy over time, per molecule.
+--equilibrate K steps of velocity rescaling to that temperature come first (the scenarios start from
+random orientations, far from equilibrium). The energy drift is the slope of a straight line fitted to
+the total energy over the NVE steps' time, per molecule.
 """
 from __future__ import annotations
 
@@ -41,6 +43,10 @@ def forces_of(strategy: str, model, template):
     else:
         from strategies import molecules_cpu
 
+        ok, why = molecules_cpu.applicable(strategy, template, model)
+        if not ok:
+            raise InputError(f"md: {strategy} cannot run these molecules: {why}")
+
         def compute(m, mdl):
             return molecules_cpu.evaluate(strategy, m, mdl)
 
@@ -67,12 +73,32 @@ def degrees_of_freedom(state: rigid.RigidState) -> int:
     return 3 * len(state.mass) - 3 + int(np.sum(state.inertia > 0.0))
 
 
+def equilibrate(state: rigid.RigidState, forces, dt: float, steps: int, temperature: float, every: int = 10) -> None:
+    """`steps` steps with the momenta and angular momenta scaled to `temperature` every `every` steps
+    (velocity rescaling: not a canonical ensemble, a start for the NVE run that follows)."""
+    dof = degrees_of_freedom(state)
+    done = 0
+    while done < steps:
+        k = min(every, steps - done)
+        rigid.run(state, forces, dt, k)
+        done += k
+        kinetic = sum(state.kinetic())
+        if kinetic > 0.0:
+            scale = np.sqrt(0.5 * dof * temperature / kinetic)
+            state.p *= scale
+            state.pi *= scale
+
+
 def run(mols, model, strategy: str, dt: float, steps: int, temperature: float, sample: int, seed: int,
-        progress=None) -> dict:
-    """The run's samples and summary (a JSON-ready dict)."""
+        progress=None, equilibrate_steps: int = 0) -> dict:
+    """The run's samples and summary (a JSON-ready dict): `equilibrate_steps` with velocity rescaling to
+    `temperature` first, then `steps` of NVE."""
     state = start(mols, model, temperature, seed)
     dof = degrees_of_freedom(state)
     samples: list[Sample] = []
+    force_fn = forces_of(strategy, model, mols)
+    if equilibrate_steps:
+        equilibrate(state, force_fn, dt, equilibrate_steps, temperature)
 
     def on_sample(step, u, kt, kr):
         s = Sample(step, step * dt, u, kt, kr, 2.0 * (kt + kr) / dof)
@@ -81,7 +107,7 @@ def run(mols, model, strategy: str, dt: float, steps: int, temperature: float, s
             progress(f"  step {step:8d}  E {s.total:.10g}  U {u:.8g}  K {kt + kr:.8g}  T {s.temperature:.4g}")
 
     t0 = time.perf_counter()
-    f, tq, u = rigid.run(state, forces_of(strategy, model, mols), dt, steps, sample, on_sample)
+    f, tq, u = rigid.run(state, force_fn, dt, steps, sample, on_sample)
     wall = time.perf_counter() - t0
     if not np.all(np.isfinite(state.r)) or not np.all(np.isfinite([s.total for s in samples])):
         raise InputError(f"md: the run blew up (not finite) by step {samples[-1].step}: a smaller --dt, or an "
@@ -91,6 +117,7 @@ def run(mols, model, strategy: str, dt: float, steps: int, temperature: float, s
     e = np.array([s.total for s in samples])
     slope = float(np.polyfit(t, e, 1)[0]) if len(t) >= 2 else 0.0
     summary = {"molecules": m, "steps": steps, "dt": dt, "time": steps * dt, "degrees_of_freedom": dof,
+               "equilibrate_steps": equilibrate_steps,
                "energy_start": float(e[0]), "energy_end": float(e[-1]),
                "drift_per_molecule_per_time": slope / m,
                "max_deviation_per_molecule": float(np.max(np.abs(e - e[0]))) / m,

@@ -1,6 +1,6 @@
-"""Rigid molecules on the CPU (numba): the molecule-pair body, and the all-pairs and full-shell
-traversals that call it. These are the CPU counterparts of allpairs_thread_cpu and
-fullshell_thread_cpu for molecules; `forces --molecules` takes them by those names.
+"""Rigid molecules on the CPU (numba): the molecule-pair body, and the traversals that call it, the
+CPU counterparts for molecules of allpairs_thread_cpu, fullshell_thread_cpu, c08_thread_cpu and
+verlet_thread_cpu; `forces`, `md` and `verify` take them by those names.
 
 The body (`_site_pair`) is written in ls1-MarDyn's PotForce form. For two sites s (molecule i) and
 t (molecule j) at r = r_s - r_t, with unit directions e_s and e_t, cos_s = e_s.r / |r|,
@@ -15,11 +15,16 @@ sum over s of a_s x f + tau_s, where a_s is the site's lab-frame offset. The flo
 (reference/molecules.py) derives the same terms another way, from u(R, A, B, G) with
 A = e_s.r and B = e_t.r.
 
-Traversal: a thread per molecule i (numba prange) against every molecule j != i in reach. There is
-no Newton3: each pair is computed from both sides, and each thread writes only its own molecule's
-force and torque, so the result is the same run after run. The energy and virial are halved. Full
-shell: cells of side >= the cutoff over the centres, and the 27 neighbour cells. Computed in float64
-(the `fp64` precision mode).
+Traversals, all in float64 (the `fp64` precision mode), the same bits run after run:
+  allpairs   a thread per molecule i (numba prange) against every j != i: no Newton3, each pair
+             computed from both sides, each thread writing only its own molecule (energy and virial
+             halved)
+  fullshell  the same over the 27 neighbour cells (cells of side >= the cutoff over the centres)
+  c08        the c08 colours of those cells (strategies/schedules.py), a thread per base: each pair
+             once, Newton3 (the torque on j from the same body: -a_t x f + tau_t); periodic axes need
+             3 cells or more
+  verlet     a list over the centres within (1 + SKIN) rc, built from cells of that side, then a thread
+             per molecule over its list (built at each evaluation here)
 """
 from __future__ import annotations
 
@@ -34,7 +39,8 @@ from .cells_cpu import _axis_range, _wrapi
 
 LJ, CHARGE, DIPOLE, QUADRUPOLE = 0, 1, 2, 3
 KIND = {"lj": LJ, "charge": CHARGE, "dipole": DIPOLE, "quadrupole": QUADRUPOLE}
-TRAVERSALS = ("allpairs_thread_cpu", "fullshell_thread_cpu")
+TRAVERSALS = ("allpairs_thread_cpu", "fullshell_thread_cpu", "c08_thread_cpu", "verlet_thread_cpu")
+SKIN = 0.1  # the Verlet list's skin, a fraction of the cutoff
 
 
 @njit(inline="always")
@@ -109,8 +115,8 @@ def _site_pair(ks, kt, rx, ry, rz, es, et, ms, mt, k, krf, crf, rf_dd):
 @njit(inline="always")
 def _molecule_pair(i, j, dx, dy, dz, first, count, comp, kind, a, e, sigma, eps, mom, xi, eta, k, krf, crf, rf_dd):
     """Every site of molecule i against every site of j (centres d = c_i - c_j apart): the force on i,
-    the torque on i about its centre, the energy and the virial's d (x) f terms (full 3 x 3, row-major)."""
-    fx = fy = fz = tx = ty = tz = u = 0.0
+    the torques on i and on j about their centres, and the energy."""
+    fx = fy = fz = tx = ty = tz = sx = sy = sz = u = 0.0
     for s in range(first[i], first[i] + count[i]):
         for t in range(first[j], first[j] + count[j]):
             if (kind[s] == LJ) != (kind[t] == LJ):
@@ -128,9 +134,10 @@ def _molecule_pair(i, j, dx, dy, dz, first, count, comp, kind, a, e, sigma, eps,
                 fac = 24.0 * ep * l6 * (2.0 * l6 - 1.0) / r2
                 px, py, pz = fac * rx, fac * ry, fac * rz
                 o = (0.0, 0.0, 0.0)
+                ot = (0.0, 0.0, 0.0)
             else:
-                us, px, py, pz, o, _ = _site_pair(kind[s], kind[t], rx, ry, rz, e[s], e[t], mom[s], mom[t], k, krf,
-                                                   crf, rf_dd)
+                us, px, py, pz, o, ot = _site_pair(kind[s], kind[t], rx, ry, rz, e[s], e[t], mom[s], mom[t], k, krf,
+                                                    crf, rf_dd)
             u += us
             fx += px
             fy += py
@@ -138,7 +145,10 @@ def _molecule_pair(i, j, dx, dy, dz, first, count, comp, kind, a, e, sigma, eps,
             tx += a[s, 1] * pz - a[s, 2] * py + o[0]
             ty += a[s, 2] * px - a[s, 0] * pz + o[1]
             tz += a[s, 0] * py - a[s, 1] * px + o[2]
-    return fx, fy, fz, tx, ty, tz, u
+            sx += -(a[t, 1] * pz - a[t, 2] * py) + ot[0]  # -a_t x f + tau_t
+            sy += -(a[t, 2] * px - a[t, 0] * pz) + ot[1]
+            sz += -(a[t, 0] * py - a[t, 1] * px) + ot[2]
+    return fx, fy, fz, tx, ty, tz, sx, sy, sz, u
 
 
 @njit(inline="always")
@@ -146,30 +156,70 @@ def _image(d, length, periodic):
     return d - length * np.rint(d / length) if periodic else d
 
 
+ALLPAIRS, CELLS, LIST = 0, 1, 2
+
+
+@njit(inline="always")
+def _shell(i, c, per, cell_of, dims):
+    """Molecule i's cell coordinates and the neighbour-cell offset ranges (cells_cpu's rule)."""
+    cc = cell_of[i]
+    cz = cc % dims[2]
+    cy = (cc // dims[2]) % dims[1]
+    cx = cc // (dims[2] * dims[1])
+    xlo, xhi = _axis_range(cx, dims[0], per[0])
+    ylo, yhi = _axis_range(cy, dims[1], per[1])
+    zlo, zhi = _axis_range(cz, dims[2], per[2])
+    return cx, cy, cz, xlo, xhi, ylo, yhi, zlo, zhi
+
+
 @njit(parallel=True)
-def _traverse(c, L, per, cell_of, start, order, dims, use_cells, rc2, first, count, comp, kind, a, e, sigma, eps,
+def _list_counts(c, L, per, cell_of, start, order, dims, rl2, counts, fill, nstart, nidx):
+    """The Verlet list over the centres (every j != i within rl, both directions), CSR: with fill False
+    the counts per molecule, with fill True the indices, in cell order."""
+    for i in prange(c.shape[0]):
+        cx, cy, cz, xlo, xhi, ylo, yhi, zlo, zhi = _shell(i, c, per, cell_of, dims)
+        n = 0
+        for ox in range(xlo, xhi + 1):
+            for oy in range(ylo, yhi + 1):
+                for oz in range(zlo, zhi + 1):
+                    nb = ((_wrapi(cx + ox, dims[0]) * dims[1] + _wrapi(cy + oy, dims[1])) * dims[2]
+                          + _wrapi(cz + oz, dims[2]))
+                    for q in range(start[nb], start[nb + 1]):
+                        j = order[q]
+                        if j == i:
+                            continue
+                        dx = _image(c[i, 0] - c[j, 0], L[0], per[0])
+                        dy = _image(c[i, 1] - c[j, 1], L[1], per[1])
+                        dz = _image(c[i, 2] - c[j, 2], L[2], per[2])
+                        if dx * dx + dy * dy + dz * dz < rl2:
+                            if fill:
+                                nidx[nstart[i] + n] = j
+                            n += 1
+        counts[i] = n
+
+
+@njit(parallel=True)
+def _traverse(c, L, per, cell_of, start, order, dims, mode, rc2, first, count, comp, kind, a, e, sigma, eps,
               mom, xi, eta, k, krf, crf, rf_dd, force, torque, energy, virial, pairs):
+    """A thread per molecule i over its candidates: every molecule (ALLPAIRS, order = 0..m-1), the 27
+    neighbour cells (CELLS), or its Verlet list (LIST: start and order the CSR list)."""
     m = c.shape[0]
     for i in prange(m):
         fx = fy = fz = tx = ty = tz = ui = 0.0
         w = np.zeros(9)
         np_ = 0
-        cc = cell_of[i]
-        cz = cc % dims[2]
-        cy = (cc // dims[2]) % dims[1]
-        cx = cc // (dims[2] * dims[1])
-        xlo, xhi = _axis_range(cx, dims[0], per[0])
-        ylo, yhi = _axis_range(cy, dims[1], per[1])
-        zlo, zhi = _axis_range(cz, dims[2], per[2])
-        ncell = (xhi - xlo + 1) * (yhi - ylo + 1) * (zhi - zlo + 1) if use_cells else 1
+        cx, cy, cz, xlo, xhi, ylo, yhi, zlo, zhi = _shell(i, c, per, cell_of, dims)
+        ncell = (xhi - xlo + 1) * (yhi - ylo + 1) * (zhi - zlo + 1) if mode == CELLS else 1
         for b in range(ncell):
-            if use_cells:
+            if mode == CELLS:
                 ox = xlo + b // ((yhi - ylo + 1) * (zhi - zlo + 1))
                 oy = ylo + (b // (zhi - zlo + 1)) % (yhi - ylo + 1)
                 oz = zlo + b % (zhi - zlo + 1)
                 nb = ((_wrapi(cx + ox, dims[0]) * dims[1] + _wrapi(cy + oy, dims[1])) * dims[2]
                       + _wrapi(cz + oz, dims[2]))
                 lo, hi = start[nb], start[nb + 1]
+            elif mode == LIST:
+                lo, hi = start[i], start[i + 1]
             else:
                 lo, hi = 0, m
             for q in range(lo, hi):
@@ -182,8 +232,8 @@ def _traverse(c, L, per, cell_of, start, order, dims, use_cells, rc2, first, cou
                 if dx * dx + dy * dy + dz * dz >= rc2:
                     continue
                 np_ += 1
-                px, py, pz, qx, qy, qz, u = _molecule_pair(i, j, dx, dy, dz, first, count, comp, kind, a, e, sigma, eps,
-                                                           mom, xi, eta, k, krf, crf, rf_dd)
+                px, py, pz, qx, qy, qz, _, _, _, u = _molecule_pair(i, j, dx, dy, dz, first, count, comp, kind, a, e,
+                                                                    sigma, eps, mom, xi, eta, k, krf, crf, rf_dd)
                 fx += px
                 fy += py
                 fz += pz
@@ -202,6 +252,73 @@ def _traverse(c, L, per, cell_of, start, order, dims, use_cells, rc2, first, cou
         for x in range(9):
             virial[i, x] = 0.5 * w[x]
         pairs[i] = np_
+
+
+@njit(inline="always")
+def _block_cell(b, o, dims, per):
+    """Cell b + o, or -1 outside an open axis (the c08 block's cells)."""
+    cell = 0
+    for x in range(3):
+        v = b[x] + o[x]
+        if v >= dims[x]:
+            if not per[x]:
+                return -1
+            v -= dims[x]
+        if v < 0:
+            return -1
+        cell = cell * dims[x] + v
+    return cell
+
+
+@njit(parallel=True)
+def _c08_colour(c, L, per, start, order, bases, blocks, dims, rc2, first, count, comp, kind, a, e, sigma, eps, mom,
+                xi, eta, k, krf, crf, rf_dd, force, torque, energy, virial, pairs):
+    """One colour of c08 (bases of one colour touch disjoint cells): every pair of molecules of the
+    block's cell pairs once, Newton3 (the force and torque on j from the same body)."""
+    for t in prange(bases.shape[0]):
+        w = np.zeros(9)
+        ut = 0.0
+        np_ = 0
+        for p in range(blocks.shape[0]):
+            ca = _block_cell(bases[t], blocks[p, 0], dims, per)
+            cb = _block_cell(bases[t], blocks[p, 1], dims, per)
+            if ca < 0 or cb < 0:
+                continue
+            for qi in range(start[ca], start[ca + 1]):
+                i = order[qi]
+                for qj in range(qi + 1 if ca == cb else start[cb], start[cb + 1]):
+                    j = order[qj]
+                    dx = _image(c[i, 0] - c[j, 0], L[0], per[0])
+                    dy = _image(c[i, 1] - c[j, 1], L[1], per[1])
+                    dz = _image(c[i, 2] - c[j, 2], L[2], per[2])
+                    if dx * dx + dy * dy + dz * dz >= rc2:
+                        continue
+                    np_ += 1
+                    px, py, pz, qx, qy, qz, sx, sy, sz, u = _molecule_pair(i, j, dx, dy, dz, first, count, comp, kind,
+                                                                           a, e, sigma, eps, mom, xi, eta, k, krf,
+                                                                           crf, rf_dd)
+                    force[i, 0] += px
+                    force[i, 1] += py
+                    force[i, 2] += pz
+                    force[j, 0] -= px
+                    force[j, 1] -= py
+                    force[j, 2] -= pz
+                    torque[i, 0] += qx
+                    torque[i, 1] += qy
+                    torque[i, 2] += qz
+                    torque[j, 0] += sx
+                    torque[j, 1] += sy
+                    torque[j, 2] += sz
+                    ut += u
+                    dd = (dx, dy, dz)
+                    ff = (px, py, pz)
+                    for x in range(3):
+                        for y in range(3):
+                            w[3 * x + y] += dd[x] * ff[y]
+        energy[t] = ut
+        for x in range(9):
+            virial[t, x] = w[x]
+        pairs[t] = np_
 
 
 def _sites(mols, model):
@@ -239,30 +356,74 @@ def _cells(c: np.ndarray, lengths, periodic, cutoff: float):
     return cell, start.astype(np.int64), order.astype(np.int64), np.array(dims, np.int64)
 
 
+def applicable(name: str, mols, model) -> tuple[bool, str]:
+    """Whether traversal `name` runs these molecules: c08 needs 3 or more cells along each periodic axis."""
+    if name != "c08_thread_cpu":
+        return True, ""
+    from .schedules import c08_applicable
+
+    _, _, _, dims = _cells(np.ascontiguousarray(mols.centres, np.float64), mols.box.lengths,
+                           np.asarray(mols.box.periodic, np.bool_), model.cutoff)
+    ok, why = c08_applicable(dims, mols.box.periodic)
+    return ok, "" if ok else f"c08 over the centres' cells ({'x'.join(map(str, dims))}): {why}"
+
+
 def evaluate(name: str, mols, model) -> dict:
     """forces (M, 3), torques (M, 3), energy, virial (3, 3) and pairs (molecule pairs within the
     cutoff) of molecules `mols` under `model`, by the traversal `name` (TRAVERSALS), in float64."""
     from reference.molecules import reaction_field_dipoles
 
+    from . import schedules
+
     if name not in TRAVERSALS:
         raise ValueError(name)
+    ok, why = applicable(name, mols, model)
+    if not ok:
+        raise ValueError(why)
     first, count, kind, a, e, sigma, eps, mom = _sites(mols, model)
     c = np.ascontiguousarray(mols.centres, np.float64)
     m = len(c)
     per = np.asarray(mols.box.periodic, np.bool_)
     rf_dd = reaction_field_dipoles(model)
-    use_cells = name == "fullshell_thread_cpu"
-    if use_cells:
-        cell, start, order, dims = _cells(c, mols.box.lengths, per, model.cutoff)
-    else:
-        cell, start, order, dims = (np.zeros(m, np.int64), np.array([0, m], np.int64), np.arange(m, dtype=np.int64),
-                                    np.ones(3, np.int64))
+    rc2 = model.cutoff ** 2
+    comp = np.asarray(mols.components, np.int64)
     force, torque = np.zeros((m, 3)), np.zeros((m, 3))
-    energy, virial, pairs = np.zeros(m), np.zeros((m, 9)), np.zeros(m, np.int64)
-    _traverse(c, mols.box.array, per, cell, start, order, dims, use_cells, model.cutoff ** 2, first, count,
-              np.asarray(mols.components, np.int64), kind, a, e, sigma, eps, mom, model.xi, model.eta,
-              model.coulomb_constant, model.k_rf, model.c_rf, rf_dd, force, torque, energy, virial, pairs)
+    body = (first, count, comp, kind, a, e, sigma, eps, mom, model.xi, model.eta, model.coulomb_constant, model.k_rf,
+            model.c_rf, rf_dd)
+    if name == "c08_thread_cpu":
+        cell, start, order, dims = _cells(c, mols.box.lengths, per, model.cutoff)
+        colours = [b.astype(np.int64) for b in schedules.c08_colours(dims, mols.box.periodic)]
+        rows = sum(len(b) for b in colours)
+        energy, virial, pairs = np.zeros(rows), np.zeros((rows, 9)), np.zeros(rows, np.int64)
+        blocks = schedules.C08_PAIRS.astype(np.int64)
+        row = 0
+        for bases in colours:
+            k = len(bases)
+            _c08_colour(c, mols.box.array, per, start, order, bases, blocks, dims, rc2, *body, force, torque,
+                        energy[row:row + k], virial[row:row + k], pairs[row:row + k])
+            row += k
+        visits = 1
+    else:
+        mode = {"allpairs_thread_cpu": ALLPAIRS, "fullshell_thread_cpu": CELLS, "verlet_thread_cpu": LIST}[name]
+        if mode == ALLPAIRS:
+            cell, start, order, dims = (np.zeros(m, np.int64), np.array([0, m], np.int64),
+                                        np.arange(m, dtype=np.int64), np.ones(3, np.int64))
+        else:
+            side = model.cutoff * (1.0 + SKIN) if mode == LIST else model.cutoff
+            cell, start, order, dims = _cells(c, mols.box.lengths, per, side)
+        if mode == LIST:  # the list over the centres within rc + skin, then the traversal over it
+            counts = np.zeros(m, np.int64)
+            rl2 = ((1.0 + SKIN) * model.cutoff) ** 2
+            _list_counts(c, mols.box.array, per, cell, start, order, dims, rl2, counts, False, start, order)
+            lstart = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+            lidx = np.zeros(int(lstart[-1]), np.int64)
+            _list_counts(c, mols.box.array, per, cell, start, order, dims, rl2, counts, True, lstart, lidx)
+            start, order = lstart, lidx
+        energy, virial, pairs = np.zeros(m), np.zeros((m, 9)), np.zeros(m, np.int64)
+        _traverse(c, mols.box.array, per, cell, start, order, dims, mode, rc2, *body, force, torque, energy, virial,
+                  pairs)
+        visits = 2
     dip = kind == DIPOLE
     self_term = -0.5 * model.coulomb_constant * rf_dd * float(np.sum(mom[dip] ** 2))
     return {"forces": force, "torques": torque, "energy": float(energy.sum()) + self_term,
-            "virial": virial.sum(0).reshape(3, 3), "pairs": int(pairs.sum()) // 2}
+            "virial": virial.sum(0).reshape(3, 3), "pairs": int(pairs.sum()) // visits}

@@ -290,7 +290,7 @@ def test_forces_writes_forces_and_torques_of_molecules(tmp_path):
     got, want = np.load(tmp_path / "f.npz"), ref.compute(mols, M.parse(SPCE))
     assert np.allclose(got["torques"], want["torques"], rtol=0, atol=1e-12 * np.abs(want["torques"]).max())
     assert float(got["energy"]) == pytest.approx(want["energy"], rel=1e-13)
-    r = harness("forces", "--strategy", "c08_thread_cpu", "--molecules", tmp_path / "spce.json", "--input",
+    r = harness("forces", "--strategy", "clusterpair_thread_cpu", "--molecules", tmp_path / "spce.json", "--input",
                 tmp_path / "w.npz", "--out", tmp_path / "g.npz")
     assert r.returncode == 2 and "no molecule functor yet" in r.stderr and not (tmp_path / "g.npz").exists()
     (tmp_path / "bad.json").write_text(json.dumps(_with(("components", "spce", "sites", 0, "kind"), "octupole")))

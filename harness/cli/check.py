@@ -336,6 +336,9 @@ def _molecule_forces(args: argparse.Namespace) -> int:
 
         out = compute(mols, model)
     else:
+        ok, why = molecules_cpu.applicable(args.strategy, mols, model)
+        if not ok:
+            raise InputError(f"--molecules: {args.strategy} cannot run {args.input}: {why}")
         out = molecules_cpu.evaluate(args.strategy, mols, model)
     np.savez(args.out, forces=out["forces"], torques=out["torques"], energy=np.float64(out["energy"]),
              virial=out["virial"], pairs=np.int64(out["pairs"]))

@@ -192,6 +192,8 @@ def cmd_md(args: argparse.Namespace) -> int:
 
     if args.molecules or args.scenario.partition(":")[0] in molecule_scenarios.SCENARIOS:
         return cmd_md_molecules(args)
+    if args.equilibrate:
+        raise InputError("md --equilibrate applies to molecules (--molecules or a molecule scenario)")
     args.dt = 0.005 if args.dt is None else args.dt
     args.temperature = 0.72 if args.temperature is None else args.temperature
     check_forcefield(args)
@@ -297,10 +299,12 @@ def cmd_md_molecules(args: argparse.Namespace) -> int:
         mols, model = molecule_scenarios.make(args.scenario, args.n, seed=args.seed)
         what = f"{args.scenario} seed={args.seed}"
     if not args.quiet:
-        print(f"md {strategy} {len(mols.centres)} molecules of {what}, cutoff {model.cutoff:g}: {steps} steps of dt "
-              f"{args.dt:g} (NO_SQUISH), k_B T0 {args.temperature:g}, a sample every {args.sample}")
+        print(f"md {strategy} {len(mols.centres)} molecules of {what}, cutoff {model.cutoff:g}: "
+              + (f"{args.equilibrate} steps rescaled to k_B T {args.temperature:g}, then " if args.equilibrate else "")
+              + f"{steps} steps of dt {args.dt:g} (NO_SQUISH, NVE), k_B T0 {args.temperature:g}, a sample every "
+              f"{args.sample}")
     res = rigid_md.run(mols, model, strategy, args.dt, steps, args.temperature, args.sample, args.seed,
-                       progress=None if args.quiet else print)
+                       progress=None if args.quiet else print, equilibrate_steps=args.equilibrate)
     s = res["summary"]
     print(f"md {strategy} {s['molecules']} molecules: {1e3 * s['seconds_per_step']:.3f} ms per step; energy drift "
           f"{s['drift_per_molecule_per_time']:+.3e} per molecule per time unit, largest |E - E0| "
@@ -489,6 +493,8 @@ def add_md(sub) -> None:
     p.add_argument("--launch", help="launch parameters key=value,...")
     p.add_argument("--scenario", default="lj_liquid", help="a periodic scenario (default lj_liquid), or a molecule "
                                                            "scenario")
+    p.add_argument("--equilibrate", type=NONNEG_INT, default=0, help="molecules: this many steps of velocity "
+                                                                     "rescaling to --temperature before the NVE steps")
     p.add_argument("--n", default="small", help="size name or particle count")
     p.add_argument("--input", help="start from this configuration (.xyz or .npz) instead of a scenario")
     p.add_argument("--seed", type=NONNEG_INT, default=1, help="positions (scenario) and velocities")
