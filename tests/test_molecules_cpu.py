@@ -135,7 +135,8 @@ def test_md_of_molecules_conserves_energy_and_writes_its_summary(tmp_path, capsy
                         "no molecule functor"),
     (["--dt", "0.001", "--temperature", "1", "--precision", "fp32"], "float64 forces"),
     (["--dt", "0.001", "--temperature", "1", "--launch", "block=64"], "--launch"),
-    (["--dt", "0.001", "--temperature", "1", "--input", "x.npz"], "not with the scenario")])
+    (["--dt", "0.001", "--temperature", "1", "--input", "x.npz"], "not with the scenario"),
+    (["--dt", "0.001", "--temperature", "1", "--strategy", "c08_thread_cpu"], "2x2x2")])
 def test_md_of_molecules_refuses_what_does_not_apply_in_one_line(extra, words, capsys):
     from harness import cli
 
@@ -179,3 +180,19 @@ def test_verify_molecules_refuses_what_does_not_apply(tmp_path, capsys, extra, w
     assert cli.main(["verify", "--molecules", "c.json", *extra, "--out", str(tmp_path / "v")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and words in err[0]
+
+
+def test_md_equilibrates_to_the_temperature_then_runs_nve(tmp_path, capsys):
+    import json
+
+    from harness import cli
+
+    out = tmp_path / "md.json"
+    assert cli.main(["md", "--scenario", "two_centre_lj_quadrupole", "--n", "tiny", "--dt", "0.02", "--temperature",
+                     "0.64", "--equilibrate", "40", "--steps", "20", "--sample", "10", "--quiet", "--json",
+                     str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["summary"]["equilibrate_steps"] == 40
+    assert doc["samples"][0]["temperature"] == pytest.approx(0.64, rel=1e-9)  # rescaled at the last of those steps
+    assert cli.main(["md", "--strategy", "fullshell_thread_cpu", "--n", "tiny", "--equilibrate", "5"]) == 2
+    assert "applies to molecules" in capsys.readouterr().err
