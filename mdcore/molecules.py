@@ -66,6 +66,12 @@ class Model:
     epsilon_rf: float = math.inf
     coulomb_constant: float = 1.0
     source: str = ""
+    switch: float | None = None  # where the switch on the centres' distance starts (None: a plain cutoff)
+
+    @property
+    def switch_start(self) -> float:
+        """r_s: the pair energies are scaled by S(r) from r_s to the cutoff (the cutoff itself: no switch)."""
+        return self.cutoff if self.switch is None else self.switch
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -112,7 +118,7 @@ def parse(data: Any, source: str = "") -> Model:
 
     if not isinstance(data, dict):
         raise bad(f"expected an object with components, got {type(data).__name__}")
-    unknown = sorted(set(data) - {"components", "mixing", "cutoff", "electrostatics", "coulomb_constant"})
+    unknown = sorted(set(data) - {"components", "mixing", "cutoff", "switch", "electrostatics", "coulomb_constant"})
     if unknown:
         raise bad(f"unknown key(s) {', '.join(unknown)}")
     comps = data.get("components")
@@ -138,6 +144,11 @@ def parse(data: Any, source: str = "") -> Model:
             t[names.index(a), names.index(b)] = t[names.index(b), names.index(a)] = v
         tables[key] = t
     cutoff = _positive(data.get("cutoff"), "cutoff", bad)
+    switch = None
+    if "switch" in data:
+        switch = _positive(data["switch"], "switch", bad)
+        if switch >= cutoff:
+            raise bad(f"switch {switch:g} must lie below the cutoff {cutoff:g} (the switch runs from it to the cutoff)")
     es = data.get("electrostatics", {"method": "none"})
     if not isinstance(es, dict) or es.get("method", "none") not in METHODS or set(es) - {"method", "epsilon_rf"}:
         raise bad(f"electrostatics takes method ({', '.join(METHODS)}) and, for reaction-field, epsilon_rf")
@@ -147,7 +158,7 @@ def parse(data: Any, source: str = "") -> Model:
             raise bad("electrostatics: epsilon_rf belongs to reaction-field")
         kw["epsilon_rf"] = epsilon_rf_value(es["epsilon_rf"], bad)
     kw["coulomb_constant"] = _positive(data.get("coulomb_constant", 1.0), "coulomb_constant", bad)
-    return Model(components, tables["xi"], tables["eta"], cutoff, source=source, **kw)
+    return Model(components, tables["xi"], tables["eta"], cutoff, source=source, switch=switch, **kw)
 
 
 def _positive(v, name: str, bad, zero: bool = False) -> float:

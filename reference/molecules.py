@@ -23,7 +23,10 @@ From u's partial derivatives: the force on site s, f = -du/dr = -(2 u_R r + u_A 
 torque on molecule i, sum a_s x f + (-e_s x du/de_s) with du/de_s = u_A r + u_G e_t (the orientation's
 own torque, which the ls1-MarDyn CUDA port left out for dipoles). The virial in the centre-of-mass
 convention W = sum over pairs of (c_i - c_j) f^T. With a reaction field each dipole adds the self
-energy -k m^2 rf / 2.
+energy -k m^2 rf / 2. With a switch (the components file's "switch": r_s) a molecule pair's energy,
+forces and torques are scaled by S(|c_i - c_j|), 1 below r_s falling smoothly to 0 at the cutoff, and
+the force on i gains -u S'(r) (c_i - c_j) / r: the energy then stays continuous when a pair crosses the
+cutoff.
 """
 from __future__ import annotations
 
@@ -86,7 +89,18 @@ def _term(ks, kt, R, A, B, G, ms, mt, k, k_rf, c_rf, rf, rf_dd):
 
 
 @njit(cache=True)
-def _pairs(c, L, periodic, first, count, comp, kind, a, e, sigma, eps, mom, xi, eta, rc2, k, k_rf, c_rf, rf, rf_dd):
+def switch(r, rs, rc):
+    """S(r) and dS/dr of the switch on the centres' distance: 1 below rs, 1 - 10 x^3 + 15 x^4 - 6 x^5 with
+    x = (r - rs) / (rc - rs) up to rc (S, S' and S'' continuous)."""
+    if r <= rs or rs >= rc:
+        return 1.0, 0.0
+    x = (r - rs) / (rc - rs)
+    return 1.0 - x * x * x * (10.0 - 15.0 * x + 6.0 * x * x), -30.0 * x * x * (1.0 - x) * (1.0 - x) / (rc - rs)
+
+
+@njit(cache=True)
+def _pairs(c, L, periodic, first, count, comp, kind, a, e, sigma, eps, mom, xi, eta, rc2, k, k_rf, c_rf, rf, rf_dd,
+           rs):
     m = c.shape[0]
     force = np.zeros((m, 3))
     torque = np.zeros((m, 3))
@@ -102,6 +116,10 @@ def _pairs(c, L, periodic, first, count, comp, kind, a, e, sigma, eps, mom, xi, 
             if d[0] * d[0] + d[1] * d[1] + d[2] * d[2] >= rc2:
                 continue
             pairs += 1
+            fp = np.zeros(3)  # this molecule pair's force on i, torques on i and j, and energy
+            tpi = np.zeros(3)
+            tpj = np.zeros(3)
+            up = 0.0
             for s in range(first[i], first[i] + count[i]):
                 for t in range(first[j], first[j] + count[j]):
                     if (kind[s] == LJ) != (kind[t] == LJ):
@@ -125,14 +143,22 @@ def _pairs(c, L, periodic, first, count, comp, kind, a, e, sigma, eps, mom, xi, 
                         f = -(2.0 * u_r * r + u_a * e[s] + u_b * e[t])
                         ts = -np.cross(e[s], u_a * r + u_g * e[t])
                         tt = -np.cross(e[t], u_b * r + u_g * e[s])
-                    energy += u
-                    force[i] += f
-                    force[j] -= f
-                    torque[i] += np.cross(a[s], f) + ts
-                    torque[j] += -np.cross(a[t], f) + tt
-                    for x in range(3):
-                        for y in range(3):
-                            w[x, y] += d[x] * f[y]
+                    up += u
+                    fp += f
+                    tpi += np.cross(a[s], f) + ts
+                    tpj += -np.cross(a[t], f) + tt
+            # the switch scales the pair's energy, forces and torques, and adds -u S'(r) d / r to the force on i
+            r = np.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
+            sw, dsw = switch(r, rs, np.sqrt(rc2))
+            f = sw * fp - (up * dsw / r) * d if dsw != 0.0 else sw * fp
+            energy += sw * up
+            force[i] += f
+            force[j] -= f
+            torque[i] += sw * tpi
+            torque[j] += sw * tpj
+            for x in range(3):
+                for y in range(3):
+                    w[x, y] += d[x] * f[y]
     return force, torque, energy, w, pairs
 
 
@@ -165,7 +191,7 @@ def compute(molecules, model) -> dict:
                                 np.asarray(molecules.box.periodic, np.bool_), s["first"], s["count"],
                                 np.asarray(molecules.components, np.int64), s["kind"], s["a"], s["e"], s["sigma"],
                                 s["epsilon"], s["moment"], model.xi, model.eta, model.cutoff ** 2,
-                                model.coulomb_constant, model.k_rf, model.c_rf, rf, rf_dd)
+                                model.coulomb_constant, model.k_rf, model.c_rf, rf, rf_dd, model.switch_start)
     dip = s["kind"] == DIPOLE
     e += -0.5 * model.coulomb_constant * rf_dd * float(np.sum(s["moment"][dip] ** 2))  # the dipoles' self terms
     return {"forces": f, "torques": tq, "energy": float(e), "virial": w, "pairs": int(pairs)}

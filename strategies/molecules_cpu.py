@@ -152,6 +152,20 @@ def _molecule_pair(i, j, dx, dy, dz, first, count, comp, kind, a, e, sigma, eps,
 
 
 @njit(inline="always")
+def _switch(dx, dy, dz, rs, rc, px, py, pz, qx, qy, qz, sx, sy, sz, u):
+    """A molecule pair's totals under the switch on the centres' distance (S = 1 - 10 x^3 + 15 x^4 - 6 x^5,
+    x = (r - rs) / (rc - rs)): energy and torques times S, the force S f - u S'(r) d / r."""
+    r = math.sqrt(dx * dx + dy * dy + dz * dz)
+    if r <= rs:
+        return px, py, pz, qx, qy, qz, sx, sy, sz, u
+    x = (r - rs) / (rc - rs)
+    sw = 1.0 - x * x * x * (10.0 - 15.0 * x + 6.0 * x * x)
+    g = 30.0 * x * x * (1.0 - x) * (1.0 - x) / (rc - rs) * u / r  # -u S'(r) / r
+    return (sw * px + g * dx, sw * py + g * dy, sw * pz + g * dz, sw * qx, sw * qy, sw * qz, sw * sx, sw * sy,
+            sw * sz, sw * u)
+
+
+@njit(inline="always")
 def _image(d, length, periodic):
     return d - length * np.rint(d / length) if periodic else d
 
@@ -199,11 +213,12 @@ def _list_counts(c, L, per, cell_of, start, order, dims, rl2, counts, fill, nsta
 
 
 @njit(parallel=True)
-def _traverse(c, L, per, cell_of, start, order, dims, mode, rc2, first, count, comp, kind, a, e, sigma, eps,
+def _traverse(c, L, per, cell_of, start, order, dims, mode, rc2, rs, first, count, comp, kind, a, e, sigma, eps,
               mom, xi, eta, k, krf, crf, rf_dd, force, torque, energy, virial, pairs):
     """A thread per molecule i over its candidates: every molecule (ALLPAIRS, order = 0..m-1), the 27
     neighbour cells (CELLS), or its Verlet list (LIST: start and order the CSR list)."""
     m = c.shape[0]
+    rc = math.sqrt(rc2)
     for i in prange(m):
         fx = fy = fz = tx = ty = tz = ui = 0.0
         w = np.zeros(9)
@@ -232,8 +247,10 @@ def _traverse(c, L, per, cell_of, start, order, dims, mode, rc2, first, count, c
                 if dx * dx + dy * dy + dz * dz >= rc2:
                     continue
                 np_ += 1
-                px, py, pz, qx, qy, qz, _, _, _, u = _molecule_pair(i, j, dx, dy, dz, first, count, comp, kind, a, e,
-                                                                    sigma, eps, mom, xi, eta, k, krf, crf, rf_dd)
+                px, py, pz, qx, qy, qz, sx, sy, sz, u = _molecule_pair(i, j, dx, dy, dz, first, count, comp, kind, a,
+                                                                       e, sigma, eps, mom, xi, eta, k, krf, crf, rf_dd)
+                px, py, pz, qx, qy, qz, sx, sy, sz, u = _switch(dx, dy, dz, rs, rc, px, py, pz, qx, qy, qz, sx, sy,
+                                                                sz, u)
                 fx += px
                 fy += py
                 fz += pz
@@ -271,10 +288,11 @@ def _block_cell(b, o, dims, per):
 
 
 @njit(parallel=True)
-def _c08_colour(c, L, per, start, order, bases, blocks, dims, rc2, first, count, comp, kind, a, e, sigma, eps, mom,
-                xi, eta, k, krf, crf, rf_dd, force, torque, energy, virial, pairs):
+def _c08_colour(c, L, per, start, order, bases, blocks, dims, rc2, rs, first, count, comp, kind, a, e, sigma, eps,
+                mom, xi, eta, k, krf, crf, rf_dd, force, torque, energy, virial, pairs):
     """One colour of c08 (bases of one colour touch disjoint cells): every pair of molecules of the
     block's cell pairs once, Newton3 (the force and torque on j from the same body)."""
+    rc = math.sqrt(rc2)
     for t in prange(bases.shape[0]):
         w = np.zeros(9)
         ut = 0.0
@@ -297,6 +315,8 @@ def _c08_colour(c, L, per, start, order, bases, blocks, dims, rc2, first, count,
                     px, py, pz, qx, qy, qz, sx, sy, sz, u = _molecule_pair(i, j, dx, dy, dz, first, count, comp, kind,
                                                                            a, e, sigma, eps, mom, xi, eta, k, krf,
                                                                            crf, rf_dd)
+                    px, py, pz, qx, qy, qz, sx, sy, sz, u = _switch(dx, dy, dz, rs, rc, px, py, pz, qx, qy, qz, sx,
+                                                                    sy, sz, u)
                     force[i, 0] += px
                     force[i, 1] += py
                     force[i, 2] += pz
@@ -386,6 +406,7 @@ def evaluate(name: str, mols, model) -> dict:
     per = np.asarray(mols.box.periodic, np.bool_)
     rf_dd = reaction_field_dipoles(model)
     rc2 = model.cutoff ** 2
+    rs = model.switch_start
     comp = np.asarray(mols.components, np.int64)
     force, torque = np.zeros((m, 3)), np.zeros((m, 3))
     body = (first, count, comp, kind, a, e, sigma, eps, mom, model.xi, model.eta, model.coulomb_constant, model.k_rf,
@@ -399,7 +420,7 @@ def evaluate(name: str, mols, model) -> dict:
         row = 0
         for bases in colours:
             k = len(bases)
-            _c08_colour(c, mols.box.array, per, start, order, bases, blocks, dims, rc2, *body, force, torque,
+            _c08_colour(c, mols.box.array, per, start, order, bases, blocks, dims, rc2, rs, *body, force, torque,
                         energy[row:row + k], virial[row:row + k], pairs[row:row + k])
             row += k
         visits = 1
@@ -420,8 +441,8 @@ def evaluate(name: str, mols, model) -> dict:
             _list_counts(c, mols.box.array, per, cell, start, order, dims, rl2, counts, True, lstart, lidx)
             start, order = lstart, lidx
         energy, virial, pairs = np.zeros(m), np.zeros((m, 9)), np.zeros(m, np.int64)
-        _traverse(c, mols.box.array, per, cell, start, order, dims, mode, rc2, *body, force, torque, energy, virial,
-                  pairs)
+        _traverse(c, mols.box.array, per, cell, start, order, dims, mode, rc2, rs, *body, force, torque, energy,
+                  virial, pairs)
         visits = 2
     dip = kind == DIPOLE
     self_term = -0.5 * model.coulomb_constant * rf_dd * float(np.sum(mom[dip] ** 2))

@@ -143,6 +143,7 @@ def _with(path, value):
     (("cutoff",), None, "cutoff must be a number"),
     (("electrostatics",), {"method": "reaction-field", "epsilon_rf": 0.5}, "epsilon_rf must be >= 1"),
     (("electrostatics",), {"method": "ewald"}, "electrostatics takes method"),
+    (("switch",), 9.0, "switch 9 must lie below the cutoff 9"), (("switch",), -1.0, "switch must be > 0"),
 ])
 def test_bad_components_files_are_refused_by_name(path, value, words):
     with pytest.raises(InputError, match=words):
