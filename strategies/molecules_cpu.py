@@ -43,7 +43,7 @@ TRAVERSALS = ("allpairs_thread_cpu", "fullshell_thread_cpu", "c08_thread_cpu", "
 SKIN = 0.1  # the Verlet list's skin, a fraction of the cutoff
 
 
-@njit(inline="always")
+@njit(cache=True)
 def _generic(u, ur, ps, pt, ug, cs, ct, inv, rx, ry, rz, es, et):
     """Force on s and the two orientation torques from u's partial derivatives (p_s, p_t already over |r|)."""
     fac = -ur * inv + (cs * ps + ct * pt) * inv
@@ -60,7 +60,7 @@ def _generic(u, ur, ps, pt, ug, cs, ct, inv, rx, ry, rz, es, et):
     return u, fx, fy, fz, t1, t2
 
 
-@njit(inline="always")
+@njit(cache=True)
 def _site_pair(ks, kt, rx, ry, rz, es, et, ms, mt, k, krf, crf, rf_dd):
     """(u, fx, fy, fz, tau_s, tau_t) of two electrostatic sites (kinds ks, kt; charge or moment ms, mt)."""
     r2 = rx * rx + ry * ry + rz * rz
@@ -112,7 +112,7 @@ def _site_pair(ks, kt, rx, ry, rz, es, et, ms, mt, k, krf, crf, rf_dd):
                     rx, ry, rz, es, et)
 
 
-@njit(inline="always")
+@njit(cache=True)
 def _molecule_pair(i, j, dx, dy, dz, first, count, comp, kind, a, e, sigma, eps, mom, xi, eta, k, krf, crf, rf_dd):
     """Every site of molecule i against every site of j (centres d = c_i - c_j apart): the force on i,
     the torques on i and on j about their centres, and the energy."""
@@ -151,7 +151,7 @@ def _molecule_pair(i, j, dx, dy, dz, first, count, comp, kind, a, e, sigma, eps,
     return fx, fy, fz, tx, ty, tz, sx, sy, sz, u
 
 
-@njit(inline="always")
+@njit(cache=True)
 def _switch(dx, dy, dz, rs, rc, px, py, pz, qx, qy, qz, sx, sy, sz, u):
     """A molecule pair's totals under the switch on the centres' distance (S = 1 - 10 x^3 + 15 x^4 - 6 x^5,
     x = (r - rs) / (rc - rs)): energy and torques times S, the force S f - u S'(r) d / r."""
@@ -165,7 +165,7 @@ def _switch(dx, dy, dz, rs, rc, px, py, pz, qx, qy, qz, sx, sy, sz, u):
             sw * sz, sw * u)
 
 
-@njit(inline="always")
+@njit(cache=True)
 def _image(d, length, periodic):
     return d - length * np.rint(d / length) if periodic else d
 
@@ -173,7 +173,7 @@ def _image(d, length, periodic):
 ALLPAIRS, CELLS, LIST = 0, 1, 2
 
 
-@njit(inline="always")
+@njit(cache=True)
 def _shell(i, c, per, cell_of, dims):
     """Molecule i's cell coordinates and the neighbour-cell offset ranges (cells_cpu's rule)."""
     cc = cell_of[i]
@@ -186,7 +186,7 @@ def _shell(i, c, per, cell_of, dims):
     return cx, cy, cz, xlo, xhi, ylo, yhi, zlo, zhi
 
 
-@njit(parallel=True)
+@njit(parallel=True, cache=True)
 def _list_counts(c, L, per, cell_of, start, order, dims, rl2, counts, fill, nstart, nidx):
     """The Verlet list over the centres (every j != i within rl, both directions), CSR: with fill False
     the counts per molecule, with fill True the indices, in cell order."""
@@ -212,7 +212,7 @@ def _list_counts(c, L, per, cell_of, start, order, dims, rl2, counts, fill, nsta
         counts[i] = n
 
 
-@njit(parallel=True)
+@njit(parallel=True, cache=True)
 def _traverse(c, L, per, cell_of, start, order, dims, mode, rc2, rs, first, count, comp, kind, a, e, sigma, eps,
               mom, xi, eta, k, krf, crf, rf_dd, force, torque, energy, virial, pairs):
     """A thread per molecule i over its candidates: every molecule (ALLPAIRS, order = 0..m-1), the 27
@@ -271,7 +271,7 @@ def _traverse(c, L, per, cell_of, start, order, dims, mode, rc2, rs, first, coun
         pairs[i] = np_
 
 
-@njit(inline="always")
+@njit(cache=True)
 def _block_cell(b, o, dims, per):
     """Cell b + o, or -1 outside an open axis (the c08 block's cells)."""
     cell = 0
@@ -287,7 +287,7 @@ def _block_cell(b, o, dims, per):
     return cell
 
 
-@njit(parallel=True)
+@njit(parallel=True, cache=True)
 def _c08_colour(c, L, per, start, order, bases, blocks, dims, rc2, rs, first, count, comp, kind, a, e, sigma, eps,
                 mom, xi, eta, k, krf, crf, rf_dd, force, torque, energy, virial, pairs):
     """One colour of c08 (bases of one colour touch disjoint cells): every pair of molecules of the
