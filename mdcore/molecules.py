@@ -69,6 +69,16 @@ class Model:
     switch: float | None = None  # where the switch on the centres' distance starts (None: a plain cutoff)
 
     @property
+    def rf_dipoles(self) -> float:
+        """rf of the dipole - dipole reaction field: 2 (eps_rf - 1) / ((2 eps_rf + 1) r_c^3), 1 / r_c^3 at
+        eps_rf = inf, 0 without a reaction field."""
+        if self.method != "reaction-field":
+            return 0.0
+        if math.isinf(self.epsilon_rf):
+            return 1.0 / self.cutoff ** 3
+        return 2.0 * (self.epsilon_rf - 1.0) / ((2.0 * self.epsilon_rf + 1.0) * self.cutoff ** 3)
+
+    @property
     def switch_start(self) -> float:
         """r_s: the pair energies are scaled by S(r) from r_s to the cutoff (the cutoff itself: no switch)."""
         return self.cutoff if self.switch is None else self.switch

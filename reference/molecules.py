@@ -186,7 +186,7 @@ def compute(molecules, model) -> dict:
     """forces (M, 3), torques (M, 3), energy, virial (3, 3) and pairs (molecule pairs within the cutoff)."""
     s = sites(molecules, model)
     rf = model.method == "reaction-field"
-    rf_dd = reaction_field_dipoles(model)
+    rf_dd = model.rf_dipoles
     f, tq, e, w, pairs = _pairs(np.ascontiguousarray(molecules.centres, np.float64), molecules.box.array,
                                 np.asarray(molecules.box.periodic, np.bool_), s["first"], s["count"],
                                 np.asarray(molecules.components, np.int64), s["kind"], s["a"], s["e"], s["sigma"],
@@ -195,14 +195,3 @@ def compute(molecules, model) -> dict:
     dip = s["kind"] == DIPOLE
     e += -0.5 * model.coulomb_constant * rf_dd * float(np.sum(s["moment"][dip] ** 2))  # the dipoles' self terms
     return {"forces": f, "torques": tq, "energy": float(e), "virial": w, "pairs": int(pairs)}
-
-
-def reaction_field_dipoles(model) -> float:
-    """rf of the dipole - dipole reaction field: 2 (eps_rf - 1) / ((2 eps_rf + 1) r_c^3), 1 / r_c^3 at
-    eps_rf = inf, 0 without a reaction field."""
-    if model.method != "reaction-field":
-        return 0.0
-    if math.isinf(model.epsilon_rf):
-        return 1.0 / model.cutoff ** 3
-    eps = model.epsilon_rf
-    return 2.0 * (eps - 1.0) / ((2.0 * eps + 1.0) * model.cutoff ** 3)

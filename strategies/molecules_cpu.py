@@ -391,8 +391,6 @@ def applicable(name: str, mols, model) -> tuple[bool, str]:
 def evaluate(name: str, mols, model) -> dict:
     """forces (M, 3), torques (M, 3), energy, virial (3, 3) and pairs (molecule pairs within the
     cutoff) of molecules `mols` under `model`, by the traversal `name` (TRAVERSALS), in float64."""
-    from reference.molecules import reaction_field_dipoles
-
     from . import schedules
 
     if name not in TRAVERSALS:
@@ -404,7 +402,7 @@ def evaluate(name: str, mols, model) -> dict:
     c = np.ascontiguousarray(mols.centres, np.float64)
     m = len(c)
     per = np.asarray(mols.box.periodic, np.bool_)
-    rf_dd = reaction_field_dipoles(model)
+    rf_dd = model.rf_dipoles
     rc2 = model.cutoff ** 2
     rs = model.switch_start
     comp = np.asarray(mols.components, np.int64)

@@ -75,7 +75,7 @@ def test_the_strategy_follows_the_reference_trajectory_and_rebuilds():
 
 
 def test_replay_passes_and_the_negative_control_fails(tmp_path, capsys):
-    base = ["verify", "--strategies", "clusterpair_thread_cpu", "--scenarios", "lj_liquid", "--size", "small",
+    base = ["verify", "--strategies", "clusterpair_thread_cpu", "--scenarios", "lj_liquid", "--size", "tiny",
             "--precision", "fp32", "--replay", "100", "--quiet"]
     assert cli.main(base + ["--out", str(tmp_path / "a")]) == 0
     assert cli.main(base + ["--launch", "rebuild=never", "--out", str(tmp_path / "b")]) == 1
