@@ -127,6 +127,9 @@ def test_list_json_shows_the_attributes():
     assert rows["c08_warp_csr"]["newton3"] is True and rows["c08_warp_csr"]["processor"] == "warp"
     assert rows["parity_warpblock_shared_atomic"]["deterministic"] is False
     assert {p["name"] for p in doc["potentials"]} >= {"lj"} and doc["aliases"]["tbp_parity"] == "parity_block_csr"
+    mols = {m["name"]: m for m in doc["molecule_scenarios"]}
+    assert set(mols) == {"spce_water", "stockmayer", "two_centre_lj_quadrupole"}
+    assert "fullshell_thread_cpu" in mols["spce_water"]["strategies"]
 
 
 def test_plan_phases_and_the_rebuild_hook():

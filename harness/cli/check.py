@@ -31,9 +31,13 @@ def cmd_list(args: argparse.Namespace) -> int:
                  "description": "typed Lennard-Jones with a pair table and point charges (reaction field, Ewald real "
                                 "space) from a force-field file (docs/forcefield.md)"})
     precs = {p: m.help for p, m in MODES.items()}
+    from strategies import molecules_cpu
+
+    mols = [{"name": s.name, "description": s.description, "sizes": molecule_scenarios.SIZES,
+             "strategies": list(molecules_cpu.TRAVERSALS)} for s in molecule_scenarios.SCENARIOS.values()]
     if args.json:
         print(json.dumps({"strategies": strat, "aliases": strategies.ALIASES, "scenarios": scen, "potentials": pots,
-                          "precisions": precs}, indent=1))
+                          "precisions": precs, "molecule_scenarios": mols}, indent=1))
         return 0
     for title, group in (("strategies (<traversal>_<processor>_<variant>):", [s for s in strat if not s["experimental"]]),
                          ("experimental strategies (by name, experimental=true or --experimental):",
@@ -49,6 +53,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     for s in scen:
         sizes = ", ".join(f"{k} {v}" for k, v in s["sizes"].items())
         print(f"  {s['name']:18s} {s['description']}\n  {'':18s} sizes: {sizes}")
+    print(f"molecule scenarios (docs/molecules.md; fp64 in reference, {', '.join(molecules_cpu.TRAVERSALS)}):")
+    for m in mols:
+        print(f"  {m['name']:26s} {m['description']}")
     print("potentials:")
     for p in pots:
         print(f"  {p['name']:18s} {p['spec']}  (functor {p['functor']})")
