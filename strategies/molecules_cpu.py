@@ -35,7 +35,7 @@ from numba import njit, prange
 
 from mdcore.molecules import rotation
 
-from .cells_cpu import _axis_range, _wrapi
+from .cells_cpu import _axis_range, _block_cell, _wrapi
 
 LJ, CHARGE, DIPOLE, QUADRUPOLE = 0, 1, 2, 3
 KIND = {"lj": LJ, "charge": CHARGE, "dipole": DIPOLE, "quadrupole": QUADRUPOLE}
@@ -170,6 +170,15 @@ def _image(d, length, periodic):
     return d - length * np.rint(d / length) if periodic else d
 
 
+@njit(cache=True)
+def _separation(c, i, j, L, per):
+    """d = c_i - c_j (minimum image on periodic axes) and |d|^2."""
+    dx = _image(c[i, 0] - c[j, 0], L[0], per[0])
+    dy = _image(c[i, 1] - c[j, 1], L[1], per[1])
+    dz = _image(c[i, 2] - c[j, 2], L[2], per[2])
+    return dx, dy, dz, dx * dx + dy * dy + dz * dz
+
+
 ALLPAIRS, CELLS, LIST = 0, 1, 2
 
 
@@ -202,10 +211,8 @@ def _list_counts(c, L, per, cell_of, start, order, dims, rl2, counts, fill, nsta
                         j = order[q]
                         if j == i:
                             continue
-                        dx = _image(c[i, 0] - c[j, 0], L[0], per[0])
-                        dy = _image(c[i, 1] - c[j, 1], L[1], per[1])
-                        dz = _image(c[i, 2] - c[j, 2], L[2], per[2])
-                        if dx * dx + dy * dy + dz * dz < rl2:
+                        dx, dy, dz, r2 = _separation(c, i, j, L, per)
+                        if r2 < rl2:
                             if fill:
                                 nidx[nstart[i] + n] = j
                             n += 1
@@ -241,10 +248,8 @@ def _traverse(c, L, per, cell_of, start, order, dims, mode, rc2, rs, first, coun
                 j = order[q]
                 if j == i:
                     continue
-                dx = _image(c[i, 0] - c[j, 0], L[0], per[0])
-                dy = _image(c[i, 1] - c[j, 1], L[1], per[1])
-                dz = _image(c[i, 2] - c[j, 2], L[2], per[2])
-                if dx * dx + dy * dy + dz * dz >= rc2:
+                dx, dy, dz, r2 = _separation(c, i, j, L, per)
+                if r2 >= rc2:
                     continue
                 np_ += 1
                 px, py, pz, qx, qy, qz, sx, sy, sz, u = _molecule_pair(i, j, dx, dy, dz, first, count, comp, kind, a,
@@ -271,22 +276,6 @@ def _traverse(c, L, per, cell_of, start, order, dims, mode, rc2, rs, first, coun
         pairs[i] = np_
 
 
-@njit(cache=True)
-def _block_cell(b, o, dims, per):
-    """Cell b + o, or -1 outside an open axis (the c08 block's cells)."""
-    cell = 0
-    for x in range(3):
-        v = b[x] + o[x]
-        if v >= dims[x]:
-            if not per[x]:
-                return -1
-            v -= dims[x]
-        if v < 0:
-            return -1
-        cell = cell * dims[x] + v
-    return cell
-
-
 @njit(parallel=True, cache=True)
 def _c08_colour(c, L, per, start, order, bases, blocks, dims, rc2, rs, first, count, comp, kind, a, e, sigma, eps,
                 mom, xi, eta, k, krf, crf, rf_dd, force, torque, energy, virial, pairs):
@@ -306,10 +295,8 @@ def _c08_colour(c, L, per, start, order, bases, blocks, dims, rc2, rs, first, co
                 i = order[qi]
                 for qj in range(qi + 1 if ca == cb else start[cb], start[cb + 1]):
                     j = order[qj]
-                    dx = _image(c[i, 0] - c[j, 0], L[0], per[0])
-                    dy = _image(c[i, 1] - c[j, 1], L[1], per[1])
-                    dz = _image(c[i, 2] - c[j, 2], L[2], per[2])
-                    if dx * dx + dy * dy + dz * dz >= rc2:
+                    dx, dy, dz, r2 = _separation(c, i, j, L, per)
+                    if r2 >= rc2:
                         continue
                     np_ += 1
                     px, py, pz, qx, qy, qz, sx, sy, sz, u = _molecule_pair(i, j, dx, dy, dz, first, count, comp, kind,
