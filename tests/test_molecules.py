@@ -173,21 +173,14 @@ ALL_KINDS = {"components": {"X": {"mass": 1.0, "inertia": [1, 1, 1], "sites": [
     "cutoff": 3.0, "electrostatics": {"method": "reaction-field", "epsilon_rf": 40.0}}
 
 
-def test_every_site_kind_gives_forces_and_torques_that_are_derivatives_of_the_energy():
-    model = M.parse(ALL_KINDS)
-    rng = np.random.default_rng(5)
-    m, L = 27, 7.0
-    grid = np.array([(i, j, k) for i in range(3) for j in range(3) for k in range(3)], np.float64)
-    mols = M.Molecules((grid + 0.5) * (L / 3) + rng.normal(scale=0.15, size=(m, 3)), _quat(rng, m),
-                       np.zeros(m, np.int32), Box.make([L] * 3))
-    out = ref.compute(mols, model)
-    h = 1e-6
-
+def check_derivatives(mols, model, out, which, h=1e-6):
+    """The reference's forces and torques on molecules `which` against central differences of its energy
+    in their centres and in small rotations about the lab axes."""
     def energy(c=None, q=None):
         return ref.compute(M.Molecules(mols.centres if c is None else c, mols.quaternions if q is None else q,
                                        mols.components, mols.box), model)["energy"]
 
-    for i in (0, 13):
+    for i in which:
         for a in range(3):
             cp, cm = mols.centres.copy(), mols.centres.copy()
             cp[i, a] += h
@@ -198,6 +191,19 @@ def test_every_site_kind_gives_forces_and_torques_that_are_derivatives_of_the_en
             qp[i], qm[i] = _turn(qp[i], np.eye(3)[a], h), _turn(qm[i], np.eye(3)[a], -h)
             assert -(energy(q=qp) - energy(q=qm)) / (2 * h) == pytest.approx(
                 out["torques"][i, a], abs=1e-6 * np.abs(out["torques"]).max())
+
+
+def test_every_site_kind_gives_forces_and_torques_that_are_derivatives_of_the_energy():
+    model = M.parse(ALL_KINDS)
+    rng = np.random.default_rng(5)
+    m, L = 27, 7.0
+    grid = np.array([(i, j, k) for i in range(3) for j in range(3) for k in range(3)], np.float64)
+    mols = M.Molecules((grid + 0.5) * (L / 3) + rng.normal(scale=0.15, size=(m, 3)), _quat(rng, m),
+                       np.zeros(m, np.int32), Box.make([L] * 3))
+    out = ref.compute(mols, model)
+    h = 1e-6
+
+    check_derivatives(mols, model, out, (0, 13), h)
     assert np.allclose(out["forces"].sum(axis=0), 0.0, atol=1e-9 * np.abs(out["forces"]).max())
 
 

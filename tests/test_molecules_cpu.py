@@ -13,7 +13,7 @@ from mdcore import molecules as M
 from reference import molecules as ref
 from strategies import molecules_cpu
 
-from tests.test_molecules import ALL_KINDS, _quat
+from tests.test_molecules import ALL_KINDS, _quat, check_derivatives
 
 
 def _agree(got, want):
@@ -205,29 +205,13 @@ def _switched(doc, rs):
 def test_the_switch_keeps_forces_and_torques_the_derivatives_of_the_energy():
     """A switch from 2 to the cutoff 3 on the centres' distance: most pairs lie in it; the reference's
     forces and torques are still minus the energy's derivatives, and every traversal agrees."""
-    from tests.test_molecules import _turn
-
     model = M.parse(_switched(ALL_KINDS, 2.0))
     mols, _ = _all_kinds(m=64, L=9.0)
     out = ref.compute(mols, model)
     plain = ref.compute(mols, M.parse(ALL_KINDS))
     assert abs(out["energy"] - plain["energy"]) > 1e-3 * abs(plain["energy"])  # the switch acts
 
-    def energy(c=None, q=None):
-        return ref.compute(M.Molecules(mols.centres if c is None else c, mols.quaternions if q is None else q,
-                                       mols.components, mols.box), model)["energy"]
-    h = 1e-6
-    for i in (0, 21, 40):
-        for a in range(3):
-            cp, cm = mols.centres.copy(), mols.centres.copy()
-            cp[i, a] += h
-            cm[i, a] -= h
-            assert -(energy(c=cp) - energy(c=cm)) / (2 * h) == pytest.approx(
-                out["forces"][i, a], abs=1e-6 * np.abs(out["forces"]).max())
-            qp, qm = mols.quaternions.copy(), mols.quaternions.copy()
-            qp[i], qm[i] = _turn(qp[i], np.eye(3)[a], h), _turn(qm[i], np.eye(3)[a], -h)
-            assert -(energy(q=qp) - energy(q=qm)) / (2 * h) == pytest.approx(
-                out["torques"][i, a], abs=1e-6 * np.abs(out["torques"]).max())
+    check_derivatives(mols, model, out, (0, 21, 40))
     for name in molecule_cpu_names:
         _agree(molecules_cpu.evaluate(name, mols, model), out)
 
