@@ -143,16 +143,9 @@ def run(strategies_, precisions, progress=None) -> list[dict]:
 
 
 def table(rows: list[dict]) -> str:
-    lines = [f"{'kspace strategy':22s} {'case':22s} {'precision':9s} {'check':9s} {'status':6s} {'error':>9s} "
-             f"{'tolerance':>9s}"]
-    for r in rows:
-        if r["status"] == "n/a":
-            continue
-        e = "" if r["error"] is None else f"{r['error']:.2e}"
-        t = "" if r["tolerance"] is None else f"{r['tolerance']:.0e}"
-        lines.append(f"{r['kspace']:22s} {r['case']:22s} {r['precision']:9s} {r['check']:9s} {r['status']:6s} {e:>9s} "
-                     f"{t:>9s}" + (f"  {r['detail']}" if r["detail"] else ""))
-    return "\n".join(lines)
+    from .verify import check_table
+
+    return check_table(rows, "kspace", "kspace strategy", (22, 22, 9))
 
 
 def selection(spec: str | None) -> list:

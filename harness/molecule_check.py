@@ -109,13 +109,6 @@ def run(names, precisions, cases, progress=None) -> list[dict]:
 
 
 def table(rows: list[dict]) -> str:
-    lines = [f"{'strategy':22s} {'case':34s} {'precision':9s} {'check':8s} {'status':6s} {'error':>9s} "
-             f"{'tolerance':>9s}"]
-    for r in rows:
-        if r["status"] == "n/a":
-            continue
-        e = "" if r["error"] is None else f"{r['error']:.2e}"
-        t = "" if r["tolerance"] is None else f"{r['tolerance']:.0e}"
-        lines.append(f"{r['strategy']:22s} {r['case']:34s} {r['precision']:9s} {r['check']:8s} {r['status']:6s} "
-                     f"{e:>9s} {t:>9s}" + (f"  {r['detail']}" if r["detail"] else ""))
-    return "\n".join(lines)
+    from .verify import check_table
+
+    return check_table(rows, "strategy", "strategy", (22, 34, 8))

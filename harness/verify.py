@@ -442,6 +442,23 @@ def fixed_agreement(rows: list[dict]) -> dict:
     return {k: {"cases": v["cases"], "strategies": sorted(v["strategies"])} for k, v in out.items()}
 
 
+def check_table(rows: list[dict], key: str, label: str, widths: tuple[int, int, int]) -> str:
+    """The table of a section of checks (kspace, molecules): one line per row that ran, its name (row[key],
+    headed `label`), case, precision, check, status, error and tolerance; widths of the first, second and
+    fourth columns."""
+    wn, wc, wk = widths
+    lines = [f"{label:{wn}s} {'case':{wc}s} {'precision':9s} {'check':{wk}s} {'status':6s} {'error':>9s} "
+             f"{'tolerance':>9s}"]
+    for r in rows:
+        if r["status"] == "n/a":
+            continue
+        e = "" if r["error"] is None else f"{r['error']:.2e}"
+        t = "" if r["tolerance"] is None else f"{r['tolerance']:.0e}"
+        lines.append(f"{r[key]:{wn}s} {r['case']:{wc}s} {r['precision']:9s} {r['check']:{wk}s} {r['status']:6s} "
+                     f"{e:>9s} {t:>9s}" + (f"  {r['detail']}" if r["detail"] else ""))
+    return "\n".join(lines)
+
+
 def write_reports(rows: list[dict], meta: dict, device_header: dict, out_dir: Path,
                   json_path: Path | None = None, kspace_rows: list[dict] | None = None,
                   molecule_rows: list[dict] | None = None) -> list[Path]:
