@@ -16,8 +16,8 @@ one folder per GPU model, holding the latest campaign at the commit it names:
 
 Each stage runs as a child process (`python -m harness ...`) with what is left of `--budget` as its
 time limit (with --gpus N, N stages at once, each child seeing one GPU, the host's cores shared
-among them: each stage times one GPU as it would alone, and the campaign takes about 1/N of the
-time): a bench stage stopped there keeps every point it finished (its partial file) and the next
+among them: each stage times one GPU as it would alone, and the bench and verify stages take about
+1/N of the time; the profiles run one at a time, as Nsight Compute allows): a bench stage stopped there keeps every point it finished (its partial file) and the next
 run resumes it; a stage that ends without error is marked done and not run again. A campaign is tied
 to the commit that last changed the measured code (CODE: the strategies, the reference and the
 harness's measuring modules) and to one GPU model; a tree with other code starts a new campaign only
@@ -63,6 +63,9 @@ class Stage:
     note: str = ""
     expect: int = 0  # the exit status that means done (1 for a negative control, which must fail)
     outputs: tuple[str, ...] = field(default_factory=tuple)  # files it leaves (relative to {dir})
+    # runs with no other stage beside it: Nsight Compute instances on one host wait on one lock, and
+    # two at once left one report unreadable on a 2-GPU node
+    alone: bool = False
 
     def command(self, folder: Path) -> list[str]:
         return [a.replace("{dir}", str(folder)) for a in self.argv]
@@ -102,7 +105,8 @@ def stages() -> list[Stage]:
                      note="1000 tau of NVE in each precision, OpenMM's VerletIntegrator beside"))
     for name in strategies.names("cuda"):
         out.append(Stage(f"profile-{name}", ("profile", "--strategy", name, "--scenario", "lj_liquid", "--n",
-                                             PROFILE_SIZE, "--outputs", "forces", "--out", "{dir}/profile")))
+                                             PROFILE_SIZE, "--outputs", "forces", "--out", "{dir}/profile"),
+                         alone=True))
     out.append(Stage("claims", ("claims", "{dir}", "--out", "{dir}/claims.md", "--json", "{dir}/claims.json"),
                      gpu=False, outputs=("claims.md",)))
     out.append(Stage("report", ("report", "{inputs}", "--out", "{dir}", "--name", "report",
@@ -389,7 +393,8 @@ def _stages(left: list[Stage], camp: Campaign, folder: Path, machine: str, root:
                 pending.pop(0)
                 continue
             free = [x for x in slots if all(r.slot != x for r in running)]
-            if not free or (not s.gpu and running) or (s.gpu and any(not r.stage.gpu for r in running)):
+            alone = (not s.gpu) or s.alone
+            if not free or (alone and running) or any(not r.stage.gpu or r.stage.alone for r in running):
                 break
             remaining = None if budget is None else budget - (time.monotonic() - start)
             if remaining is not None and remaining < 30.0:

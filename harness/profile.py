@@ -198,6 +198,10 @@ def _ncu(exe: str, nvtx: str, cache: str, stem: Path, inner_args: list[str], env
     if p.returncode != 0 or not rep.exists():
         raise InputError(f"ncu failed (exit {p.returncode}): {(p.stderr or p.stdout).strip()[-800:]}")
     raw = subprocess.run([exe, "--import", str(rep), "--csv", "--page", "raw"], capture_output=True, text=True)
+    unread = [line for line in (raw.stdout + raw.stderr).splitlines() if line.startswith("==ERROR==")]
+    if raw.returncode != 0 or unread:
+        raise InputError(f"ncu wrote {rep} but cannot read it back (exit {raw.returncode}): "
+                         f"{' '.join(unread)[-400:] or raw.stderr.strip()[-400:]}")
     Path(str(stem) + ".csv").write_text(raw.stdout)
     summary = summarise(raw.stdout)
     if not summary["launches"]:

@@ -96,6 +96,7 @@ def test_the_campaign_covers_every_suite_and_every_gpu_strategy():
     assert {f"bench-{s}" for s in suites.SUITES if s != "full"} <= names
     assert {f"profile-{n}" for n in strategies.names("cuda")} <= names
     assert {"verify-small", "verify-medium", "nve", "claims", "report"} <= names
+    assert all(s.alone for s in campaign.stages() if s.name.startswith("profile-"))
     never = next(s for s in campaign.stages() if s.name == "verify-never")
     assert never.expect == 1 and "rebuild=never" in never.argv
 
@@ -160,3 +161,21 @@ def test_the_stages_join_one_dask_cluster(tmp_path, monkeypatch):
     assert all("worker" in r for r in json.loads((folder / "verify" / "tiny" / "verify.json").read_text())["rows"])
     with pytest.raises(InputError, match="not both"):
         campaign.run(root=tmp_path, cluster="local:2", gpus=2, say=said.append)
+
+
+def test_a_stage_marked_alone_runs_with_nothing_beside_it(tmp_path, monkeypatch):
+    """The profiles (Nsight Compute) run one at a time even where several GPUs take stages side by
+    side: the stage before one ends before it starts, and the stage after it waits for it."""
+    import strategies.cuda
+
+    _stages(monkeypatch, [campaign.Stage("a", TINY[:-1] + ("{dir}/a",)),
+                          campaign.Stage("p", TINY[:-1] + ("{dir}/p",), alone=True),
+                          campaign.Stage("b", TINY[:-1] + ("{dir}/b",))])
+    monkeypatch.setattr(campaign, "gpu_slots", lambda gpus: ["0", "1"])
+    monkeypatch.setattr(strategies.cuda, "device_status", lambda: (True, ""))
+    monkeypatch.setattr(device, "header", lambda: {"gpu": "faked"})
+    said = []
+    assert campaign.run(root=tmp_path, gpus=2, say=said.append) == 0
+    at = {s.strip().split(" ...")[0].split(":")[0] + (" start" if "..." in s else " end"): k for k, s in enumerate(said)
+          if s.startswith("  ")}
+    assert at["a end"] < at["p start"] < at["p end"] < at["b start"]
