@@ -33,9 +33,9 @@ class Sample:
         return self.potential + self.translational + self.rotational
 
 
-def forces_of(strategy: str, model, template):
+def forces_of(strategy: str, model, template, precision: str = "fp64"):
     """forces(r, q) -> (forces, torques, energy) for the molecules of `template` at centres r and
-    orientations q."""
+    orientations q, computed in `precision` (the integration is float64 whatever it is)."""
     from mdcore.molecules import Molecules
 
     if strategy == "reference":
@@ -48,7 +48,7 @@ def forces_of(strategy: str, model, template):
             raise InputError(f"md: {strategy} cannot run these molecules: {why}")
 
         def compute(m, mdl):
-            return molecules_cpu.evaluate(strategy, m, mdl)
+            return molecules_cpu.evaluate(strategy, m, mdl, precision)
 
     def forces(r, q):
         out = compute(Molecules(r, q, template.components, template.box), model)
@@ -90,13 +90,13 @@ def equilibrate(state: rigid.RigidState, forces, dt: float, steps: int, temperat
 
 
 def run(mols, model, strategy: str, dt: float, steps: int, temperature: float, sample: int, seed: int,
-        progress=None, equilibrate_steps: int = 0) -> dict:
+        progress=None, equilibrate_steps: int = 0, precision: str = "fp64") -> dict:
     """The run's samples and summary (a JSON-ready dict): `equilibrate_steps` with velocity rescaling to
     `temperature` first, then `steps` of NVE."""
     state = start(mols, model, temperature, seed)
     dof = degrees_of_freedom(state)
     samples: list[Sample] = []
-    force_fn = forces_of(strategy, model, mols)
+    force_fn = forces_of(strategy, model, mols, precision)
     if equilibrate_steps:
         equilibrate(state, force_fn, dt, equilibrate_steps, temperature)
 
@@ -123,5 +123,5 @@ def run(mols, model, strategy: str, dt: float, steps: int, temperature: float, s
                "max_deviation_per_molecule": float(np.max(np.abs(e - e[0]))) / m,
                "temperature_mean": float(np.mean([s.temperature for s in samples])),
                "seconds_per_step": wall / max(steps, 1)}
-    return {"kind": "md-molecules", "strategy": strategy, "samples": [s.__dict__ | {"total": s.total}
-                                                                    for s in samples], "summary": summary}
+    return {"kind": "md-molecules", "strategy": strategy, "precision": precision,
+            "samples": [s.__dict__ | {"total": s.total} for s in samples], "summary": summary}

@@ -15,7 +15,11 @@ sum over s of a_s x f + tau_s, where a_s is the site's lab-frame offset. The flo
 (reference/molecules.py) derives the same terms another way, from u(R, A, B, G) with
 A = e_s.r and B = e_t.r.
 
-Traversals, all in float64 (the `fp64` precision mode), the same bits run after run:
+Precision modes (PRECISIONS) as for points: fp32 computes and sums in float32, mixed computes in
+float32 and sums (the molecule's force, torque, energy and virial) in float64, fp64 in float64. Each
+function takes its literals as R(x), R the dtype of an array it is given (the compute type), so that
+float32 arithmetic stays float32 (a Python literal would promote it); a molecule pair's sums over
+its sites are in the compute type. Traversals, the same bits run after run:
   allpairs   a thread per molecule i (numba prange) against every j != i: no Newton3, each pair
              computed from both sides, each thread writing only its own molecule (energy and virial
              halved)
@@ -41,6 +45,8 @@ LJ, CHARGE, DIPOLE, QUADRUPOLE = 0, 1, 2, 3
 KIND = {"lj": LJ, "charge": CHARGE, "dipole": DIPOLE, "quadrupole": QUADRUPOLE}
 TRAVERSALS = ("allpairs_thread_cpu", "fullshell_thread_cpu", "c08_thread_cpu", "verlet_thread_cpu")
 SKIN = 0.1  # the Verlet list's skin, a fraction of the cutoff
+# precision mode: (compute type, accumulation type), as the point strategies' modes (mdcore.MODES)
+PRECISIONS = {"fp32": (np.float32, np.float32), "mixed": (np.float32, np.float64), "fp64": (np.float64, np.float64)}
 
 
 @njit(cache=True)
@@ -63,8 +69,10 @@ def _generic(u, ur, ps, pt, ug, cs, ct, inv, rx, ry, rz, es, et):
 @njit(cache=True)
 def _site_pair(ks, kt, rx, ry, rz, es, et, ms, mt, k, krf, crf, rf_dd):
     """(u, fx, fy, fz, tau_s, tau_t) of two electrostatic sites (kinds ks, kt; charge or moment ms, mt)."""
+    R = es.dtype.type
+    z = R(0.0)
     r2 = rx * rx + ry * ry + rz * rz
-    inv = 1.0 / math.sqrt(r2)
+    inv = R(1.0) / math.sqrt(r2)
     inv2 = inv * inv
     cs = (es[0] * rx + es[1] * ry + es[2] * rz) * inv
     ct = (et[0] * rx + et[1] * ry + et[2] * rz) * inv
@@ -72,51 +80,53 @@ def _site_pair(ks, kt, rx, ry, rz, es, et, ms, mt, k, krf, crf, rf_dd):
     p = k * ms * mt
     if ks == CHARGE and kt == CHARGE:  # p (1/r + k_rf r^2 - c_rf)
         u = p * (inv + krf * r2 - crf)
-        return _generic(u, p * (-inv2 + 2.0 * krf * r2 * inv), 0.0, 0.0, 0.0, cs, ct, inv, rx, ry, rz, es, et)
+        return _generic(u, p * (-inv2 + R(2.0) * krf * r2 * inv), z, z, z, cs, ct, inv, rx, ry, rz, es, et)
     if ks == CHARGE and kt == DIPOLE:  # p cos_t / r^2
         u = p * ct * inv2
-        return _generic(u, -2.0 * u * inv, 0.0, p * inv2 * inv, 0.0, cs, ct, inv, rx, ry, rz, es, et)
+        return _generic(u, -R(2.0) * u * inv, z, p * inv2 * inv, z, cs, ct, inv, rx, ry, rz, es, et)
     if ks == DIPOLE and kt == CHARGE:  # -p cos_s / r^2
         u = -p * cs * inv2
-        return _generic(u, -2.0 * u * inv, -p * inv2 * inv, 0.0, 0.0, cs, ct, inv, rx, ry, rz, es, et)
+        return _generic(u, -R(2.0) * u * inv, -p * inv2 * inv, z, z, cs, ct, inv, rx, ry, rz, es, et)
     if ks == DIPOLE and kt == DIPOLE:  # p (g - 3 cos_s cos_t) / r^3 - p rf g
         f3 = p * inv2 * inv
-        u = f3 * (g - 3.0 * cs * ct)
-        return _generic(u - p * rf_dd * g, -3.0 * u * inv, -3.0 * f3 * ct * inv, -3.0 * f3 * cs * inv,
+        u = f3 * (g - R(3.0) * cs * ct)
+        return _generic(u - p * rf_dd * g, -R(3.0) * u * inv, -R(3.0) * f3 * ct * inv, -R(3.0) * f3 * cs * inv,
                         f3 - p * rf_dd, cs, ct, inv, rx, ry, rz, es, et)
     if ks == CHARGE and kt == QUADRUPOLE:  # p (3 cos_t^2 - 1) / (2 r^3)
-        f3 = 0.5 * p * inv2 * inv
-        u = f3 * (3.0 * ct * ct - 1.0)
-        return _generic(u, -3.0 * u * inv, 0.0, 6.0 * f3 * ct * inv, 0.0, cs, ct, inv, rx, ry, rz, es, et)
+        f3 = R(0.5) * p * inv2 * inv
+        u = f3 * (R(3.0) * ct * ct - R(1.0))
+        return _generic(u, -R(3.0) * u * inv, z, R(6.0) * f3 * ct * inv, z, cs, ct, inv, rx, ry, rz, es, et)
     if ks == QUADRUPOLE and kt == CHARGE:
-        f3 = 0.5 * p * inv2 * inv
-        u = f3 * (3.0 * cs * cs - 1.0)
-        return _generic(u, -3.0 * u * inv, 6.0 * f3 * cs * inv, 0.0, 0.0, cs, ct, inv, rx, ry, rz, es, et)
+        f3 = R(0.5) * p * inv2 * inv
+        u = f3 * (R(3.0) * cs * cs - R(1.0))
+        return _generic(u, -R(3.0) * u * inv, R(6.0) * f3 * cs * inv, z, z, cs, ct, inv, rx, ry, rz, es, et)
     if ks == DIPOLE and kt == QUADRUPOLE:  # 3/2 p (-cos_s (5 cos_t^2 - 1) + 2 g cos_t) / r^4
-        f4 = 1.5 * p * inv2 * inv2
-        u = f4 * (-cs * (5.0 * ct * ct - 1.0) + 2.0 * g * ct)
-        return _generic(u, -4.0 * u * inv, f4 * (1.0 - 5.0 * ct * ct) * inv, 2.0 * f4 * (g - 5.0 * cs * ct) * inv,
-                        2.0 * f4 * ct, cs, ct, inv, rx, ry, rz, es, et)
+        f4 = R(1.5) * p * inv2 * inv2
+        u = f4 * (-cs * (R(5.0) * ct * ct - R(1.0)) + R(2.0) * g * ct)
+        return _generic(u, -R(4.0) * u * inv, f4 * (R(1.0) - R(5.0) * ct * ct) * inv,
+                        R(2.0) * f4 * (g - R(5.0) * cs * ct) * inv, R(2.0) * f4 * ct, cs, ct, inv, rx, ry, rz, es, et)
     if ks == QUADRUPOLE and kt == DIPOLE:  # the same with the roles swapped: r -> -r, cos_s <-> -cos_t
-        f4 = 1.5 * p * inv2 * inv2
-        u = f4 * (ct * (5.0 * cs * cs - 1.0) - 2.0 * g * cs)
-        return _generic(u, -4.0 * u * inv, -2.0 * f4 * (g - 5.0 * cs * ct) * inv, -f4 * (1.0 - 5.0 * cs * cs) * inv,
-                        -2.0 * f4 * cs, cs, ct, inv, rx, ry, rz, es, et)
+        f4 = R(1.5) * p * inv2 * inv2
+        u = f4 * (ct * (R(5.0) * cs * cs - R(1.0)) - R(2.0) * g * cs)
+        return _generic(u, -R(4.0) * u * inv, -R(2.0) * f4 * (g - R(5.0) * cs * ct) * inv,
+                        -f4 * (R(1.0) - R(5.0) * cs * cs) * inv, -R(2.0) * f4 * cs, cs, ct, inv, rx, ry, rz, es, et)
     # quadrupole - quadrupole: 3/4 p / r^5 (1 - 5 (cos_s^2 + cos_t^2) - 15 cos_s^2 cos_t^2 + 2 (g - 5 cos_s cos_t)^2)
-    f5 = 0.75 * p * inv2 * inv2 * inv
-    term = g - 5.0 * cs * ct
+    f5 = R(0.75) * p * inv2 * inv2 * inv
+    term = g - R(5.0) * cs * ct
     c2s, c2t = cs * cs, ct * ct
-    u = f5 * (1.0 - 5.0 * (c2s + c2t) - 15.0 * c2s * c2t + 2.0 * term * term)
-    return _generic(u, -5.0 * u * inv, -10.0 * f5 * (cs + 3.0 * cs * c2t + 2.0 * ct * term) * inv,
-                    -10.0 * f5 * (ct + 3.0 * c2s * ct + 2.0 * cs * term) * inv, 4.0 * f5 * term, cs, ct, inv,
-                    rx, ry, rz, es, et)
+    u = f5 * (R(1.0) - R(5.0) * (c2s + c2t) - R(15.0) * c2s * c2t + R(2.0) * term * term)
+    return _generic(u, -R(5.0) * u * inv, -R(10.0) * f5 * (cs + R(3.0) * cs * c2t + R(2.0) * ct * term) * inv,
+                    -R(10.0) * f5 * (ct + R(3.0) * c2s * ct + R(2.0) * cs * term) * inv, R(4.0) * f5 * term, cs, ct,
+                    inv, rx, ry, rz, es, et)
 
 
 @njit(cache=True)
 def _molecule_pair(i, j, dx, dy, dz, first, count, comp, kind, a, e, sigma, eps, mom, xi, eta, k, krf, crf, rf_dd):
     """Every site of molecule i against every site of j (centres d = c_i - c_j apart): the force on i,
-    the torques on i and on j about their centres, and the energy."""
-    fx = fy = fz = tx = ty = tz = sx = sy = sz = u = 0.0
+    the torques on i and on j about their centres, and the energy, summed in the compute type."""
+    R = a.dtype.type
+    z = R(0.0)
+    fx = fy = fz = tx = ty = tz = sx = sy = sz = u = z
     for s in range(first[i], first[i] + count[i]):
         for t in range(first[j], first[j] + count[j]):
             if (kind[s] == LJ) != (kind[t] == LJ):
@@ -127,14 +137,14 @@ def _molecule_pair(i, j, dx, dy, dz, first, count, comp, kind, a, e, sigma, eps,
             if kind[s] == LJ:  # 4 eps ((sig/r)^12 - (sig/r)^6), eps = xi sqrt(eps_s eps_t), sig = eta (sig_s + sig_t) / 2
                 r2 = rx * rx + ry * ry + rz * rz
                 ep = xi[comp[i], comp[j]] * math.sqrt(eps[s] * eps[t])
-                sg = eta[comp[i], comp[j]] * 0.5 * (sigma[s] + sigma[t])
+                sg = eta[comp[i], comp[j]] * R(0.5) * (sigma[s] + sigma[t])
                 l6 = sg * sg / r2
                 l6 = l6 * l6 * l6
-                us = 4.0 * ep * l6 * (l6 - 1.0)
-                fac = 24.0 * ep * l6 * (2.0 * l6 - 1.0) / r2
+                us = R(4.0) * ep * l6 * (l6 - R(1.0))
+                fac = R(24.0) * ep * l6 * (R(2.0) * l6 - R(1.0)) / r2
                 px, py, pz = fac * rx, fac * ry, fac * rz
-                o = (0.0, 0.0, 0.0)
-                ot = (0.0, 0.0, 0.0)
+                o = (z, z, z)
+                ot = (z, z, z)
             else:
                 us, px, py, pz, o, ot = _site_pair(kind[s], kind[t], rx, ry, rz, e[s], e[t], mom[s], mom[t], k, krf,
                                                     crf, rf_dd)
@@ -152,15 +162,17 @@ def _molecule_pair(i, j, dx, dy, dz, first, count, comp, kind, a, e, sigma, eps,
 
 
 @njit(cache=True)
-def _switch(dx, dy, dz, rs, rc, px, py, pz, qx, qy, qz, sx, sy, sz, u):
+def _switch(c, dx, dy, dz, rs, rc, px, py, pz, qx, qy, qz, sx, sy, sz, u):
     """A molecule pair's totals under the switch on the centres' distance (S = 1 - 10 x^3 + 15 x^4 - 6 x^5,
-    x = (r - rs) / (rc - rs)): energy and torques times S, the force S f - u S'(r) d / r."""
+    x = (r - rs) / (rc - rs)): energy and torques times S, the force S f - u S'(r) d / r (c: the
+    centres, whose dtype is the compute type)."""
+    R = c.dtype.type
     r = math.sqrt(dx * dx + dy * dy + dz * dz)
     if r <= rs:
         return px, py, pz, qx, qy, qz, sx, sy, sz, u
     x = (r - rs) / (rc - rs)
-    sw = 1.0 - x * x * x * (10.0 - 15.0 * x + 6.0 * x * x)
-    g = 30.0 * x * x * (1.0 - x) * (1.0 - x) / (rc - rs) * u / r  # -u S'(r) / r
+    sw = R(1.0) - x * x * x * (R(10.0) - R(15.0) * x + R(6.0) * x * x)
+    g = R(30.0) * x * x * (R(1.0) - x) * (R(1.0) - x) / (rc - rs) * u / r  # -u S'(r) / r
     return (sw * px + g * dx, sw * py + g * dy, sw * pz + g * dz, sw * qx, sw * qy, sw * qz, sw * sx, sw * sy,
             sw * sz, sw * u)
 
@@ -226,9 +238,10 @@ def _traverse(c, L, per, cell_of, start, order, dims, mode, rc2, rs, first, coun
     neighbour cells (CELLS), or its Verlet list (LIST: start and order the CSR list)."""
     m = c.shape[0]
     rc = math.sqrt(rc2)
+    Acc = force.dtype.type
     for i in prange(m):
-        fx = fy = fz = tx = ty = tz = ui = 0.0
-        w = np.zeros(9)
+        fx = fy = fz = tx = ty = tz = ui = Acc(0.0)
+        w = np.zeros(9, force.dtype)
         np_ = 0
         cx, cy, cz, xlo, xhi, ylo, yhi, zlo, zhi = _shell(i, c, per, cell_of, dims)
         ncell = (xhi - xlo + 1) * (yhi - ylo + 1) * (zhi - zlo + 1) if mode == CELLS else 1
@@ -254,8 +267,8 @@ def _traverse(c, L, per, cell_of, start, order, dims, mode, rc2, rs, first, coun
                 np_ += 1
                 px, py, pz, qx, qy, qz, sx, sy, sz, u = _molecule_pair(i, j, dx, dy, dz, first, count, comp, kind, a,
                                                                        e, sigma, eps, mom, xi, eta, k, krf, crf, rf_dd)
-                px, py, pz, qx, qy, qz, sx, sy, sz, u = _switch(dx, dy, dz, rs, rc, px, py, pz, qx, qy, qz, sx, sy,
-                                                                sz, u)
+                px, py, pz, qx, qy, qz, sx, sy, sz, u = _switch(c, dx, dy, dz, rs, rc, px, py, pz, qx, qy, qz, sx,
+                                                                sy, sz, u)
                 fx += px
                 fy += py
                 fz += pz
@@ -270,9 +283,9 @@ def _traverse(c, L, per, cell_of, start, order, dims, mode, rc2, rs, first, coun
                         w[3 * x + y] += dd[x] * ff[y]
         force[i, 0], force[i, 1], force[i, 2] = fx, fy, fz
         torque[i, 0], torque[i, 1], torque[i, 2] = tx, ty, tz
-        energy[i] = 0.5 * ui
+        energy[i] = Acc(0.5) * ui
         for x in range(9):
-            virial[i, x] = 0.5 * w[x]
+            virial[i, x] = Acc(0.5) * w[x]
         pairs[i] = np_
 
 
@@ -282,9 +295,10 @@ def _c08_colour(c, L, per, start, order, bases, blocks, dims, rc2, rs, first, co
     """One colour of c08 (bases of one colour touch disjoint cells): every pair of molecules of the
     block's cell pairs once, Newton3 (the force and torque on j from the same body)."""
     rc = math.sqrt(rc2)
+    Acc = force.dtype.type
     for t in prange(bases.shape[0]):
-        w = np.zeros(9)
-        ut = 0.0
+        w = np.zeros(9, force.dtype)
+        ut = Acc(0.0)
         np_ = 0
         for p in range(blocks.shape[0]):
             ca = _block_cell(bases[t], blocks[p, 0], dims, per)
@@ -302,8 +316,8 @@ def _c08_colour(c, L, per, start, order, bases, blocks, dims, rc2, rs, first, co
                     px, py, pz, qx, qy, qz, sx, sy, sz, u = _molecule_pair(i, j, dx, dy, dz, first, count, comp, kind,
                                                                            a, e, sigma, eps, mom, xi, eta, k, krf,
                                                                            crf, rf_dd)
-                    px, py, pz, qx, qy, qz, sx, sy, sz, u = _switch(dx, dy, dz, rs, rc, px, py, pz, qx, qy, qz, sx,
-                                                                    sy, sz, u)
+                    px, py, pz, qx, qy, qz, sx, sy, sz, u = _switch(c, dx, dy, dz, rs, rc, px, py, pz, qx, qy, qz,
+                                                                    sx, sy, sz, u)
                     force[i, 0] += px
                     force[i, 1] += py
                     force[i, 2] += pz
@@ -375,37 +389,45 @@ def applicable(name: str, mols, model) -> tuple[bool, str]:
     return ok, "" if ok else f"c08 over the centres' cells ({'x'.join(map(str, dims))}): {why}"
 
 
-def evaluate(name: str, mols, model) -> dict:
+def evaluate(name: str, mols, model, precision: str = "fp64") -> dict:
     """forces (M, 3), torques (M, 3), energy, virial (3, 3) and pairs (molecule pairs within the
-    cutoff) of molecules `mols` under `model`, by the traversal `name` (TRAVERSALS), in float64."""
+    cutoff) of molecules `mols` under `model`, by the traversal `name` (TRAVERSALS), in `precision`
+    (PRECISIONS); the results are float64 arrays whatever the precision."""
     from . import schedules
 
     if name not in TRAVERSALS:
         raise ValueError(name)
+    if precision not in PRECISIONS:
+        raise ValueError(f"molecules compute in {', '.join(PRECISIONS)}, not {precision}")
     ok, why = applicable(name, mols, model)
     if not ok:
         raise ValueError(why)
+    real, acc = PRECISIONS[precision]
     first, count, kind, a, e, sigma, eps, mom = _sites(mols, model)
+    a, e, sigma, eps, mom = (np.ascontiguousarray(x, real) for x in (a, e, sigma, eps, mom))
     c = np.ascontiguousarray(mols.centres, np.float64)
     m = len(c)
     per = np.asarray(mols.box.periodic, np.bool_)
-    rf_dd = model.rf_dipoles
-    rc2 = model.cutoff ** 2
-    rs = model.switch_start
+    # the cells from the float64 centres (which cell a centre falls in is not what the precision
+    # mode is about); the pair separations from the centres in the compute type
+    cr, lengths = c.astype(real), np.asarray(mols.box.array, real)
+    rf_dd = real(model.rf_dipoles)
+    rc2 = real(model.cutoff) * real(model.cutoff)
+    rs = real(model.switch_start)
     comp = np.asarray(mols.components, np.int64)
-    force, torque = np.zeros((m, 3)), np.zeros((m, 3))
-    body = (first, count, comp, kind, a, e, sigma, eps, mom, model.xi, model.eta, model.coulomb_constant, model.k_rf,
-            model.c_rf, rf_dd)
+    force, torque = np.zeros((m, 3), acc), np.zeros((m, 3), acc)
+    body = (first, count, comp, kind, a, e, sigma, eps, mom, model.xi.astype(real), model.eta.astype(real),
+            real(model.coulomb_constant), real(model.k_rf), real(model.c_rf), rf_dd)
     if name == "c08_thread_cpu":
         cell, start, order, dims = _cells(c, mols.box.lengths, per, model.cutoff)
         colours = [b.astype(np.int64) for b in schedules.c08_colours(dims, mols.box.periodic)]
         rows = sum(len(b) for b in colours)
-        energy, virial, pairs = np.zeros(rows), np.zeros((rows, 9)), np.zeros(rows, np.int64)
+        energy, virial, pairs = np.zeros(rows, acc), np.zeros((rows, 9), acc), np.zeros(rows, np.int64)
         blocks = schedules.C08_PAIRS.astype(np.int64)
         row = 0
         for bases in colours:
             k = len(bases)
-            _c08_colour(c, mols.box.array, per, start, order, bases, blocks, dims, rc2, rs, *body, force, torque,
+            _c08_colour(cr, lengths, per, start, order, bases, blocks, dims, rc2, rs, *body, force, torque,
                         energy[row:row + k], virial[row:row + k], pairs[row:row + k])
             row += k
         visits = 1
@@ -425,11 +447,12 @@ def evaluate(name: str, mols, model) -> dict:
             lidx = np.zeros(int(lstart[-1]), np.int64)
             _list_counts(c, mols.box.array, per, cell, start, order, dims, rl2, counts, True, lstart, lidx)
             start, order = lstart, lidx
-        energy, virial, pairs = np.zeros(m), np.zeros((m, 9)), np.zeros(m, np.int64)
-        _traverse(c, mols.box.array, per, cell, start, order, dims, mode, rc2, rs, *body, force, torque, energy,
+        energy, virial, pairs = np.zeros(m, acc), np.zeros((m, 9), acc), np.zeros(m, np.int64)
+        _traverse(cr, lengths, per, cell, start, order, dims, mode, rc2, rs, *body, force, torque, energy,
                   virial, pairs)
         visits = 2
     dip = kind == DIPOLE
-    self_term = -0.5 * model.coulomb_constant * rf_dd * float(np.sum(mom[dip] ** 2))
-    return {"forces": force, "torques": torque, "energy": float(energy.sum()) + self_term,
-            "virial": virial.sum(0).reshape(3, 3), "pairs": int(pairs.sum()) // visits}
+    self_term = -0.5 * model.coulomb_constant * model.rf_dipoles * float(np.sum(mom[dip].astype(np.float64) ** 2))
+    return {"forces": force.astype(np.float64), "torques": torque.astype(np.float64),
+            "energy": float(energy.sum(dtype=acc)) + self_term,
+            "virial": virial.sum(0, dtype=acc).astype(np.float64).reshape(3, 3), "pairs": int(pairs.sum()) // visits}

@@ -47,6 +47,34 @@ def test_every_site_kind_as_the_reference_has_it(name, periodic, two):
     _agree(molecules_cpu.evaluate(name, mols, model), ref.compute(mols, model))
 
 
+@pytest.mark.parametrize("precision", ["fp32", "mixed"])
+def test_float32_modes_agree_within_their_bound_and_compute_in_float32(precision):
+    """fp32 and mixed on every site kind, two components, every traversal: within verify's bound of
+    the reference, and not float64 in disguise (an error far above float64's); mixed sums in float64,
+    so its energy differs from fp32's."""
+    from harness import molecule_check
+
+    mols, model = _all_kinds(two=True)
+    want = ref.compute(mols, model)
+    tol = molecule_check.tolerance(precision, mols, model)
+    assert 1e-5 <= tol < 1e-3
+    energies = set()
+    for name in molecule_cpu_names:
+        got = molecules_cpu.evaluate(name, mols, model, precision)
+        errors = [float(np.abs(got[k] - want[k]).max() / np.abs(want[k]).max())
+                  for k in ("forces", "torques", "virial")]
+        errors.append(abs(got["energy"] - want["energy"]) / abs(want["energy"]))
+        assert max(errors) <= tol, (name, errors)
+        assert max(errors) > 1e-9, (name, errors)  # float32 arithmetic
+        assert got["pairs"] == want["pairs"] and got["forces"].dtype == np.float64
+        energies.add(got["energy"])
+    fp32 = molecules_cpu.evaluate("fullshell_thread_cpu", mols, model, "fp32")["energy"]
+    if precision == "mixed":
+        assert fp32 not in energies
+    with pytest.raises(ValueError, match="fixed"):
+        molecules_cpu.evaluate("fullshell_thread_cpu", mols, model, "fixed")
+
+
 @pytest.mark.parametrize("scenario", sorted(S.SCENARIOS))
 def test_each_molecule_scenario_as_the_reference_has_it(scenario):
     mols, model = S.make(scenario, "tiny", seed=2)
@@ -106,9 +134,10 @@ def test_forces_takes_a_molecule_traversal_by_name(tmp_path, capsys):
     assert cli.main([*args, "--strategy", "c08_thread_cpu", "--out", str(tmp_path / "x.npz")]) == 2
     err = capsys.readouterr().err.strip().splitlines()  # the tiny box: 2 cells a side
     assert len(err) == 1 and "c08" in err[0] and not (tmp_path / "x.npz").exists()
-    assert cli.main([*args, "--strategy", "fullshell_thread_cpu", "--precision", "fp32",
+    assert cli.main([*args, "--strategy", "fullshell_thread_cpu", "--precision", "fixed",
                      "--out", str(tmp_path / "y.npz")]) == 2
-    assert "fp64" in capsys.readouterr().err
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "fixed" in err[0] and "mixed" in err[0] and not (tmp_path / "y.npz").exists()
 
 
 def test_md_of_molecules_conserves_energy_and_writes_its_summary(tmp_path, capsys):
@@ -133,7 +162,8 @@ def test_md_of_molecules_conserves_energy_and_writes_its_summary(tmp_path, capsy
 @pytest.mark.parametrize("extra, words", [
     ([], "take --dt"), (["--dt", "0.001", "--temperature", "1", "--strategy", "clusterpair_thread_cpu"],
                         "no molecule functor"),
-    (["--dt", "0.001", "--temperature", "1", "--precision", "fp32"], "float64 forces"),
+    (["--dt", "0.001", "--temperature", "1", "--precision", "fixed"], "not fixed"),
+    (["--dt", "0.001", "--temperature", "1", "--strategy", "reference", "--precision", "fp32"], "not fp32"),
     (["--dt", "0.001", "--temperature", "1", "--launch", "block=64"], "--launch"),
     (["--dt", "0.001", "--temperature", "1", "--input", "x.npz"], "not with the scenario"),
     (["--dt", "0.001", "--temperature", "1", "--strategy", "c08_thread_cpu"], "2x2x2")])
@@ -163,8 +193,8 @@ def test_verify_checks_the_molecule_traversals_and_fails_a_wrong_torque(tmp_path
     assert [r["strategy"] for r in skipped] == ["c08_thread_cpu"] and "2x2x2" in skipped[0]["detail"]
     real = mc.evaluate
 
-    def tilted(name, mols, model):  # the CUDA port's fault: a torque term left out, here a 1e-6 error
-        out = real(name, mols, model)
+    def tilted(name, mols, model, precision="fp64"):  # the CUDA port's fault: a torque term left out, here 1e-6
+        out = real(name, mols, model, precision)
         out["torques"] = out["torques"] * (1.0 + 1e-6)
         return out
     monkeypatch.setattr(mc, "evaluate", tilted)

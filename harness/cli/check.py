@@ -224,8 +224,8 @@ def _verify_molecules(args: argparse.Namespace) -> int:
     if fails:
         return 1
     if not any(r["status"] == "pass" for r in mrows):
-        say("error: no molecule check ran, every one is n/a (the molecule traversals compute in fp64: "
-            "--precision fp64)")
+        say("error: no molecule check ran, every one is n/a (the molecule traversals compute in fp32, mixed and "
+            "fp64)")
         return 2
     return 0
 
@@ -321,7 +321,8 @@ def cmd_forces(args: argparse.Namespace) -> int:
 def _molecule_forces(args: argparse.Namespace) -> int:
     """--molecules: rigid molecules from --input (.npz: positions, quaternions, components, box) with
     the components file's sites; forces, torques, energy and virial per molecule system. The float64
-    float64 reference computes them, or a CPU molecule traversal (strategies/molecules_cpu.py) in fp64."""
+    float64 reference computes them, or a CPU molecule traversal (strategies/molecules_cpu.py) in fp32, mixed or
+    fp64."""
     from mdcore import molecules
     from strategies import molecules_cpu
 
@@ -331,9 +332,9 @@ def _molecule_forces(args: argparse.Namespace) -> int:
         raise InputError(f"--molecules: strategy {args.strategy} has no molecule functor yet; molecules run in "
                          f"reference, {', '.join(molecules_cpu.TRAVERSALS)}")
     check_precision(args.precision)
-    if args.strategy != "reference" and args.precision != "fp64":
-        raise InputError(f"--molecules: {args.strategy} computes molecules in fp64 only (--precision fp64), "
-                         f"not {args.precision}")
+    if args.strategy != "reference" and args.precision not in molecules_cpu.PRECISIONS:
+        raise InputError(f"--molecules: molecules compute in {', '.join(molecules_cpu.PRECISIONS)}, not "
+                         f"{args.precision} (the point strategies' mode)")
     model = molecules.load(args.molecules)
     mols = molecules.read(args.input, model)
     if mols.normalised:
@@ -346,7 +347,7 @@ def _molecule_forces(args: argparse.Namespace) -> int:
         ok, why = molecules_cpu.applicable(args.strategy, mols, model)
         if not ok:
             raise InputError(f"--molecules: {args.strategy} cannot run {args.input}: {why}")
-        out = molecules_cpu.evaluate(args.strategy, mols, model)
+        out = molecules_cpu.evaluate(args.strategy, mols, model, args.precision)
     np.savez(args.out, forces=out["forces"], torques=out["torques"], energy=np.float64(out["energy"]),
              virial=out["virial"], pairs=np.int64(out["pairs"]))
     print(f"{args.strategy} {len(mols.centres)} molecules ({', '.join(model.names)}), box {mols.box.describe()}, cutoff "

@@ -272,8 +272,10 @@ def cmd_md_molecules(args: argparse.Namespace) -> int:
     if strategy != "reference" and strategy not in molecules_cpu.TRAVERSALS:
         raise InputError(f"md: strategy {strategy} has no molecule functor yet; molecules run in reference, "
                          f"{', '.join(molecules_cpu.TRAVERSALS)}")
-    if args.precision not in (None, "fp64"):
-        raise InputError(f"md: molecules are integrated with float64 forces (--precision fp64), not {args.precision}")
+    precision = args.precision or "fp64"
+    if precision not in molecules_cpu.PRECISIONS or (strategy == "reference" and precision != "fp64"):
+        offered = "fp64" if strategy == "reference" else ", ".join(molecules_cpu.PRECISIONS)
+        raise InputError(f"md: molecule forces come in {offered} from {strategy}, not {precision}")
     bad = [o for o, v in (("--nve-report", args.nve_report), ("--forcefield", args.forcefield),
                           ("--potential", args.potential), ("--launch", args.launch), ("--out", args.out)) if v]
     if bad:
@@ -299,14 +301,15 @@ def cmd_md_molecules(args: argparse.Namespace) -> int:
         mols, model = molecule_scenarios.make(args.scenario, args.n, seed=args.seed)
         what = f"{args.scenario} seed={args.seed}"
     if not args.quiet:
-        print(f"md {strategy} {len(mols.centres)} molecules of {what}, cutoff {model.cutoff:g}: "
+        print(f"md {strategy} {precision} {len(mols.centres)} molecules of {what}, cutoff {model.cutoff:g}: "
               + (f"{args.equilibrate} steps rescaled to k_B T {args.temperature:g}, then " if args.equilibrate else "")
               + f"{steps} steps of dt {args.dt:g} (NO_SQUISH, NVE), k_B T0 {args.temperature:g}, a sample every "
               f"{args.sample}")
     res = rigid_md.run(mols, model, strategy, args.dt, steps, args.temperature, args.sample, args.seed,
-                       progress=None if args.quiet else print, equilibrate_steps=args.equilibrate)
+                       progress=None if args.quiet else print, equilibrate_steps=args.equilibrate, precision=precision)
     s = res["summary"]
-    print(f"md {strategy} {s['molecules']} molecules: {1e3 * s['seconds_per_step']:.3f} ms per step; energy drift "
+    print(f"md {strategy} {precision} {s['molecules']} molecules: {1e3 * s['seconds_per_step']:.3f} ms per step; "
+          "energy drift "
           f"{s['drift_per_molecule_per_time']:+.3e} per molecule per time unit, largest |E - E0| "
           f"{s['max_deviation_per_molecule']:.3e} per molecule, mean k_B T {s['temperature_mean']:.4g}")
     if args.json:
