@@ -15,7 +15,7 @@ from pathlib import Path
 from mdcore import InputError
 
 SCHEMA_VERSION = 2
-KINDS = ("verify", "bench", "ewald")
+KINDS = ("verify", "bench", "ewald", "bench-molecules")
 
 
 def _creatable(p: Path, what: str) -> None:

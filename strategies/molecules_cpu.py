@@ -377,6 +377,26 @@ def _cells(c: np.ndarray, lengths, periodic, cutoff: float):
     return cell, start.astype(np.int64), order.astype(np.int64), np.array(dims, np.int64)
 
 
+def _csr_list(c, L, per, cells, reach: float):
+    """Every j != i with centres within `reach` of i's, both directions, as CSR (start (m + 1), indices),
+    from cells of side >= reach."""
+    cell, start, order, dims = cells
+    counts = np.zeros(len(c), np.int64)
+    _list_counts(c, L, per, cell, start, order, dims, reach * reach, counts, False, start, order)
+    lstart = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    lidx = np.zeros(int(lstart[-1]), np.int64)
+    _list_counts(c, L, per, cell, start, order, dims, reach * reach, counts, True, lstart, lidx)
+    return lstart, lidx
+
+
+def neighbours(mols, reach: float):
+    """The molecules whose centres lie within `reach` of each molecule's (minimum image), in float64:
+    CSR (start, indices)."""
+    c = np.ascontiguousarray(mols.centres, np.float64)
+    per = np.asarray(mols.box.periodic, np.bool_)
+    return _csr_list(c, mols.box.array, per, _cells(c, mols.box.lengths, per, reach), reach)
+
+
 def applicable(name: str, mols, model) -> tuple[bool, str]:
     """Whether traversal `name` runs these molecules: c08 needs 3 or more cells along each periodic axis."""
     if name != "c08_thread_cpu":
@@ -440,13 +460,7 @@ def evaluate(name: str, mols, model, precision: str = "fp64") -> dict:
             side = model.cutoff * (1.0 + SKIN) if mode == LIST else model.cutoff
             cell, start, order, dims = _cells(c, mols.box.lengths, per, side)
         if mode == LIST:  # the list over the centres within rc + skin, then the traversal over it
-            counts = np.zeros(m, np.int64)
-            rl2 = ((1.0 + SKIN) * model.cutoff) ** 2
-            _list_counts(c, mols.box.array, per, cell, start, order, dims, rl2, counts, False, start, order)
-            lstart = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-            lidx = np.zeros(int(lstart[-1]), np.int64)
-            _list_counts(c, mols.box.array, per, cell, start, order, dims, rl2, counts, True, lstart, lidx)
-            start, order = lstart, lidx
+            start, order = _csr_list(c, mols.box.array, per, (cell, start, order, dims), (1.0 + SKIN) * model.cutoff)
         energy, virial, pairs = np.zeros(m, acc), np.zeros((m, 9), acc), np.zeros(m, np.int64)
         _traverse(cr, lengths, per, cell, start, order, dims, mode, rc2, rs, *body, force, torque, energy,
                   virial, pairs)

@@ -16,9 +16,72 @@ from .common import (COUNT, check_forcefield, count, experimental_arg, poison_ar
                      potential_args, progress_bar, require_devices, size_arg, sweep_params)
 
 
+def _molecule_scenarios(args: argparse.Namespace) -> bool:
+    """Whether --scenario names molecule scenarios (every one of them, or refused in one line)."""
+    from .. import molecule_scenarios
+
+    specs = [x.strip() for spec in (args.scenario or []) for x in spec.split(",") if x.strip()]
+    mol = [x for x in specs if x in molecule_scenarios.SCENARIOS]
+    if mol and len(mol) != len(specs):
+        raise InputError(f"bench: {', '.join(x for x in specs if x not in mol)} and {', '.join(mol)}: point and "
+                         "molecule scenarios are benchmarked apart")
+    return bool(mol)
+
+
+def cmd_bench_molecules(args: argparse.Namespace) -> int:
+    """bench on rigid molecules (harness/molecule_bench.py): --molecules FILE with --input, or molecule scenarios."""
+    from mdcore import molecules
+
+    from .. import device, molecule_bench, molecule_scenarios
+    from ..verify import meta
+
+    bad = [o for o, v in (("--suite", args.suite), ("--forcefield", args.forcefield), ("--potential", args.potential),
+                          ("--launch", args.launch), ("--sweep", args.sweep), ("--shard", args.shard),
+                          ("--cluster", args.cluster), ("--peers", args.peers), ("--resume", args.resume),
+                          ("--dry-run", args.dry_run)) if v]
+    if bad:
+        raise InputError(f"bench: {', '.join(bad)} do(es) not apply to molecules yet")
+    names = molecule_bench.check_strategies(args.strategies)
+    precisions = parse_precisions(args.precision)
+    results.check_dir(args.out, "--out")
+    if args.json:
+        results.check_file(args.json, "--json", (".json",))
+    if args.molecules:
+        if not args.input:
+            raise InputError("bench --molecules FILE needs --input (the molecules' .npz)")
+        if args.scenario:
+            raise InputError("bench --molecules FILE times --input's molecules; --scenario names scenarios instead")
+        model = molecules.load(args.molecules)
+        mols = molecules.read(args.input, model)
+        cases = [{"case": f"input:{Path(args.input).name}", "mols": mols, "model": model}]
+    else:
+        if args.input:
+            raise InputError("bench: --input holds molecules with --molecules FILE, not with molecule scenarios")
+        sizes = [x.strip() for x in (args.n or "small").split(",") if x.strip()]
+        for size in sizes:
+            molecule_scenarios.parse_size(size)  # a bad size ends here, before any work
+        specs = [x.strip() for spec in args.scenario for x in spec.split(",") if x.strip()]
+        cases = molecule_bench.scenario_cases(specs, sizes, args.seed)
+    for line in device.header_lines(device.header()):
+        print(line)
+    timing = {"warmup": args.warmup, "repeat": args.repeat, "min_time": args.min_time}
+    rows = molecule_bench.run(names, precisions, cases, timing, progress=None if args.quiet else print)
+    doc = results.document("bench-molecules", rows, device.header(), meta(args.argv))
+    paths = results.write(doc, args.out, args.name or "molecules", molecule_bench.COLUMNS,
+                          copy_to=Path(args.json) if args.json else None)
+    print()
+    print(molecule_bench.table(rows))
+    for line in molecule_bench.ranking(rows):
+        print(line)
+    print(f"\nwrote {', '.join(map(str, paths))}")
+    return 1 if any(r["status"] == "error" for r in rows) else 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from .. import bench, device, peers, sweep
 
+    if args.molecules or _molecule_scenarios(args):
+        return cmd_bench_molecules(args)
     check_forcefield(args)
     shard = bench.Shard.parse(args.shard)
     if args.cluster:
@@ -437,6 +500,9 @@ def add_bench(sub) -> None:
     p.add_argument("--max-checks-gpu", type=POSITIVE, help="skip GPU points with more distance checks (default 2e13)")
     p.add_argument("--peers", help="also time peers on the same problems: openmm, jaxmd (optional packages)")
     p.add_argument("--input", help="time on this configuration (.xyz or .npz)")
+    p.add_argument("--molecules", metavar="FILE.json", help="rigid molecules: a components file, with --input the "
+                                                             "molecules' .npz; times the molecule traversals on them "
+                                                             "(docs/molecules.md); or --scenario spce_water and --n")
     p.add_argument("--amortised", type=NONNEG_INT, default=200,
                    help="frames of a recorded NVE trajectory replayed for the amortised cost of a step "
                         "(list upkeep and rebuilds included; periodic problems; 0: off; default 200)")

@@ -1,0 +1,142 @@
+"""`python -m harness bench` on rigid molecules: each molecule traversal (strategies/molecules_cpu.py)
+timed in each precision on the molecule scenarios at the sizes asked (`--scenario spce_water --n
+small,medium`) or on the user's molecules (`--molecules FILE.json --input F.npz`).
+
+A point is one traversal, precision and system: the whole evaluation (the sites turned by the
+quaternions, the cells or the list built, the molecule pairs, forces, torques, energy and virial)
+timed with the host clock after `warmup` untimed evaluations (the first compiles), the median of at
+least `repeat` samples and `min_time` seconds of them (harness.timing.time_cpu). Rates: molecules per
+second and molecule pairs within the cutoff per second; `site_pairs` counts the site-site terms
+those pairs hold (Lennard-Jones centres with Lennard-Jones centres, electrostatic sites with
+electrostatic sites), the work of the pair body.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from mdcore import InputError
+
+COLUMNS = ["strategy", "backend", "scenario", "molecules", "sites", "precision", "status", "compute_ms",
+           "compute_min_ms", "compute_max_ms", "compute_q1_ms", "compute_q3_ms", "spread", "repeats",
+           "molecule_pairs", "site_pairs", "molecules_per_s", "molecule_pairs_per_s", "site_pairs_per_s", "energy",
+           "detail"]
+
+
+def scenario_cases(names: list[str], sizes: list[str], seed: int) -> list[dict]:
+    """Each molecule scenario at each size: {"case", "mols", "model"}."""
+    from .molecule_scenarios import make
+
+    return [{"case": f"{name}:{size}", "mols": m, "model": model}
+            for name in names for size in sizes for m, model in [make(name, size, seed=seed)]]
+
+
+def site_pairs(mols, model, pairs_by_components: np.ndarray) -> int:
+    """The site-site terms of the molecule pairs within the cutoff: pairs_by_components[a, b] such pairs
+    of components a and b, each holding lj_a lj_b + el_a el_b terms."""
+    lj = np.array([sum(k == "lj" for k in c.kinds) for c in model.components], np.int64)
+    el = np.array([len(c.kinds) for c in model.components], np.int64) - lj
+    return int(np.sum(pairs_by_components * (np.outer(lj, lj) + np.outer(el, el))))
+
+
+def _pairs_by_components(mols, model) -> np.ndarray:
+    """Molecule pairs within the cutoff, per pair of components (from the molecule traversals' list
+    builder over the centres, in float64)."""
+    from strategies import molecules_cpu
+
+    comp = np.asarray(mols.components, np.int64)
+    nc = len(model.components)
+    start, idx = molecules_cpu.neighbours(mols, model.cutoff)
+    i = np.repeat(np.arange(len(comp)), np.diff(start))
+    once = i < idx  # each pair once
+    out = np.zeros((nc, nc), np.int64)
+    np.add.at(out, (comp[i[once]], comp[idx[once]]), 1)
+    return out
+
+
+def run(names: list[str], precisions: list[str], cases: list[dict], timing: dict, progress=None) -> list[dict]:
+    """One row per (traversal, precision, case): status ok with the timings, or n/a or error with the reason."""
+    from strategies import molecules_cpu
+
+    from .timing import time_cpu
+
+    rows = []
+    for case in cases:
+        mols, model = case["mols"], case["model"]
+        m = len(mols.centres)
+        sites = int(sum(len(model.components[c].kinds) for c in mols.components))
+        by = _pairs_by_components(mols, model)
+        sp = site_pairs(mols, model, by)
+        for name in names:
+            for p in precisions:
+                row = {"strategy": name, "backend": "cpu", "scenario": case["case"], "molecules": m, "sites": sites,
+                       "precision": p, "molecule_pairs": int(by.sum()), "site_pairs": sp}
+                if p not in molecules_cpu.PRECISIONS:
+                    rows.append({**row, "status": "n/a",
+                                 "detail": f"molecules compute in {', '.join(molecules_cpu.PRECISIONS)}"})
+                    continue
+                ok, why = molecules_cpu.applicable(name, mols, model)
+                if not ok:
+                    rows.append({**row, "status": "n/a", "detail": why})
+                    continue
+                out = {}
+
+                def once():
+                    out.update(molecules_cpu.evaluate(name, mols, model, p))
+                try:
+                    t = time_cpu(once, warmup=max(1, timing["warmup"]), repeat=timing["repeat"],
+                                 min_time=timing["min_time"], max_repeat=max(timing["repeat"], 1000))
+                except Exception as e:  # a failing point is a row that says so; the sweep goes on
+                    rows.append({**row, "status": "error", "detail": f"{type(e).__name__}: {e}"})
+                    continue
+                s = 1e-3 * t.median
+                row.update(status="ok", compute_ms=t.median, compute_min_ms=t.min, compute_max_ms=t.max,
+                           compute_q1_ms=t.q1, compute_q3_ms=t.q3, spread=t.spread, repeats=t.repeats,
+                           molecules_per_s=m / s, molecule_pairs_per_s=row["molecule_pairs"] / s,
+                           site_pairs_per_s=sp / s, energy=out["energy"])
+                if out["pairs"] != row["molecule_pairs"]:
+                    row.update(status="error", detail=f"{out['pairs']} molecule pairs, the count {row['molecule_pairs']}")
+                rows.append(row)
+                if progress:
+                    progress(f"  {name} {p} {case['case']}: {t}")
+    return rows
+
+
+def table(rows: list[dict]) -> str:
+    head = (f"{'strategy':22s} {'prec':5s} {'system':28s} {'molecules':>9s} {'ms':>10s} {'spread':>7s} "
+            f"{'mol/s':>9s} {'site pair/s':>11s}  status")
+    lines = [head]
+    for r in rows:
+        f = lambda k, w, fmt: (format(r[k], fmt) if isinstance(r.get(k), (int, float)) else "").rjust(w)  # noqa: E731
+        lines.append(f"{r['strategy']:22s} {r['precision']:5s} {r['scenario'][:28]:28s} {r['molecules']:9d} "
+                     f"{f('compute_ms', 10, '.4g')} {f('spread', 7, '.2f')} {f('molecules_per_s', 9, '.3g')} "
+                     f"{f('site_pairs_per_s', 11, '.3g')}  {r['status']}"
+                     + (f" ({r['detail']})" if r.get("status") != "ok" and r.get("detail") else ""))
+    return "\n".join(lines)
+
+
+def ranking(rows: list[dict]) -> list[str]:
+    """Per system and precision, the traversals from fastest to slowest (ok rows only)."""
+    out = []
+    keys = sorted({(r["scenario"], r["precision"]) for r in rows if r["status"] == "ok"})
+    for case, p in keys:
+        ok = sorted((r for r in rows if r["status"] == "ok" and (r["scenario"], r["precision"]) == (case, p)),
+                    key=lambda r: r["compute_ms"])
+        best = ok[0]["compute_ms"]
+        out.append(f"{case} {p}: " + ", ".join(f"{r['strategy']} {r['compute_ms']:.4g} ms"
+                                               + ("" if r is ok[0] else f" ({r['compute_ms'] / best:.2f}x)")
+                                               for r in ok))
+    return out
+
+
+def check_strategies(spec: str | None) -> list[str]:
+    """--strategies with --molecules: the molecule traversals (default all)."""
+    from strategies import molecules_cpu
+
+    if spec in (None, "all"):
+        return list(molecules_cpu.TRAVERSALS)
+    names = [x.strip() for x in spec.split(",") if x.strip()]
+    bad = [n for n in names if n not in molecules_cpu.TRAVERSALS]
+    if bad:
+        raise InputError(f"bench: {', '.join(bad)} has no molecule functor yet; molecules run in "
+                         f"{', '.join(molecules_cpu.TRAVERSALS)}")
+    return names

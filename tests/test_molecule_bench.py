@@ -1,0 +1,72 @@
+"""bench on rigid molecules (harness/molecule_bench.py): the molecule traversals timed per precision on
+the molecule scenarios or the user's molecules, the pair counts they report, and what it refuses."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from harness import cli, molecule_bench
+from reference import molecules as ref
+
+from tests.test_molecules_cpu import _all_kinds
+
+
+def test_bench_times_the_molecule_traversals_on_a_scenario(tmp_path, capsys):
+    out = tmp_path / "b"
+    assert cli.main(["bench", "--scenario", "stockmayer", "--n", "tiny", "--strategies",
+                     "fullshell_thread_cpu,verlet_thread_cpu", "--precision", "fp64,fixed", "--repeat", "2",
+                     "--min-time", "0", "--warmup", "1", "--out", str(out), "--name", "m", "--quiet"]) == 0
+    doc = json.loads((out / "m.json").read_text())
+    assert doc["kind"] == "bench-molecules" and (out / "m.csv").is_file()
+    rows = {(r["strategy"], r["precision"]): r for r in doc["rows"]}
+    assert set(rows) == {(s, p) for s in ("fullshell_thread_cpu", "verlet_thread_cpu") for p in ("fp64", "fixed")}
+    from harness import molecule_scenarios
+
+    mols, model = molecule_scenarios.make("stockmayer", "tiny", seed=1)
+    pairs = ref.compute(mols, model)["pairs"]
+    for s in ("fullshell_thread_cpu", "verlet_thread_cpu"):
+        r = rows[(s, "fp64")]
+        assert r["status"] == "ok" and r["repeats"] >= 2 and r["compute_ms"] > 0.0
+        assert r["molecule_pairs"] == pairs and r["site_pairs"] == 2 * pairs  # one LJ centre, one dipole
+        assert r["molecules"] == 216 and r["sites"] == 432
+        assert r["molecules_per_s"] == pytest.approx(216 / (1e-3 * r["compute_ms"]))
+        assert rows[(s, "fixed")]["status"] == "n/a"
+    text = capsys.readouterr().out
+    assert "stockmayer:tiny fp64: " in text and "verlet_thread_cpu" in text
+
+
+def test_site_pairs_of_two_components_count_each_kind_with_its_own():
+    """Two components with mirrored sites: the molecule pairs per pair of components add up to all
+    pairs within the cutoff, and their site terms to LJ x LJ plus electrostatic x electrostatic."""
+    mols, model = _all_kinds(two=True)
+    by = molecule_bench._pairs_by_components(mols, model)
+    assert by.shape == (2, 2) and by.sum() == ref.compute(mols, model)["pairs"]
+    c = np.asarray(mols.centres)
+    d = c[:, None, :] - c[None, :, :]
+    d -= mols.box.lengths * np.rint(d / mols.box.lengths)
+    within = (np.sum(d * d, axis=-1) < model.cutoff ** 2) & ~np.eye(len(c), dtype=bool)
+    comp = np.asarray(mols.components)
+    brute = np.zeros((2, 2), np.int64)
+    for i, j in zip(*np.nonzero(np.triu(within))):
+        brute[min(comp[i], comp[j]), max(comp[i], comp[j])] += 1
+    assert np.array_equal(np.triu(by + by.T - np.diag(np.diag(by))), brute)
+    lj = [sum(k == "lj" for k in cp.kinds) for cp in model.components]
+    el = [len(cp.kinds) - x for cp, x in zip(model.components, lj)]
+    want = sum(brute[a, b] * (lj[a] * lj[b] + el[a] * el[b]) for a in range(2) for b in range(2))
+    assert molecule_bench.site_pairs(mols, model, by) == want
+
+
+@pytest.mark.parametrize("extra, words", [
+    (["--scenario", "spce_water", "--scenario", "lj_liquid"], "benchmarked apart"),
+    (["--scenario", "spce_water", "--suite", "default"], "--suite"),
+    (["--scenario", "spce_water", "--strategies", "verlet_thread_padded"], "no molecule functor"),
+    (["--molecules", "c.json"], "needs --input"),
+    (["--scenario", "spce_water", "--n", "huge"], "huge"),
+])
+def test_bench_molecules_refuses_in_one_line(tmp_path, capsys, extra, words):
+    assert cli.main(["bench", *extra, "--out", str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0]
+    assert not (tmp_path / "b").exists() or not any((tmp_path / "b").iterdir())
