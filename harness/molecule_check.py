@@ -8,6 +8,9 @@ Errors are relative: the forces', torques' and virial's largest deviation to the
 entry, the energy's to |E|. A precision the molecule traversals do not compute (fixed: the point
 strategies' mode) is n/a with its reason.
 
+Beside the traversals, the reference itself is checked against OpenMM's Reference platform on an open
+cluster of the case's molecules (oracle_rows), where OpenMM is installed and can hold them.
+
 Tolerances (tolerance()): fp64 1e-10. In fp32 and mixed the float32 coordinates set the error (as
 kappa does for points, harness/tolerances.py): a centre rounds to eps (L/2), which moves a site pair
 at the closest approach r_ref by that much; so the bound is max(1e-5, 100 eps (L/2) / r_ref), eps the
@@ -120,7 +123,37 @@ def check(name: str, precision: str, case: dict) -> list[dict]:
     return rows
 
 
-def run(names, precisions, cases, progress=None) -> list[dict]:
+ORACLE = "openmm-reference"
+ORACLE_MOLECULES = 64
+
+
+def oracle_rows(case: dict) -> list[dict]:
+    """The float64 reference itself against OpenMM's Reference platform (harness/molecule_peers.py) on
+    the ORACLE_MOLECULES molecules of the case nearest its middle, as an open cluster without cutoff;
+    n/a with the reason where OpenMM is missing or cannot hold the molecules (dipoles, quadrupoles)."""
+    import importlib.util
+
+    from mdcore import InputError
+
+    from . import molecule_peers
+
+    base = {"strategy": ORACLE, "case": f"{case['case'].split(' ')[0]} cluster of {ORACLE_MOLECULES}",
+            "precision": "fp64"}
+    if importlib.util.find_spec("openmm") is None:
+        return [{**base, "check": "all", "status": "n/a", "error": None, "tolerance": None,
+                 "detail": "openmm is not installed (optional: requirements/peers.txt)"}]
+    mols, model = molecule_peers.cluster(case["mols"], case["model"], ORACLE_MOLECULES)
+    try:
+        got = molecule_peers.oracle(mols, model)
+    except InputError as e:
+        return [{**base, "check": "all", "status": "n/a", "error": None, "tolerance": None, "detail": str(e)}]
+    return [{**base, "check": k, "status": "pass" if math.isfinite(got[k]) and got[k] <= FP64 else "FAIL",
+             "error": got[k], "tolerance": FP64, "detail": ""} for k in ("forces", "torques", "energy")]
+
+
+def run(names, precisions, cases, progress=None, oracle: bool = True) -> list[dict]:
+    """Every traversal in every precision on every case; then, with `oracle`, the reference against
+    OpenMM's on each case (oracle_rows)."""
     rows = []
     for name in names:
         for p in precisions:
@@ -129,6 +162,9 @@ def run(names, precisions, cases, progress=None) -> list[dict]:
             if progress:
                 bad = [r for r in rows if r["strategy"] == name and r["precision"] == p and r["status"] == "FAIL"]
                 progress(f"  molecules {name} {p}: {'FAIL' if bad else 'done'}")
+    if oracle:
+        for c in cases:
+            rows += oracle_rows(c)
     return rows
 
 
