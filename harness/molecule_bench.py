@@ -1,11 +1,12 @@
-"""`python -m harness bench` on rigid molecules: each molecule traversal (strategies/molecules_cpu.py)
-timed in each precision on the molecule scenarios at the sizes asked (`--scenario spce_water --n
+"""`python -m harness bench` on rigid molecules: each molecule traversal (strategies/molecules.py: the
+CPU's numba loops and the GPU's kernels) timed in each precision on the molecule scenarios at the sizes asked (`--scenario spce_water --n
 small,medium`) or on the user's molecules (`--molecules FILE.json --input F.npz`).
 
 A point is one traversal, precision and system: the whole evaluation (the sites turned by the
 quaternions, the cells or the list built, the molecule pairs, forces, torques, energy and virial)
-timed with the host clock after `warmup` untimed evaluations (the first compiles), the median of at
-least `repeat` samples and `min_time` seconds of them (harness.timing.time_cpu). Rates: molecules per
+after `warmup` untimed evaluations (the first compiles), the median of at least `repeat` samples and
+`min_time` seconds of them: a CPU traversal's with the host clock (harness.timing.time_cpu), a GPU
+traversal's with CUDA events around its kernels, the molecules already on the device (time_gpu). Rates: molecules per
 second and molecule pairs within the cutoff per second; `site_pairs` counts the site-site terms
 those pairs hold (Lennard-Jones centres with Lennard-Jones centres, electrostatic sites with
 electrostatic sites), the work of the pair body.
@@ -19,7 +20,7 @@ from mdcore import InputError
 COLUMNS = ["strategy", "backend", "scenario", "molecules", "sites", "precision", "status", "compute_ms",
            "compute_min_ms", "compute_max_ms", "compute_q1_ms", "compute_q3_ms", "spread", "repeats",
            "molecule_pairs", "site_pairs", "molecules_per_s", "molecule_pairs_per_s", "site_pairs_per_s", "energy",
-           "detail"]
+           "includes", "detail"]
 
 
 def scenario_cases(names: list[str], sizes: list[str], seed: int) -> list[dict]:
@@ -41,7 +42,7 @@ def site_pairs(mols, model, pairs_by_components: np.ndarray) -> int:
 def _pairs_by_components(mols, model) -> np.ndarray:
     """Molecule pairs within the cutoff, per pair of components (from the molecule traversals' list
     builder over the centres, in float64)."""
-    from strategies import molecules_cpu
+    from strategies import molecules_cpu  # the CPU traversals' list builder
 
     comp = np.asarray(mols.components, np.int64)
     nc = len(model.components)
@@ -55,9 +56,9 @@ def _pairs_by_components(mols, model) -> np.ndarray:
 
 def run(names: list[str], precisions: list[str], cases: list[dict], timing: dict, progress=None) -> list[dict]:
     """One row per (traversal, precision, case): status ok with the timings, or n/a or error with the reason."""
-    from strategies import molecules_cpu
+    from strategies import molecules as traversals
 
-    from .timing import time_cpu
+    from .timing import time_cpu, time_gpu
 
     rows = []
     for case in cases:
@@ -68,23 +69,33 @@ def run(names: list[str], precisions: list[str], cases: list[dict], timing: dict
         sp = site_pairs(mols, model, by)
         for name in names:
             for p in precisions:
-                row = {"strategy": name, "backend": "cpu", "scenario": case["case"], "molecules": m, "sites": sites,
-                       "precision": p, "molecule_pairs": int(by.sum()), "site_pairs": sp}
-                if p not in molecules_cpu.PRECISIONS:
+                row = {"strategy": name, "backend": traversals.backend(name), "scenario": case["case"], "molecules": m,
+                       "sites": sites, "precision": p, "molecule_pairs": int(by.sum()), "site_pairs": sp}
+                if p not in traversals.PRECISIONS:
                     rows.append({**row, "status": "n/a",
-                                 "detail": f"molecules compute in {', '.join(molecules_cpu.PRECISIONS)}"})
+                                 "detail": f"molecules compute in {', '.join(traversals.PRECISIONS)}"})
                     continue
-                ok, why = molecules_cpu.applicable(name, mols, model)
+                ok, why = traversals.applicable(name, mols, model)
                 if not ok:
                     rows.append({**row, "status": "n/a", "detail": why})
                     continue
                 out = {}
-
-                def once():
-                    out.update(molecules_cpu.evaluate(name, mols, model, p))
                 try:
-                    t = time_cpu(once, warmup=max(1, timing["warmup"]), repeat=timing["repeat"],
-                                 min_time=timing["min_time"], max_repeat=max(timing["repeat"], 1000))
+                    if traversals.backend(name) == "cuda":  # the device's time of an evaluation, CUDA events
+                        from strategies.molecules_cuda import MoleculePlan
+
+                        plan = MoleculePlan(name, mols, model, p)
+                        plan.upload(mols.centres, mols.quaternions)
+                        t = time_gpu(plan.run, warmup=max(1, timing["warmup"]), repeat=timing["repeat"],
+                                     min_time=timing["min_time"], max_repeat=max(timing["repeat"], 1000))
+                        out.update(plan.result())
+                        row["includes"] = "sites, cells, traversal and block sums on the device (CUDA events)"
+                    else:
+                        def once():
+                            out.update(traversals.evaluate(name, mols, model, p))
+                        t = time_cpu(once, warmup=max(1, timing["warmup"]), repeat=timing["repeat"],
+                                     min_time=timing["min_time"], max_repeat=max(timing["repeat"], 1000))
+                        row["includes"] = "the whole evaluation on the host clock (sites, cells or list, traversal)"
                 except Exception as e:  # a failing point is a row that says so; the sweep goes on
                     rows.append({**row, "status": "error", "detail": f"{type(e).__name__}: {e}"})
                     continue
@@ -130,13 +141,13 @@ def ranking(rows: list[dict]) -> list[str]:
 
 def check_strategies(spec: str | None) -> list[str]:
     """--strategies with --molecules: the molecule traversals (default all)."""
-    from strategies import molecules_cpu
+    from strategies import molecules as traversals
 
     if spec in (None, "all"):
-        return list(molecules_cpu.TRAVERSALS)
+        return list(traversals.TRAVERSALS)
     names = [x.strip() for x in spec.split(",") if x.strip()]
-    bad = [n for n in names if n not in molecules_cpu.TRAVERSALS]
+    bad = [n for n in names if n not in traversals.TRAVERSALS]
     if bad:
         raise InputError(f"bench: {', '.join(bad)} has no molecule functor yet; molecules run in "
-                         f"{', '.join(molecules_cpu.TRAVERSALS)}")
+                         f"{', '.join(traversals.TRAVERSALS)}")
     return names

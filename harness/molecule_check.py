@@ -49,15 +49,15 @@ def tolerance(precision: str, mols, model) -> float:
 def selection(spec: str | None) -> list[str]:
     """The molecule traversals to check: all (default) or a comma list of names."""
     from mdcore import InputError
-    from strategies import molecules_cpu
+    from strategies import molecules as traversals
 
     if spec in (None, "all"):
-        return list(molecules_cpu.TRAVERSALS)
+        return list(traversals.TRAVERSALS)
     out = []
     for name in (x.strip() for x in spec.split(",") if x.strip()):
-        if name not in molecules_cpu.TRAVERSALS:
+        if name not in traversals.TRAVERSALS:
             raise InputError(f"--molecule-strategies: {name} has no molecule functor yet; molecules run in "
-                             f"{', '.join(molecules_cpu.TRAVERSALS)}")
+                             f"{', '.join(traversals.TRAVERSALS)}")
         out.append(name)
     return out
 
@@ -93,17 +93,17 @@ def _rel(a, b) -> float:
 
 
 def check(name: str, precision: str, case: dict) -> list[dict]:
-    from strategies import molecules_cpu
+    from strategies import molecules as traversals
 
     base = {"strategy": name, "case": case["case"], "precision": precision}
-    if precision not in molecules_cpu.PRECISIONS:
+    if precision not in traversals.PRECISIONS:
         return [{**base, "check": "all", "status": "n/a", "error": None, "tolerance": None,
-                 "detail": f"molecules compute in {', '.join(molecules_cpu.PRECISIONS)}; {precision} is for points"}]
-    ok, why = molecules_cpu.applicable(name, case["mols"], case["model"])
+                 "detail": f"molecules compute in {', '.join(traversals.PRECISIONS)}; {precision} is for points"}]
+    ok, why = traversals.applicable(name, case["mols"], case["model"])
     if not ok:
         return [{**base, "check": "all", "status": "n/a", "error": None, "tolerance": None, "detail": why}]
     try:
-        got = molecules_cpu.evaluate(name, case["mols"], case["model"], precision)
+        got = traversals.evaluate(name, case["mols"], case["model"], precision)
     except Exception as e:  # a traversal that fails is a FAIL row, not a stopped matrix
         return [{**base, "check": "all", "status": "FAIL", "error": None, "tolerance": None,
                  "detail": f"{type(e).__name__}: {e}"}]

@@ -1,5 +1,5 @@
 """md for rigid molecules: NVE with the NO_SQUISH integrator (mdcore.rigid) and the forces and torques
-of the float64 reference or a CPU molecule traversal (strategies/molecules_cpu.py).
+of the float64 reference or a molecule traversal (strategies/molecules.py: the CPU's or the GPU's).
 
 Units are the components file's: dt in its time unit, length * sqrt(mass / energy) (0.1 ps for
 angstrom, amu and kJ/mol), and temperature as k_B T in its energy unit (2.494 kJ/mol at 300 K). The
@@ -41,14 +41,23 @@ def forces_of(strategy: str, model, template, precision: str = "fp64"):
     if strategy == "reference":
         from reference.molecules import compute
     else:
-        from strategies import molecules_cpu
+        from strategies import molecules as traversals
 
-        ok, why = molecules_cpu.applicable(strategy, template, model)
+        ok, why = traversals.applicable(strategy, template, model)
         if not ok:
             raise InputError(f"md: {strategy} cannot run these molecules: {why}")
+        if traversals.backend(strategy) == "cuda":  # one plan for the run: its buffers and kernels kept
+            from strategies.molecules_cuda import MoleculePlan
 
-        def compute(m, mdl):
-            return molecules_cpu.evaluate(strategy, m, mdl, precision)
+            plan = MoleculePlan(strategy, template, model, precision)
+
+            def compute(m, mdl):
+                plan.upload(m.centres, m.quaternions)
+                plan.run()
+                return plan.result()
+        else:
+            def compute(m, mdl):
+                return traversals.evaluate(strategy, m, mdl, precision)
 
     def forces(r, q):
         out = compute(Molecules(r, q, template.components, template.box), model)

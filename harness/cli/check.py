@@ -31,10 +31,10 @@ def cmd_list(args: argparse.Namespace) -> int:
                  "description": "typed Lennard-Jones with a pair table and point charges (reaction field, Ewald real "
                                 "space) from a force-field file (docs/forcefield.md)"})
     precs = {p: m.help for p, m in MODES.items()}
-    from strategies import molecules_cpu
+    from strategies import molecules as traversals
 
     mols = [{"name": s.name, "description": s.description, "sizes": molecule_scenarios.SIZES,
-             "strategies": list(molecules_cpu.TRAVERSALS)} for s in molecule_scenarios.SCENARIOS.values()]
+             "strategies": list(traversals.TRAVERSALS)} for s in molecule_scenarios.SCENARIOS.values()]
     if args.json:
         print(json.dumps({"strategies": strat, "aliases": strategies.ALIASES, "scenarios": scen, "potentials": pots,
                           "precisions": precs, "molecule_scenarios": mols}, indent=1))
@@ -53,7 +53,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     for s in scen:
         sizes = ", ".join(f"{k} {v}" for k, v in s["sizes"].items())
         print(f"  {s['name']:18s} {s['description']}\n  {'':18s} sizes: {sizes}")
-    print(f"molecule scenarios (docs/molecules.md; fp64 in reference, {', '.join(molecules_cpu.TRAVERSALS)}):")
+    print(f"molecule scenarios (docs/molecules.md; fp64 in reference, {', '.join(traversals.TRAVERSALS)}):")
     for m in mols:
         print(f"  {m['name']:26s} {m['description']}")
     print("potentials:")
@@ -324,16 +324,16 @@ def _molecule_forces(args: argparse.Namespace) -> int:
     float64 reference computes them, or a CPU molecule traversal (strategies/molecules_cpu.py) in fp32, mixed or
     fp64."""
     from mdcore import molecules
-    from strategies import molecules_cpu
+    from strategies import molecules as traversals
 
     if args.forcefield or args.potential:
         raise InputError("--molecules names the interactions: give it without --forcefield or --potential")
-    if args.strategy != "reference" and args.strategy not in molecules_cpu.TRAVERSALS:
+    if args.strategy != "reference" and args.strategy not in traversals.TRAVERSALS:
         raise InputError(f"--molecules: strategy {args.strategy} has no molecule functor yet; molecules run in "
-                         f"reference, {', '.join(molecules_cpu.TRAVERSALS)}")
+                         f"reference, {', '.join(traversals.TRAVERSALS)}")
     check_precision(args.precision)
-    if args.strategy != "reference" and args.precision not in molecules_cpu.PRECISIONS:
-        raise InputError(f"--molecules: molecules compute in {', '.join(molecules_cpu.PRECISIONS)}, not "
+    if args.strategy != "reference" and args.precision not in traversals.PRECISIONS:
+        raise InputError(f"--molecules: molecules compute in {', '.join(traversals.PRECISIONS)}, not "
                          f"{args.precision} (the point strategies' mode)")
     model = molecules.load(args.molecules)
     mols = molecules.read(args.input, model)
@@ -344,10 +344,10 @@ def _molecule_forces(args: argparse.Namespace) -> int:
 
         out = compute(mols, model)
     else:
-        ok, why = molecules_cpu.applicable(args.strategy, mols, model)
+        ok, why = traversals.applicable(args.strategy, mols, model)
         if not ok:
             raise InputError(f"--molecules: {args.strategy} cannot run {args.input}: {why}")
-        out = molecules_cpu.evaluate(args.strategy, mols, model, args.precision)
+        out = traversals.evaluate(args.strategy, mols, model, args.precision)
     np.savez(args.out, forces=out["forces"], torques=out["torques"], energy=np.float64(out["energy"]),
              virial=out["virial"], pairs=np.int64(out["pairs"]))
     print(f"{args.strategy} {len(mols.centres)} molecules ({', '.join(model.names)}), box {mols.box.describe()}, cutoff "

@@ -327,17 +327,17 @@ def cmd_md(args: argparse.Namespace) -> int:
 def cmd_md_molecules(args: argparse.Namespace) -> int:
     """md of rigid molecules (harness/rigid_md.py): --molecules FILE with --input, or a molecule scenario."""
     from mdcore import molecules
-    from strategies import molecules_cpu
+    from strategies import molecules as traversals
 
     from .. import device, molecule_scenarios, rigid_md
 
     strategy = args.strategy or "fullshell_thread_cpu"
-    if strategy != "reference" and strategy not in molecules_cpu.TRAVERSALS:
+    if strategy != "reference" and strategy not in traversals.TRAVERSALS:
         raise InputError(f"md: strategy {strategy} has no molecule functor yet; molecules run in reference, "
-                         f"{', '.join(molecules_cpu.TRAVERSALS)}")
+                         f"{', '.join(traversals.TRAVERSALS)}")
     precision = args.precision or "fp64"
-    if precision not in molecules_cpu.PRECISIONS or (strategy == "reference" and precision != "fp64"):
-        offered = "fp64" if strategy == "reference" else ", ".join(molecules_cpu.PRECISIONS)
+    if precision not in traversals.PRECISIONS or (strategy == "reference" and precision != "fp64"):
+        offered = "fp64" if strategy == "reference" else ", ".join(traversals.PRECISIONS)
         raise InputError(f"md: molecule forces come in {offered} from {strategy}, not {precision}")
     bad = [o for o, v in (("--nve-report", args.nve_report), ("--forcefield", args.forcefield),
                           ("--potential", args.potential), ("--launch", args.launch), ("--out", args.out)) if v]

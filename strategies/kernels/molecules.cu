@@ -1,0 +1,265 @@
+// Rigid molecules on the GPU: the sites turned by the quaternions, the cells over the centres, and the
+// traversals that call the molecule-pair body of molecules.cuh (host: strategies/molecules_cuda.py).
+//
+// Every traversal here visits each pair from both sides (no Newton3: a thread or warp writes only its
+// own molecule's force and torque, the same bits run after run); the energy and the virial
+// W = sum over pairs of d F_i^T (d = c_i - c_j, the centre-of-mass convention, 9 entries: a molecule
+// system's virial is not symmetric) are summed per block into `partial` (kMolSums values a slot) with
+// the molecule pairs into `count`, and halved on the host. Centres are relative to the box centre.
+//   allpairs_thread_naive   a thread per molecule i against every j (minimum image)
+//   fullshell_thread_csr    a thread per molecule (in cell order) over the 27 cells around its own
+//   fullshell_warp_csr      a warp per molecule, its lanes over the candidates of those cells (the
+//                           heavy body spread over 32 lanes: ls1-MarDyn's warp-per-molecule idea),
+//                           then a warp sum of force, torque, energy and virial
+#include "molecules.cuh"
+
+constexpr int kMolSums = 10;  // energy, then the 9 virial entries W_ab = sum d_a F_b
+
+// Lab-frame sites from the body frame: one thread per site. quat (w, x, y, z) per molecule, unit length.
+template <typename Real>
+__global__ void molecule_sites(const int nsites, const int* __restrict__ owner, const Real* __restrict__ quat,
+                               const Vec4<Real>* __restrict__ bodyA, const Vec4<Real>* __restrict__ bodyE,
+                               Vec4<Real>* __restrict__ A, Vec4<Real>* __restrict__ E) {
+  const int s = blockIdx.x * blockDim.x + threadIdx.x;
+  if (s >= nsites) return;
+  const int i = owner[s];
+  const Real w = quat[4 * i + 0], x = quat[4 * i + 1], y = quat[4 * i + 2], z = quat[4 * i + 3];
+  // R(q): the rotation taking the body frame to the lab frame
+  const Real r00 = Real(1) - Real(2) * (y * y + z * z), r01 = Real(2) * (x * y - w * z), r02 = Real(2) * (x * z + w * y);
+  const Real r10 = Real(2) * (x * y + w * z), r11 = Real(1) - Real(2) * (x * x + z * z), r12 = Real(2) * (y * z - w * x);
+  const Real r20 = Real(2) * (x * z - w * y), r21 = Real(2) * (y * z + w * x), r22 = Real(1) - Real(2) * (x * x + y * y);
+  const Vec4<Real> p = bodyA[s], d = bodyE[s];
+  A[s] = {r00 * p.x + r01 * p.y + r02 * p.z, r10 * p.x + r11 * p.y + r12 * p.z, r20 * p.x + r21 * p.y + r22 * p.z, p.w};
+  if (static_cast<int>(d.w) == kSiteLJ) {
+    E[s] = d;  // (sigma, sqrt(epsilon), 0, kind): no direction to turn
+  } else {
+    E[s] = {r00 * d.x + r01 * d.y + r02 * d.z, r10 * d.x + r11 * d.y + r12 * d.z, r20 * d.x + r21 * d.y + r22 * d.z,
+            d.w};
+  }
+}
+
+// Each molecule's cell (cells of side >= the cutoff over the centres; origin lo, `dims` cells of side
+// `side` along each axis; centres outside on an open axis clamp to the first or last cell).
+template <typename Real>
+__global__ void molecule_cell_of(const int m, const Vec4<Real>* __restrict__ c, const Real lox, const Real loy,
+                                 const Real loz, const Real sx, const Real sy, const Real sz, const int nx, const int ny,
+                                 const int nz, int* __restrict__ cell) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= m) return;
+  const Vec4<Real> p = c[i];
+  const int ix = min(max(static_cast<int>(floor((p.x - lox) / sx)), 0), nx - 1);
+  const int iy = min(max(static_cast<int>(floor((p.y - loy) / sy)), 0), ny - 1);
+  const int iz = min(max(static_cast<int>(floor((p.z - loz) / sz)), 0), nz - 1);
+  cell[i] = (ix * ny + iy) * nz + iz;
+}
+
+// One thread's (or lane's) sums.
+template <typename Real, typename Acc>
+struct MoleculeAcc {
+  Acc fx = Acc(0), fy = Acc(0), fz = Acc(0), tx = Acc(0), ty = Acc(0), tz = Acc(0);
+  Acc s[kMolSums] = {Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0)};
+  unsigned int pairs = 0u;
+
+  template <bool ENERGY>
+  __device__ __forceinline__ void add(const MoleculePairResult<Real>& o, Real dx, Real dy, Real dz) {
+    fx += Acc(o.fx);
+    fy += Acc(o.fy);
+    fz += Acc(o.fz);
+    tx += Acc(o.tx);
+    ty += Acc(o.ty);
+    tz += Acc(o.tz);
+    if constexpr (ENERGY) {
+      s[0] += Acc(o.u);
+      s[1] += Acc(dx * o.fx);
+      s[2] += Acc(dx * o.fy);
+      s[3] += Acc(dx * o.fz);
+      s[4] += Acc(dy * o.fx);
+      s[5] += Acc(dy * o.fy);
+      s[6] += Acc(dy * o.fz);
+      s[7] += Acc(dz * o.fx);
+      s[8] += Acc(dz * o.fy);
+      s[9] += Acc(dz * o.fz);
+      ++pairs;
+    }
+  }
+
+  __device__ __forceinline__ void store(int i, Acc* __restrict__ force, Acc* __restrict__ torque) const {
+    force[3 * i + 0] = fx;
+    force[3 * i + 1] = fy;
+    force[3 * i + 2] = fz;
+    torque[3 * i + 0] = tx;
+    torque[3 * i + 1] = ty;
+    torque[3 * i + 2] = tz;
+  }
+};
+
+// The block's energy, virial and pair count into slot blockIdx.x of partial and count (every thread
+// calls it): warp sums, then the warps' sums in warp 0, in a fixed order.
+template <int BLOCK, typename Acc>
+__device__ __forceinline__ void molecule_block_sums(Acc (&v)[kMolSums], unsigned long long n, Acc* __restrict__ partial,
+                                                    unsigned long long* __restrict__ count) {
+  constexpr int kWarps = BLOCK / 32;
+  __shared__ Acc s_v[kWarps][kMolSums];
+  __shared__ unsigned long long s_n[kWarps];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+  for (int k = 0; k < kMolSums; ++k) v[k] = warp_sum(v[k]);
+  n = warp_sum(n);
+  if (lane == 0) {
+#pragma unroll
+    for (int k = 0; k < kMolSums; ++k) s_v[warp][k] = v[k];
+    s_n[warp] = n;
+  }
+  __syncthreads();
+  if (warp == 0) {
+#pragma unroll
+    for (int k = 0; k < kMolSums; ++k) v[k] = warp_sum(lane < kWarps ? s_v[lane][k] : Acc(0));
+    n = warp_sum(lane < kWarps ? s_n[lane] : 0ull);
+    if (lane == 0) {
+#pragma unroll
+      for (int k = 0; k < kMolSums; ++k) partial[blockIdx.x * kMolSums + k] = v[k];
+      count[blockIdx.x] = n;
+    }
+  }
+}
+
+template <bool PBC, typename Real>
+__device__ __forceinline__ Real centre_separation(const Vec4<Real>& ci, const Vec4<Real>& cj, const Box<Real>& box,
+                                                  Real& dx, Real& dy, Real& dz) {
+  return separation<PBC>(ci, cj, box, dx, dy, dz);
+}
+
+template <typename Real, typename Acc, int BLOCK, bool PBC, bool ENERGY>
+__global__ void __launch_bounds__(BLOCK)
+molecule_allpairs_thread(const int m, const Vec4<Real>* __restrict__ c, const Box<Real> box,
+                         const Real* __restrict__ params, const int* __restrict__ first, const int* __restrict__ comp,
+                         const Vec4<Real>* __restrict__ A, const Vec4<Real>* __restrict__ E, Acc* __restrict__ force,
+                         Acc* __restrict__ torque, Acc* __restrict__ partial, unsigned long long* __restrict__ count) {
+  const MoleculeModel<Real> model(params, first, comp, A, E);
+  const int i = blockIdx.x * BLOCK + threadIdx.x;
+  MoleculeAcc<Real, Acc> acc;
+  if (i < m) {
+    const Vec4<Real> ci = c[i];
+    for (int j = 0; j < m; ++j) {
+      Real dx, dy, dz;
+      const Real r2 = centre_separation<PBC>(ci, c[j], box, dx, dy, dz);
+      if (r2 < model.rc2 && j != i) acc.template add<ENERGY>(molecule_pair(model, i, j, dx, dy, dz), dx, dy, dz);
+    }
+    acc.store(i, force, torque);
+  }
+  if constexpr (ENERGY) molecule_block_sums<BLOCK>(acc.s, static_cast<unsigned long long>(acc.pairs), partial, count);
+}
+
+// The neighbour-cell range along one axis: -1..1, fewer where the axis has fewer than 3 cells (each
+// neighbour cell once) or is open (no wrap past its ends).
+__device__ __forceinline__ void cell_range(int c, int n, bool periodic, int& lo, int& hi) {
+  if (n >= 3 || !periodic) {
+    lo = (!periodic && c == 0) ? 0 : -1;
+    hi = (!periodic && c == n - 1) ? 0 : 1;
+  } else {
+    lo = 0;
+    hi = n - 1;  // 1 or 2 cells: every cell once, as offsets 0 .. n - 1
+  }
+}
+
+__device__ __forceinline__ int wrap_cell(int c, int n) { return c < 0 ? c + n : (c >= n ? c - n : c); }
+
+// fullshell_thread_csr: thread t takes molecule order[t] (cell order: a warp's molecules share their
+// cells), then the molecules of the 27 cells around its own, each pair with the minimum image.
+template <typename Real, typename Acc, int BLOCK, bool PBC, bool ENERGY>
+__global__ void __launch_bounds__(BLOCK)
+molecule_fullshell_thread(const int m, const Vec4<Real>* __restrict__ c, const Box<Real> box,
+                          const int* __restrict__ cell, const int* __restrict__ start, const int* __restrict__ order,
+                          const int nx, const int ny, const int nz, const int px, const int py, const int pz,
+                          const Real* __restrict__ params, const int* __restrict__ first, const int* __restrict__ comp,
+                          const Vec4<Real>* __restrict__ A, const Vec4<Real>* __restrict__ E, Acc* __restrict__ force,
+                          Acc* __restrict__ torque, Acc* __restrict__ partial, unsigned long long* __restrict__ count) {
+  const MoleculeModel<Real> model(params, first, comp, A, E);
+  const int t = blockIdx.x * BLOCK + threadIdx.x;
+  MoleculeAcc<Real, Acc> acc;
+  if (t < m) {
+    const int i = order[t];
+    const Vec4<Real> ci = c[i];
+    const int cc = cell[i];
+    const int cz = cc % nz, cy = (cc / nz) % ny, cx = cc / (nz * ny);
+    int xl, xh, yl, yh, zl, zh;
+    cell_range(cx, nx, px, xl, xh);
+    cell_range(cy, ny, py, yl, yh);
+    cell_range(cz, nz, pz, zl, zh);
+    const bool fx = !(nx >= 3 || !px), fy = !(ny >= 3 || !py), fz = !(nz >= 3 || !pz);  // absolute cell index
+    for (int ox = xl; ox <= xh; ++ox) {
+      const int bx = fx ? ox : wrap_cell(cx + ox, nx);
+      for (int oy = yl; oy <= yh; ++oy) {
+        const int by = fy ? oy : wrap_cell(cy + oy, ny);
+        for (int oz = zl; oz <= zh; ++oz) {
+          const int bz = fz ? oz : wrap_cell(cz + oz, nz);
+          const int nb = (bx * ny + by) * nz + bz;
+          for (int q = start[nb]; q < start[nb + 1]; ++q) {
+            const int j = order[q];
+            Real dx, dy, dz;
+            const Real r2 = centre_separation<PBC>(ci, c[j], box, dx, dy, dz);
+            if (r2 < model.rc2 && j != i) acc.template add<ENERGY>(molecule_pair(model, i, j, dx, dy, dz), dx, dy, dz);
+          }
+        }
+      }
+    }
+    acc.store(i, force, torque);
+  }
+  if constexpr (ENERGY) molecule_block_sums<BLOCK>(acc.s, static_cast<unsigned long long>(acc.pairs), partial, count);
+}
+
+// fullshell_warp_csr: warp w takes molecule order[w]; lane l the candidates l, l + 32, ... of the 27
+// cells' molecules (concatenated in cell order); the lanes' sums then added across the warp in a fixed
+// order (warp_sum), lane 0 writing the molecule's force and torque.
+template <typename Real, typename Acc, int BLOCK, bool PBC, bool ENERGY>
+__global__ void __launch_bounds__(BLOCK)
+molecule_fullshell_warp(const int m, const Vec4<Real>* __restrict__ c, const Box<Real> box,
+                        const int* __restrict__ cell, const int* __restrict__ start, const int* __restrict__ order,
+                        const int nx, const int ny, const int nz, const int px, const int py, const int pz,
+                        const Real* __restrict__ params, const int* __restrict__ first, const int* __restrict__ comp,
+                        const Vec4<Real>* __restrict__ A, const Vec4<Real>* __restrict__ E, Acc* __restrict__ force,
+                        Acc* __restrict__ torque, Acc* __restrict__ partial, unsigned long long* __restrict__ count) {
+  const MoleculeModel<Real> model(params, first, comp, A, E);
+  const int lane = threadIdx.x & 31;
+  const int w = (blockIdx.x * BLOCK + threadIdx.x) >> 5;
+  MoleculeAcc<Real, Acc> acc;
+  if (w < m) {  // the whole warp takes the same branch
+    const int i = order[w];
+    const Vec4<Real> ci = c[i];
+    const int cc = cell[i];
+    const int cz = cc % nz, cy = (cc / nz) % ny, cx = cc / (nz * ny);
+    int xl, xh, yl, yh, zl, zh;
+    cell_range(cx, nx, px, xl, xh);
+    cell_range(cy, ny, py, yl, yh);
+    cell_range(cz, nz, pz, zl, zh);
+    const bool fx = !(nx >= 3 || !px), fy = !(ny >= 3 || !py), fz = !(nz >= 3 || !pz);
+    for (int ox = xl; ox <= xh; ++ox) {
+      const int bx = fx ? ox : wrap_cell(cx + ox, nx);
+      for (int oy = yl; oy <= yh; ++oy) {
+        const int by = fy ? oy : wrap_cell(cy + oy, ny);
+        for (int oz = zl; oz <= zh; ++oz) {
+          const int bz = fz ? oz : wrap_cell(cz + oz, nz);
+          const int nb = (bx * ny + by) * nz + bz;
+          for (int q = start[nb] + lane; q < start[nb + 1]; q += 32) {
+            const int j = order[q];
+            Real dx, dy, dz;
+            const Real r2 = centre_separation<PBC>(ci, c[j], box, dx, dy, dz);
+            if (r2 < model.rc2 && j != i) acc.template add<ENERGY>(molecule_pair(model, i, j, dx, dy, dz), dx, dy, dz);
+          }
+        }
+      }
+    }
+    __syncwarp();
+    const Acc sfx = warp_sum(acc.fx), sfy = warp_sum(acc.fy), sfz = warp_sum(acc.fz);
+    const Acc stx = warp_sum(acc.tx), sty = warp_sum(acc.ty), stz = warp_sum(acc.tz);
+    if (lane == 0) {
+      force[3 * i + 0] = sfx;
+      force[3 * i + 1] = sfy;
+      force[3 * i + 2] = sfz;
+      torque[3 * i + 0] = stx;
+      torque[3 * i + 1] = sty;
+      torque[3 * i + 2] = stz;
+    }
+  }
+  if constexpr (ENERGY) molecule_block_sums<BLOCK>(acc.s, static_cast<unsigned long long>(acc.pairs), partial, count);
+}

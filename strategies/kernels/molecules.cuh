@@ -1,0 +1,217 @@
+// Rigid molecules: ls1-MarDyn's molecule-pair body (its PotForce), the one body every molecule kernel
+// calls (molecules.cu). The host side is strategies/molecules_cuda.py; the float64 reference,
+// written independently, reference/molecules.py; the CPU traversals' body, strategies/molecules_cpu.py.
+//
+// Sites. Each site s of a molecule carries two Vec4 in the lab frame, written once per evaluation by
+// molecule_sites() from the quaternions (the CUDA port's convertQuaternionsToRotations):
+//   A[s] = (a, m)      a: the offset from the molecule's centre of mass; m: the charge or moment
+//   E[s] = (e, kind)   e: the dipole's or quadrupole's unit direction; for a Lennard-Jones centre
+//                      (sigma, sqrt(epsilon), 0, kind) instead (it has no direction)
+// Molecule i's sites are first[i] .. first[i + 1) - 1; comp[i] its component.
+//
+// The pair of molecules i and j with centres d = c_i - c_j apart (within the cutoff): every site of i
+// against every site of j, Lennard-Jones centres with Lennard-Jones centres (epsilon = xi sqrt(eps_s
+// eps_t), sigma = eta (sigma_s + sigma_t) / 2, xi and eta per pair of components), electrostatic sites
+// with electrostatic sites. Each electrostatic term is u(|r|, cos_s, cos_t, g), cos_s = e_s.r / |r|,
+// cos_t = e_t.r / |r|, g = e_s.e_t (r = d + a_s - a_t); from its partial derivatives the force on s
+//   f = (-u_r / |r| + (cos_s p_s + cos_t p_t) / |r|) r - p_s e_s - p_t e_t,   p = u_cos / |r|
+// and the orientation's own torque tau_s = -p_s (e_s x r) - u_g (e_s x e_t). The molecule's torque
+// about its centre is the sum over its sites of a_s x f + tau_s. The body returns the force and the
+// torque on i and the energy; the torque on j follows from the angular momentum the pair conserves,
+//   tau_j = -tau_i - d x F_i,
+// which the Newton3 kernels use. With a switch (rs < rc) the pair's energy, force and torques are
+// scaled by S(|d|) = 1 - 10 x^3 + 15 x^4 - 6 x^5, x = (|d| - rs) / (rc - rs), and the force on i gains
+// -u S'(|d|) d / |d|.
+//
+// Parameters (device array in the compute type, host order in molecules_cuda.params()):
+//   0 rc^2, 1 rs, 2 rc, 3 k (Coulomb constant), 4 k_rf, 5 c_rf, 6 rf for dipoles, 7 C (components),
+//   8 .. 8 + C^2 xi, then C^2 eta (row i, column j: components i and j).
+#pragma once
+#include "common.cuh"
+
+constexpr int kSiteLJ = 0, kSiteCharge = 1, kSiteDipole = 2, kSiteQuadrupole = 3;
+constexpr int kMoleculeHeader = 8;
+
+template <typename Real>
+struct MoleculeModel {
+  Real rc2, rs, rc, k, krf, crf, rfdd;
+  int C;
+  const Real* xi;
+  const Real* eta;
+  const int* __restrict__ first;
+  const int* __restrict__ comp;
+  const Vec4<Real>* __restrict__ A;
+  const Vec4<Real>* __restrict__ E;
+
+  __device__ __forceinline__ MoleculeModel(const Real* __restrict__ p, const int* __restrict__ first_,
+                                           const int* __restrict__ comp_, const Vec4<Real>* __restrict__ A_,
+                                           const Vec4<Real>* __restrict__ E_)
+      : rc2(p[0]), rs(p[1]), rc(p[2]), k(p[3]), krf(p[4]), crf(p[5]), rfdd(p[6]), C(static_cast<int>(p[7])),
+        xi(p + kMoleculeHeader), eta(p + kMoleculeHeader + static_cast<int>(p[7]) * static_cast<int>(p[7])),
+        first(first_), comp(comp_), A(A_), E(E_) {}
+};
+
+// What a molecule pair gives molecule i: force, torque about its centre, and the pair's energy.
+template <typename Real>
+struct MoleculePairResult {
+  Real fx, fy, fz, tx, ty, tz, u;
+};
+
+// The force on s and the orientations' torques from u's partial derivatives (ps, pt already over |r|).
+template <typename Real>
+__device__ __forceinline__ void site_generic(Real ur, Real ps, Real pt, Real ug, Real cs, Real ct, Real inv, Real rx,
+                                             Real ry, Real rz, const Vec4<Real>& es, const Vec4<Real>& et, Real& fx,
+                                             Real& fy, Real& fz, Real& ox, Real& oy, Real& oz) {
+  const Real fac = -ur * inv + (cs * ps + ct * pt) * inv;
+  fx = fac * rx - ps * es.x - pt * et.x;
+  fy = fac * ry - ps * es.y - pt * et.y;
+  fz = fac * rz - ps * es.z - pt * et.z;
+  const Real gx = es.y * et.z - es.z * et.y;
+  const Real gy = es.z * et.x - es.x * et.z;
+  const Real gz = es.x * et.y - es.y * et.x;
+  ox = -ps * (es.y * rz - es.z * ry) - ug * gx;  // tau_s
+  oy = -ps * (es.z * rx - es.x * rz) - ug * gy;
+  oz = -ps * (es.x * ry - es.y * rx) - ug * gz;
+}
+
+// Two electrostatic sites (kinds from E.w; charge or moment from A.w) at r = r_s - r_t: the force on
+// s, the torque of s's orientation, and the energy.
+template <typename Real>
+__device__ __forceinline__ Real site_electrostatic(const MoleculeModel<Real>& m, const Vec4<Real>& as,
+                                                   const Vec4<Real>& es, const Vec4<Real>& at, const Vec4<Real>& et,
+                                                   Real rx, Real ry, Real rz, Real& fx, Real& fy, Real& fz, Real& ox,
+                                                   Real& oy, Real& oz) {
+  const int ks = static_cast<int>(es.w), kt = static_cast<int>(et.w);
+  const Real r2 = rx * rx + ry * ry + rz * rz;
+  const Real inv = Real(1) / sqrt(r2);
+  const Real inv2 = inv * inv;
+  const Real cs = (es.x * rx + es.y * ry + es.z * rz) * inv;
+  const Real ct = (et.x * rx + et.y * ry + et.z * rz) * inv;
+  const Real g = es.x * et.x + es.y * et.y + es.z * et.z;
+  const Real p = m.k * as.w * at.w;
+  const Real z = Real(0);
+  Real u, ur, ps = z, pt = z, ug = z;
+  if (ks == kSiteCharge && kt == kSiteCharge) {  // p (1/r + k_rf r^2 - c_rf)
+    u = p * (inv + m.krf * r2 - m.crf);
+    ur = p * (-inv2 + Real(2) * m.krf * r2 * inv);
+  } else if (ks == kSiteCharge && kt == kSiteDipole) {  // p cos_t / r^2
+    u = p * ct * inv2;
+    ur = -Real(2) * u * inv;
+    pt = p * inv2 * inv;
+  } else if (ks == kSiteDipole && kt == kSiteCharge) {  // -p cos_s / r^2
+    u = -p * cs * inv2;
+    ur = -Real(2) * u * inv;
+    ps = -p * inv2 * inv;
+  } else if (ks == kSiteDipole && kt == kSiteDipole) {  // p (g - 3 cos_s cos_t) / r^3 - p rf g
+    const Real f3 = p * inv2 * inv;
+    const Real ud = f3 * (g - Real(3) * cs * ct);
+    ur = -Real(3) * ud * inv;
+    ps = -Real(3) * f3 * ct * inv;
+    pt = -Real(3) * f3 * cs * inv;
+    ug = f3 - p * m.rfdd;
+    u = ud - p * m.rfdd * g;
+  } else if (ks == kSiteCharge && kt == kSiteQuadrupole) {  // p (3 cos_t^2 - 1) / (2 r^3)
+    const Real f3 = Real(0.5) * p * inv2 * inv;
+    u = f3 * (Real(3) * ct * ct - Real(1));
+    ur = -Real(3) * u * inv;
+    pt = Real(6) * f3 * ct * inv;
+  } else if (ks == kSiteQuadrupole && kt == kSiteCharge) {
+    const Real f3 = Real(0.5) * p * inv2 * inv;
+    u = f3 * (Real(3) * cs * cs - Real(1));
+    ur = -Real(3) * u * inv;
+    ps = Real(6) * f3 * cs * inv;
+  } else if (ks == kSiteDipole && kt == kSiteQuadrupole) {  // 3/2 p (-cos_s (5 cos_t^2 - 1) + 2 g cos_t) / r^4
+    const Real f4 = Real(1.5) * p * inv2 * inv2;
+    u = f4 * (-cs * (Real(5) * ct * ct - Real(1)) + Real(2) * g * ct);
+    ur = -Real(4) * u * inv;
+    ps = f4 * (Real(1) - Real(5) * ct * ct) * inv;
+    pt = Real(2) * f4 * (g - Real(5) * cs * ct) * inv;
+    ug = Real(2) * f4 * ct;
+  } else if (ks == kSiteQuadrupole && kt == kSiteDipole) {  // the same with r -> -r, cos_s <-> -cos_t
+    const Real f4 = Real(1.5) * p * inv2 * inv2;
+    u = f4 * (ct * (Real(5) * cs * cs - Real(1)) - Real(2) * g * cs);
+    ur = -Real(4) * u * inv;
+    ps = -Real(2) * f4 * (g - Real(5) * cs * ct) * inv;
+    pt = -f4 * (Real(1) - Real(5) * cs * cs) * inv;
+    ug = -Real(2) * f4 * cs;
+  } else {  // quadrupole - quadrupole: 3/4 p / r^5 (1 - 5 (cs^2 + ct^2) - 15 cs^2 ct^2 + 2 (g - 5 cs ct)^2)
+    const Real f5 = Real(0.75) * p * inv2 * inv2 * inv;
+    const Real term = g - Real(5) * cs * ct;
+    const Real c2s = cs * cs, c2t = ct * ct;
+    u = f5 * (Real(1) - Real(5) * (c2s + c2t) - Real(15) * c2s * c2t + Real(2) * term * term);
+    ur = -Real(5) * u * inv;
+    ps = -Real(10) * f5 * (cs + Real(3) * cs * c2t + Real(2) * ct * term) * inv;
+    pt = -Real(10) * f5 * (ct + Real(3) * c2s * ct + Real(2) * cs * term) * inv;
+    ug = Real(4) * f5 * term;
+  }
+  site_generic(ur, ps, pt, ug, cs, ct, inv, rx, ry, rz, es, et, fx, fy, fz, ox, oy, oz);
+  return u;
+}
+
+// Molecules i and j, centres d = c_i - c_j apart (inside the cutoff): the force and torque on i and
+// the pair's energy, with the switch where rs < rc. Sums over the site pairs in the compute type.
+template <typename Real>
+__device__ __forceinline__ MoleculePairResult<Real> molecule_pair(const MoleculeModel<Real>& m, int i, int j,
+                                                                   Real dx, Real dy, Real dz) {
+  MoleculePairResult<Real> o{Real(0), Real(0), Real(0), Real(0), Real(0), Real(0), Real(0)};
+  const int ci = m.comp[i], cj = m.comp[j];
+  const Real xi = m.xi[ci * m.C + cj], eta = m.eta[ci * m.C + cj];
+  const int s0 = m.first[i], s1 = m.first[i + 1], t0 = m.first[j], t1 = m.first[j + 1];
+  for (int s = s0; s < s1; ++s) {
+    const Vec4<Real> as = m.A[s], es = m.E[s];
+    const bool ljs = static_cast<int>(es.w) == kSiteLJ;
+    for (int t = t0; t < t1; ++t) {
+      const Vec4<Real> et = m.E[t];
+      if (ljs != (static_cast<int>(et.w) == kSiteLJ)) continue;
+      const Vec4<Real> at = m.A[t];
+      const Real rx = dx + as.x - at.x, ry = dy + as.y - at.y, rz = dz + as.z - at.z;
+      Real fx, fy, fz, ox = Real(0), oy = Real(0), oz = Real(0), u;
+      if (ljs) {  // 4 eps ((sig/r)^12 - (sig/r)^6); E.x sigma, E.y sqrt(epsilon)
+        const Real r2 = rx * rx + ry * ry + rz * rz;
+        const Real ep = xi * es.y * et.y;
+        const Real sg = eta * Real(0.5) * (es.x + et.x);
+        Real l6 = sg * sg / r2;
+        l6 = l6 * l6 * l6;
+        u = Real(4) * ep * l6 * (l6 - Real(1));
+        const Real fac = Real(24) * ep * l6 * (Real(2) * l6 - Real(1)) / r2;
+        fx = fac * rx;
+        fy = fac * ry;
+        fz = fac * rz;
+      } else {
+        u = site_electrostatic(m, as, es, at, et, rx, ry, rz, fx, fy, fz, ox, oy, oz);
+      }
+      o.u += u;
+      o.fx += fx;
+      o.fy += fy;
+      o.fz += fz;
+      o.tx += as.y * fz - as.z * fy + ox;
+      o.ty += as.z * fx - as.x * fz + oy;
+      o.tz += as.x * fy - as.y * fx + oz;
+    }
+  }
+  if (m.rs < m.rc) {
+    const Real r = sqrt(dx * dx + dy * dy + dz * dz);
+    if (r > m.rs) {
+      const Real x = (r - m.rs) / (m.rc - m.rs);
+      const Real sw = Real(1) - x * x * x * (Real(10) - Real(15) * x + Real(6) * x * x);
+      const Real gs = Real(30) * x * x * (Real(1) - x) * (Real(1) - x) / (m.rc - m.rs) * o.u / r;  // -u S'(r) / r
+      o.fx = sw * o.fx + gs * dx;
+      o.fy = sw * o.fy + gs * dy;
+      o.fz = sw * o.fz + gs * dz;
+      o.tx *= sw;
+      o.ty *= sw;
+      o.tz *= sw;
+      o.u *= sw;
+    }
+  }
+  return o;
+}
+
+// The torque on j of the pair whose force and torque on i are o, at d = c_i - c_j: -tau_i - d x F_i.
+template <typename Real>
+__device__ __forceinline__ void torque_on_j(const MoleculePairResult<Real>& o, Real dx, Real dy, Real dz, Real& tx,
+                                            Real& ty, Real& tz) {
+  tx = -o.tx - (dy * o.fz - dz * o.fy);
+  ty = -o.ty - (dz * o.fx - dx * o.fz);
+  tz = -o.tz - (dx * o.fy - dy * o.fx);
+}

@@ -1,0 +1,209 @@
+"""Rigid molecules on the GPU: the molecule-pair body (kernels/molecules.cuh, ls1-MarDyn's PotForce) in
+the traversals of kernels/molecules.cu, named as the point strategies whose loops they follow:
+
+  allpairs_thread_naive   a thread per molecule against every other (minimum image)
+  fullshell_thread_csr    a thread per molecule, in cell order, over the 27 cells around its own
+  fullshell_warp_csr      a warp per molecule, its lanes over those cells' molecules, a warp sum at the end
+
+An evaluation (MoleculePlan.run, all on the device, no host synchronisation): the sites turned by the
+quaternions (molecule_sites), the centres' cells (molecule_cell_of, then a stable sort by cell and the
+cell starts: CSR), the traversal, and the block sums of energy and virial. Each pair is visited from
+both sides; energy and virial are halved on the host. Precision modes as for points (fp32: float
+compute and sums, mixed: float compute and double sums, fp64); the fixed-point mode is for points.
+The results match strategies/molecules_cpu.py's contract: float64 arrays of forces and torques, the
+energy with the dipoles' reaction-field self term, the 3x3 centre-of-mass virial and the molecule pairs.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import cuda
+
+TRAVERSALS = ("allpairs_thread_naive", "fullshell_thread_csr", "fullshell_warp_csr")
+PRECISIONS = {"fp32": ("float", "float", np.float32, np.float32), "mixed": ("float", "double", np.float32, np.float64),
+              "fp64": ("double", "double", np.float64, np.float64)}
+KERNELS = {"allpairs_thread_naive": "molecule_allpairs_thread", "fullshell_thread_csr": "molecule_fullshell_thread",
+           "fullshell_warp_csr": "molecule_fullshell_warp"}
+BLOCK = 128
+SITE_BLOCK = 256
+SUMS = 10
+KIND = {"lj": 0, "charge": 1, "dipole": 2, "quadrupole": 3}
+HEADER = 8
+
+
+def expressions(name: str, precision: str) -> list[str]:
+    """Every specialisation traversal `name` launches in `precision`: both periodicities, with and
+    without energy, and the site and cell kernels."""
+    real, acc = PRECISIONS[precision][:2]
+    out = [f"molecule_sites<{real}>"]
+    if name != "allpairs_thread_naive":
+        out.append(f"molecule_cell_of<{real}>")
+    out += [f"{KERNELS[name]}<{real}, {acc}, {BLOCK}, {cuda.cbool(pbc)}, {cuda.cbool(energy)}>"
+            for pbc in (True, False) for energy in (True, False)]
+    return out
+
+
+def params(model, real) -> np.ndarray:
+    """The molecule body's constants in the compute type, in kernels/molecules.cuh's order."""
+    C = len(model.components)
+    head = [model.cutoff ** 2, model.switch_start, model.cutoff, model.coulomb_constant, model.k_rf, model.c_rf,
+            model.rf_dipoles, float(C)]
+    assert len(head) == HEADER
+    return np.concatenate([head, np.asarray(model.xi, np.float64).ravel(),
+                           np.asarray(model.eta, np.float64).ravel()]).astype(real)
+
+
+def body_sites(mols, model, real):
+    """Per site, expanded over the molecules: owner, body-frame (p, m) and (d, kind), or (sigma, sqrt(eps),
+    0, kind) for a Lennard-Jones centre; per molecule its first site (M + 1 entries)."""
+    comps = model.components
+    per = []
+    for cp in comps:
+        A = np.zeros((len(cp.kinds), 4))
+        E = np.zeros((len(cp.kinds), 4))
+        for s, kind in enumerate(cp.kinds):
+            A[s, :3] = cp.position[s]
+            if kind == "lj":
+                E[s] = (cp.sigma[s], math.sqrt(cp.epsilon[s]), 0.0, KIND["lj"])
+            else:
+                A[s, 3] = cp.charge[s] if kind == "charge" else cp.moment[s]
+                E[s] = (*cp.direction[s], KIND[kind])
+        per.append((A, E))
+    comp = np.asarray(mols.components, np.int64)
+    count = np.array([len(comps[c].kinds) for c in comp], np.int64)
+    first = np.concatenate([[0], np.cumsum(count)]).astype(np.int32)
+    owner = np.repeat(np.arange(len(comp), dtype=np.int32), count)
+    A = np.concatenate([per[c][0] for c in comp]) if len(comp) else np.zeros((0, 4))
+    E = np.concatenate([per[c][1] for c in comp]) if len(comp) else np.zeros((0, 4))
+    return owner, A.astype(real), E.astype(real), first
+
+
+def cell_grid(centres: np.ndarray, lengths, periodic, cutoff: float):
+    """Cells of side >= cutoff over the (centred) centres: (lo, side, dims) per axis, as
+    molecules_cpu._cells chooses them."""
+    lo, side, dims = [], [], []
+    for a in range(3):
+        if periodic[a]:
+            L = float(lengths[a])
+            n = max(1, int(L // cutoff))
+            lo.append(-0.5 * L)
+            side.append(L / n)
+        else:
+            x = centres[:, a]
+            low = float(x.min()) if len(x) else 0.0
+            extent = max(float(x.max() - low) if len(x) else 0.0, cutoff)
+            n = max(1, int(extent // cutoff))
+            lo.append(low)
+            side.append(extent / n)
+        dims.append(n)
+    return lo, side, dims
+
+
+class MoleculePlan:
+    """One traversal and precision on one system of molecules: the device buffers, the kernels, and run()."""
+
+    def __init__(self, name: str, mols, model, precision: str):
+        import cupy as cp
+
+        if name not in TRAVERSALS:
+            raise ValueError(name)
+        if precision not in PRECISIONS:
+            raise ValueError(f"molecules compute in {', '.join(PRECISIONS)}, not {precision}")
+        self.cp, self.name, self.precision = cp, name, precision
+        real_c, acc_c, self.real, self.acc = PRECISIONS[precision]
+        self.model = model
+        m = len(mols.centres)
+        self.m = m
+        self.periodic = tuple(bool(p) for p in mols.box.periodic)
+        self.pbc = any(self.periodic)
+        self.lengths = np.asarray(mols.box.lengths, np.float64)
+        owner, A, E, first = body_sites(mols, model, self.real)
+        self.nsites = len(owner)
+        self.d_owner = cp.asarray(owner)
+        self.d_bodyA, self.d_bodyE = cp.asarray(A), cp.asarray(E)
+        self.d_A, self.d_E = cp.empty_like(self.d_bodyA), cp.empty_like(self.d_bodyE)
+        self.d_first = cp.asarray(first)
+        self.d_comp = cp.asarray(np.asarray(mols.components, np.int32))
+        self.d_params = cp.asarray(params(model, self.real))
+        self.d_c = cp.zeros((m, 4), self.real)
+        self.d_q = cp.zeros((m, 4), self.real)
+        self.d_force = cp.zeros((m, 3), self.acc)
+        self.d_torque = cp.zeros((m, 3), self.acc)
+        self.grid = max(1, -(-(m * (32 if name == "fullshell_warp_csr" else 1)) // BLOCK))
+        self.d_partial = cp.zeros((self.grid, SUMS), self.acc)
+        self.d_count = cp.zeros(self.grid, np.uint64)
+        self.d_cell = cp.zeros(m, np.int32)
+        box = np.concatenate([self.lengths, np.where(self.periodic, 1.0 / self.lengths, 0.0)]).astype(self.real)
+        self.box = box.view(np.dtype({"names": ["lx", "ly", "lz", "ilx", "ily", "ilz"], "formats": [self.real] * 6}))
+        self.fn_sites = cuda.kernel("molecules.cu", f"molecule_sites<{real_c}>")
+        self.fn_cell = cuda.kernel("molecules.cu", f"molecule_cell_of<{real_c}>")
+        self.fns = {e: cuda.kernel("molecules.cu", f"{KERNELS[name]}<{real_c}, {acc_c}, {BLOCK}, {cuda.cbool(self.pbc)}, "
+                                                   f"{cuda.cbool(e)}>") for e in (True, False)}
+        self.cells = None
+
+    def upload(self, centres: np.ndarray, quaternions: np.ndarray) -> None:
+        """Centres (relative to the box centre, wrapped into it on periodic axes) and quaternions; the
+        cell grid follows from them (the extent of an open axis)."""
+        c = np.asarray(centres, np.float64) - 0.5 * self.lengths
+        for a in range(3):
+            if self.periodic[a]:
+                c[:, a] -= self.lengths[a] * np.floor(c[:, a] / self.lengths[a] + 0.5)
+        host = np.zeros((self.m, 4), self.real)
+        host[:, :3] = c
+        self.d_c.set(host)
+        self.d_q.set(np.asarray(quaternions, self.real))
+        if self.name != "allpairs_thread_naive":
+            self.cells = cell_grid(c, self.lengths, self.periodic, self.model.cutoff)
+            self.d_start = self.cp.zeros(int(np.prod(self.cells[2])) + 1, np.int32)
+
+    def run(self, energy: bool = True) -> None:
+        """The evaluation, enqueued on the current stream."""
+        cp = self.cp
+        if self.nsites:
+            self.fn_sites((-(-self.nsites // SITE_BLOCK),), (SITE_BLOCK,),
+                          (np.int32(self.nsites), self.d_owner, self.d_q, self.d_bodyA, self.d_bodyE, self.d_A, self.d_E))
+        common = (self.d_params, self.d_first, self.d_comp, self.d_A, self.d_E, self.d_force, self.d_torque,
+                  self.d_partial, self.d_count)
+        if self.name == "allpairs_thread_naive":
+            args = (np.int32(self.m), self.d_c, self.box, *common)
+        else:
+            lo, side, dims = self.cells
+            R = self.real
+            self.fn_cell((max(1, -(-self.m // 256)),), (256,),
+                         (np.int32(self.m), self.d_c, R(lo[0]), R(lo[1]), R(lo[2]), R(side[0]), R(side[1]), R(side[2]),
+                          np.int32(dims[0]), np.int32(dims[1]), np.int32(dims[2]), self.d_cell))
+            self.d_order = cp.argsort(self.d_cell, kind="stable").astype(np.int32)
+            self.d_start[:] = cp.searchsorted(self.d_cell[self.d_order], cp.arange(len(self.d_start), dtype=np.int32))
+            args = (np.int32(self.m), self.d_c, self.box, self.d_cell, self.d_start, self.d_order,
+                    *(np.int32(d) for d in dims), *(np.int32(p) for p in self.periodic), *common)
+        self.fns[energy]((self.grid,), (BLOCK,), args)
+
+    def result(self) -> dict:
+        """forces, torques (float64), energy (with the dipoles' self term), virial and molecule pairs."""
+        sums = self.d_partial.get().astype(np.float64).sum(0) if self.m else np.zeros(SUMS)
+        pairs = int(self.d_count.get().sum()) // 2
+        return {"forces": self.d_force.get().astype(np.float64), "torques": self.d_torque.get().astype(np.float64),
+                "energy": 0.5 * float(sums[0]) + self_energy(self.model, self.d_bodyA, self.d_bodyE),
+                "virial": 0.5 * sums[1:].reshape(3, 3), "pairs": pairs}
+
+
+def self_energy(model, bodyA, bodyE) -> float:
+    """The dipoles' reaction-field self term, -k rf m^2 / 2 each."""
+    A, E = bodyA.get(), bodyE.get()
+    dip = E[:, 3].astype(np.int64) == KIND["dipole"]
+    return -0.5 * model.coulomb_constant * model.rf_dipoles * float(np.sum(A[dip, 3].astype(np.float64) ** 2))
+
+
+def applicable(name: str, mols, model) -> tuple[bool, str]:
+    ok, why = cuda.device_status()
+    return (True, "") if ok else (False, why)
+
+
+def evaluate(name: str, mols, model, precision: str = "fp64") -> dict:
+    """One evaluation by the GPU traversal `name` (the plan made, the molecules uploaded, run, read back)."""
+    plan = MoleculePlan(name, mols, model, precision)
+    plan.upload(mols.centres, mols.quaternions)
+    plan.run()
+    return plan.result()
