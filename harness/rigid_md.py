@@ -98,16 +98,10 @@ def equilibrate(state: rigid.RigidState, forces, dt: float, steps: int, temperat
             state.pi *= scale
 
 
-def run(mols, model, strategy: str, dt: float, steps: int, temperature: float, sample: int, seed: int,
-        progress=None, equilibrate_steps: int = 0, precision: str = "fp64") -> dict:
-    """The run's samples and summary (a JSON-ready dict): `equilibrate_steps` with velocity rescaling to
-    `temperature` first, then `steps` of NVE."""
-    state = start(mols, model, temperature, seed)
+def _nve(state: rigid.RigidState, force_fn, dt: float, steps: int, sample: int, progress=None):
+    """`steps` of NVE from `state`: its samples and summary."""
     dof = degrees_of_freedom(state)
     samples: list[Sample] = []
-    force_fn = forces_of(strategy, model, mols, precision)
-    if equilibrate_steps:
-        equilibrate(state, force_fn, dt, equilibrate_steps, temperature)
 
     def on_sample(step, u, kt, kr):
         s = Sample(step, step * dt, u, kt, kr, 2.0 * (kt + kr) / dof)
@@ -116,7 +110,7 @@ def run(mols, model, strategy: str, dt: float, steps: int, temperature: float, s
             progress(f"  step {step:8d}  E {s.total:.10g}  U {u:.8g}  K {kt + kr:.8g}  T {s.temperature:.4g}")
 
     t0 = time.perf_counter()
-    f, tq, u = rigid.run(state, force_fn, dt, steps, sample, on_sample)
+    rigid.run(state, force_fn, dt, steps, sample, on_sample)
     wall = time.perf_counter() - t0
     if not np.all(np.isfinite(state.r)) or not np.all(np.isfinite([s.total for s in samples])):
         raise InputError(f"md: the run blew up (not finite) by step {samples[-1].step}: a smaller --dt, or an "
@@ -126,11 +120,56 @@ def run(mols, model, strategy: str, dt: float, steps: int, temperature: float, s
     e = np.array([s.total for s in samples])
     slope = float(np.polyfit(t, e, 1)[0]) if len(t) >= 2 else 0.0
     summary = {"molecules": m, "steps": steps, "dt": dt, "time": steps * dt, "degrees_of_freedom": dof,
-               "equilibrate_steps": equilibrate_steps,
                "energy_start": float(e[0]), "energy_end": float(e[-1]),
                "drift_per_molecule_per_time": slope / m,
                "max_deviation_per_molecule": float(np.max(np.abs(e - e[0]))) / m,
                "temperature_mean": float(np.mean([s.temperature for s in samples])),
                "seconds_per_step": wall / max(steps, 1)}
+    return samples, summary
+
+
+def run(mols, model, strategy: str, dt: float, steps: int, temperature: float, sample: int, seed: int,
+        progress=None, equilibrate_steps: int = 0, precision: str = "fp64") -> dict:
+    """The run's samples and summary (a JSON-ready dict): `equilibrate_steps` with velocity rescaling to
+    `temperature` first, then `steps` of NVE."""
+    state = start(mols, model, temperature, seed)
+    force_fn = forces_of(strategy, model, mols, precision)
+    if equilibrate_steps:
+        equilibrate(state, force_fn, dt, equilibrate_steps, temperature)
+    samples, summary = _nve(state, force_fn, dt, steps, sample, progress)
+    summary["equilibrate_steps"] = equilibrate_steps
     return {"kind": "md-molecules", "strategy": strategy, "precision": precision,
             "samples": [s.__dict__ | {"total": s.total} for s in samples], "summary": summary}
+
+
+def nve_report(mols, model, names: list[str], precisions: list[str], dt: float, steps: int, temperature: float,
+               sample: int, seed: int, equilibrate_steps: int = 0, say=None) -> list[dict]:
+    """NVE from one start for each traversal and precision: the start (momenta at `temperature`, then
+    `equilibrate_steps` of velocity rescaling with the first traversal's fp64 forces) copied for each run.
+    Rows: traversal, precision, drift per molecule per time unit, largest |E - E0| per molecule, ms per
+    step; n/a with the reason where a traversal does not run here."""
+    import copy
+
+    from strategies import molecules as traversals
+
+    state0 = start(mols, model, temperature, seed)
+    if equilibrate_steps:
+        first = next((n for n in names if n == "reference" or traversals.applicable(n, mols, model)[0]), "reference")
+        equilibrate(state0, forces_of(first, model, mols, "fp64"), dt, equilibrate_steps, temperature)
+    rows = []
+    for name in names:
+        for prec in precisions:
+            row = {"strategy": name, "precision": prec, "molecules": len(mols.centres), "steps": steps, "dt": dt}
+            ok, why = (True, "") if name == "reference" else traversals.applicable(name, mols, model)
+            if not ok:
+                rows.append({**row, "status": "n/a", "detail": why})
+            elif name == "reference" and prec != "fp64":
+                rows.append({**row, "status": "n/a", "detail": "the reference computes in fp64"})
+            else:
+                _, s = _nve(copy.deepcopy(state0), forces_of(name, model, mols, prec), dt, steps, sample)
+                rows.append({**row, "status": "ok", "drift": s["drift_per_molecule_per_time"],
+                             "max_deviation": s["max_deviation_per_molecule"],
+                             "ms_per_step": 1e3 * s["seconds_per_step"], "temperature": s["temperature_mean"]})
+            if say:
+                say(rows[-1])
+    return rows

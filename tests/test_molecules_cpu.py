@@ -270,3 +270,31 @@ def test_the_switch_conserves_the_energy_the_plain_cutoff_does_not(tmp_path):
                          "--json", str(out)]) == 0
         drift[label] = json.loads(out.read_text())["summary"]["max_deviation_per_molecule"]
     assert drift["switch"] < 0.01 * drift["plain"], drift  # measured: 4.7e-5 against 8.4e-2
+
+
+def test_the_nve_report_runs_each_precision_from_one_start(tmp_path, capsys):
+    """md --nve-report on molecules: every traversal and precision from the same start (their first
+    samples agree to the precision), a GPU traversal n/a with the reason where there is none."""
+    import json
+
+    from harness import cli
+    from strategies.cuda import device_status
+
+    out = tmp_path / "nve.json"
+    assert cli.main(["md", "--scenario", "stockmayer", "--n", "tiny", "--nve-report", "--dt", "0.002",
+                     "--temperature", "1.35", "--steps", "20", "--sample", "10", "--equilibrate", "10",
+                     "--strategies", "fullshell_thread_cpu,fullshell_warp_csr", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["kind"] == "nve-molecules" and doc["molecules"] == 216
+    rows = {(r["strategy"], r["precision"]): r for r in doc["rows"]}
+    assert set(rows) == {(s, p) for s in ("fullshell_thread_cpu", "fullshell_warp_csr")
+                         for p in ("fp32", "mixed", "fp64")}
+    cpu = [rows[("fullshell_thread_cpu", p)] for p in ("fp32", "mixed", "fp64")]
+    assert all(r["status"] == "ok" and abs(r["max_deviation"]) < 0.05 for r in cpu)
+    if not device_status()[0]:
+        assert rows[("fullshell_warp_csr", "fp32")]["status"] == "n/a"
+    assert "drift /molecule/time" in capsys.readouterr().out
+    assert cli.main(["md", "--scenario", "stockmayer", "--n", "tiny", "--nve-report", "--dt", "0.002",
+                     "--temperature", "1.35", "--precision", "fixed"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "fixed" in err[0]

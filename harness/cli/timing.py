@@ -324,23 +324,14 @@ def cmd_md(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_md_molecules(args: argparse.Namespace) -> int:
-    """md of rigid molecules (harness/rigid_md.py): --molecules FILE with --input, or a molecule scenario."""
+def _molecule_run_setup(args: argparse.Namespace):
+    """What md on molecules checks before any work: (steps, molecules, model, a description)."""
     from mdcore import molecules
-    from strategies import molecules as traversals
 
-    from .. import device, molecule_scenarios, rigid_md
+    from .. import md, molecule_scenarios
 
-    strategy = args.strategy or "fullshell_thread_cpu"
-    if strategy != "reference" and strategy not in traversals.TRAVERSALS:
-        raise InputError(f"md: strategy {strategy} has no molecule functor yet; molecules run in reference, "
-                         f"{', '.join(traversals.TRAVERSALS)}")
-    precision = args.precision or "fp64"
-    if precision not in traversals.PRECISIONS or (strategy == "reference" and precision != "fp64"):
-        offered = "fp64" if strategy == "reference" else ", ".join(traversals.PRECISIONS)
-        raise InputError(f"md: molecule forces come in {offered} from {strategy}, not {precision}")
-    bad = [o for o, v in (("--nve-report", args.nve_report), ("--forcefield", args.forcefield),
-                          ("--potential", args.potential), ("--launch", args.launch), ("--out", args.out)) if v]
+    bad = [o for o, v in (("--forcefield", args.forcefield), ("--potential", args.potential),
+                          ("--launch", args.launch), ("--out", args.out)) if v]
     if bad:
         raise InputError(f"md: {', '.join(bad)} do(es) not apply to molecules")
     if args.dt is None or args.temperature is None:
@@ -349,20 +340,82 @@ def cmd_md_molecules(args: argparse.Namespace) -> int:
     if args.json:
         results.check_file(args.json, "--json", (".json",))
     steps = args.steps or 1000
-    from .. import md
-
     md.check_run(steps, args.dt, args.sample)
     if args.molecules:
         if not args.input:
             raise InputError("md --molecules FILE needs --input (the molecules' .npz)")
         model = molecules.load(args.molecules)
         mols = molecules.read(args.input, model)
-        what = f"{args.input} ({', '.join(model.names)})"
-    else:
-        if args.input:
-            raise InputError(f"md: --input holds molecules with --molecules FILE, not with the scenario {args.scenario}")
-        mols, model = molecule_scenarios.make(args.scenario, args.n, seed=args.seed)
-        what = f"{args.scenario} seed={args.seed}"
+        return steps, mols, model, f"{args.input} ({', '.join(model.names)})"
+    if args.input:
+        raise InputError(f"md: --input holds molecules with --molecules FILE, not with the scenario {args.scenario}")
+    mols, model = molecule_scenarios.make(args.scenario, args.n, seed=args.seed)
+    return steps, mols, model, f"{args.scenario} seed={args.seed}"
+
+
+def _nve_report_molecules(args: argparse.Namespace) -> int:
+    """md --nve-report on molecules: NVE drift per traversal and precision from one start."""
+    from strategies import molecules as traversals
+
+    from .. import device, rigid_md
+
+    from strategies.cuda import device_status
+
+    gpu = device_status()[0]
+    names = [x.strip() for x in (args.strategies or ("fullshell_thread_cpu,fullshell_thread_csr" if gpu
+                                                     else "fullshell_thread_cpu")).split(",") if x.strip()]
+    bad = [n for n in names if n != "reference" and n not in traversals.TRAVERSALS]
+    if bad:
+        raise InputError(f"md --nve-report: {', '.join(bad)} has no molecule functor yet; molecules run in reference, "
+                         f"{', '.join(traversals.TRAVERSALS)}")
+    precisions = parse_precisions(args.precision) if args.precision else list(traversals.PRECISIONS)
+    wrong = [p for p in precisions if p not in traversals.PRECISIONS]
+    if wrong:
+        raise InputError(f"md --nve-report: molecules compute in {', '.join(traversals.PRECISIONS)}, not "
+                         f"{', '.join(wrong)}")
+    steps, mols, model, what = _molecule_run_setup(args)
+    print(f"NVE report: {len(mols.centres)} molecules of {what}, cutoff {model.cutoff:g}"
+          + (f" (switch from {model.switch:g})" if model.switch is not None else " (plain cutoff)")
+          + (f", {args.equilibrate} steps rescaled to k_B T {args.temperature:g} first" if args.equilibrate else "")
+          + f", {steps} steps of dt {args.dt:g}, a sample every {args.sample}")
+    print(f"{'strategy':24s} {'precision':9s} {'drift /molecule/time':>21s} {'max |E-E0| /molecule':>21s} "
+          f"{'ms/step':>9s}  k_B T")
+
+    def say(r: dict) -> None:
+        if r["status"] != "ok":
+            print(f"{r['strategy']:24s} {r['precision']:9s} {r['status']}: {r.get('detail', '')}", flush=True)
+            return
+        print(f"{r['strategy']:24s} {r['precision']:9s} {r['drift']:+21.3e} {r['max_deviation']:21.3e} "
+              f"{r['ms_per_step']:9.3f}  {r['temperature']:.4g}", flush=True)
+
+    rows = rigid_md.nve_report(mols, model, names, precisions, args.dt, steps, args.temperature, args.sample,
+                               args.seed, equilibrate_steps=args.equilibrate, say=say)
+    if args.json:
+        doc = {"schema_version": results.SCHEMA_VERSION, "kind": "nve-molecules", "device": device.header(),
+               "system": what, "molecules": len(mols.centres), "steps": steps, "dt": args.dt, "sample": args.sample,
+               "temperature0": args.temperature, "equilibrate_steps": args.equilibrate, "rows": rows}
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(doc, indent=1, default=str) + "\n")
+    return 0
+
+
+def cmd_md_molecules(args: argparse.Namespace) -> int:
+    """md of rigid molecules (harness/rigid_md.py): --molecules FILE with --input, or a molecule scenario."""
+    from strategies import molecules as traversals
+
+    from .. import device, rigid_md
+
+    if args.nve_report:
+        return _nve_report_molecules(args)
+    strategy = args.strategy or "fullshell_thread_cpu"
+    if strategy != "reference" and strategy not in traversals.TRAVERSALS:
+        raise InputError(f"md: strategy {strategy} has no molecule functor yet; molecules run in reference, "
+                         f"{', '.join(traversals.TRAVERSALS)}")
+    precision = args.precision or "fp64"
+    if precision not in traversals.PRECISIONS or (strategy == "reference" and precision != "fp64"):
+        offered = "fp64" if strategy == "reference" else ", ".join(traversals.PRECISIONS)
+        raise InputError(f"md: molecule forces come in {offered} from {strategy}, not {precision}")
+    steps, mols, model, what = _molecule_run_setup(args)
     if not args.quiet:
         print(f"md {strategy} {precision} {len(mols.centres)} molecules of {what}, cutoff {model.cutoff:g}: "
               + (f"{args.equilibrate} steps rescaled to k_B T {args.temperature:g}, then " if args.equilibrate else "")
