@@ -70,3 +70,35 @@ def test_bench_molecules_refuses_in_one_line(tmp_path, capsys, extra, words):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and words in err[0]
     assert not (tmp_path / "b").exists() or not any((tmp_path / "b").iterdir())
+
+
+def _mrow(strategy, ms, q1, q3, precision="fp32", case="spce_water:small"):
+    return {"strategy": strategy, "backend": "cpu", "scenario": case, "precision": precision, "status": "ok",
+            "compute_ms": ms, "compute_q1_ms": q1, "compute_q3_ms": q3, "molecules": 1000, "site_pairs_per_s": 1e9}
+
+
+def test_the_report_puts_the_molecule_order_beside_the_points_order():
+    """The report's molecule section: its table, and a swap against the points' order said as a change
+    where the interquartile ranges part, as a tie where they overlap; the molecule NVE rows beside."""
+    from harness.report import render, sections as S
+
+    points = [{"strategy": s, "scenario": "lj_liquid", "n": 4000, "precision": "fp32", "status": "ok",
+               "compute_ms": t, "outputs": "all"}
+              for s, t in (("fullshell_thread_cpu", 1.0), ("verlet_thread_cpu", 2.0), ("allpairs_thread_cpu", 9.0))]
+    docs = [{"kind": "bench-molecules", "device": {}, "rows": [
+        _mrow("allpairs_thread_cpu", 5.0, 4.9, 5.1), _mrow("fullshell_thread_cpu", 5.05, 5.0, 5.2),
+        _mrow("verlet_thread_cpu", 7.0, 6.9, 7.1)]}]
+    nve = [{"kind": "nve-molecules", "system": "spce_water", "molecules": 216, "rows": [
+        {"strategy": "fullshell_thread_cpu", "precision": "fp32", "status": "ok", "drift": 4.9e-5,
+         "max_deviation": 1.2e-3, "ms_per_step": 13.8}]}]
+    sec = render.Section("molecules", "Rigid molecules")
+    S.molecules(sec, docs, points, nve)
+    text = " ".join(b["text"] for b in sec.blocks if b["kind"] == "text")
+    tables = [b["md"] for b in sec.blocks if b["kind"] == "table"]
+    assert "rank fullshell_thread_cpu, verlet_thread_cpu, allpairs_thread_cpu" in text
+    assert "the order changes from points: allpairs_thread_cpu ahead of verlet_thread_cpu" in text
+    assert "allpairs_thread_cpu ahead of fullshell_thread_cpu within their interquartile ranges: a tie" in text
+    assert len(tables) == 2 and "allpairs_thread_cpu (1)" in tables[0] and "+4.90e-05" in tables[1]
+    empty = render.Section("molecules", "Rigid molecules")
+    S.molecules(empty, [], points, [])
+    assert "No data for this section" in empty.blocks[0]["text"]

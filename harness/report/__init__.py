@@ -10,7 +10,8 @@ it lies outside the report's results folder): the page works offline, its raw da
 The page opens with the verdict and the correctness line. Sections (each present in every
 report; one without data says which command produces it): verdict, correctness, wins, timings
 (three columns), before and after (--before: earlier bench results), thesis, cpu_gpu, parity
-processors, precision, pair bodies (types and charges), Ewald's reciprocal part, NVE drift (the NVE report's table), the source documents' claims, peers, roofline (with every strategy against the
+processors, precision, pair bodies (types and charges), Ewald's reciprocal part, rigid molecules (the
+molecule traversals' order beside the points', their NVE drift), NVE drift (the NVE report's table), the source documents' claims, peers, roofline (with every strategy against the
 fastest at the largest LJ liquid point), method.
 """
 from __future__ import annotations
@@ -48,8 +49,8 @@ def build(paths: list[Path], out_dir: Path, title: str, before: list[Path] | Non
     """before: earlier bench results for the section 'Before and after'; readme: a file whose ranking
     block (ranking.START ... ranking.END) gets today's ranking from these results."""
     data = load(paths)  # refuses bad input before anything is written
-    if not data["bench"] and not data["verify"] and not data["profile"] and not data["nve"] and not data["ewald"]:
-        raise InputError("report: no results given (bench, verify, profile, NVE or ewald JSON)")
+    if not any(data[k] for k in ("bench", "verify", "profile", "nve", "ewald", "molecules", "nve_molecules")):
+        raise InputError("report: no results given (bench, verify, profile, NVE, ewald or molecule JSON)")
     old = load(list(before or []))
     if len(old["bench"]) != len(before or []):
         raise InputError("report: --before takes bench results (the JSON of `harness bench`)")
@@ -71,6 +72,7 @@ def build(paths: list[Path], out_dir: Path, title: str, before: list[Path] | Non
     S.precision(sections["precision"], plots, bench, data["verify"])
     S.bodies(sections["bodies"], plots, bench)
     S.ewald(sections["ewald"], plots, data["ewald"])
+    S.molecules(sections["molecules"], data["molecules"], bench, data["nve_molecules"])
     S.drift(sections["drift"], data["nve"])
     S.claims(sections["claims"], data["files"])
     S.peers(sections["peers"], bench)

@@ -59,8 +59,8 @@ def normalise_row(r: dict, renamed: dict) -> dict:
 def load(paths: list[Path], command: str = "report") -> dict:
     """Classify result JSON files: bench, verify, profile; rows normalised to the current
     schema. 'renamed' lists the old names mapped. command: the subcommand its errors name."""
-    out: dict = {"bench": [], "verify": [], "profile": [], "nve": [], "ewald": [], "mc": [], "files": [],
-                 "bench_files": [], "renamed": {}, "schemas": set()}
+    out: dict = {"bench": [], "verify": [], "profile": [], "nve": [], "ewald": [], "mc": [], "molecules": [],
+                 "nve_molecules": [], "files": [], "bench_files": [], "renamed": {}, "schemas": set()}
     for p in paths:
         try:
             doc = partial_bench(Path(p)) if str(p).endswith(".partial.jsonl") else json.loads(Path(p).read_text())
@@ -87,6 +87,12 @@ def load(paths: list[Path], command: str = "report") -> dict:
         elif doc.get("kind") == "ewald":  # the reciprocal strategies (harness ewald): their own section
             _check_rows(p, doc)
             out["ewald"].append(doc)
+        elif doc.get("kind") == "bench-molecules":  # the molecule traversals (bench --scenario spce_water ...)
+            _check_rows(p, doc)
+            out["molecules"].append(doc)
+        elif doc.get("kind") == "nve-molecules":  # md --nve-report on molecules
+            _check_rows(p, doc)
+            out["nve_molecules"].append(doc)
         elif doc.get("kind") == "nve":  # NVE drift runs: the drift section and the claims
             _check_rows(p, doc)
             bad = next((r for r in doc["rows"] if not isinstance(r.get("strategy"), str)
