@@ -4,11 +4,14 @@ the traversals of kernels/molecules.cu, named as the point strategies whose loop
   allpairs_thread_naive   a thread per molecule against every other (minimum image)
   fullshell_thread_csr    a thread per molecule, in cell order, over the 27 cells around its own
   fullshell_warp_csr      a warp per molecule, its lanes over those cells' molecules, a warp sum at the end
+  c08_thread_csr          Newton3: the c08 colours of those cells (a launch per colour), a thread per base
+                          over the 14 cell pairs of its block, each pair once; the torque on j from the
+                          angular momentum the pair conserves (needs 3 cells along each periodic axis)
 
 An evaluation (MoleculePlan.run, all on the device, no host synchronisation): the sites turned by the
 quaternions (molecule_sites), the centres' cells (molecule_cell_of, then a stable sort by cell and the
 cell starts: CSR), the traversal, and the block sums of energy and virial. Each pair is visited from
-both sides; energy and virial are halved on the host. Precision modes as for points (fp32: float
+both sides except in c08; energy and virial are halved on the host where it is. Precision modes as for points (fp32: float
 compute and sums, mixed: float compute and double sums, fp64); the fixed-point mode is for points.
 The results match strategies/molecules_cpu.py's contract: float64 arrays of forces and torques, the
 energy with the dipoles' reaction-field self term, the 3x3 centre-of-mass virial and the molecule pairs.
@@ -21,11 +24,11 @@ import numpy as np
 
 from . import cuda
 
-TRAVERSALS = ("allpairs_thread_naive", "fullshell_thread_csr", "fullshell_warp_csr")
+TRAVERSALS = ("allpairs_thread_naive", "fullshell_thread_csr", "fullshell_warp_csr", "c08_thread_csr")
 PRECISIONS = {"fp32": ("float", "float", np.float32, np.float32), "mixed": ("float", "double", np.float32, np.float64),
               "fp64": ("double", "double", np.float64, np.float64)}
 KERNELS = {"allpairs_thread_naive": "molecule_allpairs_thread", "fullshell_thread_csr": "molecule_fullshell_thread",
-           "fullshell_warp_csr": "molecule_fullshell_warp"}
+           "fullshell_warp_csr": "molecule_fullshell_warp", "c08_thread_csr": "molecule_c08_thread"}
 BLOCK = 128
 SITE_BLOCK = 256
 SUMS = 10
@@ -132,8 +135,10 @@ class MoleculePlan:
         self.d_force = cp.zeros((m, 3), self.acc)
         self.d_torque = cp.zeros((m, 3), self.acc)
         self.grid = max(1, -(-(m * (32 if name == "fullshell_warp_csr" else 1)) // BLOCK))
+        self.visits = 1 if name == "c08_thread_csr" else 2  # each pair from both sides, or once (Newton3)
         self.d_partial = cp.zeros((self.grid, SUMS), self.acc)
         self.d_count = cp.zeros(self.grid, np.uint64)
+        self.colours: list = []  # c08: per colour (device bases, count, first slot)
         self.d_cell = cp.zeros(m, np.int32)
         box = np.concatenate([self.lengths, np.where(self.periodic, 1.0 / self.lengths, 0.0)]).astype(self.real)
         self.box = box.view(np.dtype({"names": ["lx", "ly", "lz", "ilx", "ily", "ilz"], "formats": [self.real] * 6}))
@@ -155,8 +160,26 @@ class MoleculePlan:
         self.d_c.set(host)
         self.d_q.set(np.asarray(quaternions, self.real))
         if self.name != "allpairs_thread_naive":
-            self.cells = cell_grid(c, self.lengths, self.periodic, self.model.cutoff)
-            self.d_start = self.cp.zeros(int(np.prod(self.cells[2])) + 1, np.int32)
+            cells = cell_grid(c, self.lengths, self.periodic, self.model.cutoff)
+            if self.cells is None or cells[2] != self.cells[2]:
+                self.d_start = self.cp.zeros(int(np.prod(cells[2])) + 1, np.int32)
+                if self.name == "c08_thread_csr":
+                    self._colours(cells[2])
+            self.cells = cells
+
+    def _colours(self, dims) -> None:
+        """The c08 colours' bases on the device, and the partial-sum slots: one block's a slot, colour after
+        colour."""
+        from .schedules import c08_colours
+
+        cp = self.cp
+        self.colours, slot = [], 0
+        for bases in c08_colours(np.asarray(dims), self.periodic):
+            blocks = max(1, -(-len(bases) // BLOCK))
+            self.colours.append((cp.asarray(np.ascontiguousarray(bases, np.int32)), len(bases), blocks, slot))
+            slot += blocks
+        self.d_partial = cp.zeros((slot, SUMS), self.acc)
+        self.d_count = cp.zeros(slot, np.uint64)
 
     def run(self, energy: bool = True) -> None:
         """The evaluation, enqueued on the current stream."""
@@ -176,17 +199,25 @@ class MoleculePlan:
                           np.int32(dims[0]), np.int32(dims[1]), np.int32(dims[2]), self.d_cell))
             self.d_order = cp.argsort(self.d_cell, kind="stable").astype(np.int32)
             self.d_start[:] = cp.searchsorted(self.d_cell[self.d_order], cp.arange(len(self.d_start), dtype=np.int32))
-            args = (np.int32(self.m), self.d_c, self.box, self.d_cell, self.d_start, self.d_order,
-                    *(np.int32(d) for d in dims), *(np.int32(p) for p in self.periodic), *common)
+            grid = (*(np.int32(d) for d in dims), *(np.int32(p) for p in self.periodic))
+            if self.name == "c08_thread_csr":
+                self.d_force.fill(0)
+                self.d_torque.fill(0)
+                for bases, count, blocks, slot in self.colours:
+                    self.fns[energy]((blocks,), (BLOCK,), (np.int32(count), bases, self.d_c, self.box, self.d_start,
+                                                           self.d_order, *grid, *common, np.int32(slot)))
+                return
+            args = (np.int32(self.m), self.d_c, self.box, self.d_cell, self.d_start, self.d_order, *grid, *common)
         self.fns[energy]((self.grid,), (BLOCK,), args)
 
     def result(self) -> dict:
         """forces, torques (float64), energy (with the dipoles' self term), virial and molecule pairs."""
         sums = self.d_partial.get().astype(np.float64).sum(0) if self.m else np.zeros(SUMS)
-        pairs = int(self.d_count.get().sum()) // 2
+        pairs = int(self.d_count.get().sum()) // self.visits
+        share = 1.0 / self.visits
         return {"forces": self.d_force.get().astype(np.float64), "torques": self.d_torque.get().astype(np.float64),
-                "energy": 0.5 * float(sums[0]) + self_energy(self.model, self.d_bodyA, self.d_bodyE),
-                "virial": 0.5 * sums[1:].reshape(3, 3), "pairs": pairs}
+                "energy": share * float(sums[0]) + self_energy(self.model, self.d_bodyA, self.d_bodyE),
+                "virial": share * sums[1:].reshape(3, 3), "pairs": pairs}
 
 
 def self_energy(model, bodyA, bodyE) -> float:
@@ -197,6 +228,15 @@ def self_energy(model, bodyA, bodyE) -> float:
 
 
 def applicable(name: str, mols, model) -> tuple[bool, str]:
+    """A GPU here; for c08, 3 cells or more along each periodic axis of the centres' cells."""
+    if name == "c08_thread_csr":
+        from .schedules import c08_applicable
+
+        c = np.asarray(mols.centres, np.float64) - 0.5 * np.asarray(mols.box.lengths)
+        dims = cell_grid(c, mols.box.lengths, mols.box.periodic, model.cutoff)[2]
+        ok, why = c08_applicable(np.asarray(dims), mols.box.periodic)
+        if not ok:
+            return False, f"c08 over the centres' cells ({'x'.join(map(str, dims))}): {why}"
     ok, why = cuda.device_status()
     return (True, "") if ok else (False, why)
 

@@ -32,6 +32,14 @@ def test_every_molecule_kernel_compiles_and_fp32_has_no_float64():
         assert not nvcc.f64_instructions(kernels[e]), (e, nvcc.f64_instructions(kernels[e])[:3])
 
 
+def test_c08_needs_three_cells_along_each_periodic_axis():
+    from harness import molecule_scenarios as S
+
+    mols, model = S.make("spce_water", "tiny", seed=1)  # 18.6 A with a 9 A cutoff: 2 cells a side
+    ok, why = molecules_cuda.applicable("c08_thread_csr", mols, model)
+    assert not ok and "c08" in why and "2x2x2" in why
+
+
 def molecule_cuda_names():
     return molecules_cuda.TRAVERSALS
 
@@ -42,6 +50,8 @@ def molecule_cuda_names():
 @pytest.mark.parametrize("periodic, two", [(True, False), (False, False), (True, True)])
 def test_gpu_traversals_agree_with_the_reference(name, precision, periodic, two):
     mols, model = _all_kinds(periodic=periodic, two=two)
+    ok, why = molecules_cuda.applicable(name, mols, model)
+    assert ok, why  # 3 cells a side: c08 applies too
     want = ref.compute(mols, model)
     got = molecules_cuda.evaluate(name, mols, model, precision)
     tol = molecule_check.tolerance(precision, mols, model)

@@ -1,16 +1,22 @@
 // Rigid molecules on the GPU: the sites turned by the quaternions, the cells over the centres, and the
 // traversals that call the molecule-pair body of molecules.cuh (host: strategies/molecules_cuda.py).
 //
-// Every traversal here visits each pair from both sides (no Newton3: a thread or warp writes only its
-// own molecule's force and torque, the same bits run after run); the energy and the virial
+// The full-shell and all-pairs traversals visit each pair from both sides (a thread or warp writes only
+// its own molecule's force and torque, the same bits run after run; c08 below visits each once); the
+// energy and the virial
 // W = sum over pairs of d F_i^T (d = c_i - c_j, the centre-of-mass convention, 9 entries: a molecule
 // system's virial is not symmetric) are summed per block into `partial` (kMolSums values a slot) with
-// the molecule pairs into `count`, and halved on the host. Centres are relative to the box centre.
+// the molecule pairs into `count`, and halved on the host where every pair was visited twice. Centres are relative to the box centre.
 //   allpairs_thread_naive   a thread per molecule i against every j (minimum image)
 //   fullshell_thread_csr    a thread per molecule (in cell order) over the 27 cells around its own
 //   fullshell_warp_csr      a warp per molecule, its lanes over the candidates of those cells (the
 //                           heavy body spread over 32 lanes: ls1-MarDyn's warp-per-molecule idea),
 //                           then a warp sum of force, torque, energy and virial
+//   c08_thread_csr          Newton3: the c08 colours of the cells, a launch per colour, a thread per
+//                           base cell over the 14 cell pairs of its 2x2x2 block (strategies/schedules.py);
+//                           each pair once, its force subtracted from j and j's torque from the pair's
+//                           conserved angular momentum (torque_on_j); bases of one colour touch disjoint
+//                           cells, so the adds need no atomics and their order is fixed
 #include "molecules.cuh"
 
 constexpr int kMolSums = 10;  // energy, then the 9 virial entries W_ab = sum d_a F_b
@@ -93,11 +99,11 @@ struct MoleculeAcc {
   }
 };
 
-// The block's energy, virial and pair count into slot blockIdx.x of partial and count (every thread
-// calls it): warp sums, then the warps' sums in warp 0, in a fixed order.
+// The block's energy, virial and pair count into slot `slot` of partial and count (every thread calls
+// it): warp sums, then the warps' sums in warp 0, in a fixed order.
 template <int BLOCK, typename Acc>
 __device__ __forceinline__ void molecule_block_sums(Acc (&v)[kMolSums], unsigned long long n, Acc* __restrict__ partial,
-                                                    unsigned long long* __restrict__ count) {
+                                                    unsigned long long* __restrict__ count, int slot) {
   constexpr int kWarps = BLOCK / 32;
   __shared__ Acc s_v[kWarps][kMolSums];
   __shared__ unsigned long long s_n[kWarps];
@@ -117,8 +123,8 @@ __device__ __forceinline__ void molecule_block_sums(Acc (&v)[kMolSums], unsigned
     n = warp_sum(lane < kWarps ? s_n[lane] : 0ull);
     if (lane == 0) {
 #pragma unroll
-      for (int k = 0; k < kMolSums; ++k) partial[blockIdx.x * kMolSums + k] = v[k];
-      count[blockIdx.x] = n;
+      for (int k = 0; k < kMolSums; ++k) partial[slot * kMolSums + k] = v[k];
+      count[slot] = n;
     }
   }
 }
@@ -147,7 +153,8 @@ molecule_allpairs_thread(const int m, const Vec4<Real>* __restrict__ c, const Bo
     }
     acc.store(i, force, torque);
   }
-  if constexpr (ENERGY) molecule_block_sums<BLOCK>(acc.s, static_cast<unsigned long long>(acc.pairs), partial, count);
+  if constexpr (ENERGY) molecule_block_sums<BLOCK>(acc.s, static_cast<unsigned long long>(acc.pairs), partial, count,
+                                                         blockIdx.x);
 }
 
 // The neighbour-cell range along one axis: -1..1, fewer where the axis has fewer than 3 cells (each
@@ -205,7 +212,8 @@ molecule_fullshell_thread(const int m, const Vec4<Real>* __restrict__ c, const B
     }
     acc.store(i, force, torque);
   }
-  if constexpr (ENERGY) molecule_block_sums<BLOCK>(acc.s, static_cast<unsigned long long>(acc.pairs), partial, count);
+  if constexpr (ENERGY) molecule_block_sums<BLOCK>(acc.s, static_cast<unsigned long long>(acc.pairs), partial, count,
+                                                         blockIdx.x);
 }
 
 // fullshell_warp_csr: warp w takes molecule order[w]; lane l the candidates l, l + 32, ... of the 27
@@ -261,5 +269,107 @@ molecule_fullshell_warp(const int m, const Vec4<Real>* __restrict__ c, const Box
       torque[3 * i + 2] = stz;
     }
   }
-  if constexpr (ENERGY) molecule_block_sums<BLOCK>(acc.s, static_cast<unsigned long long>(acc.pairs), partial, count);
+  if constexpr (ENERGY) molecule_block_sums<BLOCK>(acc.s, static_cast<unsigned long long>(acc.pairs), partial, count,
+                                                         blockIdx.x);
+}
+
+// The c08 offsets: the 14 pairs of cells of a 2x2x2 block whose base is at offset (0, 0, 0)
+// (strategies/schedules.py C08_PAIRS: the base with itself, then the 13 pairs that cover every pair of
+// neighbouring cells once over all bases).
+__constant__ int kC08Pairs[14][2][3] = {
+    {{0, 0, 0}, {0, 0, 0}}, {{0, 0, 0}, {1, 0, 0}}, {{0, 0, 0}, {0, 1, 0}}, {{0, 0, 0}, {0, 0, 1}},
+    {{0, 0, 0}, {1, 1, 0}}, {{0, 0, 0}, {1, 0, 1}}, {{0, 0, 0}, {0, 1, 1}}, {{0, 0, 0}, {1, 1, 1}},
+    {{1, 0, 0}, {0, 1, 0}}, {{1, 0, 0}, {0, 0, 1}}, {{0, 1, 0}, {0, 0, 1}}, {{1, 0, 0}, {0, 1, 1}},
+    {{0, 1, 0}, {1, 0, 1}}, {{0, 0, 1}, {1, 1, 0}}};
+
+// The cell at base + offset, wrapped on periodic axes; -1 outside the grid on an open axis.
+__device__ __forceinline__ int block_cell(int bx, int by, int bz, const int (&o)[3], int nx, int ny, int nz, int px,
+                                          int py, int pz) {
+  int x = bx + o[0], y = by + o[1], z = bz + o[2];
+  if (x >= nx) {
+    if (!px) return -1;
+    x -= nx;
+  }
+  if (y >= ny) {
+    if (!py) return -1;
+    y -= ny;
+  }
+  if (z >= nz) {
+    if (!pz) return -1;
+    z -= nz;
+  }
+  if (x < 0 || y < 0 || z < 0) return -1;
+  return (x * ny + y) * nz + z;
+}
+
+// c08_thread_csr, one colour: thread t takes base bases[t] (3 ints); force and torque are added to
+// (zeroed before the first colour), each pair once (Newton3); block sums into slot slot0 + blockIdx.x.
+template <typename Real, typename Acc, int BLOCK, bool PBC, bool ENERGY>
+__global__ void __launch_bounds__(BLOCK)
+molecule_c08_thread(const int nbases, const int* __restrict__ bases, const Vec4<Real>* __restrict__ c,
+                    const Box<Real> box, const int* __restrict__ start, const int* __restrict__ order, const int nx,
+                    const int ny, const int nz, const int px, const int py, const int pz,
+                    const Real* __restrict__ params, const int* __restrict__ first, const int* __restrict__ comp,
+                    const Vec4<Real>* __restrict__ A, const Vec4<Real>* __restrict__ E, Acc* __restrict__ force,
+                    Acc* __restrict__ torque, Acc* __restrict__ partial, unsigned long long* __restrict__ count,
+                    const int slot0) {
+  const MoleculeModel<Real> model(params, first, comp, A, E);
+  const int t = blockIdx.x * BLOCK + threadIdx.x;
+  MoleculeAcc<Real, Acc> acc;  // energy, virial and pairs only: forces and torques go to global memory
+  if (t < nbases) {
+    const int bx = bases[3 * t + 0], by = bases[3 * t + 1], bz = bases[3 * t + 2];
+    for (int p = 0; p < 14; ++p) {
+      const int ca = block_cell(bx, by, bz, kC08Pairs[p][0], nx, ny, nz, px, py, pz);
+      const int cb = block_cell(bx, by, bz, kC08Pairs[p][1], nx, ny, nz, px, py, pz);
+      if (ca < 0 || cb < 0) continue;
+      for (int qi = start[ca]; qi < start[ca + 1]; ++qi) {
+        const int i = order[qi];
+        const Vec4<Real> ci = c[i];
+        Acc fx = Acc(0), fy = Acc(0), fz = Acc(0), tx = Acc(0), ty = Acc(0), tz = Acc(0);
+        for (int qj = (ca == cb ? qi + 1 : start[cb]); qj < start[cb + 1]; ++qj) {
+          const int j = order[qj];
+          Real dx, dy, dz;
+          const Real r2 = centre_separation<PBC>(ci, c[j], box, dx, dy, dz);
+          if (!(r2 < model.rc2)) continue;
+          const MoleculePairResult<Real> o = molecule_pair(model, i, j, dx, dy, dz);
+          Real sx, sy, sz;
+          torque_on_j(o, dx, dy, dz, sx, sy, sz);
+          fx += Acc(o.fx);
+          fy += Acc(o.fy);
+          fz += Acc(o.fz);
+          tx += Acc(o.tx);
+          ty += Acc(o.ty);
+          tz += Acc(o.tz);
+          force[3 * j + 0] -= Acc(o.fx);
+          force[3 * j + 1] -= Acc(o.fy);
+          force[3 * j + 2] -= Acc(o.fz);
+          torque[3 * j + 0] += Acc(sx);
+          torque[3 * j + 1] += Acc(sy);
+          torque[3 * j + 2] += Acc(sz);
+          if constexpr (ENERGY) {
+            acc.s[0] += Acc(o.u);
+            acc.s[1] += Acc(dx * o.fx);
+            acc.s[2] += Acc(dx * o.fy);
+            acc.s[3] += Acc(dx * o.fz);
+            acc.s[4] += Acc(dy * o.fx);
+            acc.s[5] += Acc(dy * o.fy);
+            acc.s[6] += Acc(dy * o.fz);
+            acc.s[7] += Acc(dz * o.fx);
+            acc.s[8] += Acc(dz * o.fy);
+            acc.s[9] += Acc(dz * o.fz);
+            ++acc.pairs;
+          }
+        }
+        force[3 * i + 0] += fx;
+        force[3 * i + 1] += fy;
+        force[3 * i + 2] += fz;
+        torque[3 * i + 0] += tx;
+        torque[3 * i + 1] += ty;
+        torque[3 * i + 2] += tz;
+      }
+    }
+  }
+  if constexpr (ENERGY) {
+    molecule_block_sums<BLOCK>(acc.s, static_cast<unsigned long long>(acc.pairs), partial, count, slot0 + blockIdx.x);
+  }
 }
