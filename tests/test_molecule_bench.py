@@ -102,3 +102,37 @@ def test_the_report_puts_the_molecule_order_beside_the_points_order():
     empty = render.Section("molecules", "Rigid molecules")
     S.molecules(empty, [], points, [])
     assert "No data for this section" in empty.blocks[0]["text"]
+
+
+def test_tune_on_molecules_picks_a_verified_traversal_and_sets_a_wrong_one_aside(tmp_path, capsys, monkeypatch):
+    from strategies import molecules_cpu
+
+    out = tmp_path / "t.json"
+    args = ["tune", "--scenario", "stockmayer", "--n", "tiny", "--budget", "1s", "--precision", "fp64",
+            "--strategies", "allpairs_thread_cpu,fullshell_thread_cpu,c08_thread_cpu", "--json", str(out)]
+    assert cli.main(args) == 0
+    doc = json.loads(out.read_text())
+    assert doc["kind"] == "tune-molecules" and doc["winner"] in ("allpairs_thread_cpu", "fullshell_thread_cpu")
+    status = {c["strategy"]: c["status"] for c in doc["candidates"]}
+    assert status["c08_thread_cpu"] == "n/a"  # 2 cells a side
+    win = next(c for c in doc["candidates"] if c["strategy"] == doc["winner"])
+    assert max(win["errors"].values()) <= doc["tolerance"] == 1e-10
+    assert doc["checked_against"] == "the float64 reference" and doc["winner"] in capsys.readouterr().out
+    real = molecules_cpu.evaluate
+
+    def wrong(name, mols, model, precision="fp64"):  # every traversal's torques 1e-6 off
+        o = real(name, mols, model, precision)
+        o["torques"] = o["torques"] * (1.0 + 1e-6)
+        return o
+    monkeypatch.setattr(molecules_cpu, "evaluate", wrong)
+    assert cli.main(args) == 1
+    assert "failed the check" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("extra, words", [(["--precision", "fixed"], "not fixed"),
+                                          (["--strategies", "verlet_thread_padded"], "no molecule functor"),
+                                          (["--cache", "c.json"], "--cache")])
+def test_tune_on_molecules_refuses_in_one_line(capsys, extra, words):
+    assert cli.main(["tune", "--scenario", "spce_water", "--n", "tiny", *extra]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0]

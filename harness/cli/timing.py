@@ -158,9 +158,76 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_tune(args: argparse.Namespace) -> int:
-    from .. import tune
+def cmd_tune_molecules(args: argparse.Namespace) -> int:
+    """tune on rigid molecules (harness/molecule_tune.py): the fastest verified molecule traversal."""
+    from mdcore import molecules
+    from strategies import molecules as traversals
+    from strategies.cuda import device_status
 
+    from .. import device, molecule_scenarios, molecule_tune, tune
+
+    bad = [o for o, v in (("--forcefield", args.forcefield), ("--potential", args.potential),
+                          ("--cache", args.cache), ("--experimental", args.experimental)) if v]
+    if bad:
+        raise InputError(f"tune: {', '.join(bad)} do(es) not apply to molecules")
+    budget = tune.parse_budget(args.budget)
+    if args.json:
+        results.check_file(args.json, "--json", (".json",))
+    if args.precision not in traversals.PRECISIONS:
+        raise InputError(f"tune: molecules compute in {', '.join(traversals.PRECISIONS)}, not {args.precision}")
+    if args.strategies:
+        names = [x.strip() for x in args.strategies.split(",") if x.strip()]
+        unknown = [n for n in names if n not in traversals.TRAVERSALS]
+        if unknown:
+            raise InputError(f"tune: {', '.join(unknown)} has no molecule functor yet; molecules run in "
+                             f"{', '.join(traversals.TRAVERSALS)}")
+    else:  # the GPU's traversals where there is one, else the CPU's
+        want = "cuda" if device_status()[0] else "cpu"
+        names = [n for n in traversals.TRAVERSALS if traversals.backend(n) == want]
+    if args.molecules:
+        if not args.input:
+            raise InputError("tune --molecules FILE needs --input (the molecules' .npz)")
+        model = molecules.load(args.molecules)
+        mols = molecules.read(args.input, model)
+        what = f"{args.input} ({', '.join(model.names)})"
+    else:
+        if args.input:
+            raise InputError(f"tune: --input holds molecules with --molecules FILE, not with the scenario {args.scenario}")
+        mols, model = molecule_scenarios.make(args.scenario, args.n, seed=args.seed)
+        what = f"{args.scenario} seed={args.seed}"
+    say = None if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
+    doc = molecule_tune.tune(mols, model, names, args.precision, budget, progress=say)
+    doc.update(system=what, device=device.header())
+    ranked = sorted((c for c in doc["candidates"] if c.get("median_ms") is not None and c["status"] != "n/a"),
+                    key=lambda c: c["median_ms"])
+    if not args.quiet:
+        print(f"{'traversal':24s} {'backend':7s} {'median ms':>10s} {'samples':>8s}  status")
+        for c in ranked:
+            print(f"{c['strategy']:24s} {c['backend']:7s} {c['median_ms']:10.4f} {len(c['samples_ms']):8d}  "
+                  f"{c['status']}" + (f" ({c['detail']})" if c["status"] == "failed" else ""))
+        for c in doc["candidates"]:
+            if c["status"] == "n/a":
+                print(f"{c['strategy']:24s} {c['backend']:7s} {'':>10s} {'':>8s}  n/a ({c['detail']})")
+    if doc["winner"] is None:
+        say_err = "tune: every timed molecule traversal failed the check against " + doc["checked_against"]
+        print(say_err, file=sys.stderr)
+        return 1
+    win = next(c for c in doc["candidates"] if c["strategy"] == doc["winner"])
+    doc["answer"] = (f"{doc['winner']} ({win['backend']}, {args.precision}): {win['median_ms']:.4g} ms per evaluation "
+                     f"of {len(mols.centres)} molecules of {what}; checked against {doc['checked_against']} "
+                     f"(largest error {max(win['errors'].values()):.1e}, bound {doc['tolerance']:.1e})")
+    print(doc["answer"])
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(doc, indent=1, default=str) + "\n")
+    return 0
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    from .. import molecule_scenarios, tune
+
+    if args.molecules or args.scenario.partition(":")[0] in molecule_scenarios.SCENARIOS:
+        return cmd_tune_molecules(args)
     check_forcefield(args)
     budget = tune.parse_budget(args.budget)
     if args.json:
@@ -600,6 +667,9 @@ def add_tune(sub) -> None:
                                                             "cache is updated)")
     p.add_argument("--json", help="the answer and every candidate's samples as JSON")
     p.add_argument("--quiet", action="store_true", help="the answer line only")
+    p.add_argument("--molecules", metavar="FILE.json", help="rigid molecules: a components file, with --input the "
+                                                             "molecules' .npz; the fastest verified molecule traversal "
+                                                             "(docs/molecules.md); or --scenario spce_water and --n")
     potential_args(p)
     p.set_defaults(fn=cmd_tune)
 
