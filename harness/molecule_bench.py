@@ -9,7 +9,9 @@ after `warmup` untimed evaluations (the first compiles), the median of at least 
 traversal's with CUDA events around its kernels, the molecules already on the device (time_gpu). Rates: molecules per
 second and molecule pairs within the cutoff per second; `site_pairs` counts the site-site terms
 those pairs hold (Lennard-Jones centres with Lennard-Jones centres, electrostatic sites with
-electrostatic sites), the work of the pair body.
+electrostatic sites), the work of the pair body. With --amortised K, also the mean time per frame of K
+frames of a random walk of the molecules through a plan kept across them (amortised()): the Verlet
+traversal's list kept while the centres stay within its skin, its builds counted (`rebuilds`).
 """
 from __future__ import annotations
 
@@ -19,8 +21,8 @@ from mdcore import InputError
 
 COLUMNS = ["strategy", "backend", "scenario", "molecules", "sites", "precision", "status", "compute_ms",
            "compute_min_ms", "compute_max_ms", "compute_q1_ms", "compute_q3_ms", "spread", "repeats",
-           "molecule_pairs", "site_pairs", "molecules_per_s", "molecule_pairs_per_s", "site_pairs_per_s", "energy",
-           "includes", "detail"]
+           "molecule_pairs", "site_pairs", "molecules_per_s", "molecule_pairs_per_s", "site_pairs_per_s",
+           "amortised_ms", "amortised_frames", "rebuilds", "energy", "includes", "detail"]
 
 
 def scenario_cases(names: list[str], sizes: list[str], seed: int) -> list[dict]:
@@ -106,21 +108,45 @@ def run(names: list[str], precisions: list[str], cases: list[dict], timing: dict
                            site_pairs_per_s=sp / s, energy=out["energy"])
                 if out["pairs"] != row["molecule_pairs"]:
                     row.update(status="error", detail=f"{out['pairs']} molecule pairs, the count {row['molecule_pairs']}")
+                elif timing.get("amortised"):
+                    row.update(amortised(name, p, mols, model, timing["amortised"]))
                 rows.append(row)
                 if progress:
                     progress(f"  {name} {p} {case['case']}: {t}")
     return rows
 
 
+def amortised(name: str, precision: str, mols, model, frames: int) -> dict:
+    """The mean time per frame of `frames` frames of a random walk of the molecules (harness/molecule_check.walk)
+    through a plan kept across them (strategies.molecules.Plan): the Verlet traversal's list upkeep and
+    builds included, each frame's evaluation read back (a GPU traversal's device time and transfers with
+    it: host clock). The walk's frames are made before the clock starts."""
+    import time
+
+    from strategies import molecules as traversals
+
+    from .molecule_check import walk
+
+    path = walk(mols, model, frames, seed=7)
+    plan = traversals.Plan(name, mols, model, precision)
+    plan.evaluate(mols)  # warm: compiled, buffers made, the first list built
+    builds = plan.rebuilds
+    t0 = time.perf_counter()
+    for frame in path:
+        plan.evaluate(frame)
+    seconds = time.perf_counter() - t0
+    return {"amortised_ms": 1e3 * seconds / frames, "amortised_frames": frames, "rebuilds": plan.rebuilds - builds}
+
+
 def table(rows: list[dict]) -> str:
     head = (f"{'strategy':22s} {'prec':5s} {'system':28s} {'molecules':>9s} {'ms':>10s} {'spread':>7s} "
-            f"{'mol/s':>9s} {'site pair/s':>11s}  status")
+            f"{'mol/s':>9s} {'site pair/s':>11s} {'amort. ms':>10s}  status")
     lines = [head]
     for r in rows:
         f = lambda k, w, fmt: (format(r[k], fmt) if isinstance(r.get(k), (int, float)) else "").rjust(w)  # noqa: E731
         lines.append(f"{r['strategy']:22s} {r['precision']:5s} {r['scenario'][:28]:28s} {r['molecules']:9d} "
                      f"{f('compute_ms', 10, '.4g')} {f('spread', 7, '.2f')} {f('molecules_per_s', 9, '.3g')} "
-                     f"{f('site_pairs_per_s', 11, '.3g')}  {r['status']}"
+                     f"{f('site_pairs_per_s', 11, '.3g')} {f('amortised_ms', 10, '.4g')}  {r['status']}"
                      + (f" ({r['detail']})" if r.get("status") != "ok" and r.get("detail") else ""))
     return "\n".join(lines)
 

@@ -5,7 +5,8 @@ pair of molecules), with the whole default matrix (make verify); or the user's w
 --input F.
 
 Errors are relative: the forces', torques' and virial's largest deviation to the largest reference
-entry, the energy's to |E|. A precision the molecule traversals do not compute (fixed: the point
+entry, the energy's to the sum of the molecule pairs' |energy| (the reference's energy_scale, at least
+|E|). A precision the molecule traversals do not compute (fixed: the point
 strategies' mode) is n/a with its reason.
 
 Beside the traversals, the reference itself is checked against OpenMM's Reference platform on an open
@@ -31,6 +32,7 @@ CHECKS = ("forces", "torques", "virial", "energy")
 FP64 = 1e-10
 FLOAT32_FLOOR, FLOAT32_COEFFICIENT = 1e-5, 100.0
 CAP = "small"
+WALK_STEP = 0.02  # replay: the largest move of a centre per frame, a fraction of the cutoff (the skin: 0.1)
 
 
 def tolerance(precision: str, mols, model) -> float:
@@ -87,6 +89,12 @@ def input_case(mols, model, label: str) -> dict:
     return {"case": label, "mols": mols, "model": model, "ref": compute(mols, model)}
 
 
+def _energy_error(got: dict, ref: dict) -> float:
+    """|E - E_ref| over the sum of the molecule pairs' |energy| (the reference's energy_scale), which a
+    total near zero does not shrink."""
+    return abs(got["energy"] - ref["energy"]) / max(ref.get("energy_scale", abs(ref["energy"])), 1e-300)
+
+
 def _rel(a, b) -> float:
     scale = float(np.max(np.abs(b))) if np.size(b) else 0.0
     return float(np.max(np.abs(np.asarray(a) - np.asarray(b)))) / (scale or 1.0) if np.size(b) else 0.0
@@ -110,7 +118,7 @@ def check(name: str, precision: str, case: dict) -> list[dict]:
     ref = case["ref"]
     errors = {"forces": _rel(got["forces"], ref["forces"]), "torques": _rel(got["torques"], ref["torques"]),
               "virial": _rel(got["virial"], ref["virial"]),
-              "energy": abs(got["energy"] - ref["energy"]) / max(abs(ref["energy"]), 1e-300)}
+              "energy": _energy_error(got, ref)}
     rows = []
     tol = tolerance(precision, case["mols"], case["model"])
     for k, e in errors.items():
@@ -149,6 +157,83 @@ def oracle_rows(case: dict) -> list[dict]:
         return [{**base, "check": "all", "status": "n/a", "error": None, "tolerance": None, "detail": str(e)}]
     return [{**base, "check": k, "status": "pass" if math.isfinite(got[k]) and got[k] <= FP64 else "FAIL",
              "error": got[k], "tolerance": FP64, "detail": ""} for k in ("forces", "torques", "energy")]
+
+
+def walk(mols, model, frames: int, seed: int = 1, angle: float = 0.1):
+    """`frames` frames of a random walk of the molecules, for the replay: each frame moves every centre
+    by up to WALK_STEP x the cutoff (a uniform direction and length) and turns every molecule by up to
+    `angle` radians about a random axis. Every centre moves every frame, so that a list kept across
+    frames meets its skin within a few frames: a harder test of its upkeep than MD's motion."""
+    from mdcore.molecules import Molecules
+
+    rng = np.random.default_rng(seed)
+    c = np.array(mols.centres, np.float64)
+    q = np.array(mols.quaternions, np.float64)
+    L = np.asarray(mols.box.lengths, np.float64)
+    per = np.asarray(mols.box.periodic, bool)
+    m = len(c)
+    out = []
+    for _ in range(frames):
+        v = rng.normal(size=(m, 3))
+        v *= (WALK_STEP * model.cutoff * rng.random(m) / np.maximum(np.linalg.norm(v, axis=1), 1e-300))[:, None]
+        c = c + v
+        c = np.where(per, np.mod(c, np.where(per, L, 1.0)), c)
+        axis = rng.normal(size=(m, 3))
+        axis /= np.maximum(np.linalg.norm(axis, axis=1), 1e-300)[:, None]
+        half = 0.5 * angle * rng.random(m)
+        dq = np.column_stack([np.cos(half), np.sin(half)[:, None] * axis])
+        q = _quaternion_product(q, dq)
+        q /= np.linalg.norm(q, axis=1)[:, None]
+        out.append(Molecules(c.copy(), q.copy(), mols.components, mols.box))
+    return out
+
+
+def _quaternion_product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a b for rows of (w, x, y, z)."""
+    w1, x1, y1, z1 = a.T
+    w2, x2, y2, z2 = b.T
+    return np.column_stack([w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2, w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
+                            w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2, w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2])
+
+
+def replay(name: str, precision: str, case: dict, frames: int, seed: int = 1) -> list[dict]:
+    """The traversal along `frames` frames of a random walk (walk()), through a plan kept across them
+    (strategies.molecules.Plan: the Verlet traversal keeps its list while the centres stay within the
+    skin), every frame against the float64 reference: one row per check, the worst frame's error."""
+    from reference.molecules import compute
+    from strategies import molecules as traversals
+
+    base = {"strategy": name, "case": f"{case['case']} replay of {frames}", "precision": precision}
+    if precision not in traversals.PRECISIONS:
+        return [{**base, "check": "all", "status": "n/a", "error": None, "tolerance": None,
+                 "detail": f"molecules compute in {', '.join(traversals.PRECISIONS)}; {precision} is for points"}]
+    ok, why = traversals.applicable(name, case["mols"], case["model"])
+    if not ok:
+        return [{**base, "check": "all", "status": "n/a", "error": None, "tolerance": None, "detail": why}]
+    model = case["model"]
+    plan = traversals.Plan(name, case["mols"], model, precision)
+    tol = tolerance(precision, case["mols"], model)
+    worst = dict.fromkeys(CHECKS, 0.0)
+    wrong_pairs = 0
+    for mols in walk(case["mols"], model, frames, seed):
+        try:
+            got = plan.evaluate(mols)
+        except Exception as e:  # a failing frame is a FAIL row, not a stopped matrix
+            return [{**base, "check": "all", "status": "FAIL", "error": None, "tolerance": None,
+                     "detail": f"{type(e).__name__}: {e}"}]
+        ref = compute(mols, model)
+        errors = {"forces": _rel(got["forces"], ref["forces"]), "torques": _rel(got["torques"], ref["torques"]),
+                  "virial": _rel(got["virial"], ref["virial"]),
+                  "energy": _energy_error(got, ref)}
+        worst = {k: max(worst[k], v) if math.isfinite(v) else math.inf for k, v in errors.items()}
+        wrong_pairs += got["pairs"] != ref["pairs"]
+    detail = f"{plan.rebuilds} list build(s)" if plan.rebuilds else ""
+    rows = [{**base, "check": k, "status": "pass" if math.isfinite(e) and e <= tol else "FAIL", "error": e,
+             "tolerance": tol, "detail": detail} for k, e in worst.items()]
+    if wrong_pairs:
+        rows.append({**base, "check": "pairs", "status": "FAIL", "error": None, "tolerance": None,
+                     "detail": f"{wrong_pairs} frame(s) with another count of molecule pairs than the reference's"})
+    return rows
 
 
 def run(names, precisions, cases, progress=None, oracle: bool = True) -> list[dict]:

@@ -46,18 +46,10 @@ def forces_of(strategy: str, model, template, precision: str = "fp64"):
         ok, why = traversals.applicable(strategy, template, model)
         if not ok:
             raise InputError(f"md: {strategy} cannot run these molecules: {why}")
-        if traversals.backend(strategy) == "cuda":  # one plan for the run: its buffers and kernels kept
-            from strategies.molecules_cuda import MoleculePlan
+        plan = traversals.Plan(strategy, template, model, precision)  # buffers, kernels and lists kept
 
-            plan = MoleculePlan(strategy, template, model, precision)
-
-            def compute(m, mdl):
-                plan.upload(m.centres, m.quaternions)
-                plan.run()
-                return plan.result()
-        else:
-            def compute(m, mdl):
-                return traversals.evaluate(strategy, m, mdl, precision)
+        def compute(m, mdl):
+            return plan.evaluate(m)
 
     def forces(r, q):
         out = compute(Molecules(r, q, template.components, template.box), model)

@@ -106,6 +106,7 @@ def _pairs(c, L, periodic, first, count, comp, kind, a, e, sigma, eps, mom, xi, 
     torque = np.zeros((m, 3))
     w = np.zeros((3, 3))
     energy = 0.0
+    scale = 0.0  # the sum of the molecule pairs' |energy|: the scale of the energy's rounding
     pairs = 0
     for i in range(m):
         for j in range(i + 1, m):
@@ -152,6 +153,7 @@ def _pairs(c, L, periodic, first, count, comp, kind, a, e, sigma, eps, mom, xi, 
             sw, dsw = switch(r, rs, np.sqrt(rc2))
             f = sw * fp - (up * dsw / r) * d if dsw != 0.0 else sw * fp
             energy += sw * up
+            scale += abs(sw * up)
             force[i] += f
             force[j] -= f
             torque[i] += sw * tpi
@@ -159,7 +161,7 @@ def _pairs(c, L, periodic, first, count, comp, kind, a, e, sigma, eps, mom, xi, 
             for x in range(3):
                 for y in range(3):
                     w[x, y] += d[x] * f[y]
-    return force, torque, energy, w, pairs
+    return force, torque, energy, w, pairs, scale
 
 
 def sites(molecules, model) -> dict:
@@ -183,15 +185,18 @@ def sites(molecules, model) -> dict:
 
 
 def compute(molecules, model) -> dict:
-    """forces (M, 3), torques (M, 3), energy, virial (3, 3) and pairs (molecule pairs within the cutoff)."""
+    """forces (M, 3), torques (M, 3), energy, virial (3, 3), pairs (molecule pairs within the cutoff) and
+    energy_scale (the sum of the molecule pairs' |energy|: what an energy's rounding is measured against,
+    where the total can come near zero)."""
     s = sites(molecules, model)
     rf = model.method == "reaction-field"
     rf_dd = model.rf_dipoles
-    f, tq, e, w, pairs = _pairs(np.ascontiguousarray(molecules.centres, np.float64), molecules.box.array,
-                                np.asarray(molecules.box.periodic, np.bool_), s["first"], s["count"],
-                                np.asarray(molecules.components, np.int64), s["kind"], s["a"], s["e"], s["sigma"],
-                                s["epsilon"], s["moment"], model.xi, model.eta, model.cutoff ** 2,
-                                model.coulomb_constant, model.k_rf, model.c_rf, rf, rf_dd, model.switch_start)
+    f, tq, e, w, pairs, scale = _pairs(np.ascontiguousarray(molecules.centres, np.float64), molecules.box.array,
+                                       np.asarray(molecules.box.periodic, np.bool_), s["first"], s["count"],
+                                       np.asarray(molecules.components, np.int64), s["kind"], s["a"], s["e"],
+                                       s["sigma"], s["epsilon"], s["moment"], model.xi, model.eta, model.cutoff ** 2,
+                                       model.coulomb_constant, model.k_rf, model.c_rf, rf, rf_dd, model.switch_start)
     dip = s["kind"] == DIPOLE
     e += -0.5 * model.coulomb_constant * rf_dd * float(np.sum(s["moment"][dip] ** 2))  # the dipoles' self terms
-    return {"forces": f, "torques": tq, "energy": float(e), "virial": w, "pairs": int(pairs)}
+    return {"forces": f, "torques": tq, "energy": float(e), "virial": w, "pairs": int(pairs),
+            "energy_scale": max(float(scale), abs(float(e)))}

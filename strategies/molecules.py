@@ -26,3 +26,29 @@ def evaluate(name: str, mols, model, precision: str = "fp64") -> dict:
     if name in molecules_cuda.TRAVERSALS:
         return molecules_cuda.evaluate(name, mols, model, precision)
     return molecules_cpu.evaluate(name, mols, model, precision)
+
+
+class Plan:
+    """A traversal across the steps of a trajectory (md, verify's replay, bench's amortised column):
+    evaluate(mols) on each frame. A GPU traversal keeps its buffers and kernels (molecules_cuda's
+    MoleculePlan); the CPU's Verlet traversal keeps its list while the centres stay within the skin
+    (molecules_cpu.VerletPlan); the others evaluate from scratch. `rebuilds` counts list builds (0
+    without a list)."""
+
+    def __init__(self, name: str, template, model, precision: str = "fp64"):
+        self.name, self.model, self.precision = name, model, precision
+        self.rebuilds = 0
+        self._verlet = molecules_cpu.VerletPlan(model, precision) if name == "verlet_thread_cpu" else None
+        self._gpu = (molecules_cuda.MoleculePlan(name, template, model, precision)
+                     if name in molecules_cuda.TRAVERSALS else None)
+
+    def evaluate(self, mols) -> dict:
+        if self._gpu is not None:
+            self._gpu.upload(mols.centres, mols.quaternions)
+            self._gpu.run()
+            return self._gpu.result()
+        if self._verlet is not None:
+            out = self._verlet.evaluate(mols)
+            self.rebuilds = self._verlet.rebuilds
+            return out
+        return molecules_cpu.evaluate(self.name, mols, self.model, self.precision)

@@ -409,10 +409,11 @@ def applicable(name: str, mols, model) -> tuple[bool, str]:
     return ok, "" if ok else f"c08 over the centres' cells ({'x'.join(map(str, dims))}): {why}"
 
 
-def evaluate(name: str, mols, model, precision: str = "fp64") -> dict:
+def evaluate(name: str, mols, model, precision: str = "fp64", verlet_list=None) -> dict:
     """forces (M, 3), torques (M, 3), energy, virial (3, 3) and pairs (molecule pairs within the
     cutoff) of molecules `mols` under `model`, by the traversal `name` (TRAVERSALS), in `precision`
-    (PRECISIONS); the results are float64 arrays whatever the precision."""
+    (PRECISIONS); the results are float64 arrays whatever the precision. verlet_list: the Verlet
+    traversal's list (CSR start, indices) to use instead of building one (VerletPlan keeps it)."""
     from . import schedules
 
     if name not in TRAVERSALS:
@@ -453,13 +454,15 @@ def evaluate(name: str, mols, model, precision: str = "fp64") -> dict:
         visits = 1
     else:
         mode = {"allpairs_thread_cpu": ALLPAIRS, "fullshell_thread_cpu": CELLS, "verlet_thread_cpu": LIST}[name]
-        if mode == ALLPAIRS:
+        if mode == ALLPAIRS or (mode == LIST and verlet_list is not None):  # no cells to build
             cell, start, order, dims = (np.zeros(m, np.int64), np.array([0, m], np.int64),
                                         np.arange(m, dtype=np.int64), np.ones(3, np.int64))
         else:
             side = model.cutoff * (1.0 + SKIN) if mode == LIST else model.cutoff
             cell, start, order, dims = _cells(c, mols.box.lengths, per, side)
-        if mode == LIST:  # the list over the centres within rc + skin, then the traversal over it
+        if mode == LIST and verlet_list is not None:
+            start, order = verlet_list
+        elif mode == LIST:  # the list over the centres within rc + skin, then the traversal over it
             start, order = _csr_list(c, mols.box.array, per, (cell, start, order, dims), (1.0 + SKIN) * model.cutoff)
         energy, virial, pairs = np.zeros(m, acc), np.zeros((m, 9), acc), np.zeros(m, np.int64)
         _traverse(cr, lengths, per, cell, start, order, dims, mode, rc2, rs, *body, force, torque, energy,
@@ -470,3 +473,31 @@ def evaluate(name: str, mols, model, precision: str = "fp64") -> dict:
     return {"forces": force.astype(np.float64), "torques": torque.astype(np.float64),
             "energy": float(energy.sum(dtype=acc)) + self_term,
             "virial": virial.sum(0, dtype=acc).astype(np.float64).reshape(3, 3), "pairs": int(pairs.sum()) // visits}
+
+
+class VerletPlan:
+    """verlet_thread_cpu across the steps of a trajectory: the list over the centres within (1 + SKIN)
+    rc is built once and kept while no centre has moved more than SKIN rc / 2 from where it was at the
+    build (minimum image; the cutoff is on the centres, so turning molecules never invalidates it), then
+    built again. `rebuilds` counts the builds."""
+
+    def __init__(self, model, precision: str = "fp64"):
+        self.model, self.precision = model, precision
+        self.at: np.ndarray | None = None
+        self.lists = None
+        self.rebuilds = 0
+
+    def evaluate(self, mols) -> dict:
+        c = np.ascontiguousarray(mols.centres, np.float64)
+        if self.at is None or len(self.at) != len(c) or self._moved(c, mols.box) > 0.5 * SKIN * self.model.cutoff:
+            self.lists = neighbours(mols, (1.0 + SKIN) * self.model.cutoff)
+            self.at = c.copy()
+            self.rebuilds += 1
+        return evaluate("verlet_thread_cpu", mols, self.model, self.precision, verlet_list=self.lists)
+
+    def _moved(self, c: np.ndarray, box) -> float:
+        d = c - self.at
+        L = np.asarray(box.lengths, np.float64)
+        per = np.asarray(box.periodic, bool)
+        d = np.where(per, d - L * np.rint(d / np.where(per, L, 1.0)), d)
+        return float(np.sqrt(np.max(np.sum(d * d, axis=1)))) if len(d) else 0.0

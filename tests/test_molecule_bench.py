@@ -17,7 +17,8 @@ def test_bench_times_the_molecule_traversals_on_a_scenario(tmp_path, capsys):
     out = tmp_path / "b"
     assert cli.main(["bench", "--scenario", "stockmayer", "--n", "tiny", "--strategies",
                      "fullshell_thread_cpu,verlet_thread_cpu", "--precision", "fp64,fixed", "--repeat", "2",
-                     "--min-time", "0", "--warmup", "1", "--out", str(out), "--name", "m", "--quiet"]) == 0
+                     "--min-time", "0", "--warmup", "1", "--amortised", "4", "--out", str(out), "--name", "m",
+                     "--quiet"]) == 0
     doc = json.loads((out / "m.json").read_text())
     assert doc["kind"] == "bench-molecules" and (out / "m.csv").is_file()
     rows = {(r["strategy"], r["precision"]): r for r in doc["rows"]}
@@ -33,6 +34,7 @@ def test_bench_times_the_molecule_traversals_on_a_scenario(tmp_path, capsys):
         assert r["molecules"] == 216 and r["sites"] == 432
         assert r["molecules_per_s"] == pytest.approx(216 / (1e-3 * r["compute_ms"]))
         assert rows[(s, "fixed")]["status"] == "n/a"
+        assert r["amortised_frames"] == 4 and r["amortised_ms"] > 0.0 and r["rebuilds"] >= 0
     text = capsys.readouterr().out
     assert "stockmayer:tiny fp64: " in text and "verlet_thread_cpu" in text
 

@@ -326,3 +326,37 @@ def test_the_torque_on_j_follows_from_the_pair_s_conserved_angular_momentum():
             np.testing.assert_allclose(tj, -ti - np.cross(d, f), rtol=0, atol=1e-12 * scale)
             checked += 1
     assert checked > 100
+
+
+def test_the_replay_keeps_the_verlet_list_within_its_skin_and_catches_one_kept_too_long(monkeypatch, capsys):
+    """verify --molecules --replay: the Verlet traversal keeps its list across the frames of a random
+    walk and builds it again when a centre leaves the skin, every frame equal to the reference's; the
+    same replay with the list never built again fails (the negative control)."""
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from harness import cli, molecule_check
+
+    mols, model = S.make("stockmayer", "tiny", seed=2)
+    frames = molecule_check.walk(mols, model, 3, seed=4)
+    step = np.linalg.norm(np.asarray(frames[1].centres) - np.asarray(frames[0].centres), axis=1)
+    assert step.max() <= molecule_check.WALK_STEP * model.cutoff + 1e-12
+    assert np.allclose(np.linalg.norm(frames[2].quaternions, axis=1), 1.0)
+    case = {"case": "stockmayer", "mols": mols, "model": model}
+    rows = molecule_check.replay("verlet_thread_cpu", "fp64", case, 16)
+    assert all(r["status"] == "pass" for r in rows), rows
+    builds = int(rows[0]["detail"].split()[0])
+    assert 2 <= builds < 16  # kept across frames, and built again
+    monkeypatch.setattr(molecules_cpu.VerletPlan, "_moved", lambda self, c, box: 0.0)
+    bad = molecule_check.replay("verlet_thread_cpu", "fp64", case, 60)  # far enough for pairs to enter unseen
+    assert any(r["status"] == "FAIL" for r in bad) and bad[0]["detail"] == "1 list build(s)"
+    with tempfile.TemporaryDirectory() as tmp:
+        t = Path(tmp)
+        assert cli.main(["export", "--scenario", "stockmayer", "--n", "tiny", "--out", str(t / "s.npz")]) == 0
+        assert cli.main(["verify", "--molecules", str(t / "s.components.json"), "--input", str(t / "s.npz"),
+                         "--replay", "60", "--precision", "fp64", "--molecule-strategies", "verlet_thread_cpu",
+                         "--quiet", "--out", str(t / "v")]) == 1  # the list is still never built again
+        doc = json.loads((t / "v" / "verify.json").read_text())
+        assert any("replay of 60" in r["case"] and r["status"] == "FAIL" for r in doc["molecules"])
+    capsys.readouterr()

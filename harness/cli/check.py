@@ -198,7 +198,7 @@ def _verify_molecules(args: argparse.Namespace) -> int:
 
     if not args.input:
         raise InputError("verify --molecules FILE needs --input (the molecules' .npz)")
-    bad = [o for o, v in (("--scenarios", args.scenarios), ("--strategies", args.strategies), ("--replay", args.replay),
+    bad = [o for o, v in (("--scenarios", args.scenarios), ("--strategies", args.strategies),
                           ("--forcefield", args.forcefield), ("--potential", args.potential),
                           ("--cluster", args.cluster), ("--shard", args.shard), ("--kspace", args.kspace),
                           ("--launch", args.launch)) if v]
@@ -216,6 +216,10 @@ def _verify_molecules(args: argparse.Namespace) -> int:
         say(f"note: {mols.normalised} quaternion(s) of {args.input} were not of unit length and were normalised")
     case = molecule_check.input_case(mols, model, f"input:{Path(args.input).name} N={len(mols.centres)}")
     mrows = molecule_check.run(names, precisions, [case], progress=None if args.quiet else say)
+    if args.replay:  # each traversal along a random walk of the molecules, its plan kept across the frames
+        for name in names:
+            for p in precisions:
+                mrows += molecule_check.replay(name, p, case, args.replay, seed=1)
     meta = verify.meta(sys.argv[1:] if args.argv is None else args.argv)
     paths = verify.write_reports([], meta, device.header(), Path(args.out), Path(args.json) if args.json else None,
                                  molecule_rows=mrows)

@@ -64,7 +64,8 @@ def cmd_bench_molecules(args: argparse.Namespace) -> int:
         cases = molecule_bench.scenario_cases(specs, sizes, args.seed)
     for line in device.header_lines(device.header()):
         print(line)
-    timing = {"warmup": args.warmup, "repeat": args.repeat, "min_time": args.min_time}
+    timing = {"warmup": args.warmup, "repeat": args.repeat, "min_time": args.min_time,
+              "amortised": args.amortised or 0}
     rows = molecule_bench.run(names, precisions, cases, timing, progress=None if args.quiet else print)
     doc = results.document("bench-molecules", rows, device.header(), meta(args.argv))
     paths = results.write(doc, args.out, args.name or "molecules", molecule_bench.COLUMNS,
@@ -124,7 +125,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     outputs = [check_outputs(o.strip()) for o in args.outputs.split(",") if o.strip()]
     timing = {"seed": args.seed, "warmup": args.warmup, "repeat": args.repeat, "min_time": args.min_time,
               "max_time": args.max_time,
-              "l2": args.l2, "graph": not args.no_graph, "outputs": outputs, "amortised": args.amortised,
+              "l2": args.l2, "graph": not args.no_graph, "outputs": outputs,
+              "amortised": 200 if args.amortised is None else args.amortised,
               "potentials": sw.potentials}
     on = None
     if args.cluster and not args.dry_run:
@@ -623,9 +625,10 @@ def add_bench(sub) -> None:
     p.add_argument("--molecules", metavar="FILE.json", help="rigid molecules: a components file, with --input the "
                                                              "molecules' .npz; times the molecule traversals on them "
                                                              "(docs/molecules.md); or --scenario spce_water and --n")
-    p.add_argument("--amortised", type=NONNEG_INT, default=200,
+    p.add_argument("--amortised", type=NONNEG_INT,
                    help="frames of a recorded NVE trajectory replayed for the amortised cost of a step "
-                        "(list upkeep and rebuilds included; periodic problems; 0: off; default 200)")
+                        "(list upkeep and rebuilds included; periodic problems; 0: off; default 200); with "
+                        "molecules, frames of a random walk of them (default 0: off)")
     p.add_argument("--out", default=str(Path("reports") / "bench"), help="folder for CSV and JSON (default reports/bench under the current folder)")
     p.add_argument("--name", help="file name stem (default <suite or bench>-<UTC time>)")
     p.add_argument("--json", help="also write the JSON here")
