@@ -31,8 +31,8 @@ def evaluate(name: str, mols, model, precision: str = "fp64") -> dict:
 class Plan:
     """A traversal across the steps of a trajectory (md, verify's replay, bench's amortised column):
     evaluate(mols) on each frame. A GPU traversal keeps its buffers and kernels (molecules_cuda's
-    MoleculePlan); the CPU's Verlet traversal keeps its list while the centres stay within the skin
-    (molecules_cpu.VerletPlan); the others evaluate from scratch. `rebuilds` counts list builds (0
+    MoleculePlan), the GPU's Verlet traversals their list too; the CPU's Verlet traversal keeps its list
+    while the centres stay within the skin (molecules_cpu.VerletPlan); the others evaluate from scratch. `rebuilds` counts list builds (0
     without a list)."""
 
     def __init__(self, name: str, template, model, precision: str = "fp64"):
@@ -46,6 +46,7 @@ class Plan:
         if self._gpu is not None:
             self._gpu.upload(mols.centres, mols.quaternions)
             self._gpu.run()
+            self.rebuilds = getattr(self._gpu, "rebuilds", 0)
             return self._gpu.result()
         if self._verlet is not None:
             out = self._verlet.evaluate(mols)

@@ -7,6 +7,10 @@ the traversals of kernels/molecules.cu, named as the point strategies whose loop
   c08_thread_csr          Newton3: the c08 colours of those cells (a launch per colour), a thread per base
                           over the 14 cell pairs of its block, each pair once; the torque on j from the
                           angular momentum the pair conserves (needs 3 cells along each periodic axis)
+  verlet_thread_padded    a list over the centres within (1 + SKIN) rc, a padded row per molecule, kept
+                          across evaluations while no centre has moved more than SKIN rc / 2 since the
+                          build (upload() decides, on the host); a thread per molecule over its row
+  verlet_warp_padded      the same list, a warp per molecule over its row, then a warp sum
 
 An evaluation (MoleculePlan.run, all on the device, no host synchronisation): the sites turned by the
 quaternions (molecule_sites), the centres' cells (molecule_cell_of, then a stable sort by cell and the
@@ -24,11 +28,16 @@ import numpy as np
 
 from . import cuda
 
-TRAVERSALS = ("allpairs_thread_naive", "fullshell_thread_csr", "fullshell_warp_csr", "c08_thread_csr")
+TRAVERSALS = ("allpairs_thread_naive", "fullshell_thread_csr", "fullshell_warp_csr", "c08_thread_csr",
+              "verlet_thread_padded", "verlet_warp_padded")
+LISTS = ("verlet_thread_padded", "verlet_warp_padded")
+WARP = ("fullshell_warp_csr", "verlet_warp_padded")  # a warp per molecule
+SKIN = 0.1  # the Verlet list's skin, a fraction of the cutoff (as the CPU's, molecules_cpu.SKIN)
 PRECISIONS = {"fp32": ("float", "float", np.float32, np.float32), "mixed": ("float", "double", np.float32, np.float64),
               "fp64": ("double", "double", np.float64, np.float64)}
 KERNELS = {"allpairs_thread_naive": "molecule_allpairs_thread", "fullshell_thread_csr": "molecule_fullshell_thread",
-           "fullshell_warp_csr": "molecule_fullshell_warp", "c08_thread_csr": "molecule_c08_thread"}
+           "fullshell_warp_csr": "molecule_fullshell_warp", "c08_thread_csr": "molecule_c08_thread",
+           "verlet_thread_padded": "molecule_verlet_thread", "verlet_warp_padded": "molecule_verlet_warp"}
 BLOCK = 128
 SITE_BLOCK = 256
 SUMS = 10
@@ -43,6 +52,8 @@ def expressions(name: str, precision: str) -> list[str]:
     out = [f"molecule_sites<{real}>"]
     if name != "allpairs_thread_naive":
         out.append(f"molecule_cell_of<{real}>")
+    if name in LISTS:
+        out += [f"molecule_list_build<{real}, {cuda.cbool(pbc)}>" for pbc in (True, False)]
     out += [f"{KERNELS[name]}<{real}, {acc}, {BLOCK}, {cuda.cbool(pbc)}, {cuda.cbool(energy)}>"
             for pbc in (True, False) for energy in (True, False)]
     return out
@@ -134,7 +145,7 @@ class MoleculePlan:
         self.d_q = cp.zeros((m, 4), self.real)
         self.d_force = cp.zeros((m, 3), self.acc)
         self.d_torque = cp.zeros((m, 3), self.acc)
-        self.grid = max(1, -(-(m * (32 if name == "fullshell_warp_csr" else 1)) // BLOCK))
+        self.grid = max(1, -(-(m * (32 if name in WARP else 1)) // BLOCK))
         self.visits = 1 if name == "c08_thread_csr" else 2  # each pair from both sides, or once (Newton3)
         self.d_partial = cp.zeros((self.grid, SUMS), self.acc)
         self.d_count = cp.zeros(self.grid, np.uint64)
@@ -147,6 +158,16 @@ class MoleculePlan:
         self.fns = {e: cuda.kernel("molecules.cu", f"{KERNELS[name]}<{real_c}, {acc_c}, {BLOCK}, {cuda.cbool(self.pbc)}, "
                                                    f"{cuda.cbool(e)}>") for e in (True, False)}
         self.cells = None
+        if name in LISTS:  # the list: built at the first run and again once a centre leaves half the skin
+            self.fn_build = cuda.kernel("molecules.cu", f"molecule_list_build<{real_c}, {cuda.cbool(self.pbc)}>")
+            self.reach = (1.0 + SKIN) * model.cutoff
+            volume = float(np.prod(self.lengths))
+            self.cap = int(1.3 * m / max(volume, 1e-300) * 4.0 / 3.0 * math.pi * self.reach ** 3) + 32
+            self.d_list = cp.zeros(m * self.cap, np.int32)
+            self.d_counts = cp.zeros(m, np.int32)
+            self.list_at: np.ndarray | None = None
+            self.stale = True
+            self.rebuilds = 0
 
     def upload(self, centres: np.ndarray, quaternions: np.ndarray) -> None:
         """Centres (relative to the box centre, wrapped into it on periodic axes) and quaternions; the
@@ -159,8 +180,18 @@ class MoleculePlan:
         host[:, :3] = c
         self.d_c.set(host)
         self.d_q.set(np.asarray(quaternions, self.real))
+        if self.name in LISTS:
+            self.host_c = c
+            if self.list_at is not None and len(self.list_at) == len(c):
+                d = c - self.list_at
+                per = np.asarray(self.periodic)
+                d = np.where(per, d - self.lengths * np.rint(d / self.lengths), d)
+                if float(np.sqrt(np.max(np.sum(d * d, axis=1)))) > 0.5 * SKIN * self.model.cutoff:
+                    self.stale = True
+            else:
+                self.stale = True
         if self.name != "allpairs_thread_naive":
-            cells = cell_grid(c, self.lengths, self.periodic, self.model.cutoff)
+            cells = cell_grid(c, self.lengths, self.periodic, self.reach if self.name in LISTS else self.model.cutoff)
             if self.cells is None or cells[2] != self.cells[2]:
                 self.d_start = self.cp.zeros(int(np.prod(cells[2])) + 1, np.int32)
                 if self.name == "c08_thread_csr":
@@ -182,33 +213,62 @@ class MoleculePlan:
         self.d_count = cp.zeros(slot, np.uint64)
 
     def run(self, energy: bool = True) -> None:
-        """The evaluation, enqueued on the current stream."""
-        cp = self.cp
+        """The evaluation, enqueued on the current stream (a list traversal's list built first where it is
+        stale: upload() says)."""
         if self.nsites:
             self.fn_sites((-(-self.nsites // SITE_BLOCK),), (SITE_BLOCK,),
                           (np.int32(self.nsites), self.d_owner, self.d_q, self.d_bodyA, self.d_bodyE, self.d_A, self.d_E))
         common = (self.d_params, self.d_first, self.d_comp, self.d_A, self.d_E, self.d_force, self.d_torque,
                   self.d_partial, self.d_count)
         if self.name == "allpairs_thread_naive":
-            args = (np.int32(self.m), self.d_c, self.box, *common)
-        else:
-            lo, side, dims = self.cells
-            R = self.real
-            self.fn_cell((max(1, -(-self.m // 256)),), (256,),
-                         (np.int32(self.m), self.d_c, R(lo[0]), R(lo[1]), R(lo[2]), R(side[0]), R(side[1]), R(side[2]),
-                          np.int32(dims[0]), np.int32(dims[1]), np.int32(dims[2]), self.d_cell))
-            self.d_order = cp.argsort(self.d_cell, kind="stable").astype(np.int32)
-            self.d_start[:] = cp.searchsorted(self.d_cell[self.d_order], cp.arange(len(self.d_start), dtype=np.int32))
-            grid = (*(np.int32(d) for d in dims), *(np.int32(p) for p in self.periodic))
-            if self.name == "c08_thread_csr":
-                self.d_force.fill(0)
-                self.d_torque.fill(0)
-                for bases, count, blocks, slot in self.colours:
-                    self.fns[energy]((blocks,), (BLOCK,), (np.int32(count), bases, self.d_c, self.box, self.d_start,
-                                                           self.d_order, *grid, *common, np.int32(slot)))
-                return
-            args = (np.int32(self.m), self.d_c, self.box, self.d_cell, self.d_start, self.d_order, *grid, *common)
-        self.fns[energy]((self.grid,), (BLOCK,), args)
+            self.fns[energy]((self.grid,), (BLOCK,), (np.int32(self.m), self.d_c, self.box, *common))
+            return
+        if self.name in LISTS:
+            if self.stale:
+                self._build(self._cells())
+            self.fns[energy]((self.grid,), (BLOCK,), (np.int32(self.m), self.d_c, self.box, self.d_list_order,
+                                                      self.d_list, self.d_counts, np.int32(self.cap), *common))
+            return
+        grid = self._cells()
+        if self.name == "c08_thread_csr":
+            self.d_force.fill(0)
+            self.d_torque.fill(0)
+            for bases, count, blocks, slot in self.colours:
+                self.fns[energy]((blocks,), (BLOCK,), (np.int32(count), bases, self.d_c, self.box, self.d_start,
+                                                       self.d_order, *grid, *common, np.int32(slot)))
+            return
+        self.fns[energy]((self.grid,), (BLOCK,), (np.int32(self.m), self.d_c, self.box, self.d_cell, self.d_start,
+                                                  self.d_order, *grid, *common))
+
+    def _cells(self) -> tuple:
+        """The centres' cells as CSR (d_cell, d_order: a stable sort by cell, d_start); returns the grid's
+        kernel arguments (cells and periodicity per axis)."""
+        cp = self.cp
+        lo, side, dims = self.cells
+        R = self.real
+        self.fn_cell((max(1, -(-self.m // 256)),), (256,),
+                     (np.int32(self.m), self.d_c, R(lo[0]), R(lo[1]), R(lo[2]), R(side[0]), R(side[1]), R(side[2]),
+                      np.int32(dims[0]), np.int32(dims[1]), np.int32(dims[2]), self.d_cell))
+        self.d_order = cp.argsort(self.d_cell, kind="stable").astype(np.int32)
+        self.d_start[:] = cp.searchsorted(self.d_cell[self.d_order], cp.arange(len(self.d_start), dtype=np.int32))
+        return (*(np.int32(d) for d in dims), *(np.int32(p) for p in self.periodic))
+
+    def _build(self, grid) -> None:
+        """The list from the cells just made (d_cell, d_start, d_order), its rows widened and built again
+        where one overflowed (the host reads the longest row: one synchronisation per build)."""
+        while True:
+            self.fn_build((max(1, -(-self.m // 256)),), (256,),
+                          (np.int32(self.m), self.d_c, self.box, self.d_cell, self.d_start, self.d_order, *grid,
+                           self.real(self.reach * self.reach), np.int32(self.cap), self.d_list, self.d_counts))
+            longest = int(self.d_counts.max().get()) if self.m else 0
+            if longest <= self.cap:
+                break
+            self.cap = int(1.25 * longest) + 8
+            self.d_list = self.cp.zeros(self.m * self.cap, np.int32)
+        self.d_list_order = self.d_order.copy()  # the traversal's molecule order: the build's cell order
+        self.list_at = self.host_c.copy()
+        self.stale = False
+        self.rebuilds += 1
 
     def result(self) -> dict:
         """forces, torques (float64), energy (with the dipoles' self term), virial and molecule pairs."""

@@ -94,3 +94,17 @@ def test_the_site_kernel_turns_the_sites_as_the_host_does():
     lj = bodyE[:, 3] == molecules_cuda.KIND["lj"]
     np.testing.assert_array_equal(E[lj], bodyE[lj])
     np.testing.assert_allclose(E[~lj, :3], np.einsum("sij,sj->si", R[owner[~lj]], bodyE[~lj, :3]), atol=1e-14)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", molecules_cuda.LISTS)
+def test_gpu_lists_are_kept_within_their_skin_along_a_walk(name):
+    """verify's replay on the GPU's Verlet traversals: every frame of a random walk as the reference has
+    it, the list built again as the centres leave half the skin, and not at every frame."""
+    from harness import molecule_scenarios as S
+
+    mols, model = S.make("stockmayer", "tiny", seed=2)
+    rows = molecule_check.replay(name, "fp64", {"case": "stockmayer", "mols": mols, "model": model}, 16)
+    assert all(r["status"] == "pass" for r in rows), rows
+    builds = int(rows[0]["detail"].split()[0])
+    assert 2 <= builds < 16

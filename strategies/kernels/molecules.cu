@@ -17,6 +17,10 @@
 //                           each pair once, its force subtracted from j and j's torque from the pair's
 //                           conserved angular momentum (torque_on_j); bases of one colour touch disjoint
 //                           cells, so the adds need no atomics and their order is fixed
+//   verlet_thread_padded    a list over the centres within the cutoff and a skin, a padded row per
+//                           molecule (molecule_list_build), kept across steps while the centres stay
+//                           within half the skin (the host decides); a thread per molecule over its row
+//   verlet_warp_padded      the same list, a warp per molecule over its row, then a warp sum
 #include "molecules.cuh"
 
 constexpr int kMolSums = 10;  // energy, then the 9 virial entries W_ab = sum d_a F_b
@@ -371,5 +375,121 @@ molecule_c08_thread(const int nbases, const int* __restrict__ bases, const Vec4<
   }
   if constexpr (ENERGY) {
     molecule_block_sums<BLOCK>(acc.s, static_cast<unsigned long long>(acc.pairs), partial, count, slot0 + blockIdx.x);
+  }
+}
+
+// The Verlet list over the centres: thread t takes molecule order[t] (cell order) and writes the
+// molecules within `reach` (the cutoff and the skin) of the 27 cells around its own into its padded row
+// list[i * cap ...], in cell order, and their number into counts[i] (beyond cap: counted, not written;
+// the host builds again with a wider row).
+template <typename Real, bool PBC>
+__global__ void molecule_list_build(const int m, const Vec4<Real>* __restrict__ c, const Box<Real> box,
+                                    const int* __restrict__ cell, const int* __restrict__ start,
+                                    const int* __restrict__ order, const int nx, const int ny, const int nz,
+                                    const int px, const int py, const int pz, const Real reach2, const int cap,
+                                    int* __restrict__ list, int* __restrict__ counts) {
+  const int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= m) return;
+  const int i = order[t];
+  const Vec4<Real> ci = c[i];
+  const int cc = cell[i];
+  const int cz = cc % nz, cy = (cc / nz) % ny, cx = cc / (nz * ny);
+  int xl, xh, yl, yh, zl, zh;
+  cell_range(cx, nx, px, xl, xh);
+  cell_range(cy, ny, py, yl, yh);
+  cell_range(cz, nz, pz, zl, zh);
+  const bool fx = !(nx >= 3 || !px), fy = !(ny >= 3 || !py), fz = !(nz >= 3 || !pz);
+  int n = 0;
+  for (int ox = xl; ox <= xh; ++ox) {
+    const int bx = fx ? ox : wrap_cell(cx + ox, nx);
+    for (int oy = yl; oy <= yh; ++oy) {
+      const int by = fy ? oy : wrap_cell(cy + oy, ny);
+      for (int oz = zl; oz <= zh; ++oz) {
+        const int bz = fz ? oz : wrap_cell(cz + oz, nz);
+        const int nb = (bx * ny + by) * nz + bz;
+        for (int q = start[nb]; q < start[nb + 1]; ++q) {
+          const int j = order[q];
+          Real dx, dy, dz;
+          if (j != i && centre_separation<PBC>(ci, c[j], box, dx, dy, dz) < reach2) {
+            if (n < cap) list[static_cast<size_t>(i) * cap + n] = j;
+            ++n;
+          }
+        }
+      }
+    }
+  }
+  counts[i] = n;
+}
+
+// verlet_thread_padded: thread t takes molecule order[t] over its list row, each pair within the cutoff
+// (both directions: no Newton3).
+template <typename Real, typename Acc, int BLOCK, bool PBC, bool ENERGY>
+__global__ void __launch_bounds__(BLOCK)
+molecule_verlet_thread(const int m, const Vec4<Real>* __restrict__ c, const Box<Real> box,
+                       const int* __restrict__ order, const int* __restrict__ list, const int* __restrict__ counts,
+                       const int cap, const Real* __restrict__ params, const int* __restrict__ first,
+                       const int* __restrict__ comp, const Vec4<Real>* __restrict__ A, const Vec4<Real>* __restrict__ E,
+                       Acc* __restrict__ force, Acc* __restrict__ torque, Acc* __restrict__ partial,
+                       unsigned long long* __restrict__ count) {
+  const MoleculeModel<Real> model(params, first, comp, A, E);
+  const int t = blockIdx.x * BLOCK + threadIdx.x;
+  MoleculeAcc<Real, Acc> acc;
+  if (t < m) {
+    const int i = order[t];
+    const Vec4<Real> ci = c[i];
+    const int* row = list + static_cast<size_t>(i) * cap;
+    const int n = counts[i];
+    for (int k = 0; k < n; ++k) {
+      const int j = row[k];
+      Real dx, dy, dz;
+      const Real r2 = centre_separation<PBC>(ci, c[j], box, dx, dy, dz);
+      if (r2 < model.rc2) acc.template add<ENERGY>(molecule_pair(model, i, j, dx, dy, dz), dx, dy, dz);
+    }
+    acc.store(i, force, torque);
+  }
+  if constexpr (ENERGY) {
+    molecule_block_sums<BLOCK>(acc.s, static_cast<unsigned long long>(acc.pairs), partial, count, blockIdx.x);
+  }
+}
+
+// verlet_warp_padded: warp w takes molecule order[w], its lanes the row's entries l, l + 32, ...; then a
+// warp sum in a fixed order, lane 0 writing the force and torque.
+template <typename Real, typename Acc, int BLOCK, bool PBC, bool ENERGY>
+__global__ void __launch_bounds__(BLOCK)
+molecule_verlet_warp(const int m, const Vec4<Real>* __restrict__ c, const Box<Real> box,
+                     const int* __restrict__ order, const int* __restrict__ list, const int* __restrict__ counts,
+                     const int cap, const Real* __restrict__ params, const int* __restrict__ first,
+                     const int* __restrict__ comp, const Vec4<Real>* __restrict__ A, const Vec4<Real>* __restrict__ E,
+                     Acc* __restrict__ force, Acc* __restrict__ torque, Acc* __restrict__ partial,
+                     unsigned long long* __restrict__ count) {
+  const MoleculeModel<Real> model(params, first, comp, A, E);
+  const int lane = threadIdx.x & 31;
+  const int w = (blockIdx.x * BLOCK + threadIdx.x) >> 5;
+  MoleculeAcc<Real, Acc> acc;
+  if (w < m) {  // the whole warp takes the same branch
+    const int i = order[w];
+    const Vec4<Real> ci = c[i];
+    const int* row = list + static_cast<size_t>(i) * cap;
+    const int n = counts[i];
+    for (int k = lane; k < n; k += 32) {
+      const int j = row[k];
+      Real dx, dy, dz;
+      const Real r2 = centre_separation<PBC>(ci, c[j], box, dx, dy, dz);
+      if (r2 < model.rc2) acc.template add<ENERGY>(molecule_pair(model, i, j, dx, dy, dz), dx, dy, dz);
+    }
+    __syncwarp();
+    const Acc sfx = warp_sum(acc.fx), sfy = warp_sum(acc.fy), sfz = warp_sum(acc.fz);
+    const Acc stx = warp_sum(acc.tx), sty = warp_sum(acc.ty), stz = warp_sum(acc.tz);
+    if (lane == 0) {
+      force[3 * i + 0] = sfx;
+      force[3 * i + 1] = sfy;
+      force[3 * i + 2] = sfz;
+      torque[3 * i + 0] = stx;
+      torque[3 * i + 1] = sty;
+      torque[3 * i + 2] = stz;
+    }
+  }
+  if constexpr (ENERGY) {
+    molecule_block_sums<BLOCK>(acc.s, static_cast<unsigned long long>(acc.pairs), partial, count, blockIdx.x);
   }
 }
