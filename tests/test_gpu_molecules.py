@@ -108,3 +108,73 @@ def test_gpu_lists_are_kept_within_their_skin_along_a_walk(name):
     assert all(r["status"] == "pass" for r in rows), rows
     builds = int(rows[0]["detail"].split()[0])
     assert 2 <= builds < 16
+
+
+def _host_body(real: str, mols, model, pairs, tmp):
+    """The GPU's molecule-pair body compiled for the host (tests/data/molecule_body_host.cu) on `pairs`
+    ((i, j, d) rows): per pair the force and torque on i, the energy, and the torque on j."""
+    import subprocess
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    exe = tmp / f"body_{real}"
+    cmd = [nvcc.nvcc(), "-std=c++17", f"-DREAL={real}", f"-I{nvcc.KERNEL_DIR}", "-o", str(exe),
+           str(here / "data" / "molecule_body_host.cu")]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    dt = np.float32 if real == "float" else np.float64
+    owner, bodyA, bodyE, first = molecules_cuda.body_sites(mols, model, dt)
+    C = len(model.components)
+    with open(tmp / "in.bin", "wb") as f:
+        np.array([len(owner), len(mols.centres), len(pairs), C], np.int32).tofile(f)
+        molecules_cuda.params(model, dt).tofile(f)
+        first.astype(np.int32).tofile(f)
+        np.asarray(mols.components, np.int32).tofile(f)
+        owner.astype(np.int32).tofile(f)
+        bodyA.tofile(f)
+        bodyE.tofile(f)
+        np.asarray(mols.quaternions, dt).tofile(f)
+        for i, j, d in pairs:
+            np.array([i, j], np.int32).tofile(f)
+            np.asarray(d, dt).tofile(f)
+    run = subprocess.run([str(exe), str(tmp / "in.bin"), str(tmp / "out.bin")], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    return np.fromfile(tmp / "out.bin", dt).reshape(len(pairs), 10).astype(np.float64)
+
+
+@needs_nvcc
+def test_the_gpu_body_compiled_for_the_host_equals_the_cpu_body(tmp_path):
+    """molecules.cuh's molecule_pair, rotate and torque_on_j, compiled for the host, on every pair of a
+    system with every site kind, two components and the switch: in double the CPU traversals' body to
+    rounding (the torque on j as the CPU body sums it over the sites), in float within float32's bound."""
+    import dataclasses
+
+    from strategies import molecules_cpu
+
+    mols, model = _all_kinds(two=True)
+    model = dataclasses.replace(model, switch=0.8 * model.cutoff)
+    first, count, kind, a, e, sigma, eps, mom = molecules_cpu._sites(mols, model)
+    comp = np.asarray(mols.components, np.int64)
+    c = np.asarray(mols.centres)
+    pairs, want = [], []
+    for i in range(len(c)):
+        for j in range(len(c)):
+            d = c[i] - c[j]
+            d -= mols.box.lengths * np.rint(d / mols.box.lengths)
+            if i == j or d @ d >= model.cutoff ** 2:
+                continue
+            o = molecules_cpu._molecule_pair(i, j, *d, first, count, comp, kind, a, e, sigma, eps, mom, model.xi,
+                                             model.eta, model.coulomb_constant, model.k_rf, model.c_rf,
+                                             model.rf_dipoles)
+            o = molecules_cpu._switch(c, *d, model.switch_start, model.cutoff, *o)
+            pairs.append((i, j, d))
+            want.append([*o[0:6], o[9], *o[6:9]])
+    want = np.array(want)
+    assert len(pairs) > 200
+    scale = np.abs(want).max(axis=0)
+    got = _host_body("double", mols, model, pairs, tmp_path)
+    assert np.all(np.abs(got - want) <= 1e-11 * scale), np.abs(got - want).max(axis=0) / scale
+    got32 = _host_body("float", mols, model, pairs, tmp_path)
+    err = np.abs(got32 - want).max(axis=0) / scale
+    assert np.all(err <= molecule_check.tolerance("fp32", mols, model)), err
+    assert err.max() > 1e-9  # float arithmetic

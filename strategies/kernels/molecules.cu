@@ -34,17 +34,16 @@ __global__ void molecule_sites(const int nsites, const int* __restrict__ owner, 
   if (s >= nsites) return;
   const int i = owner[s];
   const Real w = quat[4 * i + 0], x = quat[4 * i + 1], y = quat[4 * i + 2], z = quat[4 * i + 3];
-  // R(q): the rotation taking the body frame to the lab frame
-  const Real r00 = Real(1) - Real(2) * (y * y + z * z), r01 = Real(2) * (x * y - w * z), r02 = Real(2) * (x * z + w * y);
-  const Real r10 = Real(2) * (x * y + w * z), r11 = Real(1) - Real(2) * (x * x + z * z), r12 = Real(2) * (y * z - w * x);
-  const Real r20 = Real(2) * (x * z - w * y), r21 = Real(2) * (y * z + w * x), r22 = Real(1) - Real(2) * (x * x + y * y);
   const Vec4<Real> p = bodyA[s], d = bodyE[s];
-  A[s] = {r00 * p.x + r01 * p.y + r02 * p.z, r10 * p.x + r11 * p.y + r12 * p.z, r20 * p.x + r21 * p.y + r22 * p.z, p.w};
+  Vec4<Real> a{Real(0), Real(0), Real(0), p.w};
+  rotate(w, x, y, z, p.x, p.y, p.z, a.x, a.y, a.z);
+  A[s] = a;
   if (static_cast<int>(d.w) == kSiteLJ) {
     E[s] = d;  // (sigma, sqrt(epsilon), 0, kind): no direction to turn
   } else {
-    E[s] = {r00 * d.x + r01 * d.y + r02 * d.z, r10 * d.x + r11 * d.y + r12 * d.z, r20 * d.x + r21 * d.y + r22 * d.z,
-            d.w};
+    Vec4<Real> e{Real(0), Real(0), Real(0), d.w};
+    rotate(w, x, y, z, d.x, d.y, d.z, e.x, e.y, e.z);
+    E[s] = e;
   }
 }
 

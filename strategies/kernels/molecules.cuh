@@ -23,6 +23,9 @@
 // scaled by S(|d|) = 1 - 10 x^3 + 15 x^4 - 6 x^5, x = (|d| - rs) / (rc - rs), and the force on i gains
 // -u S'(|d|) d / |d|.
 //
+// Every function here is __host__ __device__: the CI test (tests/test_gpu_molecules.py) compiles the body
+// for the host with nvcc and checks it against the CPU traversals' body, no GPU needed.
+//
 // Parameters (device array in the compute type, host order in molecules_cuda.params()):
 //   0 rc^2, 1 rs, 2 rc, 3 k (Coulomb constant), 4 k_rf, 5 c_rf, 6 rf for dipoles, 7 C (components),
 //   8 .. 8 + C^2 xi, then C^2 eta (row i, column j: components i and j).
@@ -43,7 +46,7 @@ struct MoleculeModel {
   const Vec4<Real>* __restrict__ A;
   const Vec4<Real>* __restrict__ E;
 
-  __device__ __forceinline__ MoleculeModel(const Real* __restrict__ p, const int* __restrict__ first_,
+  __host__ __device__ __forceinline__ MoleculeModel(const Real* __restrict__ p, const int* __restrict__ first_,
                                            const int* __restrict__ comp_, const Vec4<Real>* __restrict__ A_,
                                            const Vec4<Real>* __restrict__ E_)
       : rc2(p[0]), rs(p[1]), rc(p[2]), k(p[3]), krf(p[4]), crf(p[5]), rfdd(p[6]), C(static_cast<int>(p[7])),
@@ -59,7 +62,7 @@ struct MoleculePairResult {
 
 // The force on s and the orientations' torques from u's partial derivatives (ps, pt already over |r|).
 template <typename Real>
-__device__ __forceinline__ void site_generic(Real ur, Real ps, Real pt, Real ug, Real cs, Real ct, Real inv, Real rx,
+__host__ __device__ __forceinline__ void site_generic(Real ur, Real ps, Real pt, Real ug, Real cs, Real ct, Real inv, Real rx,
                                              Real ry, Real rz, const Vec4<Real>& es, const Vec4<Real>& et, Real& fx,
                                              Real& fy, Real& fz, Real& ox, Real& oy, Real& oz) {
   const Real fac = -ur * inv + (cs * ps + ct * pt) * inv;
@@ -77,7 +80,7 @@ __device__ __forceinline__ void site_generic(Real ur, Real ps, Real pt, Real ug,
 // Two electrostatic sites (kinds from E.w; charge or moment from A.w) at r = r_s - r_t: the force on
 // s, the torque of s's orientation, and the energy.
 template <typename Real>
-__device__ __forceinline__ Real site_electrostatic(const MoleculeModel<Real>& m, const Vec4<Real>& as,
+__host__ __device__ __forceinline__ Real site_electrostatic(const MoleculeModel<Real>& m, const Vec4<Real>& as,
                                                    const Vec4<Real>& es, const Vec4<Real>& at, const Vec4<Real>& et,
                                                    Real rx, Real ry, Real rz, Real& fx, Real& fy, Real& fz, Real& ox,
                                                    Real& oy, Real& oz) {
@@ -151,7 +154,7 @@ __device__ __forceinline__ Real site_electrostatic(const MoleculeModel<Real>& m,
 // Molecules i and j, centres d = c_i - c_j apart (inside the cutoff): the force and torque on i and
 // the pair's energy, with the switch where rs < rc. Sums over the site pairs in the compute type.
 template <typename Real>
-__device__ __forceinline__ MoleculePairResult<Real> molecule_pair(const MoleculeModel<Real>& m, int i, int j,
+__host__ __device__ __forceinline__ MoleculePairResult<Real> molecule_pair(const MoleculeModel<Real>& m, int i, int j,
                                                                    Real dx, Real dy, Real dz) {
   MoleculePairResult<Real> o{Real(0), Real(0), Real(0), Real(0), Real(0), Real(0), Real(0)};
   const int ci = m.comp[i], cj = m.comp[j];
@@ -209,9 +212,21 @@ __device__ __forceinline__ MoleculePairResult<Real> molecule_pair(const Molecule
 
 // The torque on j of the pair whose force and torque on i are o, at d = c_i - c_j: -tau_i - d x F_i.
 template <typename Real>
-__device__ __forceinline__ void torque_on_j(const MoleculePairResult<Real>& o, Real dx, Real dy, Real dz, Real& tx,
+__host__ __device__ __forceinline__ void torque_on_j(const MoleculePairResult<Real>& o, Real dx, Real dy, Real dz, Real& tx,
                                             Real& ty, Real& tz) {
   tx = -o.tx - (dy * o.fz - dz * o.fy);
   ty = -o.ty - (dz * o.fx - dx * o.fz);
   tz = -o.tz - (dx * o.fy - dy * o.fx);
+}
+
+// A body-frame vector turned by the unit quaternion (w, x, y, z): R(q) p (the lab frame).
+template <typename Real>
+__host__ __device__ __forceinline__ void rotate(Real w, Real x, Real y, Real z, Real px, Real py, Real pz, Real& ox,
+                                                Real& oy, Real& oz) {
+  const Real r00 = Real(1) - Real(2) * (y * y + z * z), r01 = Real(2) * (x * y - w * z), r02 = Real(2) * (x * z + w * y);
+  const Real r10 = Real(2) * (x * y + w * z), r11 = Real(1) - Real(2) * (x * x + z * z), r12 = Real(2) * (y * z - w * x);
+  const Real r20 = Real(2) * (x * z - w * y), r21 = Real(2) * (y * z + w * x), r22 = Real(1) - Real(2) * (x * x + y * y);
+  ox = r00 * px + r01 * py + r02 * pz;
+  oy = r10 * px + r11 * py + r12 * pz;
+  oz = r20 * px + r21 * py + r22 * pz;
 }
