@@ -94,6 +94,16 @@ def body_sites(mols, model, real):
     return owner, A.astype(real), E.astype(real), first
 
 
+def centred(centres, lengths, periodic) -> np.ndarray:
+    """Centres relative to the box centre, wrapped into [-L/2, L/2) on periodic axes (float64)."""
+    L = np.asarray(lengths, np.float64)
+    c = np.asarray(centres, np.float64) - 0.5 * L
+    for a in range(3):
+        if periodic[a]:
+            c[:, a] -= L[a] * np.floor(c[:, a] / L[a] + 0.5)
+    return c
+
+
 def cell_grid(centres: np.ndarray, lengths, periodic, cutoff: float):
     """Cells of side >= cutoff over the (centred) centres: (lo, side, dims) per axis, as
     molecules_cpu._cells chooses them."""
@@ -172,10 +182,7 @@ class MoleculePlan:
     def upload(self, centres: np.ndarray, quaternions: np.ndarray) -> None:
         """Centres (relative to the box centre, wrapped into it on periodic axes) and quaternions; the
         cell grid follows from them (the extent of an open axis)."""
-        c = np.asarray(centres, np.float64) - 0.5 * self.lengths
-        for a in range(3):
-            if self.periodic[a]:
-                c[:, a] -= self.lengths[a] * np.floor(c[:, a] / self.lengths[a] + 0.5)
+        c = centred(centres, self.lengths, self.periodic)
         host = np.zeros((self.m, 4), self.real)
         host[:, :3] = c
         self.d_c.set(host)
@@ -292,7 +299,7 @@ def applicable(name: str, mols, model) -> tuple[bool, str]:
     if name == "c08_thread_csr":
         from .schedules import c08_applicable
 
-        c = np.asarray(mols.centres, np.float64) - 0.5 * np.asarray(mols.box.lengths)
+        c = centred(mols.centres, mols.box.lengths, mols.box.periodic)
         dims = cell_grid(c, mols.box.lengths, mols.box.periodic, model.cutoff)[2]
         ok, why = c08_applicable(np.asarray(dims), mols.box.periodic)
         if not ok:

@@ -178,3 +178,98 @@ def test_the_gpu_body_compiled_for_the_host_equals_the_cpu_body(tmp_path):
     err = np.abs(got32 - want).max(axis=0) / scale
     assert np.all(err <= molecule_check.tolerance("fp32", mols, model)), err
     assert err.max() > 1e-9  # float arithmetic
+
+
+MODES = {"allpairs_thread_naive": 0, "fullshell_thread_csr": 1, "fullshell_warp_csr": 2, "c08_thread_csr": 3,
+         "verlet_thread_padded": 4, "verlet_warp_padded": 5}
+
+
+@pytest.fixture(scope="module")
+def kernels_on_host(tmp_path_factory):
+    """tests/data/molecule_kernels_host.cu compiled once (double)."""
+    import subprocess
+    from pathlib import Path
+
+    if nvcc.nvcc() is None:
+        pytest.skip("nvcc not found on PATH")
+    exe = tmp_path_factory.mktemp("host") / "kernels"
+    src = Path(__file__).resolve().parent / "data" / "molecule_kernels_host.cu"
+    done = subprocess.run([nvcc.nvcc(), "-std=c++17", "-DREAL=double", f"-I{nvcc.KERNEL_DIR}", "-o", str(exe),
+                           str(src)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return exe
+
+
+def _run_on_host(exe, name: str, mols, model, tmp, cap: int = 0):
+    """name's threads run on the host: (forces, torques, energy, virial, pairs, longest row) as
+    MoleculePlan.result() would give them (halved where every pair is visited twice)."""
+    import subprocess
+
+    from strategies import schedules
+
+    m = len(mols.centres)
+    per = tuple(bool(p) for p in mols.box.periodic)
+    c = molecules_cuda.centred(mols.centres, mols.box.lengths, per)
+    reach = (1.0 + molecules_cuda.SKIN) * model.cutoff if name in molecules_cuda.LISTS else model.cutoff
+    lo, side, dims = molecules_cuda.cell_grid(c, mols.box.lengths, per, reach)
+    colours = schedules.c08_colours(np.asarray(dims), per) if name == "c08_thread_csr" else []
+    owner, bodyA, bodyE, first = molecules_cuda.body_sites(mols, model, np.float64)
+    L = np.asarray(mols.box.lengths, np.float64)
+    with open(tmp / "k.bin", "wb") as f:
+        np.array([len(owner), m, len(model.components), MODES[name], *dims, *per, cap or m, len(colours)],
+                 np.int32).tofile(f)
+        molecules_cuda.params(model, np.float64).tofile(f)
+        np.concatenate([L, np.where(per, 1.0 / L, 0.0), lo, side, [reach * reach]]).tofile(f)
+        first.astype(np.int32).tofile(f)
+        np.asarray(mols.components, np.int32).tofile(f)
+        owner.astype(np.int32).tofile(f)
+        bodyA.tofile(f)
+        bodyE.tofile(f)
+        np.asarray(mols.quaternions, np.float64).tofile(f)
+        np.column_stack([c, np.zeros(m)]).tofile(f)
+        for bases in colours:
+            np.array([len(bases)], np.int32).tofile(f)
+            np.ascontiguousarray(bases, np.int32).tofile(f)
+    run = subprocess.run([str(exe), str(tmp / "k.bin"), str(tmp / "k.out")], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    out = np.fromfile(tmp / "k.out", np.float64)
+    share = 1.0 if name == "c08_thread_csr" else 0.5
+    tail = out[6 * m:]
+    dip = bodyE[:, 3] == molecules_cuda.KIND["dipole"]
+    self_term = -0.5 * model.coulomb_constant * model.rf_dipoles * float(np.sum(bodyA[dip, 3] ** 2))
+    return {"forces": out[:3 * m].reshape(m, 3), "torques": out[3 * m:6 * m].reshape(m, 3),
+            "energy": share * tail[0] + self_term, "virial": share * tail[1:10].reshape(3, 3),
+            "pairs": int(round(tail[10] * share)), "longest": int(tail[11])}
+
+
+@needs_nvcc
+@pytest.mark.parametrize("name", molecules_cuda.TRAVERSALS)
+@pytest.mark.parametrize("periodic, two, switch", [(True, False, False), (False, False, True), (True, True, True)])
+def test_every_gpu_traversal_run_thread_by_thread_on_the_host_equals_the_reference(kernels_on_host, tmp_path, name,
+                                                                                  periodic, two, switch):
+    """The GPU traversals' per-thread code (cells, neighbour shells, c08 bases with the torque on j, the
+    Verlet rows, the warp lanes' shares) compiled for the host and run thread after thread: forces,
+    torques, energy, virial and pairs as the float64 reference has them (1e-11)."""
+    import dataclasses
+
+    mols, model = _all_kinds(periodic=periodic, two=two)
+    if switch:
+        model = dataclasses.replace(model, switch=0.8 * model.cutoff)
+    want = ref.compute(mols, model)
+    got = _run_on_host(kernels_on_host, name, mols, model, tmp_path)
+    for k in ("forces", "torques", "virial"):
+        err = float(np.abs(got[k] - want[k]).max() / np.abs(want[k]).max())
+        assert err <= 1e-11, (k, err)
+    assert abs(got["energy"] - want["energy"]) <= 1e-11 * want["energy_scale"]
+    assert got["pairs"] == want["pairs"]
+
+
+@needs_nvcc
+def test_a_verlet_row_that_overflows_is_counted_and_the_wider_list_is_right(kernels_on_host, tmp_path):
+    mols, model = _all_kinds()
+    narrow = _run_on_host(kernels_on_host, "verlet_thread_padded", mols, model, tmp_path, cap=4)
+    assert narrow["longest"] > 4  # counted beyond the row: the host widens it
+    wide = _run_on_host(kernels_on_host, "verlet_thread_padded", mols, model, tmp_path, cap=narrow["longest"])
+    want = ref.compute(mols, model)
+    assert wide["pairs"] == want["pairs"]
+    assert float(np.abs(wide["forces"] - want["forces"]).max() / np.abs(want["forces"]).max()) <= 1e-11

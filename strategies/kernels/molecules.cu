@@ -6,7 +6,8 @@
 // energy and the virial
 // W = sum over pairs of d F_i^T (d = c_i - c_j, the centre-of-mass convention, 9 entries: a molecule
 // system's virial is not symmetric) are summed per block into `partial` (kMolSums values a slot) with
-// the molecule pairs into `count`, and halved on the host where every pair was visited twice. Centres are relative to the box centre.
+// the molecule pairs into `count`, and halved on the host where every pair was visited twice. Centres are
+// relative to the box centre. What each thread does is in molecule_rows.cuh.
 //   allpairs_thread_naive   a thread per molecule i against every j (minimum image)
 //   fullshell_thread_csr    a thread per molecule (in cell order) over the 27 cells around its own
 //   fullshell_warp_csr      a warp per molecule, its lanes over the candidates of those cells (the
@@ -21,9 +22,7 @@
 //                           molecule (molecule_list_build), kept across steps while the centres stay
 //                           within half the skin (the host decides); a thread per molecule over its row
 //   verlet_warp_padded      the same list, a warp per molecule over its row, then a warp sum
-#include "molecules.cuh"
-
-constexpr int kMolSums = 10;  // energy, then the 9 virial entries W_ab = sum d_a F_b
+#include "molecule_rows.cuh"
 
 // Lab-frame sites from the body frame: one thread per site. quat (w, x, y, z) per molecule, unit length.
 template <typename Real>
@@ -47,60 +46,15 @@ __global__ void molecule_sites(const int nsites, const int* __restrict__ owner, 
   }
 }
 
-// Each molecule's cell (cells of side >= the cutoff over the centres; origin lo, `dims` cells of side
-// `side` along each axis; centres outside on an open axis clamp to the first or last cell).
+// Each molecule's cell (cells of side >= the cutoff over the centres; origin lo, n cells of side s per
+// axis).
 template <typename Real>
 __global__ void molecule_cell_of(const int m, const Vec4<Real>* __restrict__ c, const Real lox, const Real loy,
                                  const Real loz, const Real sx, const Real sy, const Real sz, const int nx, const int ny,
                                  const int nz, int* __restrict__ cell) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= m) return;
-  const Vec4<Real> p = c[i];
-  const int ix = min(max(static_cast<int>(floor((p.x - lox) / sx)), 0), nx - 1);
-  const int iy = min(max(static_cast<int>(floor((p.y - loy) / sy)), 0), ny - 1);
-  const int iz = min(max(static_cast<int>(floor((p.z - loz) / sz)), 0), nz - 1);
-  cell[i] = (ix * ny + iy) * nz + iz;
+  if (i < m) cell[i] = cell_index(c[i], lox, loy, loz, sx, sy, sz, nx, ny, nz);
 }
-
-// One thread's (or lane's) sums.
-template <typename Real, typename Acc>
-struct MoleculeAcc {
-  Acc fx = Acc(0), fy = Acc(0), fz = Acc(0), tx = Acc(0), ty = Acc(0), tz = Acc(0);
-  Acc s[kMolSums] = {Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0)};
-  unsigned int pairs = 0u;
-
-  template <bool ENERGY>
-  __device__ __forceinline__ void add(const MoleculePairResult<Real>& o, Real dx, Real dy, Real dz) {
-    fx += Acc(o.fx);
-    fy += Acc(o.fy);
-    fz += Acc(o.fz);
-    tx += Acc(o.tx);
-    ty += Acc(o.ty);
-    tz += Acc(o.tz);
-    if constexpr (ENERGY) {
-      s[0] += Acc(o.u);
-      s[1] += Acc(dx * o.fx);
-      s[2] += Acc(dx * o.fy);
-      s[3] += Acc(dx * o.fz);
-      s[4] += Acc(dy * o.fx);
-      s[5] += Acc(dy * o.fy);
-      s[6] += Acc(dy * o.fz);
-      s[7] += Acc(dz * o.fx);
-      s[8] += Acc(dz * o.fy);
-      s[9] += Acc(dz * o.fz);
-      ++pairs;
-    }
-  }
-
-  __device__ __forceinline__ void store(int i, Acc* __restrict__ force, Acc* __restrict__ torque) const {
-    force[3 * i + 0] = fx;
-    force[3 * i + 1] = fy;
-    force[3 * i + 2] = fz;
-    torque[3 * i + 0] = tx;
-    torque[3 * i + 1] = ty;
-    torque[3 * i + 2] = tz;
-  }
-};
 
 // The block's energy, virial and pair count into slot `slot` of partial and count (every thread calls
 // it): warp sums, then the warps' sums in warp 0, in a fixed order.
@@ -132,255 +86,107 @@ __device__ __forceinline__ void molecule_block_sums(Acc (&v)[kMolSums], unsigned
   }
 }
 
-template <bool PBC, typename Real>
-__device__ __forceinline__ Real centre_separation(const Vec4<Real>& ci, const Vec4<Real>& cj, const Box<Real>& box,
-                                                  Real& dx, Real& dy, Real& dz) {
-  return separation<PBC>(ci, cj, box, dx, dy, dz);
+template <int BLOCK, bool ENERGY, typename Real, typename Acc>
+__device__ __forceinline__ void block_end(MoleculeAcc<Real, Acc>& acc, Acc* __restrict__ partial,
+                                          unsigned long long* __restrict__ count, int slot) {
+  if constexpr (ENERGY) molecule_block_sums<BLOCK>(acc.s, static_cast<unsigned long long>(acc.pairs), partial, count, slot);
 }
+
+// A warp's lanes' force and torque summed in a fixed order (warp_sum), lane 0 writing molecule i's.
+template <typename Real, typename Acc>
+__device__ __forceinline__ void warp_store(const MoleculeAcc<Real, Acc>& acc, int i, int lane, Acc* __restrict__ force,
+                                           Acc* __restrict__ torque) {
+  __syncwarp();
+  const Acc fx = warp_sum(acc.fx), fy = warp_sum(acc.fy), fz = warp_sum(acc.fz);
+  const Acc tx = warp_sum(acc.tx), ty = warp_sum(acc.ty), tz = warp_sum(acc.tz);
+  if (lane == 0) {
+    force[3 * i + 0] = fx;
+    force[3 * i + 1] = fy;
+    force[3 * i + 2] = fz;
+    torque[3 * i + 0] = tx;
+    torque[3 * i + 1] = ty;
+    torque[3 * i + 2] = tz;
+  }
+}
+
+#define MOLECULE_ARGS                                                                                                \
+  const Real *__restrict__ params, const int *__restrict__ first, const int *__restrict__ comp,                     \
+      const Vec4<Real> *__restrict__ A, const Vec4<Real> *__restrict__ E, Acc *__restrict__ force,                 \
+      Acc *__restrict__ torque, Acc *__restrict__ partial, unsigned long long *__restrict__ count
 
 template <typename Real, typename Acc, int BLOCK, bool PBC, bool ENERGY>
 __global__ void __launch_bounds__(BLOCK)
-molecule_allpairs_thread(const int m, const Vec4<Real>* __restrict__ c, const Box<Real> box,
-                         const Real* __restrict__ params, const int* __restrict__ first, const int* __restrict__ comp,
-                         const Vec4<Real>* __restrict__ A, const Vec4<Real>* __restrict__ E, Acc* __restrict__ force,
-                         Acc* __restrict__ torque, Acc* __restrict__ partial, unsigned long long* __restrict__ count) {
+molecule_allpairs_thread(const int m, const Vec4<Real>* __restrict__ c, const Box<Real> box, MOLECULE_ARGS) {
   const MoleculeModel<Real> model(params, first, comp, A, E);
   const int i = blockIdx.x * BLOCK + threadIdx.x;
   MoleculeAcc<Real, Acc> acc;
   if (i < m) {
-    const Vec4<Real> ci = c[i];
-    for (int j = 0; j < m; ++j) {
-      Real dx, dy, dz;
-      const Real r2 = centre_separation<PBC>(ci, c[j], box, dx, dy, dz);
-      if (r2 < model.rc2 && j != i) acc.template add<ENERGY>(molecule_pair(model, i, j, dx, dy, dz), dx, dy, dz);
-    }
+    allpairs_row<PBC, ENERGY>(i, m, c, box, model, acc, 0, 1);
     acc.store(i, force, torque);
   }
-  if constexpr (ENERGY) molecule_block_sums<BLOCK>(acc.s, static_cast<unsigned long long>(acc.pairs), partial, count,
-                                                         blockIdx.x);
+  block_end<BLOCK, ENERGY>(acc, partial, count, blockIdx.x);
 }
 
-// The neighbour-cell range along one axis: -1..1, fewer where the axis has fewer than 3 cells (each
-// neighbour cell once) or is open (no wrap past its ends).
-__device__ __forceinline__ void cell_range(int c, int n, bool periodic, int& lo, int& hi) {
-  if (n >= 3 || !periodic) {
-    lo = (!periodic && c == 0) ? 0 : -1;
-    hi = (!periodic && c == n - 1) ? 0 : 1;
-  } else {
-    lo = 0;
-    hi = n - 1;  // 1 or 2 cells: every cell once, as offsets 0 .. n - 1
-  }
-}
-
-__device__ __forceinline__ int wrap_cell(int c, int n) { return c < 0 ? c + n : (c >= n ? c - n : c); }
-
-// fullshell_thread_csr: thread t takes molecule order[t] (cell order: a warp's molecules share their
-// cells), then the molecules of the 27 cells around its own, each pair with the minimum image.
+// fullshell_thread_csr: thread t takes molecule order[t] (cell order: a warp's molecules share cells).
 template <typename Real, typename Acc, int BLOCK, bool PBC, bool ENERGY>
 __global__ void __launch_bounds__(BLOCK)
 molecule_fullshell_thread(const int m, const Vec4<Real>* __restrict__ c, const Box<Real> box,
                           const int* __restrict__ cell, const int* __restrict__ start, const int* __restrict__ order,
                           const int nx, const int ny, const int nz, const int px, const int py, const int pz,
-                          const Real* __restrict__ params, const int* __restrict__ first, const int* __restrict__ comp,
-                          const Vec4<Real>* __restrict__ A, const Vec4<Real>* __restrict__ E, Acc* __restrict__ force,
-                          Acc* __restrict__ torque, Acc* __restrict__ partial, unsigned long long* __restrict__ count) {
+                          MOLECULE_ARGS) {
   const MoleculeModel<Real> model(params, first, comp, A, E);
+  const MoleculeGrid g{nx, ny, nz, px, py, pz};
   const int t = blockIdx.x * BLOCK + threadIdx.x;
   MoleculeAcc<Real, Acc> acc;
   if (t < m) {
     const int i = order[t];
-    const Vec4<Real> ci = c[i];
-    const int cc = cell[i];
-    const int cz = cc % nz, cy = (cc / nz) % ny, cx = cc / (nz * ny);
-    int xl, xh, yl, yh, zl, zh;
-    cell_range(cx, nx, px, xl, xh);
-    cell_range(cy, ny, py, yl, yh);
-    cell_range(cz, nz, pz, zl, zh);
-    const bool fx = !(nx >= 3 || !px), fy = !(ny >= 3 || !py), fz = !(nz >= 3 || !pz);  // absolute cell index
-    for (int ox = xl; ox <= xh; ++ox) {
-      const int bx = fx ? ox : wrap_cell(cx + ox, nx);
-      for (int oy = yl; oy <= yh; ++oy) {
-        const int by = fy ? oy : wrap_cell(cy + oy, ny);
-        for (int oz = zl; oz <= zh; ++oz) {
-          const int bz = fz ? oz : wrap_cell(cz + oz, nz);
-          const int nb = (bx * ny + by) * nz + bz;
-          for (int q = start[nb]; q < start[nb + 1]; ++q) {
-            const int j = order[q];
-            Real dx, dy, dz;
-            const Real r2 = centre_separation<PBC>(ci, c[j], box, dx, dy, dz);
-            if (r2 < model.rc2 && j != i) acc.template add<ENERGY>(molecule_pair(model, i, j, dx, dy, dz), dx, dy, dz);
-          }
-        }
-      }
-    }
+    shell_row<PBC, ENERGY>(i, c, box, cell, start, order, g, model, acc, 0, 1);
     acc.store(i, force, torque);
   }
-  if constexpr (ENERGY) molecule_block_sums<BLOCK>(acc.s, static_cast<unsigned long long>(acc.pairs), partial, count,
-                                                         blockIdx.x);
+  block_end<BLOCK, ENERGY>(acc, partial, count, blockIdx.x);
 }
 
-// fullshell_warp_csr: warp w takes molecule order[w]; lane l the candidates l, l + 32, ... of the 27
-// cells' molecules (concatenated in cell order); the lanes' sums then added across the warp in a fixed
-// order (warp_sum), lane 0 writing the molecule's force and torque.
+// fullshell_warp_csr: warp w takes molecule order[w], lane l every 32nd candidate from l.
 template <typename Real, typename Acc, int BLOCK, bool PBC, bool ENERGY>
 __global__ void __launch_bounds__(BLOCK)
 molecule_fullshell_warp(const int m, const Vec4<Real>* __restrict__ c, const Box<Real> box,
                         const int* __restrict__ cell, const int* __restrict__ start, const int* __restrict__ order,
                         const int nx, const int ny, const int nz, const int px, const int py, const int pz,
-                        const Real* __restrict__ params, const int* __restrict__ first, const int* __restrict__ comp,
-                        const Vec4<Real>* __restrict__ A, const Vec4<Real>* __restrict__ E, Acc* __restrict__ force,
-                        Acc* __restrict__ torque, Acc* __restrict__ partial, unsigned long long* __restrict__ count) {
+                        MOLECULE_ARGS) {
   const MoleculeModel<Real> model(params, first, comp, A, E);
+  const MoleculeGrid g{nx, ny, nz, px, py, pz};
   const int lane = threadIdx.x & 31;
   const int w = (blockIdx.x * BLOCK + threadIdx.x) >> 5;
   MoleculeAcc<Real, Acc> acc;
   if (w < m) {  // the whole warp takes the same branch
     const int i = order[w];
-    const Vec4<Real> ci = c[i];
-    const int cc = cell[i];
-    const int cz = cc % nz, cy = (cc / nz) % ny, cx = cc / (nz * ny);
-    int xl, xh, yl, yh, zl, zh;
-    cell_range(cx, nx, px, xl, xh);
-    cell_range(cy, ny, py, yl, yh);
-    cell_range(cz, nz, pz, zl, zh);
-    const bool fx = !(nx >= 3 || !px), fy = !(ny >= 3 || !py), fz = !(nz >= 3 || !pz);
-    for (int ox = xl; ox <= xh; ++ox) {
-      const int bx = fx ? ox : wrap_cell(cx + ox, nx);
-      for (int oy = yl; oy <= yh; ++oy) {
-        const int by = fy ? oy : wrap_cell(cy + oy, ny);
-        for (int oz = zl; oz <= zh; ++oz) {
-          const int bz = fz ? oz : wrap_cell(cz + oz, nz);
-          const int nb = (bx * ny + by) * nz + bz;
-          for (int q = start[nb] + lane; q < start[nb + 1]; q += 32) {
-            const int j = order[q];
-            Real dx, dy, dz;
-            const Real r2 = centre_separation<PBC>(ci, c[j], box, dx, dy, dz);
-            if (r2 < model.rc2 && j != i) acc.template add<ENERGY>(molecule_pair(model, i, j, dx, dy, dz), dx, dy, dz);
-          }
-        }
-      }
-    }
-    __syncwarp();
-    const Acc sfx = warp_sum(acc.fx), sfy = warp_sum(acc.fy), sfz = warp_sum(acc.fz);
-    const Acc stx = warp_sum(acc.tx), sty = warp_sum(acc.ty), stz = warp_sum(acc.tz);
-    if (lane == 0) {
-      force[3 * i + 0] = sfx;
-      force[3 * i + 1] = sfy;
-      force[3 * i + 2] = sfz;
-      torque[3 * i + 0] = stx;
-      torque[3 * i + 1] = sty;
-      torque[3 * i + 2] = stz;
-    }
+    shell_row<PBC, ENERGY>(i, c, box, cell, start, order, g, model, acc, lane, 32);
+    warp_store(acc, i, lane, force, torque);
   }
-  if constexpr (ENERGY) molecule_block_sums<BLOCK>(acc.s, static_cast<unsigned long long>(acc.pairs), partial, count,
-                                                         blockIdx.x);
-}
-
-// The c08 offsets: the 14 pairs of cells of a 2x2x2 block whose base is at offset (0, 0, 0)
-// (strategies/schedules.py C08_PAIRS: the base with itself, then the 13 pairs that cover every pair of
-// neighbouring cells once over all bases).
-__constant__ int kC08Pairs[14][2][3] = {
-    {{0, 0, 0}, {0, 0, 0}}, {{0, 0, 0}, {1, 0, 0}}, {{0, 0, 0}, {0, 1, 0}}, {{0, 0, 0}, {0, 0, 1}},
-    {{0, 0, 0}, {1, 1, 0}}, {{0, 0, 0}, {1, 0, 1}}, {{0, 0, 0}, {0, 1, 1}}, {{0, 0, 0}, {1, 1, 1}},
-    {{1, 0, 0}, {0, 1, 0}}, {{1, 0, 0}, {0, 0, 1}}, {{0, 1, 0}, {0, 0, 1}}, {{1, 0, 0}, {0, 1, 1}},
-    {{0, 1, 0}, {1, 0, 1}}, {{0, 0, 1}, {1, 1, 0}}};
-
-// The cell at base + offset, wrapped on periodic axes; -1 outside the grid on an open axis.
-__device__ __forceinline__ int block_cell(int bx, int by, int bz, const int (&o)[3], int nx, int ny, int nz, int px,
-                                          int py, int pz) {
-  int x = bx + o[0], y = by + o[1], z = bz + o[2];
-  if (x >= nx) {
-    if (!px) return -1;
-    x -= nx;
-  }
-  if (y >= ny) {
-    if (!py) return -1;
-    y -= ny;
-  }
-  if (z >= nz) {
-    if (!pz) return -1;
-    z -= nz;
-  }
-  if (x < 0 || y < 0 || z < 0) return -1;
-  return (x * ny + y) * nz + z;
+  block_end<BLOCK, ENERGY>(acc, partial, count, blockIdx.x);
 }
 
 // c08_thread_csr, one colour: thread t takes base bases[t] (3 ints); force and torque are added to
-// (zeroed before the first colour), each pair once (Newton3); block sums into slot slot0 + blockIdx.x.
+// (zeroed before the first colour); block sums into slot slot0 + blockIdx.x.
 template <typename Real, typename Acc, int BLOCK, bool PBC, bool ENERGY>
 __global__ void __launch_bounds__(BLOCK)
 molecule_c08_thread(const int nbases, const int* __restrict__ bases, const Vec4<Real>* __restrict__ c,
                     const Box<Real> box, const int* __restrict__ start, const int* __restrict__ order, const int nx,
-                    const int ny, const int nz, const int px, const int py, const int pz,
-                    const Real* __restrict__ params, const int* __restrict__ first, const int* __restrict__ comp,
-                    const Vec4<Real>* __restrict__ A, const Vec4<Real>* __restrict__ E, Acc* __restrict__ force,
-                    Acc* __restrict__ torque, Acc* __restrict__ partial, unsigned long long* __restrict__ count,
+                    const int ny, const int nz, const int px, const int py, const int pz, MOLECULE_ARGS,
                     const int slot0) {
   const MoleculeModel<Real> model(params, first, comp, A, E);
+  const MoleculeGrid g{nx, ny, nz, px, py, pz};
   const int t = blockIdx.x * BLOCK + threadIdx.x;
-  MoleculeAcc<Real, Acc> acc;  // energy, virial and pairs only: forces and torques go to global memory
+  MoleculeAcc<Real, Acc> acc;  // energy, virial and pairs: forces and torques go to global memory
   if (t < nbases) {
-    const int bx = bases[3 * t + 0], by = bases[3 * t + 1], bz = bases[3 * t + 2];
-    for (int p = 0; p < 14; ++p) {
-      const int ca = block_cell(bx, by, bz, kC08Pairs[p][0], nx, ny, nz, px, py, pz);
-      const int cb = block_cell(bx, by, bz, kC08Pairs[p][1], nx, ny, nz, px, py, pz);
-      if (ca < 0 || cb < 0) continue;
-      for (int qi = start[ca]; qi < start[ca + 1]; ++qi) {
-        const int i = order[qi];
-        const Vec4<Real> ci = c[i];
-        Acc fx = Acc(0), fy = Acc(0), fz = Acc(0), tx = Acc(0), ty = Acc(0), tz = Acc(0);
-        for (int qj = (ca == cb ? qi + 1 : start[cb]); qj < start[cb + 1]; ++qj) {
-          const int j = order[qj];
-          Real dx, dy, dz;
-          const Real r2 = centre_separation<PBC>(ci, c[j], box, dx, dy, dz);
-          if (!(r2 < model.rc2)) continue;
-          const MoleculePairResult<Real> o = molecule_pair(model, i, j, dx, dy, dz);
-          Real sx, sy, sz;
-          torque_on_j(o, dx, dy, dz, sx, sy, sz);
-          fx += Acc(o.fx);
-          fy += Acc(o.fy);
-          fz += Acc(o.fz);
-          tx += Acc(o.tx);
-          ty += Acc(o.ty);
-          tz += Acc(o.tz);
-          force[3 * j + 0] -= Acc(o.fx);
-          force[3 * j + 1] -= Acc(o.fy);
-          force[3 * j + 2] -= Acc(o.fz);
-          torque[3 * j + 0] += Acc(sx);
-          torque[3 * j + 1] += Acc(sy);
-          torque[3 * j + 2] += Acc(sz);
-          if constexpr (ENERGY) {
-            acc.s[0] += Acc(o.u);
-            acc.s[1] += Acc(dx * o.fx);
-            acc.s[2] += Acc(dx * o.fy);
-            acc.s[3] += Acc(dx * o.fz);
-            acc.s[4] += Acc(dy * o.fx);
-            acc.s[5] += Acc(dy * o.fy);
-            acc.s[6] += Acc(dy * o.fz);
-            acc.s[7] += Acc(dz * o.fx);
-            acc.s[8] += Acc(dz * o.fy);
-            acc.s[9] += Acc(dz * o.fz);
-            ++acc.pairs;
-          }
-        }
-        force[3 * i + 0] += fx;
-        force[3 * i + 1] += fy;
-        force[3 * i + 2] += fz;
-        torque[3 * i + 0] += tx;
-        torque[3 * i + 1] += ty;
-        torque[3 * i + 2] += tz;
-      }
-    }
+    c08_base<PBC, ENERGY>(bases[3 * t + 0], bases[3 * t + 1], bases[3 * t + 2], c, box, start, order, g, model, force,
+                          torque, acc);
   }
-  if constexpr (ENERGY) {
-    molecule_block_sums<BLOCK>(acc.s, static_cast<unsigned long long>(acc.pairs), partial, count, slot0 + blockIdx.x);
-  }
+  block_end<BLOCK, ENERGY>(acc, partial, count, slot0 + blockIdx.x);
 }
 
-// The Verlet list over the centres: thread t takes molecule order[t] (cell order) and writes the
-// molecules within `reach` (the cutoff and the skin) of the 27 cells around its own into its padded row
-// list[i * cap ...], in cell order, and their number into counts[i] (beyond cap: counted, not written;
-// the host builds again with a wider row).
+// The Verlet list over the centres: thread t takes molecule order[t] and writes its padded row
+// list[i * cap ...] and counts[i] (beyond cap: counted, not written; the host builds again, wider).
 template <typename Real, bool PBC>
 __global__ void molecule_list_build(const int m, const Vec4<Real>* __restrict__ c, const Box<Real> box,
                                     const int* __restrict__ cell, const int* __restrict__ start,
@@ -390,105 +196,43 @@ __global__ void molecule_list_build(const int m, const Vec4<Real>* __restrict__ 
   const int t = blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= m) return;
   const int i = order[t];
-  const Vec4<Real> ci = c[i];
-  const int cc = cell[i];
-  const int cz = cc % nz, cy = (cc / nz) % ny, cx = cc / (nz * ny);
-  int xl, xh, yl, yh, zl, zh;
-  cell_range(cx, nx, px, xl, xh);
-  cell_range(cy, ny, py, yl, yh);
-  cell_range(cz, nz, pz, zl, zh);
-  const bool fx = !(nx >= 3 || !px), fy = !(ny >= 3 || !py), fz = !(nz >= 3 || !pz);
-  int n = 0;
-  for (int ox = xl; ox <= xh; ++ox) {
-    const int bx = fx ? ox : wrap_cell(cx + ox, nx);
-    for (int oy = yl; oy <= yh; ++oy) {
-      const int by = fy ? oy : wrap_cell(cy + oy, ny);
-      for (int oz = zl; oz <= zh; ++oz) {
-        const int bz = fz ? oz : wrap_cell(cz + oz, nz);
-        const int nb = (bx * ny + by) * nz + bz;
-        for (int q = start[nb]; q < start[nb + 1]; ++q) {
-          const int j = order[q];
-          Real dx, dy, dz;
-          if (j != i && centre_separation<PBC>(ci, c[j], box, dx, dy, dz) < reach2) {
-            if (n < cap) list[static_cast<size_t>(i) * cap + n] = j;
-            ++n;
-          }
-        }
-      }
-    }
-  }
-  counts[i] = n;
+  const MoleculeGrid g{nx, ny, nz, px, py, pz};
+  counts[i] = list_row_build<PBC>(i, c, box, cell, start, order, g, reach2, cap, list + static_cast<size_t>(i) * cap);
 }
 
-// verlet_thread_padded: thread t takes molecule order[t] over its list row, each pair within the cutoff
-// (both directions: no Newton3).
+// verlet_thread_padded: thread t takes molecule order[t] over its row (both directions: no Newton3).
 template <typename Real, typename Acc, int BLOCK, bool PBC, bool ENERGY>
 __global__ void __launch_bounds__(BLOCK)
 molecule_verlet_thread(const int m, const Vec4<Real>* __restrict__ c, const Box<Real> box,
                        const int* __restrict__ order, const int* __restrict__ list, const int* __restrict__ counts,
-                       const int cap, const Real* __restrict__ params, const int* __restrict__ first,
-                       const int* __restrict__ comp, const Vec4<Real>* __restrict__ A, const Vec4<Real>* __restrict__ E,
-                       Acc* __restrict__ force, Acc* __restrict__ torque, Acc* __restrict__ partial,
-                       unsigned long long* __restrict__ count) {
+                       const int cap, MOLECULE_ARGS) {
   const MoleculeModel<Real> model(params, first, comp, A, E);
   const int t = blockIdx.x * BLOCK + threadIdx.x;
   MoleculeAcc<Real, Acc> acc;
   if (t < m) {
     const int i = order[t];
-    const Vec4<Real> ci = c[i];
-    const int* row = list + static_cast<size_t>(i) * cap;
-    const int n = counts[i];
-    for (int k = 0; k < n; ++k) {
-      const int j = row[k];
-      Real dx, dy, dz;
-      const Real r2 = centre_separation<PBC>(ci, c[j], box, dx, dy, dz);
-      if (r2 < model.rc2) acc.template add<ENERGY>(molecule_pair(model, i, j, dx, dy, dz), dx, dy, dz);
-    }
+    list_row<PBC, ENERGY>(i, c, box, list + static_cast<size_t>(i) * cap, counts[i], model, acc, 0, 1);
     acc.store(i, force, torque);
   }
-  if constexpr (ENERGY) {
-    molecule_block_sums<BLOCK>(acc.s, static_cast<unsigned long long>(acc.pairs), partial, count, blockIdx.x);
-  }
+  block_end<BLOCK, ENERGY>(acc, partial, count, blockIdx.x);
 }
 
-// verlet_warp_padded: warp w takes molecule order[w], its lanes the row's entries l, l + 32, ...; then a
-// warp sum in a fixed order, lane 0 writing the force and torque.
+// verlet_warp_padded: warp w takes molecule order[w], lane l every 32nd entry of its row from l.
 template <typename Real, typename Acc, int BLOCK, bool PBC, bool ENERGY>
 __global__ void __launch_bounds__(BLOCK)
 molecule_verlet_warp(const int m, const Vec4<Real>* __restrict__ c, const Box<Real> box,
                      const int* __restrict__ order, const int* __restrict__ list, const int* __restrict__ counts,
-                     const int cap, const Real* __restrict__ params, const int* __restrict__ first,
-                     const int* __restrict__ comp, const Vec4<Real>* __restrict__ A, const Vec4<Real>* __restrict__ E,
-                     Acc* __restrict__ force, Acc* __restrict__ torque, Acc* __restrict__ partial,
-                     unsigned long long* __restrict__ count) {
+                     const int cap, MOLECULE_ARGS) {
   const MoleculeModel<Real> model(params, first, comp, A, E);
   const int lane = threadIdx.x & 31;
   const int w = (blockIdx.x * BLOCK + threadIdx.x) >> 5;
   MoleculeAcc<Real, Acc> acc;
   if (w < m) {  // the whole warp takes the same branch
     const int i = order[w];
-    const Vec4<Real> ci = c[i];
-    const int* row = list + static_cast<size_t>(i) * cap;
-    const int n = counts[i];
-    for (int k = lane; k < n; k += 32) {
-      const int j = row[k];
-      Real dx, dy, dz;
-      const Real r2 = centre_separation<PBC>(ci, c[j], box, dx, dy, dz);
-      if (r2 < model.rc2) acc.template add<ENERGY>(molecule_pair(model, i, j, dx, dy, dz), dx, dy, dz);
-    }
-    __syncwarp();
-    const Acc sfx = warp_sum(acc.fx), sfy = warp_sum(acc.fy), sfz = warp_sum(acc.fz);
-    const Acc stx = warp_sum(acc.tx), sty = warp_sum(acc.ty), stz = warp_sum(acc.tz);
-    if (lane == 0) {
-      force[3 * i + 0] = sfx;
-      force[3 * i + 1] = sfy;
-      force[3 * i + 2] = sfz;
-      torque[3 * i + 0] = stx;
-      torque[3 * i + 1] = sty;
-      torque[3 * i + 2] = stz;
-    }
+    list_row<PBC, ENERGY>(i, c, box, list + static_cast<size_t>(i) * cap, counts[i], model, acc, lane, 32);
+    warp_store(acc, i, lane, force, torque);
   }
-  if constexpr (ENERGY) {
-    molecule_block_sums<BLOCK>(acc.s, static_cast<unsigned long long>(acc.pairs), partial, count, blockIdx.x);
-  }
+  block_end<BLOCK, ENERGY>(acc, partial, count, blockIdx.x);
 }
+
+#undef MOLECULE_ARGS

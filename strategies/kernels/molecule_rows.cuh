@@ -1,0 +1,266 @@
+// What one thread (or one lane) of a molecule traversal does (molecules.cu's kernels are thin wrappers
+// around these): __host__ __device__, so that the CI test compiles them for the host and runs every
+// thread's work in turn (tests/data/molecule_kernels_host.cu), no GPU needed.
+//
+// `lane` and `step`: a thread takes every candidate (0, 1); lane l of a warp every 32nd from l (l, 32).
+#pragma once
+#include "molecules.cuh"
+
+constexpr int kMolSums = 10;  // energy, then the 9 virial entries W_ab = sum d_a F_b
+
+// The centres' cells: per axis the count and whether the axis is periodic.
+struct MoleculeGrid {
+  int nx, ny, nz, px, py, pz;
+};
+
+// d = c_i - c_j, the minimum image on periodic axes (the box's inverse length is 0 on an open one);
+// returns |d|^2.
+template <bool PBC, typename Real>
+__host__ __device__ __forceinline__ Real centre_separation(const Vec4<Real>& ci, const Vec4<Real>& cj,
+                                                           const Box<Real>& box, Real& dx, Real& dy, Real& dz) {
+  dx = ci.x - cj.x;
+  dy = ci.y - cj.y;
+  dz = ci.z - cj.z;
+  if constexpr (PBC) {
+    dx -= box.lx * rint(dx * box.ilx);
+    dy -= box.ly * rint(dy * box.ily);
+    dz -= box.lz * rint(dz * box.ilz);
+  }
+  return dx * dx + dy * dy + dz * dz;
+}
+
+// The cell of a centre: origin lo, side s, n cells per axis; a centre outside (an open axis's rounding)
+// clamps to the first or last cell.
+template <typename Real>
+__host__ __device__ __forceinline__ int cell_index(const Vec4<Real>& p, Real lox, Real loy, Real loz, Real sx, Real sy,
+                                                   Real sz, int nx, int ny, int nz) {
+  const int ix = min(max(static_cast<int>(floor((p.x - lox) / sx)), 0), nx - 1);
+  const int iy = min(max(static_cast<int>(floor((p.y - loy) / sy)), 0), ny - 1);
+  const int iz = min(max(static_cast<int>(floor((p.z - loz) / sz)), 0), nz - 1);
+  return (ix * ny + iy) * nz + iz;
+}
+
+// The neighbour-cell offsets along one axis: -1..1, fewer on an open axis's ends; with fewer than 3 cells
+// on a periodic axis every cell once, as absolute indices 0 .. n - 1 (`absolute`).
+__host__ __device__ __forceinline__ void cell_range(int c, int n, int periodic, int& lo, int& hi, bool& absolute) {
+  absolute = periodic && n < 3;
+  if (absolute) {
+    lo = 0;
+    hi = n - 1;
+  } else {
+    lo = (!periodic && c == 0) ? 0 : -1;
+    hi = (!periodic && c == n - 1) ? 0 : 1;
+  }
+}
+
+__host__ __device__ __forceinline__ int wrap_cell(int c, int n) { return c < 0 ? c + n : (c >= n ? c - n : c); }
+
+// visit(q) for the candidates q = start[nb] + lane, + step, ... of every cell nb around cell cc, each
+// neighbour cell once.
+template <class Visit>
+__host__ __device__ __forceinline__ void for_shell(int cc, const MoleculeGrid& g, const int* __restrict__ start,
+                                                   int lane, int step, Visit&& visit) {
+  const int cz = cc % g.nz, cy = (cc / g.nz) % g.ny, cx = cc / (g.nz * g.ny);
+  int xl, xh, yl, yh, zl, zh;
+  bool ax, ay, az;
+  cell_range(cx, g.nx, g.px, xl, xh, ax);
+  cell_range(cy, g.ny, g.py, yl, yh, ay);
+  cell_range(cz, g.nz, g.pz, zl, zh, az);
+  for (int ox = xl; ox <= xh; ++ox) {
+    const int bx = ax ? ox : wrap_cell(cx + ox, g.nx);
+    for (int oy = yl; oy <= yh; ++oy) {
+      const int by = ay ? oy : wrap_cell(cy + oy, g.ny);
+      for (int oz = zl; oz <= zh; ++oz) {
+        const int bz = az ? oz : wrap_cell(cz + oz, g.nz);
+        const int nb = (bx * g.ny + by) * g.nz + bz;
+        for (int q = start[nb] + lane; q < start[nb + 1]; q += step) visit(q);
+      }
+    }
+  }
+}
+
+// One thread's (or lane's) sums.
+template <typename Real, typename Acc>
+struct MoleculeAcc {
+  Acc fx = Acc(0), fy = Acc(0), fz = Acc(0), tx = Acc(0), ty = Acc(0), tz = Acc(0);
+  Acc s[kMolSums] = {Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0)};
+  unsigned int pairs = 0u;
+
+  // The pair's energy, virial d F^T and count (ENERGY), without its force and torque (c08 writes those).
+  template <bool ENERGY>
+  __host__ __device__ __forceinline__ void sums(const MoleculePairResult<Real>& o, Real dx, Real dy, Real dz) {
+    if constexpr (ENERGY) {
+      s[0] += Acc(o.u);
+      s[1] += Acc(dx * o.fx);
+      s[2] += Acc(dx * o.fy);
+      s[3] += Acc(dx * o.fz);
+      s[4] += Acc(dy * o.fx);
+      s[5] += Acc(dy * o.fy);
+      s[6] += Acc(dy * o.fz);
+      s[7] += Acc(dz * o.fx);
+      s[8] += Acc(dz * o.fy);
+      s[9] += Acc(dz * o.fz);
+      ++pairs;
+    }
+  }
+
+  template <bool ENERGY>
+  __host__ __device__ __forceinline__ void add(const MoleculePairResult<Real>& o, Real dx, Real dy, Real dz) {
+    fx += Acc(o.fx);
+    fy += Acc(o.fy);
+    fz += Acc(o.fz);
+    tx += Acc(o.tx);
+    ty += Acc(o.ty);
+    tz += Acc(o.tz);
+    sums<ENERGY>(o, dx, dy, dz);
+  }
+
+  __host__ __device__ __forceinline__ void store(int i, Acc* __restrict__ force, Acc* __restrict__ torque) const {
+    force[3 * i + 0] = fx;
+    force[3 * i + 1] = fy;
+    force[3 * i + 2] = fz;
+    torque[3 * i + 0] = tx;
+    torque[3 * i + 1] = ty;
+    torque[3 * i + 2] = tz;
+  }
+};
+
+// Molecule i against the candidates j = lane, lane + step, ... of all molecules.
+template <bool PBC, bool ENERGY, typename Real, typename Acc>
+__host__ __device__ __forceinline__ void allpairs_row(int i, int m, const Vec4<Real>* __restrict__ c,
+                                                      const Box<Real>& box, const MoleculeModel<Real>& model,
+                                                      MoleculeAcc<Real, Acc>& acc, int lane, int step) {
+  const Vec4<Real> ci = c[i];
+  for (int j = lane; j < m; j += step) {
+    Real dx, dy, dz;
+    const Real r2 = centre_separation<PBC>(ci, c[j], box, dx, dy, dz);
+    if (r2 < model.rc2 && j != i) acc.template add<ENERGY>(molecule_pair(model, i, j, dx, dy, dz), dx, dy, dz);
+  }
+}
+
+// Molecule i against its share (lane, step) of the molecules of the 27 cells around its own.
+template <bool PBC, bool ENERGY, typename Real, typename Acc>
+__host__ __device__ __forceinline__ void shell_row(int i, const Vec4<Real>* __restrict__ c, const Box<Real>& box,
+                                                   const int* __restrict__ cell, const int* __restrict__ start,
+                                                   const int* __restrict__ order, const MoleculeGrid& g,
+                                                   const MoleculeModel<Real>& model, MoleculeAcc<Real, Acc>& acc,
+                                                   int lane, int step) {
+  const Vec4<Real> ci = c[i];
+  for_shell(cell[i], g, start, lane, step, [&](int q) {
+    const int j = order[q];
+    Real dx, dy, dz;
+    const Real r2 = centre_separation<PBC>(ci, c[j], box, dx, dy, dz);
+    if (r2 < model.rc2 && j != i) acc.template add<ENERGY>(molecule_pair(model, i, j, dx, dy, dz), dx, dy, dz);
+  });
+}
+
+// Molecule i's Verlet row: the molecules within reach (reach2 = reach^2) of the cells around its own,
+// written to row[0 .. cap) in cell order; returns how many there are (beyond cap: counted, not written).
+template <bool PBC, typename Real>
+__host__ __device__ __forceinline__ int list_row_build(int i, const Vec4<Real>* __restrict__ c, const Box<Real>& box,
+                                                       const int* __restrict__ cell, const int* __restrict__ start,
+                                                       const int* __restrict__ order, const MoleculeGrid& g,
+                                                       Real reach2, int cap, int* __restrict__ row) {
+  const Vec4<Real> ci = c[i];
+  int n = 0;
+  for_shell(cell[i], g, start, 0, 1, [&](int q) {
+    const int j = order[q];
+    Real dx, dy, dz;
+    if (j != i && centre_separation<PBC>(ci, c[j], box, dx, dy, dz) < reach2) {
+      if (n < cap) row[n] = j;
+      ++n;
+    }
+  });
+  return n;
+}
+
+// Molecule i against its share (lane, step) of its Verlet row's n entries.
+template <bool PBC, bool ENERGY, typename Real, typename Acc>
+__host__ __device__ __forceinline__ void list_row(int i, const Vec4<Real>* __restrict__ c, const Box<Real>& box,
+                                                  const int* __restrict__ row, int n, const MoleculeModel<Real>& model,
+                                                  MoleculeAcc<Real, Acc>& acc, int lane, int step) {
+  const Vec4<Real> ci = c[i];
+  for (int k = lane; k < n; k += step) {
+    const int j = row[k];
+    Real dx, dy, dz;
+    const Real r2 = centre_separation<PBC>(ci, c[j], box, dx, dy, dz);
+    if (r2 < model.rc2) acc.template add<ENERGY>(molecule_pair(model, i, j, dx, dy, dz), dx, dy, dz);
+  }
+}
+
+// The cell at base + offset, wrapped on periodic axes; -1 outside the grid on an open axis.
+__host__ __device__ __forceinline__ int block_cell(int bx, int by, int bz, int ox, int oy, int oz,
+                                                   const MoleculeGrid& g) {
+  int x = bx + ox, y = by + oy, z = bz + oz;
+  if (x >= g.nx) {
+    if (!g.px) return -1;
+    x -= g.nx;
+  }
+  if (y >= g.ny) {
+    if (!g.py) return -1;
+    y -= g.ny;
+  }
+  if (z >= g.nz) {
+    if (!g.pz) return -1;
+    z -= g.nz;
+  }
+  if (x < 0 || y < 0 || z < 0) return -1;
+  return (x * g.ny + y) * g.nz + z;
+}
+
+// c08: the base cell (bx, by, bz)'s 14 cell pairs of its 2x2x2 block (strategies/schedules.py C08_PAIRS:
+// the base with itself, then the 13 pairs that cover every pair of neighbouring cells once over all
+// bases), each molecule pair once: the force and torque on i added, the force subtracted from j and j's
+// torque (torque_on_j) added, in global memory (bases of one colour touch disjoint cells); the pairs'
+// energy and virial into acc.
+template <bool PBC, bool ENERGY, typename Real, typename Acc>
+__host__ __device__ __forceinline__ void c08_base(int bx, int by, int bz, const Vec4<Real>* __restrict__ c,
+                                                  const Box<Real>& box, const int* __restrict__ start,
+                                                  const int* __restrict__ order, const MoleculeGrid& g,
+                                                  const MoleculeModel<Real>& model, Acc* __restrict__ force,
+                                                  Acc* __restrict__ torque, MoleculeAcc<Real, Acc>& acc) {
+  // offsets (a.x, a.y, a.z, b.x, b.y, b.z) of the 14 pairs
+  constexpr int kPairs[14][6] = {{0, 0, 0, 0, 0, 0}, {0, 0, 0, 1, 0, 0}, {0, 0, 0, 0, 1, 0}, {0, 0, 0, 0, 0, 1},
+                                 {0, 0, 0, 1, 1, 0}, {0, 0, 0, 1, 0, 1}, {0, 0, 0, 0, 1, 1}, {0, 0, 0, 1, 1, 1},
+                                 {1, 0, 0, 0, 1, 0}, {1, 0, 0, 0, 0, 1}, {0, 1, 0, 0, 0, 1}, {1, 0, 0, 0, 1, 1},
+                                 {0, 1, 0, 1, 0, 1}, {0, 0, 1, 1, 1, 0}};
+#pragma unroll 1  // the heavy body once in the code, not 14 times
+  for (int p = 0; p < 14; ++p) {
+    const int ca = block_cell(bx, by, bz, kPairs[p][0], kPairs[p][1], kPairs[p][2], g);
+    const int cb = block_cell(bx, by, bz, kPairs[p][3], kPairs[p][4], kPairs[p][5], g);
+    if (ca < 0 || cb < 0) continue;
+    for (int qi = start[ca]; qi < start[ca + 1]; ++qi) {
+      const int i = order[qi];
+      const Vec4<Real> ci = c[i];
+      Acc fx = Acc(0), fy = Acc(0), fz = Acc(0), tx = Acc(0), ty = Acc(0), tz = Acc(0);
+      for (int qj = (ca == cb ? qi + 1 : start[cb]); qj < start[cb + 1]; ++qj) {
+        const int j = order[qj];
+        Real dx, dy, dz;
+        const Real r2 = centre_separation<PBC>(ci, c[j], box, dx, dy, dz);
+        if (!(r2 < model.rc2)) continue;
+        const MoleculePairResult<Real> o = molecule_pair(model, i, j, dx, dy, dz);
+        Real sx, sy, sz;
+        torque_on_j(o, dx, dy, dz, sx, sy, sz);
+        fx += Acc(o.fx);
+        fy += Acc(o.fy);
+        fz += Acc(o.fz);
+        tx += Acc(o.tx);
+        ty += Acc(o.ty);
+        tz += Acc(o.tz);
+        force[3 * j + 0] -= Acc(o.fx);
+        force[3 * j + 1] -= Acc(o.fy);
+        force[3 * j + 2] -= Acc(o.fz);
+        torque[3 * j + 0] += Acc(sx);
+        torque[3 * j + 1] += Acc(sy);
+        torque[3 * j + 2] += Acc(sz);
+        acc.template sums<ENERGY>(o, dx, dy, dz);
+      }
+      force[3 * i + 0] += fx;
+      force[3 * i + 1] += fy;
+      force[3 * i + 2] += fz;
+      torque[3 * i + 0] += tx;
+      torque[3 * i + 1] += ty;
+      torque[3 * i + 2] += tz;
+    }
+  }
+}

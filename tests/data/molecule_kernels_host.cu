@@ -1,0 +1,173 @@
+// The GPU molecule traversals' per-thread work (strategies/kernels/molecule_rows.cuh) run on the host, thread
+// after thread (nvcc compiles it for the CPU; no GPU needed), for tests/test_gpu_molecules.py. The kernels
+// of molecules.cu are thin wrappers around these functions; what the host does not run is theirs alone:
+// the block and warp reductions (summed here in plain order) and CuPy's sort of the cells (a stable sort
+// here). REAL is double (-DREAL=double). Input, raw little-endian arrays:
+//   int32 nsites, M, C, mode, nx, ny, nz, px, py, pz, cap, ncolours
+//   REAL params[8 + 2 C^2], box[6] (lengths, inverse lengths, 0 on open axes), lo[3], side[3], reach^2
+//   int32 first[M + 1], comp[M], owner[nsites]; REAL bodyA[nsites][4], bodyE[nsites][4], quat[M][4],
+//   centres[M][4] (relative to the box centre); per colour int32 nbases, bases[nbases][3]
+// mode: 0 allpairs_thread_naive, 1 fullshell_thread_csr, 2 fullshell_warp_csr, 3 c08_thread_csr,
+// 4 verlet_thread_padded, 5 verlet_warp_padded. Output: REAL force[M][3], torque[M][3], sums[10] (energy,
+// virial d F^T row by row, as the kernels sum them: both directions except in c08), pairs, longest row.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <numeric>
+#include <vector>
+
+#ifndef __CUDA_ARCH__  // the host pass sees common.cuh's fixed-point constructors: host spellings of their intrinsics
+#define __float2ll_rn(x) llrintf(x)
+#define __double2ll_rn(x) llrint(x)
+#endif
+
+#include "molecule_rows.cuh"
+
+using Real = REAL;
+using Acc = REAL;
+
+template <typename T>
+static void take(FILE* f, T* p, size_t n) {
+  if (fread(p, sizeof(T), n, f) != n) {
+    fprintf(stderr, "short input\n");
+    exit(2);
+  }
+}
+
+struct Sums {
+  double s[kMolSums] = {0};
+  double pairs = 0;
+  void add(const MoleculeAcc<Real, Acc>& a) {
+    for (int k = 0; k < kMolSums; ++k) s[k] += a.s[k];
+    pairs += a.pairs;
+  }
+};
+
+template <bool PBC>
+static int traverse(int mode, int m, const std::vector<Vec4<Real>>& c, const Box<Real>& box,
+                    const std::vector<int>& cell, const std::vector<int>& start, const std::vector<int>& order,
+                    const MoleculeGrid& g, const MoleculeModel<Real>& model, Real reach2, int cap,
+                    const std::vector<std::vector<int>>& colours, std::vector<Acc>& force, std::vector<Acc>& torque,
+                    Sums& sums) {
+  int longest = 0;
+  std::vector<int> list(static_cast<size_t>(m) * cap), counts(m);
+  if (mode >= 4) {  // molecule_list_build
+    for (int t = 0; t < m; ++t) {
+      const int i = order[t];
+      counts[i] = list_row_build<PBC>(i, c.data(), box, cell.data(), start.data(), order.data(), g, reach2, cap,
+                                      list.data() + static_cast<size_t>(i) * cap);
+      longest = std::max(longest, counts[i]);
+    }
+    if (longest > cap) return longest;  // the host widens the rows and builds again
+  }
+  if (mode == 3) {
+    for (const auto& bases : colours) {
+      for (size_t t = 0; t < bases.size() / 3; ++t) {
+        MoleculeAcc<Real, Acc> acc;
+        c08_base<PBC, true>(bases[3 * t], bases[3 * t + 1], bases[3 * t + 2], c.data(), box, start.data(),
+                            order.data(), g, model, force.data(), torque.data(), acc);
+        sums.add(acc);
+      }
+    }
+    return longest;
+  }
+  const int lanes = (mode == 2 || mode == 5) ? 32 : 1;
+  for (int t = 0; t < m; ++t) {
+    const int i = mode == 0 ? t : order[t];
+    MoleculeAcc<Real, Acc> total;
+    for (int lane = 0; lane < lanes; ++lane) {
+      MoleculeAcc<Real, Acc> acc;
+      if (mode == 0) {
+        allpairs_row<PBC, true>(i, m, c.data(), box, model, acc, lane, lanes);
+      } else if (mode <= 2) {
+        shell_row<PBC, true>(i, c.data(), box, cell.data(), start.data(), order.data(), g, model, acc, lane, lanes);
+      } else {
+        list_row<PBC, true>(i, c.data(), box, list.data() + static_cast<size_t>(i) * cap, counts[i], model, acc, lane,
+                            lanes);
+      }
+      total.fx += acc.fx;
+      total.fy += acc.fy;
+      total.fz += acc.fz;
+      total.tx += acc.tx;
+      total.ty += acc.ty;
+      total.tz += acc.tz;
+      sums.add(acc);
+    }
+    total.store(i, force.data(), torque.data());
+  }
+  return longest;
+}
+
+int main(int argc, char** argv) {
+  if (argc != 3) return 2;
+  FILE* in = fopen(argv[1], "rb");
+  if (!in) return 2;
+  int head[12];
+  take(in, head, 12);
+  const int nsites = head[0], m = head[1], C = head[2], mode = head[3], cap = head[10], ncol = head[11];
+  const MoleculeGrid g{head[4], head[5], head[6], head[7], head[8], head[9]};
+  std::vector<Real> params(kMoleculeHeader + 2 * C * C);
+  take(in, params.data(), params.size());
+  Real b[6], lo[3], side[3], reach2;
+  take(in, b, 6);
+  take(in, lo, 3);
+  take(in, side, 3);
+  take(in, &reach2, 1);
+  const Box<Real> box{b[0], b[1], b[2], b[3], b[4], b[5]};
+  std::vector<int> first(m + 1), comp(m), owner(nsites);
+  take(in, first.data(), first.size());
+  take(in, comp.data(), comp.size());
+  take(in, owner.data(), owner.size());
+  std::vector<Vec4<Real>> bodyA(nsites), bodyE(nsites), A(nsites), E(nsites), c(m);
+  std::vector<Real> quat(4 * m);
+  take(in, reinterpret_cast<Real*>(bodyA.data()), 4 * nsites);
+  take(in, reinterpret_cast<Real*>(bodyE.data()), 4 * nsites);
+  take(in, quat.data(), quat.size());
+  take(in, reinterpret_cast<Real*>(c.data()), 4 * m);
+  std::vector<std::vector<int>> colours(ncol);
+  for (auto& bases : colours) {
+    int n;
+    take(in, &n, 1);
+    bases.resize(3 * n);
+    take(in, bases.data(), bases.size());
+  }
+  fclose(in);
+  for (int s = 0; s < nsites; ++s) {  // molecule_sites
+    const Real* q = &quat[4 * owner[s]];
+    A[s] = bodyA[s];
+    rotate(q[0], q[1], q[2], q[3], bodyA[s].x, bodyA[s].y, bodyA[s].z, A[s].x, A[s].y, A[s].z);
+    E[s] = bodyE[s];
+    if (static_cast<int>(bodyE[s].w) != kSiteLJ) {
+      rotate(q[0], q[1], q[2], q[3], bodyE[s].x, bodyE[s].y, bodyE[s].z, E[s].x, E[s].y, E[s].z);
+    }
+  }
+  const int ncells = g.nx * g.ny * g.nz;
+  std::vector<int> cell(m), order(m), start(ncells + 1, 0);
+  for (int i = 0; i < m; ++i) {  // molecule_cell_of, then a stable sort by cell and the cell starts
+    cell[i] = cell_index(c[i], lo[0], lo[1], lo[2], side[0], side[1], side[2], g.nx, g.ny, g.nz);
+  }
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b2) { return cell[a] < cell[b2]; });
+  for (int i = 0; i < m; ++i) ++start[cell[i] + 1];
+  for (int k = 0; k < ncells; ++k) start[k + 1] += start[k];
+  const MoleculeModel<Real> model(params.data(), first.data(), comp.data(), A.data(), E.data());
+  std::vector<Acc> force(3 * m, Acc(0)), torque(3 * m, Acc(0));
+  Sums sums;
+  const bool pbc = g.px || g.py || g.pz;
+  const int longest = pbc ? traverse<true>(mode, m, c, box, cell, start, order, g, model, reach2, cap, colours, force,
+                                           torque, sums)
+                          : traverse<false>(mode, m, c, box, cell, start, order, g, model, reach2, cap, colours, force,
+                                            torque, sums);
+  FILE* out = fopen(argv[2], "wb");
+  if (!out) return 2;
+  fwrite(force.data(), sizeof(Acc), force.size(), out);
+  fwrite(torque.data(), sizeof(Acc), torque.size(), out);
+  Real tail[kMolSums + 2];
+  for (int k = 0; k < kMolSums; ++k) tail[k] = static_cast<Real>(sums.s[k]);
+  tail[kMolSums] = static_cast<Real>(sums.pairs);
+  tail[kMolSums + 1] = static_cast<Real>(longest);
+  fwrite(tail, sizeof(Real), kMolSums + 2, out);
+  fclose(out);
+  return 0;
+}
