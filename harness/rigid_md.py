@@ -135,7 +135,7 @@ def run(mols, model, strategy: str, dt: float, steps: int, temperature: float, s
 
 
 def nve_report(mols, model, names: list[str], precisions: list[str], dt: float, steps: int, temperature: float,
-               sample: int, seed: int, equilibrate_steps: int = 0, say=None) -> list[dict]:
+               sample: int, seed: int, equilibrate_steps: int = 0, say=None, peers: bool = True) -> list[dict]:
     """NVE from one start for each traversal and precision: the start (momenta at `temperature`, then
     `equilibrate_steps` of velocity rescaling with the first traversal's fp64 forces) copied for each run.
     Rows: traversal, precision, drift per molecule per time unit, largest |E - E0| per molecule, ms per
@@ -164,4 +164,38 @@ def nve_report(mols, model, names: list[str], precisions: list[str], dt: float, 
                              "ms_per_step": 1e3 * s["seconds_per_step"], "temperature": s["temperature_mean"]})
             if say:
                 say(rows[-1])
+    if peers:
+        rows += _openmm_rows(mols, model, precisions, dt, steps, temperature, sample, seed, equilibrate_steps, say)
+    return rows
+
+
+def _openmm_rows(mols, model, precisions, dt, steps, temperature, sample, seed, equilibrate_steps, say) -> list[dict]:
+    """OpenMM's rigid three-atom molecules (harness/molecule_peers.openmm_rigid_nve) from the same
+    configuration, equilibrated the same way with its own forces: a row per precision on a GPU platform,
+    one on the CPU's; n/a with the reason where OpenMM is missing or the molecules do not map."""
+    import importlib.util
+
+    from . import molecule_peers
+
+    base = {"strategy": "peer:openmm", "molecules": len(mols.centres), "steps": steps, "dt": dt}
+    if importlib.util.find_spec("openmm") is None:
+        rows = [{**base, "precision": "mixed", "status": "n/a",
+                 "detail": "openmm is not installed (optional: requirements/peers.txt)"}]
+    else:
+        rows = []
+        try:
+            molecule_peers.openmm_rigid_system(mols, model)
+        except InputError as e:
+            rows = [{**base, "precision": "mixed", "status": "n/a", "detail": str(e)}]
+        if not rows:
+            import openmm
+
+            gpu = any(openmm.Platform.getPlatform(k).getName() in ("CUDA", "OpenCL")
+                      for k in range(openmm.Platform.getNumPlatforms()))
+            for p in (precisions if gpu else ["mixed"]):
+                rows.append({**base, "precision": p, **molecule_peers.openmm_rigid_nve(
+                    mols, model, steps, dt, temperature, sample, equilibrate_steps, p, seed)})
+    for r in rows:
+        if say:
+            say(r)
     return rows

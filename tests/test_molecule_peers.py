@@ -57,3 +57,38 @@ def test_what_openmm_cannot_hold_is_refused_by_name(scenario, words):
         molecule_peers.openmm_system(sub, mdl)
     with pytest.raises(InputError, match="open cluster"):
         molecule_peers.openmm_system(*S.make("spce_water", "tiny", seed=1))
+
+
+def test_the_nve_report_runs_openmm_s_rigid_water_beside_and_says_why_not_elsewhere(monkeypatch):
+    from harness import rigid_md
+
+    mols, model = S.make("stockmayer", "tiny", seed=1)
+    rows = rigid_md._openmm_rows(mols, model, ["fp64"], 0.002, 10, 1.35, 5, 1, 0, None)
+    assert len(rows) == 1 and rows[0]["status"] == "n/a"  # dipoles, or no OpenMM at all
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "openmm" else real(name, *a))
+    rows = rigid_md._openmm_rows(mols, model, ["fp64"], 0.002, 10, 1.35, 5, 1, 0, None)
+    assert "openmm is not installed" in rows[0]["detail"]
+
+
+def test_openmm_s_rigid_water_conserves_its_energy():
+    pytest.importorskip("openmm")
+    mols, model = S.make("spce_water", "tiny", seed=1)
+    system, xyz, _ = molecule_peers.openmm_rigid_system(mols, model)
+    assert system.getNumParticles() == 3 * 216 and system.getNumConstraints() == 3 * 216
+    assert abs(sum(system.getParticleMass(k)._value for k in range(3)) - 18.0154) < 1e-9
+    row = molecule_peers.openmm_rigid_nve(mols, model, 40, 0.005, 2.494, 10, 20)
+    assert row["status"] == "ok" and row["ms_per_step"] > 0.0 and abs(row["max_deviation"]) < 0.5
+    from mdcore import Box
+    from mdcore import molecules as M
+
+    two = M.parse({"components": {"X": {"mass": 2.0, "inertia": [0.0, 0.5, 0.5], "sites": [
+        {"kind": "lj", "position": [0, 0, 0.5], "sigma": 1.0, "epsilon": 1.0},
+        {"kind": "lj", "position": [0, 0, -0.5], "sigma": 1.0, "epsilon": 1.0}]}},
+        "cutoff": 2.5, "coulomb_constant": molecule_peers.ANGSTROM_COULOMB})
+    dimers = M.Molecules(np.array([[1.0, 1.0, 1.0], [4.0, 4.0, 4.0]]), np.array([[1.0, 0, 0, 0]] * 2),
+                         np.zeros(2, np.int32), Box.make([8.0] * 3, True))
+    with pytest.raises(InputError, match="three-atom"):
+        molecule_peers.openmm_rigid_system(dimers, two)

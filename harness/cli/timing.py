@@ -454,11 +454,13 @@ def _nve_report_molecules(args: argparse.Namespace) -> int:
         if r["status"] != "ok":
             print(f"{r['strategy']:24s} {r['precision']:9s} {r['status']}: {r.get('detail', '')}", flush=True)
             return
+        where = f"  ({r['platform']}, {r['precision_used']})" if "platform" in r else ""
         print(f"{r['strategy']:24s} {r['precision']:9s} {r['drift']:+21.3e} {r['max_deviation']:21.3e} "
-              f"{r['ms_per_step']:9.3f}  {r['temperature']:.4g}", flush=True)
+              f"{r['ms_per_step']:9.3f}  " + (f"{r['temperature']:.4g}" if "temperature" in r else "") + where,
+              flush=True)
 
     rows = rigid_md.nve_report(mols, model, names, precisions, args.dt, steps, args.temperature, args.sample,
-                               args.seed, equilibrate_steps=args.equilibrate, say=say)
+                               args.seed, equilibrate_steps=args.equilibrate, say=say, peers=not args.no_peers)
     if args.json:
         doc = {"schema_version": results.SCHEMA_VERSION, "kind": "nve-molecules", "device": device.header(),
                "system": what, "molecules": len(mols.centres), "steps": steps, "dt": args.dt, "sample": args.sample,
