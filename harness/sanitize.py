@@ -1,4 +1,4 @@
-"""`python -m harness sanitize`: compute-sanitizer over every GPU strategy.
+"""`python -m harness sanitize`: compute-sanitizer over every GPU strategy and GPU molecule traversal.
 
 One sanitizer process per strategy and tool (memcheck, racecheck, synccheck, initcheck) runs
 this module's inner mode, which evaluates the strategy (a list strategy also runs 24 MD steps,
@@ -7,6 +7,10 @@ liquid at size small, fp32 and fp64: a box of 5 cells per axis, which every GPU 
 supports; at size tiny, 2 cells, the c08, parity and warp-block strategies do not apply).
 Every report of that process is the strategy's (the sanitizer prints some reports only at
 exit, so one process per strategy is what makes attribution certain).
+
+A GPU molecule traversal (target molecule:<traversal>) runs on SPC/E water at size small, fp32 and fp64,
+on the configuration and a few frames of a random walk through one plan (its list rebuilt as it goes
+stale).
 
 Under every tool the MD steps record the list upkeep as guarded launches rather than conditional
 graph nodes, which the tools do not follow (GUARDED_TOOLS; docs/decisions/sanitizer-conditional-nodes.md).
@@ -133,6 +137,10 @@ def inner(names: list[str], scenario: str, size: str, self_test: bool = False) -
     problems = [scenarios.make(scenario, size, seed=3, precision=p) for p in ("fp32", "fp64", "fixed")]
     for name in names:
         print(f"{MARK}begin {name}", flush=True)
+        if name.startswith(MOLECULE):
+            _inner_molecules(name)
+            print(f"{MARK}end {name}", flush=True)
+            continue
         try:
             s = strategies.create(name)
             for p in problems:
@@ -152,6 +160,51 @@ def inner(names: list[str], scenario: str, size: str, self_test: bool = False) -
             print(f"{MARK}fail {name} {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", flush=True)
         print(f"{MARK}end {name}", flush=True)
     return 0
+
+
+MOLECULE = "molecule:"  # a GPU molecule traversal's sanitizer target: molecule:<traversal>
+MOLECULE_FRAMES = 6
+
+
+def molecule_targets(spec: str | None) -> list[str]:
+    """The molecule traversals named in a --strategies list (molecule:<name>), checked by name; every GPU
+    molecule traversal where the list is not given."""
+    from strategies import molecules_cuda
+
+    if spec is None:
+        return [MOLECULE + n for n in molecules_cuda.TRAVERSALS]
+    out = []
+    for x in (v.strip() for v in spec.split(",") if v.strip().startswith(MOLECULE)):
+        if x[len(MOLECULE):] not in molecules_cuda.TRAVERSALS:
+            raise InputError(f"sanitize: {x} names no GPU molecule traversal; they are "
+                             f"{', '.join(MOLECULE + n for n in molecules_cuda.TRAVERSALS)}")
+        out.append(x)
+    return out
+
+
+def _inner_molecules(name: str) -> None:
+    """A GPU molecule traversal under the sanitizer: SPC/E water at size small (1,000 molecules, 3 cells
+    a side), fp32 and fp64, on the configuration and MOLECULE_FRAMES frames of a random walk through one
+    plan (the Verlet lists built again as they go stale)."""
+    from strategies import molecules as traversals
+
+    from . import molecule_check, molecule_scenarios
+
+    traversal = name[len(MOLECULE):]
+    mols, model = molecule_scenarios.make("spce_water", "small", seed=3)
+    try:
+        ok, why = traversals.applicable(traversal, mols, model)
+        for p in ("fp32", "fp64"):
+            if not ok:
+                print(f"{MARK}na {name} {p}: {why}", flush=True)
+                continue
+            plan = traversals.Plan(traversal, mols, model, p)
+            for frame in [mols] + molecule_check.walk(mols, model, MOLECULE_FRAMES, seed=5):
+                plan.evaluate(frame)
+            print(f"molecules {traversal} {p}: {MOLECULE_FRAMES + 1} frames, {plan.rebuilds} list build(s)", flush=True)
+            print(f"{MARK}ran {name} {p}", flush=True)
+    except Exception as e:  # reported per traversal; the next one still runs
+        print(f"{MARK}fail {name} {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", flush=True)
 
 
 def parse(tool: str, name: str, text: str) -> Result:

@@ -170,3 +170,24 @@ def test_sanitize_passes_poisoning_to_its_processes(tmp_path, monkeypatch):
     on = _child_env(tmp_path, monkeypatch, poison.ENV, ["memcheck"], poison=True)
     off = _child_env(tmp_path, monkeypatch, poison.ENV, ["memcheck"])
     assert [v for _, v in on + off] == ["1", None]
+
+
+def test_the_gpu_molecule_traversals_are_sanitizer_targets(capsys):
+    """make sanitize covers the GPU molecule traversals (molecule:<name>), each checked by name; in the
+    inner process one runs SPC/E water in fp32 and fp64, or says why it cannot."""
+    from strategies import molecules_cuda
+    from strategies.cuda import device_status
+
+    assert sanitize.molecule_targets(None) == [f"molecule:{n}" for n in molecules_cuda.TRAVERSALS]
+    assert sanitize.molecule_targets("allpairs_thread_tiled,molecule:c08_thread_csr") == ["molecule:c08_thread_csr"]
+    with pytest.raises(sanitize.InputError, match="molecule:nope names no GPU molecule traversal"):
+        sanitize.molecule_targets("molecule:nope")
+    assert cli.main(["sanitize", "--strategies", "molecule:nope"]) == 2
+    assert "names no GPU molecule traversal" in capsys.readouterr().err
+    assert sanitize.inner(["molecule:fullshell_thread_csr"], sanitize.DEFAULT_SCENARIO, sanitize.DEFAULT_SIZE) == 0
+    out = capsys.readouterr().out
+    r = sanitize.parse("memcheck", "molecule:fullshell_thread_csr", out + "========= ERROR SUMMARY: 0 errors\n")
+    if device_status()[0]:
+        assert r.ok and "fp32" not in " ".join(r.na), r.line()
+    else:
+        assert r.started and not r.ok  # no GPU: the inner process reports why, never clean

@@ -237,16 +237,26 @@ def _verify_molecules(args: argparse.Namespace) -> int:
 def cmd_sanitize(args: argparse.Namespace) -> int:
     from .. import sanitize
 
-    names = strategies.resolve(args.strategies or "cuda", args.experimental)
+    molecule_targets = sanitize.molecule_targets(args.strategies)
+    points = None if args.strategies is None else ",".join(
+        x.strip() for x in args.strategies.split(",") if x.strip() and not x.strip().startswith(sanitize.MOLECULE))
+    names = strategies.resolve(points or "cuda", args.experimental) if points != "" else []
     cpu = [n for n in names if strategies.REGISTRY[n].backend != "cuda"]
     if cpu:
         raise InputError(f"sanitize checks GPU strategies; {', '.join(cpu)} run on the CPU")
+    names = names + molecule_targets
     scenarios.check(args.scenario, args.size)
     if args.inner:
         return sanitize.inner(names, args.scenario, args.size, self_test=args.self_test)
     if args.logs:
         results.check_dir(args.logs, "--logs").mkdir(parents=True, exist_ok=True)
-    require_devices(names)
+    require_devices([n for n in names if not n.startswith(sanitize.MOLECULE)])
+    if molecule_targets:
+        from strategies.cuda import device_status
+
+        ok, why = device_status()
+        if not ok:
+            raise InputError(f"the GPU molecule traversals cannot run on this machine: {why}")
     tools = [t.strip() for t in args.tools.split(",") if t.strip()]
     args.jobs = args.jobs or min(4, os.cpu_count() or 1)
     if args.self_test:  # the tools must flag the planted race (racecheck) and overrun (memcheck)
