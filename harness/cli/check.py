@@ -504,7 +504,8 @@ def add_verify(sub) -> None:
 
 def add_sanitize(sub) -> None:
     p = sub.add_parser("sanitize", help="compute-sanitizer (memcheck, racecheck, synccheck, initcheck) per GPU strategy")
-    p.add_argument("--strategies", help="comma list or family prefixes (default: every GPU strategy)")
+    p.add_argument("--strategies", help="comma list or family prefixes, and molecule:<traversal> for a GPU molecule "
+                                        "traversal (default: every GPU strategy and GPU molecule traversal)")
     experimental_arg(p)
     p.add_argument("--tools", default=",".join(("memcheck", "racecheck", "synccheck", "initcheck")),
                    help="comma list of compute-sanitizer tools")
