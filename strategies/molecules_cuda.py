@@ -7,6 +7,8 @@ the traversals of kernels/molecules.cu, named as the point strategies whose loop
   c08_thread_csr          Newton3: the c08 colours of those cells (a launch per colour), a thread per base
                           over the 14 cell pairs of its block, each pair once; the torque on j from the
                           angular momentum the pair conserves (needs 3 cells along each periodic axis)
+  c08_warp_csr            the same colours, a warp per base: for each molecule i of its cell pairs the lanes
+                          split i's partners (written directly), then a warp sum of i's force and torque
   verlet_thread_padded    a list over the centres within (1 + SKIN) rc, a padded row per molecule, kept
                           across evaluations while no centre has moved more than SKIN rc / 2 since the
                           build (upload() decides, on the host); a thread per molecule over its row
@@ -29,7 +31,8 @@ import numpy as np
 from . import cuda
 
 TRAVERSALS = ("allpairs_thread_naive", "fullshell_thread_csr", "fullshell_warp_csr", "c08_thread_csr",
-              "verlet_thread_padded", "verlet_warp_padded")
+              "c08_warp_csr", "verlet_thread_padded", "verlet_warp_padded")
+C08 = ("c08_thread_csr", "c08_warp_csr")
 LISTS = ("verlet_thread_padded", "verlet_warp_padded")
 WARP = ("fullshell_warp_csr", "verlet_warp_padded")  # a warp per molecule
 SKIN = 0.1  # the Verlet list's skin, a fraction of the cutoff (as the CPU's, molecules_cpu.SKIN)
@@ -37,6 +40,7 @@ PRECISIONS = {"fp32": ("float", "float", np.float32, np.float32), "mixed": ("flo
               "fp64": ("double", "double", np.float64, np.float64)}
 KERNELS = {"allpairs_thread_naive": "molecule_allpairs_thread", "fullshell_thread_csr": "molecule_fullshell_thread",
            "fullshell_warp_csr": "molecule_fullshell_warp", "c08_thread_csr": "molecule_c08_thread",
+           "c08_warp_csr": "molecule_c08_warp",
            "verlet_thread_padded": "molecule_verlet_thread", "verlet_warp_padded": "molecule_verlet_warp"}
 BLOCK = 128
 SITE_BLOCK = 256
@@ -156,7 +160,7 @@ class MoleculePlan:
         self.d_force = cp.zeros((m, 3), self.acc)
         self.d_torque = cp.zeros((m, 3), self.acc)
         self.grid = max(1, -(-(m * (32 if name in WARP else 1)) // BLOCK))
-        self.visits = 1 if name == "c08_thread_csr" else 2  # each pair from both sides, or once (Newton3)
+        self.visits = 1 if name in C08 else 2  # each pair from both sides, or once (Newton3)
         self.d_partial = cp.zeros((self.grid, SUMS), self.acc)
         self.d_count = cp.zeros(self.grid, np.uint64)
         self.colours: list = []  # c08: per colour (device bases, count, first slot)
@@ -201,7 +205,7 @@ class MoleculePlan:
             cells = cell_grid(c, self.lengths, self.periodic, self.reach if self.name in LISTS else self.model.cutoff)
             if self.cells is None or cells[2] != self.cells[2]:
                 self.d_start = self.cp.zeros(int(np.prod(cells[2])) + 1, np.int32)
-                if self.name == "c08_thread_csr":
+                if self.name in C08:
                     self._colours(cells[2])
             self.cells = cells
 
@@ -213,7 +217,7 @@ class MoleculePlan:
         cp = self.cp
         self.colours, slot = [], 0
         for bases in c08_colours(np.asarray(dims), self.periodic):
-            blocks = max(1, -(-len(bases) // BLOCK))
+            blocks = max(1, -(-(len(bases) * (32 if self.name == "c08_warp_csr" else 1)) // BLOCK))
             self.colours.append((cp.asarray(np.ascontiguousarray(bases, np.int32)), len(bases), blocks, slot))
             slot += blocks
         self.d_partial = cp.zeros((slot, SUMS), self.acc)
@@ -237,7 +241,7 @@ class MoleculePlan:
                                                       self.d_list, self.d_counts, np.int32(self.cap), *common))
             return
         grid = self._cells()
-        if self.name == "c08_thread_csr":
+        if self.name in C08:
             self.d_force.fill(0)
             self.d_torque.fill(0)
             for bases, count, blocks, slot in self.colours:
@@ -296,7 +300,7 @@ def self_energy(model, bodyA, bodyE) -> float:
 
 def applicable(name: str, mols, model) -> tuple[bool, str]:
     """A GPU here; for c08, 3 cells or more along each periodic axis of the centres' cells."""
-    if name == "c08_thread_csr":
+    if name in C08:
         from .schedules import c08_applicable
 
         c = centred(mols.centres, mols.box.lengths, mols.box.periodic)

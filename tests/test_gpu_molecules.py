@@ -181,7 +181,7 @@ def test_the_gpu_body_compiled_for_the_host_equals_the_cpu_body(tmp_path):
 
 
 MODES = {"allpairs_thread_naive": 0, "fullshell_thread_csr": 1, "fullshell_warp_csr": 2, "c08_thread_csr": 3,
-         "verlet_thread_padded": 4, "verlet_warp_padded": 5}
+         "verlet_thread_padded": 4, "verlet_warp_padded": 5, "c08_warp_csr": 6}
 
 
 @pytest.fixture(scope="module")
@@ -212,7 +212,7 @@ def _run_on_host(exe, name: str, mols, model, tmp, cap: int = 0):
     c = molecules_cuda.centred(mols.centres, mols.box.lengths, per)
     reach = (1.0 + molecules_cuda.SKIN) * model.cutoff if name in molecules_cuda.LISTS else model.cutoff
     lo, side, dims = molecules_cuda.cell_grid(c, mols.box.lengths, per, reach)
-    colours = schedules.c08_colours(np.asarray(dims), per) if name == "c08_thread_csr" else []
+    colours = schedules.c08_colours(np.asarray(dims), per) if name in molecules_cuda.C08 else []
     owner, bodyA, bodyE, first = molecules_cuda.body_sites(mols, model, np.float64)
     L = np.asarray(mols.box.lengths, np.float64)
     with open(tmp / "k.bin", "wb") as f:
@@ -233,7 +233,7 @@ def _run_on_host(exe, name: str, mols, model, tmp, cap: int = 0):
     run = subprocess.run([str(exe), str(tmp / "k.bin"), str(tmp / "k.out")], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     out = np.fromfile(tmp / "k.out", np.float64)
-    share = 1.0 if name == "c08_thread_csr" else 0.5
+    share = 1.0 if name in molecules_cuda.C08 else 0.5
     tail = out[6 * m:]
     dip = bodyE[:, 3] == molecules_cuda.KIND["dipole"]
     self_term = -0.5 * model.coulomb_constant * model.rf_dipoles * float(np.sum(bodyA[dip, 3] ** 2))

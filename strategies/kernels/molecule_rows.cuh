@@ -208,6 +208,18 @@ __host__ __device__ __forceinline__ int block_cell(int bx, int by, int bz, int o
   return (x * g.ny + y) * g.nz + z;
 }
 
+// The c08 cell pair p (0..13) of base (bx, by, bz): its two cells, or -1 where one lies outside an open
+// axis's grid.
+__host__ __device__ __forceinline__ void c08_cells(int p, int bx, int by, int bz, const MoleculeGrid& g, int& ca,
+                                                   int& cb) {
+  constexpr int kPairs[14][6] = {{0, 0, 0, 0, 0, 0}, {0, 0, 0, 1, 0, 0}, {0, 0, 0, 0, 1, 0}, {0, 0, 0, 0, 0, 1},
+                                 {0, 0, 0, 1, 1, 0}, {0, 0, 0, 1, 0, 1}, {0, 0, 0, 0, 1, 1}, {0, 0, 0, 1, 1, 1},
+                                 {1, 0, 0, 0, 1, 0}, {1, 0, 0, 0, 0, 1}, {0, 1, 0, 0, 0, 1}, {1, 0, 0, 0, 1, 1},
+                                 {0, 1, 0, 1, 0, 1}, {0, 0, 1, 1, 1, 0}};
+  ca = block_cell(bx, by, bz, kPairs[p][0], kPairs[p][1], kPairs[p][2], g);
+  cb = block_cell(bx, by, bz, kPairs[p][3], kPairs[p][4], kPairs[p][5], g);
+}
+
 // c08: the base cell (bx, by, bz)'s 14 cell pairs of its 2x2x2 block (strategies/schedules.py C08_PAIRS:
 // the base with itself, then the 13 pairs that cover every pair of neighbouring cells once over all
 // bases), each molecule pair once: the force and torque on i added, the force subtracted from j and j's
@@ -219,15 +231,10 @@ __host__ __device__ __forceinline__ void c08_base(int bx, int by, int bz, const 
                                                   const int* __restrict__ order, const MoleculeGrid& g,
                                                   const MoleculeModel<Real>& model, Acc* __restrict__ force,
                                                   Acc* __restrict__ torque, MoleculeAcc<Real, Acc>& acc) {
-  // offsets (a.x, a.y, a.z, b.x, b.y, b.z) of the 14 pairs
-  constexpr int kPairs[14][6] = {{0, 0, 0, 0, 0, 0}, {0, 0, 0, 1, 0, 0}, {0, 0, 0, 0, 1, 0}, {0, 0, 0, 0, 0, 1},
-                                 {0, 0, 0, 1, 1, 0}, {0, 0, 0, 1, 0, 1}, {0, 0, 0, 0, 1, 1}, {0, 0, 0, 1, 1, 1},
-                                 {1, 0, 0, 0, 1, 0}, {1, 0, 0, 0, 0, 1}, {0, 1, 0, 0, 0, 1}, {1, 0, 0, 0, 1, 1},
-                                 {0, 1, 0, 1, 0, 1}, {0, 0, 1, 1, 1, 0}};
 #pragma unroll 1  // the heavy body once in the code, not 14 times
   for (int p = 0; p < 14; ++p) {
-    const int ca = block_cell(bx, by, bz, kPairs[p][0], kPairs[p][1], kPairs[p][2], g);
-    const int cb = block_cell(bx, by, bz, kPairs[p][3], kPairs[p][4], kPairs[p][5], g);
+    int ca, cb;
+    c08_cells(p, bx, by, bz, g, ca, cb);
     if (ca < 0 || cb < 0) continue;
     for (int qi = start[ca]; qi < start[ca + 1]; ++qi) {
       const int i = order[qi];
@@ -262,5 +269,42 @@ __host__ __device__ __forceinline__ void c08_base(int bx, int by, int bz, const 
       torque[3 * i + 1] += ty;
       torque[3 * i + 2] += tz;
     }
+  }
+}
+
+// c08's warp form, one molecule i of cell pair (ca, cb) with Newton3: this lane's share (lane, step) of
+// the candidates j of cb (after i where ca == cb), each pair's force subtracted from j and j's torque
+// (torque_on_j) added in global memory, the pair's energy and virial into acc; returns the lane's part
+// of the force and torque on i (the caller sums the lanes' parts and adds them to i). Within one i the
+// lanes' j are distinct; the caller orders the i (a warp barrier between them).
+template <bool PBC, bool ENERGY, typename Real, typename Acc>
+__host__ __device__ __forceinline__ void c08_lane(int i, int qi, int ca, int cb, const Vec4<Real>* __restrict__ c,
+                                                  const Box<Real>& box, const int* __restrict__ start,
+                                                  const int* __restrict__ order, const MoleculeModel<Real>& model,
+                                                  Acc* __restrict__ force, Acc* __restrict__ torque,
+                                                  MoleculeAcc<Real, Acc>& acc, int lane, int step, Acc (&fi)[6]) {
+  const Vec4<Real> ci = c[i];
+  for (int k = 0; k < 6; ++k) fi[k] = Acc(0);
+  for (int qj = (ca == cb ? qi + 1 : start[cb]) + lane; qj < start[cb + 1]; qj += step) {
+    const int j = order[qj];
+    Real dx, dy, dz;
+    const Real r2 = centre_separation<PBC>(ci, c[j], box, dx, dy, dz);
+    if (!(r2 < model.rc2)) continue;
+    const MoleculePairResult<Real> o = molecule_pair(model, i, j, dx, dy, dz);
+    Real sx, sy, sz;
+    torque_on_j(o, dx, dy, dz, sx, sy, sz);
+    fi[0] += Acc(o.fx);
+    fi[1] += Acc(o.fy);
+    fi[2] += Acc(o.fz);
+    fi[3] += Acc(o.tx);
+    fi[4] += Acc(o.ty);
+    fi[5] += Acc(o.tz);
+    force[3 * j + 0] -= Acc(o.fx);
+    force[3 * j + 1] -= Acc(o.fy);
+    force[3 * j + 2] -= Acc(o.fz);
+    torque[3 * j + 0] += Acc(sx);
+    torque[3 * j + 1] += Acc(sy);
+    torque[3 * j + 2] += Acc(sz);
+    acc.template sums<ENERGY>(o, dx, dy, dz);
   }
 }

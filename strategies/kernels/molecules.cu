@@ -18,6 +18,9 @@
 //                           each pair once, its force subtracted from j and j's torque from the pair's
 //                           conserved angular momentum (torque_on_j); bases of one colour touch disjoint
 //                           cells, so the adds need no atomics and their order is fixed
+//   c08_warp_csr            the same colours, a warp per base: for each molecule i of its cell pairs the
+//                           lanes split i's partners j (written directly, distinct per lane), then a
+//                           warp sum of i's force and torque (the warp-block form of c08)
 //   verlet_thread_padded    a list over the centres within the cutoff and a skin, a padded row per
 //                           molecule (molecule_list_build), kept across steps while the centres stay
 //                           within half the skin (the host decides); a thread per molecule over its row
@@ -181,6 +184,49 @@ molecule_c08_thread(const int nbases, const int* __restrict__ bases, const Vec4<
   if (t < nbases) {
     c08_base<PBC, ENERGY>(bases[3 * t + 0], bases[3 * t + 1], bases[3 * t + 2], c, box, start, order, g, model, force,
                           torque, acc);
+  }
+  block_end<BLOCK, ENERGY>(acc, partial, count, slot0 + blockIdx.x);
+}
+
+// c08_warp_csr, one colour: warp w takes base bases[w]; for each molecule i of each of its cell pairs (in
+// turn, the whole warp together) the lanes split i's candidates j (c08_lane: distinct j per lane, written
+// directly), then their parts of i's force and torque are summed across the warp (warp_sum) and lane 0
+// adds them to i. Warp barriers order one i's writes before the next i's reads.
+template <typename Real, typename Acc, int BLOCK, bool PBC, bool ENERGY>
+__global__ void __launch_bounds__(BLOCK)
+molecule_c08_warp(const int nbases, const int* __restrict__ bases, const Vec4<Real>* __restrict__ c,
+                  const Box<Real> box, const int* __restrict__ start, const int* __restrict__ order, const int nx,
+                  const int ny, const int nz, const int px, const int py, const int pz, MOLECULE_ARGS,
+                  const int slot0) {
+  const MoleculeModel<Real> model(params, first, comp, A, E);
+  const MoleculeGrid g{nx, ny, nz, px, py, pz};
+  const int lane = threadIdx.x & 31;
+  const int w = (blockIdx.x * BLOCK + threadIdx.x) >> 5;
+  MoleculeAcc<Real, Acc> acc;
+  if (w < nbases) {  // the whole warp takes the same branch
+    const int bx = bases[3 * w + 0], by = bases[3 * w + 1], bz = bases[3 * w + 2];
+    for (int p = 0; p < 14; ++p) {
+      int ca, cb;
+      c08_cells(p, bx, by, bz, g, ca, cb);
+      if (ca < 0 || cb < 0) continue;
+      for (int qi = start[ca]; qi < start[ca + 1]; ++qi) {
+        const int i = order[qi];
+        Acc fi[6];
+        c08_lane<PBC, ENERGY>(i, qi, ca, cb, c, box, start, order, model, force, torque, acc, lane, 32, fi);
+        __syncwarp();
+#pragma unroll
+        for (int k = 0; k < 6; ++k) fi[k] = warp_sum(fi[k]);
+        if (lane == 0) {
+          force[3 * i + 0] += fi[0];
+          force[3 * i + 1] += fi[1];
+          force[3 * i + 2] += fi[2];
+          torque[3 * i + 0] += fi[3];
+          torque[3 * i + 1] += fi[4];
+          torque[3 * i + 2] += fi[5];
+        }
+        __syncwarp();
+      }
+    }
   }
   block_end<BLOCK, ENERGY>(acc, partial, count, slot0 + blockIdx.x);
 }

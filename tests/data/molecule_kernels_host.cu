@@ -8,7 +8,7 @@
 //   int32 first[M + 1], comp[M], owner[nsites]; REAL bodyA[nsites][4], bodyE[nsites][4], quat[M][4],
 //   centres[M][4] (relative to the box centre); per colour int32 nbases, bases[nbases][3]
 // mode: 0 allpairs_thread_naive, 1 fullshell_thread_csr, 2 fullshell_warp_csr, 3 c08_thread_csr,
-// 4 verlet_thread_padded, 5 verlet_warp_padded. Output: REAL force[M][3], torque[M][3], sums[10] (energy,
+// 4 verlet_thread_padded, 5 verlet_warp_padded, 6 c08_warp_csr. Output: REAL force[M][3], torque[M][3], sums[10] (energy,
 // virial d F^T row by row, as the kernels sum them: both directions except in c08), pairs, longest row.
 #include <algorithm>
 #include <cmath>
@@ -60,6 +60,34 @@ static int traverse(int mode, int m, const std::vector<Vec4<Real>>& c, const Box
       longest = std::max(longest, counts[i]);
     }
     if (longest > cap) return longest;  // the host widens the rows and builds again
+  }
+  if (mode == 6) {  // c08_warp_csr: per base, per molecule i of each cell pair, the 32 lanes in turn
+    for (const auto& bases : colours) {
+      for (size_t t = 0; t < bases.size() / 3; ++t) {
+        for (int p = 0; p < 14; ++p) {
+          int ca, cb;
+          c08_cells(p, bases[3 * t], bases[3 * t + 1], bases[3 * t + 2], g, ca, cb);
+          if (ca < 0 || cb < 0) continue;
+          for (int qi = start[ca]; qi < start[ca + 1]; ++qi) {
+            const int i = order[qi];
+            Acc total[6] = {Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0)};
+            for (int lane = 0; lane < 32; ++lane) {
+              MoleculeAcc<Real, Acc> acc;
+              Acc fi[6];
+              c08_lane<PBC, true>(i, qi, ca, cb, c.data(), box, start.data(), order.data(), model, force.data(),
+                                  torque.data(), acc, lane, 32, fi);
+              for (int k = 0; k < 6; ++k) total[k] += fi[k];
+              sums.add(acc);
+            }
+            for (int k = 0; k < 3; ++k) {
+              force[3 * i + k] += total[k];
+              torque[3 * i + k] += total[3 + k];
+            }
+          }
+        }
+      }
+    }
+    return longest;
   }
   if (mode == 3) {
     for (const auto& bases : colours) {
