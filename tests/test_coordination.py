@@ -86,14 +86,16 @@ def test_bad_parameters_are_named(spec, message):
 @pytest.mark.skipif(nvcc.nvcc() is None, reason="nvcc not found on PATH")
 def test_every_traversal_compiles_with_the_coordination_functor():
     """Every traversal kernel with the coordination functor, at each strategy's default launch in
-    every output flavour and precision but mixed and fixed (the functor is instantiated on the compute
-    type: mixed and fixed call it as fp32 does, with another accumulator; the functor's interface does not depend
-    on the launch parameters either: test_kernels compiles every variant, with Lennard-Jones)."""
+    every output flavour, in fp32; and in fp64 in the all-pairs file (the functor is instantiated on the
+    compute type, float or double, through one interface: mixed and fixed call it as fp32 does, with
+    another accumulator, and the traversals call it alike in either type; the functor's interface does
+    not depend on the launch parameters either: test_kernels compiles every variant, with Lennard-Jones)."""
     pot = Coordination()
     # the traversals (not the data kernels), every pair of two template arguments' values (nvcc.covering)
-    units = {file: nvcc.covering([e for e in exprs if "Coordination" in e and "<float, double," not in e
-                                  and "<float, Fixed," not in e])
+    units = {file: nvcc.covering([e for e in exprs if "Coordination" in e and ("<float, float," in e or (
+                                  file == "allpairs.cu" and "<double, double," in e))])
              for file, (exprs, needs_functor) in nvcc.specialisations(pot, defaults=True).items() if needs_functor}
+    assert any("<double, double," in e for e in units["allpairs.cu"])
     assert set(units) == {"allpairs.cu", "cells.cu", "clusterpair.cu", "parity.cu", "verlet_force.cu"}
     for file, (code, out, _) in nvcc.compile_units(units, potential=pot).items():
         assert code == 0, (file, out[:2000])
