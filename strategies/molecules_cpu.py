@@ -344,18 +344,29 @@ def _c08_colour(c, L, per, start, order, bases, blocks, dims, rc2, rs, first, co
 
 def _sites(mols, model):
     """Per molecule its first site and count; per site its kind, lab-frame offset a and direction e,
-    sigma, epsilon and charge or moment (the orientations turned once, as the port's quaternion kernel)."""
+    sigma, epsilon and charge or moment (the orientations turned once, as the port's quaternion kernel).
+    Sites are laid out molecule after molecule; the work is done per component, vectorised."""
     R = rotation(mols.quaternions)
     comps = model.components
-    count = np.array([len(comps[c].kinds) for c in mols.components], np.int64)
+    comp = np.asarray(mols.components, np.int64)
+    sizes = np.array([len(cp.kinds) for cp in comps], np.int64)
+    count = sizes[comp] if len(comp) else np.zeros(0, np.int64)
     first = np.concatenate([[0], np.cumsum(count)[:-1]]).astype(np.int64)
-    by = [(np.array([KIND[x] for x in cp.kinds], np.int64), cp.position, cp.direction, cp.sigma, cp.epsilon,
-           np.where(np.array([x == "charge" for x in cp.kinds]), cp.charge, cp.moment)) for cp in comps]
-    kind = np.concatenate([by[c][0] for c in mols.components]) if len(mols.components) else np.zeros(0, np.int64)
-    a = np.concatenate([by[c][1] @ R[i].T for i, c in enumerate(mols.components)])
-    e = np.concatenate([by[c][2] @ R[i].T for i, c in enumerate(mols.components)])
-    sigma, eps, mom = (np.concatenate([by[c][x] for c in mols.components]) for x in (3, 4, 5))
-    return first, count, kind, np.ascontiguousarray(a), np.ascontiguousarray(e), sigma, eps, mom
+    total = int(count.sum())
+    kind, sigma, eps, mom = (np.zeros(total, np.int64), np.zeros(total), np.zeros(total), np.zeros(total))
+    a, e = np.zeros((total, 3)), np.zeros((total, 3))
+    for k, cp in enumerate(comps):
+        mine = np.nonzero(comp == k)[0]
+        if not len(mine):
+            continue
+        at = (first[mine][:, None] + np.arange(len(cp.kinds))[None, :]).ravel()  # these molecules' sites
+        kind[at] = np.tile([KIND[x] for x in cp.kinds], len(mine))
+        sigma[at] = np.tile(cp.sigma, len(mine))
+        eps[at] = np.tile(cp.epsilon, len(mine))
+        mom[at] = np.tile(np.where(np.array([x == "charge" for x in cp.kinds]), cp.charge, cp.moment), len(mine))
+        a[at] = np.einsum("mij,sj->msi", R[mine], cp.position).reshape(-1, 3)
+        e[at] = np.einsum("mij,sj->msi", R[mine], cp.direction).reshape(-1, 3)
+    return first, count, kind, a, e, sigma, eps, mom
 
 
 def _cells(c: np.ndarray, lengths, periodic, cutoff: float):
