@@ -90,11 +90,16 @@ def body_sites(mols, model, real):
                 E[s] = (*cp.direction[s], KIND[kind])
         per.append((A, E))
     comp = np.asarray(mols.components, np.int64)
-    count = np.array([len(comps[c].kinds) for c in comp], np.int64)
+    sizes = np.array([len(cp.kinds) for cp in comps], np.int64)
+    count = sizes[comp] if len(comp) else np.zeros(0, np.int64)
     first = np.concatenate([[0], np.cumsum(count)]).astype(np.int32)
     owner = np.repeat(np.arange(len(comp), dtype=np.int32), count)
-    A = np.concatenate([per[c][0] for c in comp]) if len(comp) else np.zeros((0, 4))
-    E = np.concatenate([per[c][1] for c in comp]) if len(comp) else np.zeros((0, 4))
+    A, E = np.zeros((int(count.sum()), 4)), np.zeros((int(count.sum()), 4))
+    for k, (pa, pe) in enumerate(per):  # per component, vectorised: its molecules' sites in molecule order
+        mine = np.nonzero(comp == k)[0]
+        at = (first[mine][:, None] + np.arange(len(pa))[None, :]).ravel()
+        A[at] = np.tile(pa, (len(mine), 1))
+        E[at] = np.tile(pe, (len(mine), 1))
     return owner, A.astype(real), E.astype(real), first
 
 
