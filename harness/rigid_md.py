@@ -1,5 +1,7 @@
 """md for rigid molecules: NVE with the NO_SQUISH integrator (mdcore.rigid) and the forces and torques
-of the float64 reference or a molecule traversal (strategies/molecules.py: the CPU's or the GPU's).
+of the float64 reference or a molecule traversal (strategies/molecules.py: the CPU's or the GPU's). With
+a GPU traversal the whole step runs on the device (strategies.molecules_cuda.DeviceRigid: the same
+NO_SQUISH in kernels/rigid.cuh), the state read back only at the samples.
 
 Units are the components file's: dt in its time unit, length * sqrt(mass / energy) (0.1 ps for
 angstrom, amu and kJ/mol), and temperature as k_B T in its energy unit (2.494 kJ/mol at 300 K). The
@@ -104,6 +106,13 @@ def _nve(state: rigid.RigidState, force_fn, dt: float, steps: int, sample: int, 
     t0 = time.perf_counter()
     rigid.run(state, force_fn, dt, steps, sample, on_sample)
     wall = time.perf_counter() - t0
+    return samples, _summary(state, samples, steps, dt, wall)
+
+
+def _summary(state: rigid.RigidState, samples: list[Sample], steps: int, dt: float, wall: float) -> dict:
+    """A run's summary from its samples: drift per molecule per time unit (the slope of a line fitted to
+    the total energy), largest deviation per molecule, mean temperature, seconds per step."""
+    dof = degrees_of_freedom(state)
     if not np.all(np.isfinite(state.r)) or not np.all(np.isfinite([s.total for s in samples])):
         raise InputError(f"md: the run blew up (not finite) by step {samples[-1].step}: a smaller --dt, or an "
                          "equilibrated start")
@@ -117,18 +126,82 @@ def _nve(state: rigid.RigidState, force_fn, dt: float, steps: int, sample: int, 
                "max_deviation_per_molecule": float(np.max(np.abs(e - e[0]))) / m,
                "temperature_mean": float(np.mean([s.temperature for s in samples])),
                "seconds_per_step": wall / max(steps, 1)}
-    return samples, summary
+    return summary
+
+
+def on_device(strategy: str) -> bool:
+    """Whether the whole MD step runs on the device: a GPU traversal (strategies.molecules_cuda.DeviceRigid)."""
+    if strategy == "reference":
+        return False
+    from strategies import molecules as traversals
+
+    return traversals.backend(strategy) == "cuda"
+
+
+def _nve_device(strategy: str, model, mols, precision: str, state: rigid.RigidState, dt: float, steps: int,
+                sample: int, progress=None, equilibrate_steps: int = 0, temperature: float = 0.0):
+    """_nve with the whole step on the device: the state uploaded once, the energy summed only at the
+    samples, the state read back only there (and every 10 steps of the equilibration, to rescale)."""
+    from strategies import molecules as traversals
+    from strategies.molecules_cuda import DeviceRigid, MoleculePlan
+
+    ok, why = traversals.applicable(strategy, mols, model)
+    if not ok:
+        raise InputError(f"md: {strategy} cannot run these molecules: {why}")
+    plan = MoleculePlan(strategy, mols, model, precision)
+    dev = DeviceRigid(plan, state)
+    dof = degrees_of_freedom(state)
+    done = 0
+    while done < equilibrate_steps:  # velocity rescaling, as equilibrate() does on the host
+        k = min(10, equilibrate_steps - done)
+        for _ in range(k):
+            dev.step(dt)
+        done += k
+        dev.download(state)
+        kinetic = sum(state.kinetic())
+        if kinetic > 0.0:
+            dev.scale(float(np.sqrt(0.5 * dof * temperature / kinetic)))
+    if equilibrate_steps:
+        dev.step(0.0, energy=True)  # the energy at the start of the NVE steps
+    samples: list[Sample] = []
+
+    def take(step: int) -> None:
+        dev.download(state)
+        kt, kr = state.kinetic()
+        s = Sample(step, step * dt, plan.result()["energy"], kt, kr, 2.0 * (kt + kr) / dof)
+        samples.append(s)
+        if progress:
+            progress(f"  step {step:8d}  E {s.total:.10g}  U {s.potential:.8g}  K {kt + kr:.8g}  T {s.temperature:.4g}")
+
+    take(0)
+    wall = 0.0
+    for step in range(1, steps + 1):
+        t0 = time.perf_counter()
+        dev.step(dt, energy=bool(sample) and step % sample == 0)
+        if sample and step % sample == 0:
+            plan.cp.cuda.get_current_stream().synchronize()
+            wall += time.perf_counter() - t0
+            take(step)
+        else:
+            wall += time.perf_counter() - t0
+    plan.cp.cuda.get_current_stream().synchronize()
+    return samples, _summary(state, samples, steps, dt, wall)
 
 
 def run(mols, model, strategy: str, dt: float, steps: int, temperature: float, sample: int, seed: int,
         progress=None, equilibrate_steps: int = 0, precision: str = "fp64") -> dict:
     """The run's samples and summary (a JSON-ready dict): `equilibrate_steps` with velocity rescaling to
-    `temperature` first, then `steps` of NVE."""
+    `temperature` first, then `steps` of NVE. A GPU traversal keeps the whole step on the device."""
     state = start(mols, model, temperature, seed)
-    force_fn = forces_of(strategy, model, mols, precision)
-    if equilibrate_steps:
-        equilibrate(state, force_fn, dt, equilibrate_steps, temperature)
-    samples, summary = _nve(state, force_fn, dt, steps, sample, progress)
+    if on_device(strategy):
+        samples, summary = _nve_device(strategy, model, mols, precision, state, dt, steps, sample, progress,
+                                       equilibrate_steps, temperature)
+        summary["on_device"] = True
+    else:
+        force_fn = forces_of(strategy, model, mols, precision)
+        if equilibrate_steps:
+            equilibrate(state, force_fn, dt, equilibrate_steps, temperature)
+        samples, summary = _nve(state, force_fn, dt, steps, sample, progress)
     summary["equilibrate_steps"] = equilibrate_steps
     return {"kind": "md-molecules", "strategy": strategy, "precision": precision,
             "samples": [s.__dict__ | {"total": s.total} for s in samples], "summary": summary}
@@ -158,7 +231,10 @@ def nve_report(mols, model, names: list[str], precisions: list[str], dt: float, 
             elif name == "reference" and prec != "fp64":
                 rows.append({**row, "status": "n/a", "detail": "the reference computes in fp64"})
             else:
-                _, s = _nve(copy.deepcopy(state0), forces_of(name, model, mols, prec), dt, steps, sample)
+                if on_device(name):
+                    _, s = _nve_device(name, model, mols, prec, copy.deepcopy(state0), dt, steps, sample)
+                else:
+                    _, s = _nve(copy.deepcopy(state0), forces_of(name, model, mols, prec), dt, steps, sample)
                 rows.append({**row, "status": "ok", "drift": s["drift_per_molecule_per_time"],
                              "max_deviation": s["max_deviation_per_molecule"],
                              "ms_per_step": 1e3 * s["seconds_per_step"], "temperature": s["temperature_mean"]})

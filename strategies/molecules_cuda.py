@@ -60,6 +60,7 @@ def expressions(name: str, precision: str) -> list[str]:
         out += [f"molecule_list_build<{real}, {cuda.cbool(pbc)}>" for pbc in (True, False)]
     out += [f"{KERNELS[name]}<{real}, {acc}, {BLOCK}, {cuda.cbool(pbc)}, {cuda.cbool(energy)}>"
             for pbc in (True, False) for energy in (True, False)]
+    out += [f"molecule_kick<{acc}, {acc}>", f"molecule_drift<{real}, {acc}>"]  # DeviceRigid's MD step
     return out
 
 
@@ -323,3 +324,66 @@ def evaluate(name: str, mols, model, precision: str = "fp64") -> dict:
     plan.upload(mols.centres, mols.quaternions)
     plan.run()
     return plan.result()
+
+
+class DeviceRigid:
+    """NO_SQUISH on the device (kernels/rigid.cuh) with a GPU traversal's forces and torques: the whole MD
+    step stays there. The state (mdcore.rigid.RigidState: r, p, q, pi) lives in the precision mode's
+    accumulation type; each drift writes the traversal's inputs (centres, quaternions) directly. A list
+    traversal's list is built again once a centre has moved half the skin since its build (a device
+    reduction, read by the host each step)."""
+
+    def __init__(self, plan: MoleculePlan, state):
+        cp = plan.cp
+        self.plan, self.cp = plan, cp
+        S = plan.acc
+        self.S = S
+        self.r, self.p, self.q, self.pi = (cp.asarray(np.ascontiguousarray(x, S)) for x in (state.r, state.p, state.q,
+                                                                                             state.pi))
+        self.mass = cp.asarray(np.asarray(state.mass, S))
+        self.inertia = cp.asarray(np.ascontiguousarray(state.inertia, S))
+        real_c, acc_c = PRECISIONS[plan.precision][:2]
+        self.fn_kick = cuda.kernel("molecules.cu", f"molecule_kick<{acc_c}, {acc_c}>")
+        self.fn_drift = cuda.kernel("molecules.cu", f"molecule_drift<{real_c}, {acc_c}>")
+        self.grid = (max(1, -(-plan.m // 256)),)
+        self.L = np.asarray(plan.lengths, np.float64)
+        plan.upload(state.r, state.q)
+        plan.run()
+        self.at = self.r.copy() if plan.name in LISTS else None
+        self.builds = getattr(plan, "rebuilds", 0)
+
+    def _kick(self, h: float) -> None:
+        self.fn_kick(self.grid, (256,), (np.int32(self.plan.m), self.p, self.pi, self.q, self.inertia,
+                                         self.plan.d_force, self.plan.d_torque, self.S(h)))
+
+    def step(self, dt: float, energy: bool = False) -> None:
+        """kick(dt/2), drift(dt), the traversal (with its energy and virial where `energy`), kick(dt/2)."""
+        plan = self.plan
+        self._kick(0.5 * dt)
+        self.fn_drift(self.grid, (256,), (np.int32(plan.m), self.r, self.p, self.q, self.pi, self.mass, self.inertia,
+                                          self.S(dt), *(self.S(x) for x in self.L),
+                                          *(np.int32(x) for x in plan.periodic), plan.d_c, plan.d_q))
+        if self.at is not None:
+            d = self.r - self.at
+            per = self.cp.asarray(np.asarray(plan.periodic))
+            L = self.cp.asarray(self.L.astype(self.S))
+            d = self.cp.where(per, d - L * self.cp.rint(d / L), d)
+            if float(self.cp.sqrt((d * d).sum(axis=1).max())) > 0.5 * SKIN * plan.model.cutoff:
+                plan.stale = True
+        plan.run(energy)
+        if self.at is not None and plan.rebuilds != self.builds:
+            self.at = self.r.copy()
+            self.builds = plan.rebuilds
+        self._kick(0.5 * dt)
+
+    def scale(self, factor: float) -> None:
+        """Momenta and quaternion momenta times factor (velocity rescaling)."""
+        self.p *= self.S(factor)
+        self.pi *= self.S(factor)
+
+    def download(self, state) -> None:
+        """The device state into `state` (a RigidState), as float64."""
+        state.r[:] = self.r.get()
+        state.p[:] = self.p.get()
+        state.q[:] = self.q.get()
+        state.pi[:] = self.pi.get()

@@ -29,7 +29,11 @@ def test_every_molecule_kernel_compiles_and_fp32_has_no_float64():
     assert fp32
     for e in fp32:
         assert e in kernels, e
-        assert not nvcc.f64_instructions(kernels[e]), (e, nvcc.f64_instructions(kernels[e])[:3])
+        # sinf and cosf (the rotation of the MD step) reduce an argument beyond 105,615 by multiplying it
+        # by pi/2 * 2^-64 in float64 (Payne-Hanek, libdevice's own code): allowed, nothing else is
+        lines = [ln.strip() for ln in kernels[e].splitlines() if nvcc.f64_instructions(ln)]
+        f64 = [ln for ln in lines if "0d3BF921FB54442D19" not in ln]
+        assert not f64, (e, f64[:3])
 
 
 def test_c08_needs_three_cells_along_each_periodic_axis():
@@ -273,3 +277,61 @@ def test_a_verlet_row_that_overflows_is_counted_and_the_wider_list_is_right(kern
     want = ref.compute(mols, model)
     assert wide["pairs"] == want["pairs"]
     assert float(np.abs(wide["forces"] - want["forces"]).max() / np.abs(want["forces"]).max()) <= 1e-11
+
+
+@needs_nvcc
+@pytest.mark.parametrize("scenario", ["spce_water", "two_centre_lj_quadrupole"])
+def test_the_device_integrator_compiled_for_the_host_is_mdcore_s(tmp_path, scenario):
+    """kernels/rigid.cuh (the NO_SQUISH step a GPU traversal's MD runs on the device) compiled for the
+    host: one step with given forces and torques equals mdcore.rigid's (to 1e-12), a linear molecule
+    (nitrogen) included, the centres wrapped into the box."""
+    import subprocess
+    from pathlib import Path
+
+    from harness import molecule_scenarios as S
+    from harness import rigid_md
+
+    mols, model = S.make(scenario, "tiny", seed=3)
+    state = rigid_md.start(mols, model, 2.0 if scenario == "spce_water" else 0.7, seed=2)
+    m = len(state.mass)
+    rng = np.random.default_rng(1)
+    f, tq = rng.normal(size=(m, 3)) * 50.0, rng.normal(size=(m, 3)) * 20.0
+    state.r[0] = [1e-9, 0.0, state.box[2] - 1e-9]  # at the box's faces: the wrap is exercised
+    dt = 0.01
+    exe = tmp_path / "rigid"
+    src = Path(__file__).resolve().parent / "data" / "rigid_host.cu"
+    done = subprocess.run([nvcc.nvcc(), "-std=c++17", f"-I{nvcc.KERNEL_DIR}", "-o", str(exe), str(src)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    with open(tmp_path / "in.bin", "wb") as fh:
+        np.array([m, *np.asarray(state.periodic, int)], np.int32).tofile(fh)
+        np.array([*state.box, dt]).tofile(fh)
+        np.column_stack([state.r, state.p, state.q, state.pi, state.mass, state.inertia, f, tq]).tofile(fh)
+    run = subprocess.run([str(exe), str(tmp_path / "in.bin"), str(tmp_path / "out.bin")], capture_output=True)
+    assert run.returncode == 0
+    got = np.fromfile(tmp_path / "out.bin", np.float64).reshape(m, 14)
+    state.kick(f, tq, 0.5 * dt)
+    state.drift(dt)
+    state.kick(f, tq, 0.5 * dt)
+    want = np.column_stack([state.r, state.p, state.q, state.pi])
+    err = np.abs(got - want) / np.maximum(np.abs(want).max(axis=0), 1e-300)
+    assert err.max() <= 1e-12, (err.max(axis=0), np.unravel_index(err.argmax(), err.shape))
+    assert np.all((got[:, :3] >= 0.0) & (got[:, :3] < state.box))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["fullshell_thread_csr", "verlet_warp_padded"])
+def test_the_md_step_on_the_device_follows_the_host_s(name):
+    """md with a GPU traversal keeps the whole step on the device (DeviceRigid); in fp64 its energies
+    along 40 steps are the host integrator's with the CPU traversal's forces (1e-9 of the energy scale),
+    the list built again on the way."""
+    from harness import molecule_scenarios as S
+    from harness import rigid_md
+
+    mols, model = S.make("spce_water", "small", seed=4)
+    dev = rigid_md.run(mols, model, name, 0.01, 40, 2.494, 10, 2, precision="fp64")
+    host = rigid_md.run(mols, model, "fullshell_thread_cpu", 0.01, 40, 2.494, 10, 2, precision="fp64")
+    assert dev["summary"].get("on_device") and len(dev["samples"]) == len(host["samples"]) == 5
+    scale = max(abs(s["potential"]) for s in host["samples"])
+    for a, b in zip(dev["samples"], host["samples"]):
+        assert abs(a["total"] - b["total"]) <= 1e-9 * scale, (a, b)

@@ -26,6 +26,7 @@
 //                           within half the skin (the host decides); a thread per molecule over its row
 //   verlet_warp_padded      the same list, a warp per molecule over its row, then a warp sum
 #include "molecule_rows.cuh"
+#include "rigid.cuh"
 
 // Lab-frame sites from the body frame: one thread per site. quat (w, x, y, z) per molecule, unit length.
 template <typename Real>
@@ -282,3 +283,48 @@ molecule_verlet_warp(const int m, const Vec4<Real>* __restrict__ c, const Box<Re
 }
 
 #undef MOLECULE_ARGS
+
+// The MD step on the device (rigid.cuh, NO_SQUISH): a thread per molecule. State in S (the accumulation
+// type): r, p (M x 3), q, pi (M x 4), mass (M), inertia (M x 3).
+template <typename S, typename Acc>
+__global__ void molecule_kick(const int m, S* __restrict__ p, S* __restrict__ pi, const S* __restrict__ q,
+                              const S* __restrict__ inertia, const Acc* __restrict__ force,
+                              const Acc* __restrict__ torque, const S h) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= m) return;
+  S pp[3] = {p[3 * i], p[3 * i + 1], p[3 * i + 2]};
+  S pq[4] = {pi[4 * i], pi[4 * i + 1], pi[4 * i + 2], pi[4 * i + 3]};
+  const S qq[4] = {q[4 * i], q[4 * i + 1], q[4 * i + 2], q[4 * i + 3]};
+  const S in[3] = {inertia[3 * i], inertia[3 * i + 1], inertia[3 * i + 2]};
+  rigid_kick(pp, pq, qq, in, S(force[3 * i]), S(force[3 * i + 1]), S(force[3 * i + 2]), S(torque[3 * i]),
+             S(torque[3 * i + 1]), S(torque[3 * i + 2]), h);
+  for (int k = 0; k < 3; ++k) p[3 * i + k] = pp[k];
+  for (int k = 0; k < 4; ++k) pi[4 * i + k] = pq[k];
+}
+
+// The drift, then the traversal's inputs from the new state: the centres relative to the box centre
+// (r - L/2, r in [0, L) on periodic axes) and the quaternions, in the compute type.
+template <typename Real, typename S>
+__global__ void molecule_drift(const int m, S* __restrict__ r, const S* __restrict__ p, S* __restrict__ q,
+                               S* __restrict__ pi, const S* __restrict__ mass, const S* __restrict__ inertia,
+                               const S dt, const S lx, const S ly, const S lz, const int px, const int py,
+                               const int pz, Vec4<Real>* __restrict__ c, Real* __restrict__ quat) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= m) return;
+  S rr[3] = {r[3 * i], r[3 * i + 1], r[3 * i + 2]};
+  const S pp[3] = {p[3 * i], p[3 * i + 1], p[3 * i + 2]};
+  S qq[4] = {q[4 * i], q[4 * i + 1], q[4 * i + 2], q[4 * i + 3]};
+  S pq[4] = {pi[4 * i], pi[4 * i + 1], pi[4 * i + 2], pi[4 * i + 3]};
+  const S in[3] = {inertia[3 * i], inertia[3 * i + 1], inertia[3 * i + 2]};
+  const S box[3] = {lx, ly, lz};
+  const int per[3] = {px, py, pz};
+  rigid_drift(rr, pp, qq, pq, mass[i], in, dt, box, per);
+  for (int k = 0; k < 3; ++k) r[3 * i + k] = rr[k];
+  for (int k = 0; k < 4; ++k) {
+    q[4 * i + k] = qq[k];
+    pi[4 * i + k] = pq[k];
+    quat[4 * i + k] = static_cast<Real>(qq[k]);
+  }
+  c[i] = {static_cast<Real>(rr[0] - S(0.5) * lx), static_cast<Real>(rr[1] - S(0.5) * ly),
+          static_cast<Real>(rr[2] - S(0.5) * lz), Real(0)};
+}
