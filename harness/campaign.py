@@ -17,8 +17,8 @@ one folder per GPU model, holding the latest campaign at the commit it names:
 Each stage runs as a child process (`python -m harness ...`) with what is left of `--budget` as its
 time limit (with --gpus N, N stages at once, each child seeing one GPU, the host's cores shared
 among them: each stage times one GPU as it would alone, and the bench and verify stages take about
-1/N of the time; the profiles run one at a time, as Nsight Compute allows): a bench stage stopped there keeps every point it finished (its partial file) and the next
-run resumes it; a stage that ends without error is marked done and not run again. A campaign is tied
+1/N of the time; the profiles run one at a time, as Nsight Compute allows): a bench stage stopped
+there keeps every point it finished (its partial file) and the next run resumes it; a stage that ends without error is marked done and not run again. A campaign is tied
 to the commit that last changed the measured code (CODE: the strategies, the reference and the
 harness's measuring modules) and to one GPU model; a tree with other code starts a new campaign only
 with --restart, so that results of two versions are never mixed.

@@ -116,7 +116,8 @@ def run(names: list[str], precisions: list[str], cases: list[dict], timing: dict
                            molecules_per_s=m / s, molecule_pairs_per_s=row["molecule_pairs"] / s,
                            site_pairs_per_s=sp / s, energy=out["energy"])
                 if out["pairs"] != row["molecule_pairs"]:
-                    row.update(status="error", detail=f"{out['pairs']} molecule pairs, the count {row['molecule_pairs']}")
+                    row.update(status="error",
+                               detail=f"{out['pairs']} molecule pairs, the count {row['molecule_pairs']}")
                 elif timing.get("amortised"):
                     row.update(amortised(name, p, mols, model, timing["amortised"]))
                 rows.append(row)

@@ -32,8 +32,8 @@ class Plan:
     """A traversal across the steps of a trajectory (md, verify's replay, bench's amortised column):
     evaluate(mols) on each frame. A GPU traversal keeps its buffers and kernels (molecules_cuda's
     MoleculePlan), the GPU's Verlet traversals their list too; the CPU's Verlet traversal keeps its list
-    while the centres stay within the skin (molecules_cpu.VerletPlan); the others evaluate from scratch. `rebuilds` counts list builds (0
-    without a list)."""
+    while the centres stay within the skin (molecules_cpu.VerletPlan); the others evaluate from scratch.
+    `rebuilds` counts list builds (0 without a list)."""
 
     def __init__(self, name: str, template, model, precision: str = "fp64"):
         self.name, self.model, self.precision = name, model, precision

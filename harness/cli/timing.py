@@ -194,7 +194,8 @@ def cmd_tune_molecules(args: argparse.Namespace) -> int:
         what = f"{args.input} ({', '.join(model.names)})"
     else:
         if args.input:
-            raise InputError(f"tune: --input holds molecules with --molecules FILE, not with the scenario {args.scenario}")
+            raise InputError(f"tune: --input holds molecules with --molecules FILE, not with the scenario "
+                             f"{args.scenario}")
         mols, model = molecule_scenarios.make(args.scenario, args.n, seed=args.seed)
         what = f"{args.scenario} seed={args.seed}"
     say = None if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))

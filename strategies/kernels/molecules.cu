@@ -93,7 +93,9 @@ __device__ __forceinline__ void molecule_block_sums(Acc (&v)[kMolSums], unsigned
 template <int BLOCK, bool ENERGY, typename Real, typename Acc>
 __device__ __forceinline__ void block_end(MoleculeAcc<Real, Acc>& acc, Acc* __restrict__ partial,
                                           unsigned long long* __restrict__ count, int slot) {
-  if constexpr (ENERGY) molecule_block_sums<BLOCK>(acc.s, static_cast<unsigned long long>(acc.pairs), partial, count, slot);
+  if constexpr (ENERGY) {
+    molecule_block_sums<BLOCK>(acc.s, static_cast<unsigned long long>(acc.pairs), partial, count, slot);
+  }
 }
 
 // A warp's lanes' force and torque summed in a fixed order (warp_sum), lane 0 writing molecule i's.

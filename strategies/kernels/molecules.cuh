@@ -62,9 +62,10 @@ struct MoleculePairResult {
 
 // The force on s and the orientations' torques from u's partial derivatives (ps, pt already over |r|).
 template <typename Real>
-__host__ __device__ __forceinline__ void site_generic(Real ur, Real ps, Real pt, Real ug, Real cs, Real ct, Real inv, Real rx,
-                                             Real ry, Real rz, const Vec4<Real>& es, const Vec4<Real>& et, Real& fx,
-                                             Real& fy, Real& fz, Real& ox, Real& oy, Real& oz) {
+__host__ __device__ __forceinline__ void site_generic(Real ur, Real ps, Real pt, Real ug, Real cs, Real ct, Real inv,
+                                                      Real rx, Real ry, Real rz, const Vec4<Real>& es,
+                                                      const Vec4<Real>& et, Real& fx, Real& fy, Real& fz, Real& ox,
+                                                      Real& oy, Real& oz) {
   const Real fac = -ur * inv + (cs * ps + ct * pt) * inv;
   fx = fac * rx - ps * es.x - pt * et.x;
   fy = fac * ry - ps * es.y - pt * et.y;
@@ -212,8 +213,8 @@ __host__ __device__ __forceinline__ MoleculePairResult<Real> molecule_pair(const
 
 // The torque on j of the pair whose force and torque on i are o, at d = c_i - c_j: -tau_i - d x F_i.
 template <typename Real>
-__host__ __device__ __forceinline__ void torque_on_j(const MoleculePairResult<Real>& o, Real dx, Real dy, Real dz, Real& tx,
-                                            Real& ty, Real& tz) {
+__host__ __device__ __forceinline__ void torque_on_j(const MoleculePairResult<Real>& o, Real dx, Real dy, Real dz,
+                                                     Real& tx, Real& ty, Real& tz) {
   tx = -o.tx - (dy * o.fz - dz * o.fy);
   ty = -o.ty - (dz * o.fx - dx * o.fz);
   tz = -o.tz - (dx * o.fy - dy * o.fx);
