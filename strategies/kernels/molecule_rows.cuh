@@ -220,58 +220,6 @@ __host__ __device__ __forceinline__ void c08_cells(int p, int bx, int by, int bz
   cb = block_cell(bx, by, bz, kPairs[p][3], kPairs[p][4], kPairs[p][5], g);
 }
 
-// c08: the base cell (bx, by, bz)'s 14 cell pairs of its 2x2x2 block (strategies/schedules.py C08_PAIRS:
-// the base with itself, then the 13 pairs that cover every pair of neighbouring cells once over all
-// bases), each molecule pair once: the force and torque on i added, the force subtracted from j and j's
-// torque (torque_on_j) added, in global memory (bases of one colour touch disjoint cells); the pairs'
-// energy and virial into acc.
-template <bool PBC, bool ENERGY, typename Real, typename Acc>
-__host__ __device__ __forceinline__ void c08_base(int bx, int by, int bz, const Vec4<Real>* __restrict__ c,
-                                                  const Box<Real>& box, const int* __restrict__ start,
-                                                  const int* __restrict__ order, const MoleculeGrid& g,
-                                                  const MoleculeModel<Real>& model, Acc* __restrict__ force,
-                                                  Acc* __restrict__ torque, MoleculeAcc<Real, Acc>& acc) {
-#pragma unroll 1  // the heavy body once in the code, not 14 times
-  for (int p = 0; p < 14; ++p) {
-    int ca, cb;
-    c08_cells(p, bx, by, bz, g, ca, cb);
-    if (ca < 0 || cb < 0) continue;
-    for (int qi = start[ca]; qi < start[ca + 1]; ++qi) {
-      const int i = order[qi];
-      const Vec4<Real> ci = c[i];
-      Acc fx = Acc(0), fy = Acc(0), fz = Acc(0), tx = Acc(0), ty = Acc(0), tz = Acc(0);
-      for (int qj = (ca == cb ? qi + 1 : start[cb]); qj < start[cb + 1]; ++qj) {
-        const int j = order[qj];
-        Real dx, dy, dz;
-        const Real r2 = centre_separation<PBC>(ci, c[j], box, dx, dy, dz);
-        if (!(r2 < model.rc2)) continue;
-        const MoleculePairResult<Real> o = molecule_pair(model, i, j, dx, dy, dz);
-        Real sx, sy, sz;
-        torque_on_j(o, dx, dy, dz, sx, sy, sz);
-        fx += Acc(o.fx);
-        fy += Acc(o.fy);
-        fz += Acc(o.fz);
-        tx += Acc(o.tx);
-        ty += Acc(o.ty);
-        tz += Acc(o.tz);
-        force[3 * j + 0] -= Acc(o.fx);
-        force[3 * j + 1] -= Acc(o.fy);
-        force[3 * j + 2] -= Acc(o.fz);
-        torque[3 * j + 0] += Acc(sx);
-        torque[3 * j + 1] += Acc(sy);
-        torque[3 * j + 2] += Acc(sz);
-        acc.template sums<ENERGY>(o, dx, dy, dz);
-      }
-      force[3 * i + 0] += fx;
-      force[3 * i + 1] += fy;
-      force[3 * i + 2] += fz;
-      torque[3 * i + 0] += tx;
-      torque[3 * i + 1] += ty;
-      torque[3 * i + 2] += tz;
-    }
-  }
-}
-
 // c08's warp form, one molecule i of cell pair (ca, cb) with Newton3: this lane's share (lane, step) of
 // the candidates j of cb (after i where ca == cb), each pair's force subtracted from j and j's torque
 // (torque_on_j) added in global memory, the pair's energy and virial into acc; returns the lane's part
@@ -306,5 +254,40 @@ __host__ __device__ __forceinline__ void c08_lane(int i, int qi, int ca, int cb,
     torque[3 * j + 1] += Acc(sy);
     torque[3 * j + 2] += Acc(sz);
     acc.template sums<ENERGY>(o, dx, dy, dz);
+  }
+}
+
+// force[i] += fi[0..2], torque[i] += fi[3..5]: what c08 adds to molecule i once its partners are done.
+template <typename Acc>
+__host__ __device__ __forceinline__ void add_to_molecule(int i, const Acc (&fi)[6], Acc* __restrict__ force,
+                                                         Acc* __restrict__ torque) {
+  for (int k = 0; k < 3; ++k) {
+    force[3 * i + k] += fi[k];
+    torque[3 * i + k] += fi[3 + k];
+  }
+}
+
+// c08: the base cell (bx, by, bz)'s 14 cell pairs of its 2x2x2 block (strategies/schedules.py C08_PAIRS:
+// the base with itself, then the 13 pairs that cover every pair of neighbouring cells once over all
+// bases), each molecule pair once: the force and torque on i added, the force subtracted from j and j's
+// torque (torque_on_j) added, in global memory (bases of one colour touch disjoint cells); the pairs'
+// energy and virial into acc. A thread takes every partner of each i (c08_lane with lane 0, step 1).
+template <bool PBC, bool ENERGY, typename Real, typename Acc>
+__host__ __device__ __forceinline__ void c08_base(int bx, int by, int bz, const Vec4<Real>* __restrict__ c,
+                                                  const Box<Real>& box, const int* __restrict__ start,
+                                                  const int* __restrict__ order, const MoleculeGrid& g,
+                                                  const MoleculeModel<Real>& model, Acc* __restrict__ force,
+                                                  Acc* __restrict__ torque, MoleculeAcc<Real, Acc>& acc) {
+#pragma unroll 1  // the heavy body once in the code, not 14 times
+  for (int p = 0; p < 14; ++p) {
+    int ca, cb;
+    c08_cells(p, bx, by, bz, g, ca, cb);
+    if (ca < 0 || cb < 0) continue;
+    for (int qi = start[ca]; qi < start[ca + 1]; ++qi) {
+      const int i = order[qi];
+      Acc fi[6];
+      c08_lane<PBC, ENERGY>(i, qi, ca, cb, c, box, start, order, model, force, torque, acc, 0, 1, fi);
+      add_to_molecule(i, fi, force, torque);
+    }
   }
 }

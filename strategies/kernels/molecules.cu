@@ -103,16 +103,10 @@ template <typename Real, typename Acc>
 __device__ __forceinline__ void warp_store(const MoleculeAcc<Real, Acc>& acc, int i, int lane, Acc* __restrict__ force,
                                            Acc* __restrict__ torque) {
   __syncwarp();
-  const Acc fx = warp_sum(acc.fx), fy = warp_sum(acc.fy), fz = warp_sum(acc.fz);
-  const Acc tx = warp_sum(acc.tx), ty = warp_sum(acc.ty), tz = warp_sum(acc.tz);
-  if (lane == 0) {
-    force[3 * i + 0] = fx;
-    force[3 * i + 1] = fy;
-    force[3 * i + 2] = fz;
-    torque[3 * i + 0] = tx;
-    torque[3 * i + 1] = ty;
-    torque[3 * i + 2] = tz;
-  }
+  MoleculeAcc<Real, Acc> sum;
+  sum.fx = warp_sum(acc.fx), sum.fy = warp_sum(acc.fy), sum.fz = warp_sum(acc.fz);
+  sum.tx = warp_sum(acc.tx), sum.ty = warp_sum(acc.ty), sum.tz = warp_sum(acc.tz);
+  if (lane == 0) sum.store(i, force, torque);
 }
 
 #define MOLECULE_ARGS                                                                                                \
@@ -219,14 +213,7 @@ molecule_c08_warp(const int nbases, const int* __restrict__ bases, const Vec4<Re
         __syncwarp();
 #pragma unroll
         for (int k = 0; k < 6; ++k) fi[k] = warp_sum(fi[k]);
-        if (lane == 0) {
-          force[3 * i + 0] += fi[0];
-          force[3 * i + 1] += fi[1];
-          force[3 * i + 2] += fi[2];
-          torque[3 * i + 0] += fi[3];
-          torque[3 * i + 1] += fi[4];
-          torque[3 * i + 2] += fi[5];
-        }
+        if (lane == 0) add_to_molecule(i, fi, force, torque);
         __syncwarp();
       }
     }

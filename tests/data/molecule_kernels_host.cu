@@ -79,10 +79,7 @@ static int traverse(int mode, int m, const std::vector<Vec4<Real>>& c, const Box
               for (int k = 0; k < 6; ++k) total[k] += fi[k];
               sums.add(acc);
             }
-            for (int k = 0; k < 3; ++k) {
-              force[3 * i + k] += total[k];
-              torque[3 * i + k] += total[3 + k];
-            }
+            add_to_molecule(i, total, force.data(), torque.data());
           }
         }
       }
