@@ -95,6 +95,26 @@ def _energy_error(got: dict, ref: dict) -> float:
     return abs(got["energy"] - ref["energy"]) / max(ref.get("energy_scale", abs(ref["energy"])), 1e-300)
 
 
+def _errors(got: dict, ref: dict) -> dict:
+    """The relative errors of CHECKS: forces, torques, virial (to the largest reference entry), energy."""
+    return {"forces": _rel(got["forces"], ref["forces"]), "torques": _rel(got["torques"], ref["torques"]),
+            "virial": _rel(got["virial"], ref["virial"]), "energy": _energy_error(got, ref)}
+
+
+def _not_here(base: dict, name: str, precision: str, case: dict) -> list[dict]:
+    """The n/a row where traversal `name` does not compute `precision` or run these molecules here; [] where
+    it does."""
+    from strategies import molecules as traversals
+
+    if precision not in traversals.PRECISIONS:
+        return [{**base, "check": "all", "status": "n/a", "error": None, "tolerance": None,
+                 "detail": f"molecules compute in {', '.join(traversals.PRECISIONS)}; {precision} is for points"}]
+    ok, why = traversals.applicable(name, case["mols"], case["model"])
+    if not ok:
+        return [{**base, "check": "all", "status": "n/a", "error": None, "tolerance": None, "detail": why}]
+    return []
+
+
 def _rel(a, b) -> float:
     scale = float(np.max(np.abs(b))) if np.size(b) else 0.0
     return float(np.max(np.abs(np.asarray(a) - np.asarray(b)))) / (scale or 1.0) if np.size(b) else 0.0
@@ -104,21 +124,16 @@ def check(name: str, precision: str, case: dict) -> list[dict]:
     from strategies import molecules as traversals
 
     base = {"strategy": name, "case": case["case"], "precision": precision}
-    if precision not in traversals.PRECISIONS:
-        return [{**base, "check": "all", "status": "n/a", "error": None, "tolerance": None,
-                 "detail": f"molecules compute in {', '.join(traversals.PRECISIONS)}; {precision} is for points"}]
-    ok, why = traversals.applicable(name, case["mols"], case["model"])
-    if not ok:
-        return [{**base, "check": "all", "status": "n/a", "error": None, "tolerance": None, "detail": why}]
+    skipped = _not_here(base, name, precision, case)
+    if skipped:
+        return skipped
     try:
         got = traversals.evaluate(name, case["mols"], case["model"], precision)
     except Exception as e:  # a traversal that fails is a FAIL row, not a stopped matrix
         return [{**base, "check": "all", "status": "FAIL", "error": None, "tolerance": None,
                  "detail": f"{type(e).__name__}: {e}"}]
     ref = case["ref"]
-    errors = {"forces": _rel(got["forces"], ref["forces"]), "torques": _rel(got["torques"], ref["torques"]),
-              "virial": _rel(got["virial"], ref["virial"]),
-              "energy": _energy_error(got, ref)}
+    errors = _errors(got, ref)
     rows = []
     tol = tolerance(precision, case["mols"], case["model"])
     for k, e in errors.items():
@@ -204,12 +219,9 @@ def replay(name: str, precision: str, case: dict, frames: int, seed: int = 1) ->
     from strategies import molecules as traversals
 
     base = {"strategy": name, "case": f"{case['case']} replay of {frames}", "precision": precision}
-    if precision not in traversals.PRECISIONS:
-        return [{**base, "check": "all", "status": "n/a", "error": None, "tolerance": None,
-                 "detail": f"molecules compute in {', '.join(traversals.PRECISIONS)}; {precision} is for points"}]
-    ok, why = traversals.applicable(name, case["mols"], case["model"])
-    if not ok:
-        return [{**base, "check": "all", "status": "n/a", "error": None, "tolerance": None, "detail": why}]
+    skipped = _not_here(base, name, precision, case)
+    if skipped:
+        return skipped
     model = case["model"]
     plan = traversals.Plan(name, case["mols"], model, precision)
     tol = tolerance(precision, case["mols"], model)
@@ -222,9 +234,7 @@ def replay(name: str, precision: str, case: dict, frames: int, seed: int = 1) ->
             return [{**base, "check": "all", "status": "FAIL", "error": None, "tolerance": None,
                      "detail": f"{type(e).__name__}: {e}"}]
         ref = compute(mols, model)
-        errors = {"forces": _rel(got["forces"], ref["forces"]), "torques": _rel(got["torques"], ref["torques"]),
-                  "virial": _rel(got["virial"], ref["virial"]),
-                  "energy": _energy_error(got, ref)}
+        errors = _errors(got, ref)
         worst = {k: max(worst[k], v) if math.isfinite(v) else math.inf for k, v in errors.items()}
         wrong_pairs += got["pairs"] != ref["pairs"]
     detail = f"{plan.rebuilds} list build(s)" if plan.rebuilds else ""
