@@ -37,17 +37,10 @@ __global__ void molecule_sites(const int nsites, const int* __restrict__ owner, 
   if (s >= nsites) return;
   const int i = owner[s];
   const Real w = quat[4 * i + 0], x = quat[4 * i + 1], y = quat[4 * i + 2], z = quat[4 * i + 3];
-  const Vec4<Real> p = bodyA[s], d = bodyE[s];
-  Vec4<Real> a{Real(0), Real(0), Real(0), p.w};
-  rotate(w, x, y, z, p.x, p.y, p.z, a.x, a.y, a.z);
+  Vec4<Real> a, e;
+  turn_site(w, x, y, z, bodyA[s], bodyE[s], a, e);
   A[s] = a;
-  if (static_cast<int>(d.w) == kSiteLJ) {
-    E[s] = d;  // (sigma, sqrt(epsilon), 0, kind): no direction to turn
-  } else {
-    Vec4<Real> e{Real(0), Real(0), Real(0), d.w};
-    rotate(w, x, y, z, d.x, d.y, d.z, e.x, e.y, e.z);
-    E[s] = e;
-  }
+  E[s] = e;
 }
 
 // Each molecule's cell (cells of side >= the cutoff over the centres; origin lo, n cells of side s per

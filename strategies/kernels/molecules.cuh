@@ -231,3 +231,14 @@ __host__ __device__ __forceinline__ void rotate(Real w, Real x, Real y, Real z, 
   oy = r10 * px + r11 * py + r12 * pz;
   oz = r20 * px + r21 * py + r22 * pz;
 }
+
+// One site in the lab frame (molecule_sites' work): A = (R(q) p, m); E = (R(q) d, kind), or for a
+// Lennard-Jones centre its (sigma, sqrt(epsilon), 0, kind) as it is (it has no direction to turn).
+template <typename Real>
+__host__ __device__ __forceinline__ void turn_site(Real w, Real x, Real y, Real z, const Vec4<Real>& bodyA,
+                                                   const Vec4<Real>& bodyE, Vec4<Real>& A, Vec4<Real>& E) {
+  A = bodyA;
+  rotate(w, x, y, z, bodyA.x, bodyA.y, bodyA.z, A.x, A.y, A.z);
+  E = bodyE;
+  if (static_cast<int>(bodyE.w) != kSiteLJ) rotate(w, x, y, z, bodyE.x, bodyE.y, bodyE.z, E.x, E.y, E.z);
+}

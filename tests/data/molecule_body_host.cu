@@ -49,12 +49,7 @@ int main(int argc, char** argv) {
   take(in, quat.data(), quat.size());
   for (int s = 0; s < nsites; ++s) {  // molecule_sites' work
     const Real* q = &quat[4 * owner[s]];
-    A[s] = bodyA[s];
-    rotate(q[0], q[1], q[2], q[3], bodyA[s].x, bodyA[s].y, bodyA[s].z, A[s].x, A[s].y, A[s].z);
-    E[s] = bodyE[s];
-    if (static_cast<int>(bodyE[s].w) != kSiteLJ) {
-      rotate(q[0], q[1], q[2], q[3], bodyE[s].x, bodyE[s].y, bodyE[s].z, E[s].x, E[s].y, E[s].z);
-    }
+    turn_site(q[0], q[1], q[2], q[3], bodyA[s], bodyE[s], A[s], E[s]);
   }
   const MoleculeModel<Real> model(params.data(), first.data(), comp.data(), A.data(), E.data());
   FILE* out = fopen(argv[2], "wb");
