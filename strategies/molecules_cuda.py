@@ -64,31 +64,42 @@ def expressions(name: str, precision: str) -> list[str]:
     return out
 
 
+def _kind_order(comp) -> np.ndarray:
+    """A component's sites in the body's order (kernels/molecules.cuh): its Lennard-Jones centres, its
+    charges, then its dipoles and quadrupoles, each group in the file's order."""
+    return np.argsort([KIND[k] for k in comp.kinds], kind="stable")
+
+
 def params(model, real) -> np.ndarray:
-    """The molecule body's constants in the compute type, in kernels/molecules.cuh's order."""
+    """The molecule body's constants in the compute type, in kernels/molecules.cuh's order: the header,
+    xi and eta, and per component the ends of its Lennard-Jones centres, its charges and its sites."""
     C = len(model.components)
     head = [model.cutoff ** 2, model.switch_start, model.cutoff, model.coulomb_constant, model.k_rf, model.c_rf,
             model.rf_dipoles, float(C)]
     assert len(head) == HEADER
-    return np.concatenate([head, np.asarray(model.xi, np.float64).ravel(),
-                           np.asarray(model.eta, np.float64).ravel()]).astype(real)
+    ends = [(sum(k == "lj" for k in cp.kinds), sum(k in ("lj", "charge") for k in cp.kinds), len(cp.kinds))
+            for cp in model.components]
+    return np.concatenate([head, np.asarray(model.xi, np.float64).ravel(), np.asarray(model.eta, np.float64).ravel(),
+                           np.asarray(ends, np.float64).ravel()]).astype(real)
 
 
 def body_sites(mols, model, real):
     """Per site, expanded over the molecules: owner, body-frame (p, m) and (d, kind), or (sigma, sqrt(eps),
-    0, kind) for a Lennard-Jones centre; per molecule its first site (M + 1 entries)."""
+    0, kind) for a Lennard-Jones centre; per molecule its first site (M + 1 entries). A molecule's sites
+    are in the body's order (_kind_order)."""
     comps = model.components
     per = []
     for cp in comps:
         A = np.zeros((len(cp.kinds), 4))
         E = np.zeros((len(cp.kinds), 4))
-        for s, kind in enumerate(cp.kinds):
-            A[s, :3] = cp.position[s]
+        for row, s in enumerate(_kind_order(cp)):
+            kind = cp.kinds[s]
+            A[row, :3] = cp.position[s]
             if kind == "lj":
-                E[s] = (cp.sigma[s], math.sqrt(cp.epsilon[s]), 0.0, KIND["lj"])
+                E[row] = (cp.sigma[s], math.sqrt(cp.epsilon[s]), 0.0, KIND["lj"])
             else:
-                A[s, 3] = cp.charge[s] if kind == "charge" else cp.moment[s]
-                E[s] = (*cp.direction[s], KIND[kind])
+                A[row, 3] = cp.charge[s] if kind == "charge" else cp.moment[s]
+                E[row] = (*cp.direction[s], KIND[kind])
         per.append((A, E))
     comp = np.asarray(mols.components, np.int64)
     sizes = np.array([len(cp.kinds) for cp in comps], np.int64)

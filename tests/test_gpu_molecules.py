@@ -48,6 +48,26 @@ def molecule_cuda_names():
     return molecules_cuda.TRAVERSALS
 
 
+def test_sites_reach_the_body_grouped_by_kind_with_their_ends_in_the_parameters():
+    """The body's lean loops take [0, lj) as Lennard-Jones centres and [lj, q) as charges: a component
+    whose file lists its sites in another order (Y: X's reversed) is regrouped, and params() says where
+    each group ends."""
+    mols, model = _all_kinds(two=True)
+    owner, A, E, first = molecules_cuda.body_sites(mols, model, np.float64)
+    p = molecules_cuda.params(model, np.float64)
+    C = len(model.components)
+    ends = p[molecules_cuda.HEADER + 2 * C * C:].reshape(C, 3).astype(int)
+    for k, comp in enumerate(model.components):
+        i = int(np.nonzero(np.asarray(mols.components) == k)[0][0])
+        kinds = E[first[i]:first[i + 1], 3].astype(int)
+        assert list(kinds) == sorted(kinds)
+        assert list(ends[k]) == [int(np.sum(kinds == 0)), int(np.sum(kinds <= 1)), len(comp.kinds)]
+        moments = sorted(A[first[i]:first[i + 1], 3])
+        assert moments == sorted([comp.charge[s] if kind == "charge" else (comp.moment[s] if kind != "lj" else 0.0)
+                                  for s, kind in enumerate(comp.kinds)])
+    assert len(p) == molecules_cuda.HEADER + 2 * C * C + 3 * C
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", molecules_cuda.TRAVERSALS)
 @pytest.mark.parametrize("precision", list(molecules_cuda.PRECISIONS))

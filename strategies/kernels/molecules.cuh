@@ -26,14 +26,46 @@
 // Every function here is __host__ __device__: the CI test (tests/test_gpu_molecules.py) compiles the body
 // for the host with nvcc and checks it against the CPU traversals' body, no GPU needed.
 //
+// Sites are grouped by kind within a molecule (molecules_cuda.body_sites): its Lennard-Jones centres, then
+// its charges, then its dipoles and quadrupoles. The body loops over Lennard-Jones centres with
+// Lennard-Jones centres and charges with charges in lean loops of their own (a water pair is one and nine
+// of those), and takes the multipole terms through the general form above only where a component has
+// dipoles or quadrupoles.
+//
 // Parameters (device array in the compute type, host order in molecules_cuda.params()):
 //   0 rc^2, 1 rs, 2 rc, 3 k (Coulomb constant), 4 k_rf, 5 c_rf, 6 rf for dipoles, 7 C (components),
-//   8 .. 8 + C^2 xi, then C^2 eta (row i, column j: components i and j).
+//   8 .. 8 + C^2 xi, then C^2 eta (row i, column j: components i and j), then per component the ends of
+//   its kinds within a molecule: Lennard-Jones centres, charges, all sites (3 C).
 #pragma once
 #include "common.cuh"
 
 constexpr int kSiteLJ = 0, kSiteCharge = 1, kSiteDipole = 2, kSiteQuadrupole = 3;
 constexpr int kMoleculeHeader = 8;
+
+// The parameter array's length for C components.
+__host__ __device__ constexpr int molecule_params_size(int C) { return kMoleculeHeader + 2 * C * C + 3 * C; }
+
+// 1 / sqrt(x) and 1 / x: the approximate instructions on the device in float (rsqrtf <= 2 ulp,
+// rcp.approx.ftz <= 2 ulp: far below the rounding of float coordinates), correctly rounded otherwise
+// and on the host (where the CI test runs the body).
+__host__ __device__ __forceinline__ float mol_rsqrt(float x) {
+#ifdef __CUDA_ARCH__
+  return rsqrtf(x);
+#else
+  return 1.0f / sqrtf(x);
+#endif
+}
+__host__ __device__ __forceinline__ double mol_rsqrt(double x) { return 1.0 / sqrt(x); }
+__host__ __device__ __forceinline__ float mol_rcp(float x) {
+#ifdef __CUDA_ARCH__
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+#else
+  return 1.0f / x;
+#endif
+}
+__host__ __device__ __forceinline__ double mol_rcp(double x) { return 1.0 / x; }
 
 template <typename Real>
 struct MoleculeModel {
@@ -41,6 +73,7 @@ struct MoleculeModel {
   int C;
   const Real* xi;
   const Real* eta;
+  const Real* ends;  // per component: the ends of its Lennard-Jones centres, its charges, its sites
   const int* __restrict__ first;
   const int* __restrict__ comp;
   const Vec4<Real>* __restrict__ A;
@@ -51,7 +84,8 @@ struct MoleculeModel {
                                            const Vec4<Real>* __restrict__ E_)
       : rc2(p[0]), rs(p[1]), rc(p[2]), k(p[3]), krf(p[4]), crf(p[5]), rfdd(p[6]), C(static_cast<int>(p[7])),
         xi(p + kMoleculeHeader), eta(p + kMoleculeHeader + static_cast<int>(p[7]) * static_cast<int>(p[7])),
-        first(first_), comp(comp_), A(A_), E(E_) {}
+        ends(p + kMoleculeHeader + 2 * static_cast<int>(p[7]) * static_cast<int>(p[7])), first(first_), comp(comp_),
+        A(A_), E(E_) {}
 };
 
 // What a molecule pair gives molecule i: force, torque about its centre, and the pair's energy.
@@ -87,7 +121,7 @@ __host__ __device__ __forceinline__ Real site_electrostatic(const MoleculeModel<
                                                    Real& oy, Real& oz) {
   const int ks = static_cast<int>(es.w), kt = static_cast<int>(et.w);
   const Real r2 = rx * rx + ry * ry + rz * rz;
-  const Real inv = Real(1) / sqrt(r2);
+  const Real inv = mol_rsqrt(r2);
   const Real inv2 = inv * inv;
   const Real cs = (es.x * rx + es.y * ry + es.z * rz) * inv;
   const Real ct = (et.x * rx + et.y * ry + et.z * rz) * inv;
@@ -152,45 +186,83 @@ __host__ __device__ __forceinline__ Real site_electrostatic(const MoleculeModel<
   return u;
 }
 
+// The force g on site s (at offset a from its molecule's centre) added to the molecule's force, and its
+// lever-arm torque a x g.
+template <typename Real>
+__host__ __device__ __forceinline__ void add_site_force(MoleculePairResult<Real>& o, const Vec4<Real>& a, Real gx,
+                                                        Real gy, Real gz) {
+  o.fx += gx;
+  o.fy += gy;
+  o.fz += gz;
+  o.tx += a.y * gz - a.z * gy;
+  o.ty += a.z * gx - a.x * gz;
+  o.tz += a.x * gy - a.y * gx;
+}
+
 // Molecules i and j, centres d = c_i - c_j apart (inside the cutoff): the force and torque on i and
-// the pair's energy, with the switch where rs < rc. Sums over the site pairs in the compute type.
+// the pair's energy, with the switch where rs < rc. Sums over the site pairs in the compute type: a
+// site's force over its partners first, then into the molecule's force and torque.
 template <typename Real>
 __host__ __device__ __forceinline__ MoleculePairResult<Real> molecule_pair(const MoleculeModel<Real>& m, int i, int j,
                                                                    Real dx, Real dy, Real dz) {
   MoleculePairResult<Real> o{Real(0), Real(0), Real(0), Real(0), Real(0), Real(0), Real(0)};
   const int ci = m.comp[i], cj = m.comp[j];
-  const Real xi = m.xi[ci * m.C + cj], eta = m.eta[ci * m.C + cj];
-  const int s0 = m.first[i], s1 = m.first[i + 1], t0 = m.first[j], t1 = m.first[j + 1];
-  for (int s = s0; s < s1; ++s) {
-    const Vec4<Real> as = m.A[s], es = m.E[s];
-    const bool ljs = static_cast<int>(es.w) == kSiteLJ;
-    for (int t = t0; t < t1; ++t) {
-      const Vec4<Real> et = m.E[t];
-      if (ljs != (static_cast<int>(et.w) == kSiteLJ)) continue;
+  const int si = m.first[i], sj = m.first[j], ni = m.first[i + 1], nj = m.first[j + 1];
+  const int li = si + static_cast<int>(m.ends[3 * ci]), qi = si + static_cast<int>(m.ends[3 * ci + 1]);
+  const int lj = sj + static_cast<int>(m.ends[3 * cj]), qj = sj + static_cast<int>(m.ends[3 * cj + 1]);
+  if (li > si && lj > sj) {  // Lennard-Jones centres: 4 eps ((sig/r)^12 - (sig/r)^6); E.x sigma, E.y sqrt(eps)
+    const Real xi = m.xi[ci * m.C + cj], heta = Real(0.5) * m.eta[ci * m.C + cj];
+    for (int s = si; s < li; ++s) {
+      const Vec4<Real> as = m.A[s], es = m.E[s];
+      Real gx = Real(0), gy = Real(0), gz = Real(0);
+      for (int t = sj; t < lj; ++t) {
+        const Vec4<Real> at = m.A[t], et = m.E[t];
+        const Real rx = dx + as.x - at.x, ry = dy + as.y - at.y, rz = dz + as.z - at.z;
+        const Real ir2 = mol_rcp(rx * rx + ry * ry + rz * rz);
+        const Real ep = xi * es.y * et.y;
+        const Real sg = heta * (es.x + et.x);
+        Real l6 = sg * sg * ir2;
+        l6 = l6 * l6 * l6;
+        o.u += Real(4) * ep * l6 * (l6 - Real(1));
+        const Real fac = Real(24) * ep * l6 * (Real(2) * l6 - Real(1)) * ir2;
+        gx += fac * rx;
+        gy += fac * ry;
+        gz += fac * rz;
+      }
+      add_site_force(o, as, gx, gy, gz);
+    }
+  }
+  for (int s = li; s < qi; ++s) {  // charges: k q_s q_t (1/r + k_rf r^2 - c_rf)
+    const Vec4<Real> as = m.A[s];
+    const Real kq = m.k * as.w;
+    Real gx = Real(0), gy = Real(0), gz = Real(0);
+    for (int t = lj; t < qj; ++t) {
       const Vec4<Real> at = m.A[t];
       const Real rx = dx + as.x - at.x, ry = dy + as.y - at.y, rz = dz + as.z - at.z;
-      Real fx, fy, fz, ox = Real(0), oy = Real(0), oz = Real(0), u;
-      if (ljs) {  // 4 eps ((sig/r)^12 - (sig/r)^6); E.x sigma, E.y sqrt(epsilon)
-        const Real r2 = rx * rx + ry * ry + rz * rz;
-        const Real ep = xi * es.y * et.y;
-        const Real sg = eta * Real(0.5) * (es.x + et.x);
-        Real l6 = sg * sg / r2;
-        l6 = l6 * l6 * l6;
-        u = Real(4) * ep * l6 * (l6 - Real(1));
-        const Real fac = Real(24) * ep * l6 * (Real(2) * l6 - Real(1)) / r2;
-        fx = fac * rx;
-        fy = fac * ry;
-        fz = fac * rz;
-      } else {
-        u = site_electrostatic(m, as, es, at, et, rx, ry, rz, fx, fy, fz, ox, oy, oz);
+      const Real r2 = rx * rx + ry * ry + rz * rz;
+      const Real inv = mol_rsqrt(r2);
+      const Real p = kq * at.w;
+      o.u += p * (inv + m.krf * r2 - m.crf);
+      const Real fac = p * (inv * inv * inv - Real(2) * m.krf);
+      gx += fac * rx;
+      gy += fac * ry;
+      gz += fac * rz;
+    }
+    add_site_force(o, as, gx, gy, gz);
+  }
+  if (ni > qi || nj > qj) {  // dipoles and quadrupoles with every electrostatic site of the other molecule
+    for (int s = li; s < ni; ++s) {
+      const Vec4<Real> as = m.A[s], es = m.E[s];
+      for (int t = (s < qi ? qj : lj); t < nj; ++t) {
+        const Vec4<Real> at = m.A[t], et = m.E[t];
+        const Real rx = dx + as.x - at.x, ry = dy + as.y - at.y, rz = dz + as.z - at.z;
+        Real fx, fy, fz, ox = Real(0), oy = Real(0), oz = Real(0);
+        o.u += site_electrostatic(m, as, es, at, et, rx, ry, rz, fx, fy, fz, ox, oy, oz);
+        add_site_force(o, as, fx, fy, fz);
+        o.tx += ox;
+        o.ty += oy;
+        o.tz += oz;
       }
-      o.u += u;
-      o.fx += fx;
-      o.fy += fy;
-      o.fz += fz;
-      o.tx += as.y * fz - as.z * fy + ox;
-      o.ty += as.z * fx - as.x * fz + oy;
-      o.tz += as.x * fy - as.y * fx + oz;
     }
   }
   if (m.rs < m.rc) {

@@ -2,7 +2,7 @@
 // tests/test_gpu_molecules.py writes a system and a list of molecule pairs, this program turns the sites
 // by the quaternions (rotate, as molecule_sites does) and evaluates molecule_pair and torque_on_j on each
 // pair. REAL is float or double (-DREAL=...). Input and output are raw little-endian arrays:
-//   in:  int32 nsites, M, npairs, C; REAL params[8 + 2 C^2]; int32 first[M + 1], comp[M], owner[nsites];
+//   in:  int32 nsites, M, npairs, C; REAL params[8 + 2 C^2 + 3 C]; int32 first[M + 1], comp[M], owner[nsites];
 //        REAL bodyA[nsites][4], bodyE[nsites][4], quat[M][4]; per pair int32 i, j, REAL dx, dy, dz
 //   out: per pair REAL fx, fy, fz, tx, ty, tz, u, then the torque on j (3)
 #include <cmath>
@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
   int head[4];
   take(in, head, 4);
   const int nsites = head[0], m = head[1], npairs = head[2], C = head[3];
-  std::vector<Real> params(kMoleculeHeader + 2 * C * C);
+  std::vector<Real> params(molecule_params_size(C));
   take(in, params.data(), params.size());
   std::vector<int> first(m + 1), comp(m), owner(nsites);
   take(in, first.data(), first.size());

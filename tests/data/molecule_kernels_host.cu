@@ -4,7 +4,7 @@
 // the block and warp reductions (summed here in plain order) and CuPy's sort of the cells (a stable sort
 // here). REAL is double (-DREAL=double). Input, raw little-endian arrays:
 //   int32 nsites, M, C, mode, nx, ny, nz, px, py, pz, cap, ncolours
-//   REAL params[8 + 2 C^2], box[6] (lengths, inverse lengths, 0 on open axes), lo[3], side[3], reach^2
+//   REAL params[8 + 2 C^2 + 3 C], box[6] (lengths, inverse lengths, 0 on open axes), lo[3], side[3], reach^2
 //   int32 first[M + 1], comp[M], owner[nsites]; REAL bodyA[nsites][4], bodyE[nsites][4], quat[M][4],
 //   centres[M][4] (relative to the box centre); per colour int32 nbases, bases[nbases][3]
 // mode: 0 allpairs_thread_naive, 1 fullshell_thread_csr, 2 fullshell_warp_csr, 3 c08_thread_csr,
@@ -132,7 +132,7 @@ int main(int argc, char** argv) {
   take(in, head, 12);
   const int nsites = head[0], m = head[1], C = head[2], mode = head[3], cap = head[10], ncol = head[11];
   const MoleculeGrid g{head[4], head[5], head[6], head[7], head[8], head[9]};
-  std::vector<Real> params(kMoleculeHeader + 2 * C * C);
+  std::vector<Real> params(molecule_params_size(C));
   take(in, params.data(), params.size());
   Real b[6], lo[3], side[3], reach2;
   take(in, b, 6);
