@@ -465,7 +465,8 @@ def add_md(sub) -> None:
     p.add_argument("--molecules", metavar="FILE.json", help="rigid molecules: a components file, with --input the "
                                                              "molecules' .npz (or --scenario spce_water, stockmayer, "
                                                              "two_centre_lj_quadrupole); NO_SQUISH with --strategy "
-                                                             "reference, allpairs_thread_cpu or fullshell_thread_cpu")
+                                                             "reference or any molecule traversal (harness list): "
+                                                             "a GPU one integrates on the device")
     p.add_argument("--sample", type=COUNT, default=100, help="energy, temperature and pressure every M steps")
     p.add_argument("--out", help="extended XYZ trajectory (positions and velocities)")
     p.add_argument("--frame-every", type=COUNT, help="a trajectory frame every M steps (default: --sample)")
