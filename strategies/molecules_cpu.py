@@ -408,6 +408,19 @@ def neighbours(mols, reach: float):
     return _csr_list(c, mols.box.array, per, _cells(c, mols.box.lengths, per, reach), reach)
 
 
+def pairs_within(mols, radii) -> list[int]:
+    """The molecule pairs (each once) whose centres lie within each of `radii` (minimum image, float64)."""
+    c = np.ascontiguousarray(mols.centres, np.float64)
+    per = np.asarray(mols.box.periodic, np.bool_)
+    cell, start, order, dims = _cells(c, mols.box.lengths, per, max(radii))
+    out = []
+    for r in radii:
+        counts = np.zeros(len(c), np.int64)
+        _list_counts(c, mols.box.array, per, cell, start, order, dims, r * r, counts, False, start, order)
+        out.append(int(counts.sum()) // 2)
+    return out
+
+
 def applicable(name: str, mols, model) -> tuple[bool, str]:
     """Whether traversal `name` runs these molecules: c08 needs 3 or more cells along each periodic axis."""
     if name != "c08_thread_cpu":

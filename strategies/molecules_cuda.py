@@ -115,6 +115,18 @@ def body_sites(mols, model, real):
     return owner, A.astype(real), E.astype(real), first
 
 
+def spans(first: np.ndarray, components, model) -> np.ndarray:
+    """Per molecule (first, lj, q, end) as int32 (m, 4): its Lennard-Jones centres [first, lj), charges
+    [lj, q), dipoles and quadrupoles [q, end) in body_sites' order (kernels/molecules.cuh molecule_span)."""
+    comp = np.asarray(components, np.int64)
+    ends = np.array([(sum(k == "lj" for k in cp.kinds), sum(k in ("lj", "charge") for k in cp.kinds))
+                     for cp in model.components], np.int64).reshape(-1, 2)
+    f = np.asarray(first, np.int64)
+    out = np.stack([f[:-1], f[:-1] + ends[comp, 0], f[:-1] + ends[comp, 1], f[1:]], axis=1) if len(comp) else \
+        np.zeros((0, 4), np.int64)
+    return np.ascontiguousarray(out, np.int32)
+
+
 def centred(centres, lengths, periodic) -> np.ndarray:
     """Centres relative to the box centre, wrapped into [-L/2, L/2) on periodic axes (float64)."""
     L = np.asarray(lengths, np.float64)
@@ -169,7 +181,7 @@ class MoleculePlan:
         self.d_owner = cp.asarray(owner)
         self.d_bodyA, self.d_bodyE = cp.asarray(A), cp.asarray(E)
         self.d_A, self.d_E = cp.empty_like(self.d_bodyA), cp.empty_like(self.d_bodyE)
-        self.d_first = cp.asarray(first)
+        self.d_span = cp.asarray(spans(first, mols.components, model))
         self.d_comp = cp.asarray(np.asarray(mols.components, np.int32))
         self.d_params = cp.asarray(params(model, self.real))
         self.d_c = cp.zeros((m, 4), self.real)
@@ -246,7 +258,7 @@ class MoleculePlan:
         if self.nsites:
             self.fn_sites((-(-self.nsites // SITE_BLOCK),), (SITE_BLOCK,),
                           (np.int32(self.nsites), self.d_owner, self.d_q, self.d_bodyA, self.d_bodyE, self.d_A, self.d_E))
-        common = (self.d_params, self.d_first, self.d_comp, self.d_A, self.d_E, self.d_force, self.d_torque,
+        common = (self.d_params, self.d_span, self.d_comp, self.d_A, self.d_E, self.d_force, self.d_torque,
                   self.d_partial, self.d_count)
         if self.name == "allpairs_thread_naive":
             self.fns[energy]((self.grid,), (BLOCK,), (np.int32(self.m), self.d_c, self.box, *common))
@@ -341,8 +353,8 @@ class DeviceRigid:
     """NO_SQUISH on the device (kernels/rigid.cuh) with a GPU traversal's forces and torques: the whole MD
     step stays there. The state (mdcore.rigid.RigidState: r, p, q, pi) lives in the precision mode's
     accumulation type; each drift writes the traversal's inputs (centres, quaternions) directly. A list
-    traversal's list is built again once a centre has moved half the skin since its build (a device
-    reduction, read by the host each step)."""
+    traversal's list is built again once a centre has moved half the skin since its build (the drift
+    kernel raises a flag, which the host reads each step)."""
 
     def __init__(self, plan: MoleculePlan, state):
         cp = plan.cp
@@ -361,7 +373,12 @@ class DeviceRigid:
         plan.upload(state.r, state.q)
         plan.run()
         self.at = self.r.copy() if plan.name in LISTS else None
+        self.moved = cp.zeros(1, np.int32)
+        self.limit2 = self.S((0.5 * SKIN * plan.model.cutoff) ** 2)
         self.builds = getattr(plan, "rebuilds", 0)
+        for energy in (True, False):  # warm-up: every kernel of a step compiled and run once (dt 0 moves nothing)
+            self.step(0.0, energy)
+        plan.cp.cuda.get_current_stream().synchronize()
 
     def _kick(self, h: float) -> None:
         self.fn_kick(self.grid, (256,), (np.int32(self.plan.m), self.p, self.pi, self.q, self.inertia,
@@ -371,16 +388,15 @@ class DeviceRigid:
         """kick(dt/2), drift(dt), the traversal (with its energy and virial where `energy`), kick(dt/2)."""
         plan = self.plan
         self._kick(0.5 * dt)
+        if self.at is not None:
+            self.moved.fill(0)
         self.fn_drift(self.grid, (256,), (np.int32(plan.m), self.r, self.p, self.q, self.pi, self.mass, self.inertia,
                                           self.S(dt), *(self.S(x) for x in self.L),
-                                          *(np.int32(x) for x in plan.periodic), plan.d_c, plan.d_q))
-        if self.at is not None:
-            d = self.r - self.at
-            per = self.cp.asarray(np.asarray(plan.periodic))
-            L = self.cp.asarray(self.L.astype(self.S))
-            d = self.cp.where(per, d - L * self.cp.rint(d / L), d)
-            if float(self.cp.sqrt((d * d).sum(axis=1).max())) > 0.5 * SKIN * plan.model.cutoff:
-                plan.stale = True
+                                          *(np.int32(x) for x in plan.periodic), plan.d_c, plan.d_q,
+                                          self.at if self.at is not None else np.uint64(0),  # a null pointer
+                                          self.limit2, self.moved))
+        if self.at is not None and int(self.moved.get()[0]):  # one 4-byte read a step
+            plan.stale = True
         plan.run(energy)
         if self.at is not None and plan.rebuilds != self.builds:
             self.at = self.r.copy()

@@ -66,6 +66,10 @@ def test_sites_reach_the_body_grouped_by_kind_with_their_ends_in_the_parameters(
         assert moments == sorted([comp.charge[s] if kind == "charge" else (comp.moment[s] if kind != "lj" else 0.0)
                                   for s, kind in enumerate(comp.kinds)])
     assert len(p) == molecules_cuda.HEADER + 2 * C * C + 3 * C
+    span = molecules_cuda.spans(first, mols.components, model)  # what the device reads per molecule
+    comps = np.asarray(mols.components)
+    np.testing.assert_array_equal(span, np.stack([first[:-1], first[:-1] + ends[comps, 0], first[:-1] + ends[comps, 1],
+                                                  first[1:]], axis=1))
 
 
 @pytest.mark.gpu

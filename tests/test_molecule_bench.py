@@ -138,3 +138,26 @@ def test_tune_on_molecules_refuses_in_one_line(capsys, extra, words):
     assert cli.main(["tune", "--scenario", "spce_water", "--n", "tiny", *extra]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and words in err[0]
+
+
+@pytest.mark.parametrize("offset, fp32, fp64", [(1e-9, 1, 0), (-1e-9, 1, 0), (1e-3, 0, 0), (1e-15, 1, 1)])
+def test_pairs_at_the_cutoff_within_rounding_may_count_either_way(offset, fp32, fp64):
+    """Two molecules whose centres are rc + offset apart in a 100-wide box: within float32's rounding of the
+    cutoff (about 5e-5 here) the pair is ambiguous in fp32 and mixed, within float64's only for an offset
+    of that size; a count off by one passes exactly where the pair is ambiguous."""
+    from harness import molecule_check
+    from mdcore import Box
+    from mdcore import molecules as M
+
+    _, model = _all_kinds()
+    rc = model.cutoff
+    centres = np.array([[50.0, 50.0, 50.0], [50.0 + rc + offset, 50.0, 50.0]])
+    mols = M.Molecules(centres, np.tile([1.0, 0.0, 0.0, 0.0], (2, 1)), np.zeros(2, np.int32), Box.make([100.0] * 3,
+                                                                                                       [True] * 3))
+    assert molecule_check.near_cutoff(mols, rc, "fp32") == fp32
+    assert molecule_check.near_cutoff(mols, rc, "mixed") == fp32
+    assert molecule_check.near_cutoff(mols, rc, "fp64") == fp64
+    want = int(offset < 0)
+    assert molecule_check.pairs_agree(1 - want, want, mols, rc, "fp32") == bool(fp32)
+    assert molecule_check.pairs_agree(1 - want, want, mols, rc, "fp64") == bool(fp64)
+    assert molecule_check.pairs_agree(want, want, mols, rc, "fp64")

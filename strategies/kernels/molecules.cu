@@ -103,14 +103,14 @@ __device__ __forceinline__ void warp_store(const MoleculeAcc<Real, Acc>& acc, in
 }
 
 #define MOLECULE_ARGS                                                                                                \
-  const Real *__restrict__ params, const int *__restrict__ first, const int *__restrict__ comp,                     \
+  const Real *__restrict__ params, const int4 *__restrict__ span, const int *__restrict__ comp,                    \
       const Vec4<Real> *__restrict__ A, const Vec4<Real> *__restrict__ E, Acc *__restrict__ force,                 \
       Acc *__restrict__ torque, Acc *__restrict__ partial, unsigned long long *__restrict__ count
 
 template <typename Real, typename Acc, int BLOCK, bool PBC, bool ENERGY>
 __global__ void __launch_bounds__(BLOCK)
 molecule_allpairs_thread(const int m, const Vec4<Real>* __restrict__ c, const Box<Real> box, MOLECULE_ARGS) {
-  const MoleculeModel<Real> model(params, first, comp, A, E);
+  const MoleculeModel<Real> model(params, span, comp, A, E);
   const int i = blockIdx.x * BLOCK + threadIdx.x;
   MoleculeAcc<Real, Acc> acc;
   if (i < m) {
@@ -127,7 +127,7 @@ molecule_fullshell_thread(const int m, const Vec4<Real>* __restrict__ c, const B
                           const int* __restrict__ cell, const int* __restrict__ start, const int* __restrict__ order,
                           const int nx, const int ny, const int nz, const int px, const int py, const int pz,
                           MOLECULE_ARGS) {
-  const MoleculeModel<Real> model(params, first, comp, A, E);
+  const MoleculeModel<Real> model(params, span, comp, A, E);
   const MoleculeGrid g{nx, ny, nz, px, py, pz};
   const int t = blockIdx.x * BLOCK + threadIdx.x;
   MoleculeAcc<Real, Acc> acc;
@@ -146,7 +146,7 @@ molecule_fullshell_warp(const int m, const Vec4<Real>* __restrict__ c, const Box
                         const int* __restrict__ cell, const int* __restrict__ start, const int* __restrict__ order,
                         const int nx, const int ny, const int nz, const int px, const int py, const int pz,
                         MOLECULE_ARGS) {
-  const MoleculeModel<Real> model(params, first, comp, A, E);
+  const MoleculeModel<Real> model(params, span, comp, A, E);
   const MoleculeGrid g{nx, ny, nz, px, py, pz};
   const int lane = threadIdx.x & 31;
   const int w = (blockIdx.x * BLOCK + threadIdx.x) >> 5;
@@ -167,7 +167,7 @@ molecule_c08_thread(const int nbases, const int* __restrict__ bases, const Vec4<
                     const Box<Real> box, const int* __restrict__ start, const int* __restrict__ order, const int nx,
                     const int ny, const int nz, const int px, const int py, const int pz, MOLECULE_ARGS,
                     const int slot0) {
-  const MoleculeModel<Real> model(params, first, comp, A, E);
+  const MoleculeModel<Real> model(params, span, comp, A, E);
   const MoleculeGrid g{nx, ny, nz, px, py, pz};
   const int t = blockIdx.x * BLOCK + threadIdx.x;
   MoleculeAcc<Real, Acc> acc;  // energy, virial and pairs: forces and torques go to global memory
@@ -188,7 +188,7 @@ molecule_c08_warp(const int nbases, const int* __restrict__ bases, const Vec4<Re
                   const Box<Real> box, const int* __restrict__ start, const int* __restrict__ order, const int nx,
                   const int ny, const int nz, const int px, const int py, const int pz, MOLECULE_ARGS,
                   const int slot0) {
-  const MoleculeModel<Real> model(params, first, comp, A, E);
+  const MoleculeModel<Real> model(params, span, comp, A, E);
   const MoleculeGrid g{nx, ny, nz, px, py, pz};
   const int lane = threadIdx.x & 31;
   const int w = (blockIdx.x * BLOCK + threadIdx.x) >> 5;
@@ -235,7 +235,7 @@ __global__ void __launch_bounds__(BLOCK)
 molecule_verlet_thread(const int m, const Vec4<Real>* __restrict__ c, const Box<Real> box,
                        const int* __restrict__ order, const int* __restrict__ list, const int* __restrict__ counts,
                        const int cap, MOLECULE_ARGS) {
-  const MoleculeModel<Real> model(params, first, comp, A, E);
+  const MoleculeModel<Real> model(params, span, comp, A, E);
   const int t = blockIdx.x * BLOCK + threadIdx.x;
   MoleculeAcc<Real, Acc> acc;
   if (t < m) {
@@ -252,7 +252,7 @@ __global__ void __launch_bounds__(BLOCK)
 molecule_verlet_warp(const int m, const Vec4<Real>* __restrict__ c, const Box<Real> box,
                      const int* __restrict__ order, const int* __restrict__ list, const int* __restrict__ counts,
                      const int cap, MOLECULE_ARGS) {
-  const MoleculeModel<Real> model(params, first, comp, A, E);
+  const MoleculeModel<Real> model(params, span, comp, A, E);
   const int lane = threadIdx.x & 31;
   const int w = (blockIdx.x * BLOCK + threadIdx.x) >> 5;
   MoleculeAcc<Real, Acc> acc;
@@ -285,12 +285,14 @@ __global__ void molecule_kick(const int m, S* __restrict__ p, S* __restrict__ pi
 }
 
 // The drift, then the traversal's inputs from the new state: the centres relative to the box centre
-// (r - L/2, r in [0, L) on periodic axes) and the quaternions, in the compute type.
+// (r - L/2, r in [0, L) on periodic axes) and the quaternions, in the compute type; with a list (at: the
+// centres at its build), *moved = 1 where a centre is more than sqrt(limit2) from its place then.
 template <typename Real, typename S>
 __global__ void molecule_drift(const int m, S* __restrict__ r, const S* __restrict__ p, S* __restrict__ q,
                                S* __restrict__ pi, const S* __restrict__ mass, const S* __restrict__ inertia,
                                const S dt, const S lx, const S ly, const S lz, const int px, const int py,
-                               const int pz, Vec4<Real>* __restrict__ c, Real* __restrict__ quat) {
+                               const int pz, Vec4<Real>* __restrict__ c, Real* __restrict__ quat,
+                               const S* __restrict__ at, const S limit2, int* __restrict__ moved) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= m) return;
   S rr[3] = {r[3 * i], r[3 * i + 1], r[3 * i + 2]};
@@ -309,4 +311,13 @@ __global__ void molecule_drift(const int m, S* __restrict__ r, const S* __restri
   }
   c[i] = {static_cast<Real>(rr[0] - S(0.5) * lx), static_cast<Real>(rr[1] - S(0.5) * ly),
           static_cast<Real>(rr[2] - S(0.5) * lz), Real(0)};
+  if (at != nullptr) {  // a list traversal's rebuild test: moved more than half the skin since the build
+    S d2 = S(0);
+    for (int k = 0; k < 3; ++k) {
+      S d = rr[k] - at[3 * i + k];
+      if (per[k]) d -= box[k] * rint(d / box[k]);
+      d2 += d * d;
+    }
+    if (d2 > limit2) *moved = 1;  // every writer writes the same value
+  }
 }

@@ -7,7 +7,9 @@
 //   A[s] = (a, m)      a: the offset from the molecule's centre of mass; m: the charge or moment
 //   E[s] = (e, kind)   e: the dipole's or quadrupole's unit direction; for a Lennard-Jones centre
 //                      (sigma, sqrt(epsilon), 0, kind) instead (it has no direction)
-// Molecule i's sites are first[i] .. first[i + 1) - 1; comp[i] its component.
+// Molecule i's sites: span[i] = (first, lj, q, end), its Lennard-Jones centres [first, lj), its charges
+// [lj, q), its dipoles and quadrupoles [q, end) (molecule_span); comp[i] its component. One 16-byte load
+// gives a partner's sites: the body's loads of j depend on j alone, not on a chain of lookups.
 //
 // The pair of molecules i and j with centres d = c_i - c_j apart (within the cutoff): every site of i
 // against every site of j, Lennard-Jones centres with Lennard-Jones centres (epsilon = xi sqrt(eps_s
@@ -74,19 +76,27 @@ struct MoleculeModel {
   const Real* xi;
   const Real* eta;
   const Real* ends;  // per component: the ends of its Lennard-Jones centres, its charges, its sites
-  const int* __restrict__ first;
+  const int4* __restrict__ span;
   const int* __restrict__ comp;
   const Vec4<Real>* __restrict__ A;
   const Vec4<Real>* __restrict__ E;
 
-  __host__ __device__ __forceinline__ MoleculeModel(const Real* __restrict__ p, const int* __restrict__ first_,
+  __host__ __device__ __forceinline__ MoleculeModel(const Real* __restrict__ p, const int4* __restrict__ span_,
                                            const int* __restrict__ comp_, const Vec4<Real>* __restrict__ A_,
                                            const Vec4<Real>* __restrict__ E_)
       : rc2(p[0]), rs(p[1]), rc(p[2]), k(p[3]), krf(p[4]), crf(p[5]), rfdd(p[6]), C(static_cast<int>(p[7])),
         xi(p + kMoleculeHeader), eta(p + kMoleculeHeader + static_cast<int>(p[7]) * static_cast<int>(p[7])),
-        ends(p + kMoleculeHeader + 2 * static_cast<int>(p[7]) * static_cast<int>(p[7])), first(first_), comp(comp_),
+        ends(p + kMoleculeHeader + 2 * static_cast<int>(p[7]) * static_cast<int>(p[7])), span(span_), comp(comp_),
         A(A_), E(E_) {}
 };
+
+// Molecule i's span from its first site, the next molecule's, its component and the parameters' ends.
+template <typename Real>
+__host__ __device__ __forceinline__ int4 molecule_span(const Real* p, int first, int next, int comp) {
+  const int C = static_cast<int>(p[7]);
+  const Real* ends = p + kMoleculeHeader + 2 * C * C + 3 * comp;
+  return make_int4(first, first + static_cast<int>(ends[0]), first + static_cast<int>(ends[1]), next);
+}
 
 // What a molecule pair gives molecule i: force, torque about its centre, and the pair's energy.
 template <typename Real>
@@ -207,9 +217,8 @@ __host__ __device__ __forceinline__ MoleculePairResult<Real> molecule_pair(const
                                                                    Real dx, Real dy, Real dz) {
   MoleculePairResult<Real> o{Real(0), Real(0), Real(0), Real(0), Real(0), Real(0), Real(0)};
   const int ci = m.comp[i], cj = m.comp[j];
-  const int si = m.first[i], sj = m.first[j], ni = m.first[i + 1], nj = m.first[j + 1];
-  const int li = si + static_cast<int>(m.ends[3 * ci]), qi = si + static_cast<int>(m.ends[3 * ci + 1]);
-  const int lj = sj + static_cast<int>(m.ends[3 * cj]), qj = sj + static_cast<int>(m.ends[3 * cj + 1]);
+  const int4 I = m.span[i], J = m.span[j];
+  const int si = I.x, li = I.y, qi = I.z, ni = I.w, sj = J.x, lj = J.y, qj = J.z, nj = J.w;
   if (li > si && lj > sj) {  // Lennard-Jones centres: 4 eps ((sig/r)^12 - (sig/r)^6); E.x sigma, E.y sqrt(eps)
     const Real xi = m.xi[ci * m.C + cj], heta = Real(0.5) * m.eta[ci * m.C + cj];
     for (int s = si; s < li; ++s) {

@@ -41,6 +41,8 @@ int main(int argc, char** argv) {
   std::vector<int> first(m + 1), comp(m), owner(nsites);
   take(in, first.data(), first.size());
   take(in, comp.data(), comp.size());
+  std::vector<int4> span(m);  // the device's per-molecule site spans, as molecules_cuda builds them
+  for (int i = 0; i < m; ++i) span[i] = molecule_span(params.data(), first[i], first[i + 1], comp[i]);
   take(in, owner.data(), owner.size());
   std::vector<Vec4<Real>> bodyA(nsites), bodyE(nsites), A(nsites), E(nsites);
   std::vector<Real> quat(4 * m);
@@ -51,7 +53,7 @@ int main(int argc, char** argv) {
     const Real* q = &quat[4 * owner[s]];
     turn_site(q[0], q[1], q[2], q[3], bodyA[s], bodyE[s], A[s], E[s]);
   }
-  const MoleculeModel<Real> model(params.data(), first.data(), comp.data(), A.data(), E.data());
+  const MoleculeModel<Real> model(params.data(), span.data(), comp.data(), A.data(), E.data());
   FILE* out = fopen(argv[2], "wb");
   if (!out) return 2;
   for (int k = 0; k < npairs; ++k) {

@@ -143,6 +143,8 @@ int main(int argc, char** argv) {
   std::vector<int> first(m + 1), comp(m), owner(nsites);
   take(in, first.data(), first.size());
   take(in, comp.data(), comp.size());
+  std::vector<int4> span(m);  // the device's per-molecule site spans, as molecules_cuda builds them
+  for (int i = 0; i < m; ++i) span[i] = molecule_span(params.data(), first[i], first[i + 1], comp[i]);
   take(in, owner.data(), owner.size());
   std::vector<Vec4<Real>> bodyA(nsites), bodyE(nsites), A(nsites), E(nsites), c(m);
   std::vector<Real> quat(4 * m);
@@ -171,7 +173,7 @@ int main(int argc, char** argv) {
   std::stable_sort(order.begin(), order.end(), [&](int a, int b2) { return cell[a] < cell[b2]; });
   for (int i = 0; i < m; ++i) ++start[cell[i] + 1];
   for (int k = 0; k < ncells; ++k) start[k + 1] += start[k];
-  const MoleculeModel<Real> model(params.data(), first.data(), comp.data(), A.data(), E.data());
+  const MoleculeModel<Real> model(params.data(), span.data(), comp.data(), A.data(), E.data());
   std::vector<Acc> force(3 * m, Acc(0)), torque(3 * m, Acc(0));
   Sums sums;
   const bool pbc = g.px || g.py || g.pz;
