@@ -6,8 +6,9 @@ A point is one traversal, precision and system: the whole evaluation (the sites 
 quaternions, the cells or the list built, the molecule pairs, forces, torques, energy and virial)
 after `warmup` untimed evaluations (the first compiles), the median of at least `repeat` samples and
 `min_time` seconds of them: a CPU traversal's with the host clock (harness.timing.time_cpu), a GPU
-traversal's with CUDA events around its kernels, the molecules already on the device (time_gpu). Rates: molecules per
-second and molecule pairs within the cutoff per second; `site_pairs` counts the site-site terms
+traversal's with CUDA events around its kernels, the molecules already on the device (time_gpu); a GPU
+traversal's `forces_ms` times the evaluation without energy and virial (forces and torques: what an MD
+step runs between its samples). Rates: molecules per second and molecule pairs within the cutoff per second; `site_pairs` counts the site-site terms
 those pairs hold (Lennard-Jones centres with Lennard-Jones centres, electrostatic sites with
 electrostatic sites), the work of the pair body. With --amortised K, also the mean time per frame of K
 frames of a random walk of the molecules through a plan kept across them (amortised()): the Verlet
@@ -24,7 +25,7 @@ from . import molecule_check
 COLUMNS = ["strategy", "backend", "scenario", "molecules", "sites", "precision", "status", "compute_ms",
            "compute_min_ms", "compute_max_ms", "compute_q1_ms", "compute_q3_ms", "spread", "repeats",
            "molecule_pairs", "site_pairs", "molecules_per_s", "molecule_pairs_per_s", "site_pairs_per_s",
-           "build_ms", "amortised_ms", "amortised_frames", "rebuilds", "energy", "includes", "detail"]
+           "forces_ms", "build_ms", "amortised_ms", "amortised_frames", "rebuilds", "energy", "includes", "detail"]
 
 
 def scenario_cases(names: list[str], sizes: list[str], seed: int) -> list[dict]:
@@ -95,6 +96,9 @@ def run(names: list[str], precisions: list[str], cases: list[dict], timing: dict
                                      min_time=timing["min_time"], max_repeat=max(timing["repeat"], 1000))
                         out.update(plan.result())
                         row["includes"] = "sites, cells, traversal and block sums on the device (CUDA events)"
+                        f = time_gpu(lambda: plan.run(False), warmup=1, repeat=timing["repeat"],
+                                     min_time=timing["min_time"], max_repeat=max(timing["repeat"], 1000))
+                        row["forces_ms"] = f.median  # forces and torques alone: the kernels an MD step runs
                         if name in molecules_cuda.LISTS:  # the samples reuse the list the warm-up built
                             def rebuilt():
                                 plan.stale = True
@@ -152,12 +156,13 @@ def amortised(name: str, precision: str, mols, model, frames: int) -> dict:
 
 def table(rows: list[dict]) -> str:
     head = (f"{'strategy':22s} {'prec':5s} {'system':28s} {'molecules':>9s} {'ms':>10s} {'spread':>7s} "
-            f"{'mol/s':>9s} {'site pair/s':>11s} {'amort. ms':>10s}  status")
+            f"{'forces ms':>10s} {'mol/s':>9s} {'site pair/s':>11s} {'amort. ms':>10s}  status")
     lines = [head]
     for r in rows:
         f = lambda k, w, fmt: (format(r[k], fmt) if isinstance(r.get(k), (int, float)) else "").rjust(w)  # noqa: E731
         lines.append(f"{r['strategy']:22s} {r['precision']:5s} {r['scenario'][:28]:28s} {r['molecules']:9d} "
-                     f"{f('compute_ms', 10, '.4g')} {f('spread', 7, '.2f')} {f('molecules_per_s', 9, '.3g')} "
+                     f"{f('compute_ms', 10, '.4g')} {f('spread', 7, '.2f')} {f('forces_ms', 10, '.4g')} "
+                     f"{f('molecules_per_s', 9, '.3g')} "
                      f"{f('site_pairs_per_s', 11, '.3g')} {f('amortised_ms', 10, '.4g')}  {r['status']}"
                      + (f" ({r['detail']})" if r.get("status") != "ok" and r.get("detail") else ""))
     return "\n".join(lines)

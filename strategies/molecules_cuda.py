@@ -12,7 +12,8 @@ the traversals of kernels/molecules.cu, named as the point strategies whose loop
   verlet_thread_padded    a list over the centres within (1 + SKIN) rc, a padded row per molecule, kept
                           across evaluations while no centre has moved more than SKIN rc / 2 since the
                           build (upload() decides, on the host); a thread per molecule over its row
-  verlet_warp_padded      the same list, a warp per molecule over its row, then a warp sum
+  verlet_warp_padded      the same list, a group of lanes of a warp per molecule over its row (4 to 32 lanes,
+                          lanes() picks them from the rows' mean length), then a sum over the group
 
 An evaluation (MoleculePlan.run, all on the device, no host synchronisation): the sites turned by the
 quaternions (molecule_sites), the centres' cells (molecule_cell_of, then a stable sort by cell and the
@@ -34,7 +35,7 @@ TRAVERSALS = ("allpairs_thread_naive", "fullshell_thread_csr", "fullshell_warp_c
               "c08_warp_csr", "verlet_thread_padded", "verlet_warp_padded")
 C08 = ("c08_thread_csr", "c08_warp_csr")
 LISTS = ("verlet_thread_padded", "verlet_warp_padded")
-WARP = ("fullshell_warp_csr", "verlet_warp_padded")  # a warp per molecule
+WARP = ("fullshell_warp_csr", "verlet_warp_padded")  # a warp (or a group of its lanes) per molecule
 SKIN = 0.1  # the Verlet list's skin, a fraction of the cutoff (as the CPU's, molecules_cpu.SKIN)
 PRECISIONS = {"fp32": ("float", "float", np.float32, np.float32), "mixed": ("float", "double", np.float32, np.float64),
               "fp64": ("double", "double", np.float64, np.float64)}
@@ -47,6 +48,17 @@ SITE_BLOCK = 256
 SUMS = 10
 KIND = {"lj": 0, "charge": 1, "dipole": 2, "quadrupole": 3}
 HEADER = 8
+
+
+LANE_CHOICES = (4, 8, 16, 32)
+ROW_PER_LANE = 16  # the mean row entries per lane verlet_warp_padded's lanes aim at
+
+
+def lanes(mean_row: float) -> int:
+    """verlet_warp_padded's lanes per molecule for rows of `mean_row` entries on average: the fewest of
+    LANE_CHOICES that leaves each lane at most ROW_PER_LANE entries, else 32. Fewer lanes idle fewer of them
+    on a row's last stride; more lanes give a row's latency more hands."""
+    return next((k for k in LANE_CHOICES if mean_row <= k * ROW_PER_LANE), LANE_CHOICES[-1])
 
 
 def expressions(name: str, precision: str) -> list[str]:
@@ -188,7 +200,11 @@ class MoleculePlan:
         self.d_q = cp.zeros((m, 4), self.real)
         self.d_force = cp.zeros((m, 3), self.acc)
         self.d_torque = cp.zeros((m, 3), self.acc)
-        self.grid = max(1, -(-(m * (32 if name in WARP else 1)) // BLOCK))
+        self.lanes = 32 if name in WARP else 1  # lanes per molecule; verlet_warp_padded's follow its rows (below)
+        if name == "verlet_warp_padded":
+            volume = float(np.prod(self.lengths))
+            self.lanes = lanes(m / max(volume, 1e-300) * 4.0 / 3.0 * math.pi * ((1.0 + SKIN) * model.cutoff) ** 3)
+        self.grid = max(1, -(-(m * self.lanes) // BLOCK))
         self.visits = 1 if name in C08 else 2  # each pair from both sides, or once (Newton3)
         self.d_partial = cp.zeros((self.grid, SUMS), self.acc)
         self.d_count = cp.zeros(self.grid, np.uint64)
@@ -267,7 +283,8 @@ class MoleculePlan:
             if self.stale:
                 self._build(self._cells())
             self.fns[energy]((self.grid,), (BLOCK,), (np.int32(self.m), self.d_c, self.box, self.d_list_order,
-                                                      self.d_list, self.d_counts, np.int32(self.cap), *common))
+                                                      self.d_list, self.d_counts, np.int32(self.cap),
+                                                      *((np.int32(self.lanes),) if self.name in WARP else ()), *common))
             return
         grid = self._cells()
         if self.name in C08:

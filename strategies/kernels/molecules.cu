@@ -102,6 +102,24 @@ __device__ __forceinline__ void warp_store(const MoleculeAcc<Real, Acc>& acc, in
   if (lane == 0) sum.store(i, force, torque);
 }
 
+// The force and torque summed over each aligned group of `lanes` lanes (a power of two up to 32), stored
+// by the group's first lane where it has a molecule (i >= 0). Every lane of the warp calls it.
+template <typename Real, typename Acc>
+__device__ __forceinline__ void group_store(const MoleculeAcc<Real, Acc>& acc, int i, int lane, int lanes,
+                                            Acc* __restrict__ force, Acc* __restrict__ torque) {
+  __syncwarp();
+  Acc v[6] = {acc.fx, acc.fy, acc.fz, acc.tx, acc.ty, acc.tz};
+  for (int off = lanes >> 1; off > 0; off >>= 1) {
+#pragma unroll
+    for (int k = 0; k < 6; ++k) v[k] += __shfl_xor_sync(0xffffffffu, v[k], off);
+  }
+  if (lane == 0 && i >= 0) {
+    MoleculeAcc<Real, Acc> sum;
+    sum.fx = v[0], sum.fy = v[1], sum.fz = v[2], sum.tx = v[3], sum.ty = v[4], sum.tz = v[5];
+    sum.store(i, force, torque);
+  }
+}
+
 #define MOLECULE_ARGS                                                                                                \
   const Real *__restrict__ params, const int4 *__restrict__ span, const int *__restrict__ comp,                    \
       const Vec4<Real> *__restrict__ A, const Vec4<Real> *__restrict__ E, Acc *__restrict__ force,                 \
@@ -246,21 +264,25 @@ molecule_verlet_thread(const int m, const Vec4<Real>* __restrict__ c, const Box<
   block_end<BLOCK, ENERGY>(acc, partial, count, blockIdx.x);
 }
 
-// verlet_warp_padded: warp w takes molecule order[w], lane l every 32nd entry of its row from l.
+// verlet_warp_padded: a group of `lanes` lanes of a warp (a power of two, 2 to 32: molecules_cuda.lanes()
+// picks it from the rows' length) takes molecule order[w], lane l of the group every lanes-th entry of
+// its row from l; then a sum over the group's lanes. Fewer lanes than 32 leave fewer of them idle on a
+// row's last stride and inside the cutoff test.
 template <typename Real, typename Acc, int BLOCK, bool PBC, bool ENERGY>
 __global__ void __launch_bounds__(BLOCK)
 molecule_verlet_warp(const int m, const Vec4<Real>* __restrict__ c, const Box<Real> box,
                      const int* __restrict__ order, const int* __restrict__ list, const int* __restrict__ counts,
-                     const int cap, MOLECULE_ARGS) {
+                     const int cap, const int lanes, MOLECULE_ARGS) {
   const MoleculeModel<Real> model(params, span, comp, A, E);
-  const int lane = threadIdx.x & 31;
-  const int w = (blockIdx.x * BLOCK + threadIdx.x) >> 5;
+  const int t = blockIdx.x * BLOCK + threadIdx.x;
+  const int lane = t & (lanes - 1), w = t / lanes;
   MoleculeAcc<Real, Acc> acc;
-  if (w < m) {  // the whole warp takes the same branch
-    const int i = order[w];
-    list_row<PBC, ENERGY>(i, c, box, list + static_cast<size_t>(i) * cap, counts[i], model, acc, lane, 32);
-    warp_store(acc, i, lane, force, torque);
+  int i = -1;
+  if (w < m) {  // the lanes of a group take the same branch
+    i = order[w];
+    list_row<PBC, ENERGY>(i, c, box, list + static_cast<size_t>(i) * cap, counts[i], model, acc, lane, lanes);
   }
+  group_store(acc, i, lane, lanes, force, torque);  // every lane of the warp, in or out of range
   block_end<BLOCK, ENERGY>(acc, partial, count, blockIdx.x);
 }
 

@@ -97,7 +97,9 @@ static int traverse(int mode, int m, const std::vector<Vec4<Real>>& c, const Box
     }
     return longest;
   }
-  const int lanes = (mode == 2 || mode == 5) ? 32 : 1;
+  // a thread per molecule, fullshell_warp_csr's warp, verlet_warp_padded's group of lanes (8 here: the plan
+  // picks 4 to 32 by the rows' length)
+  const int lanes = mode == 2 ? 32 : (mode == 5 ? 8 : 1);
   for (int t = 0; t < m; ++t) {
     const int i = mode == 0 ? t : order[t];
     MoleculeAcc<Real, Acc> total;
