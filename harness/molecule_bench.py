@@ -28,6 +28,28 @@ COLUMNS = ["strategy", "backend", "scenario", "molecules", "sites", "precision",
            "forces_ms", "build_ms", "amortised_ms", "amortised_frames", "rebuilds", "energy", "includes", "detail"]
 
 
+LAUNCH = {"lanes": (1, 2, 4, 8, 16, 32)}  # verlet_warp_padded's lanes per molecule (its rule picks otherwise)
+
+
+def parse_launch(spec: str | None) -> dict:
+    """--launch on molecules: lanes=K (a power of two up to 32) for verlet_warp_padded; {} without it."""
+    if not spec:
+        return {}
+    out = {}
+    for item in (x.strip() for x in spec.split(",") if x.strip()):
+        key, eq, value = item.partition("=")
+        if key not in LAUNCH or not eq:
+            raise InputError(f"--launch {item!r}: molecules take lanes=K (verlet_warp_padded's lanes per molecule)")
+        try:
+            k = int(value)
+        except ValueError:
+            k = None
+        if k not in LAUNCH[key]:
+            raise InputError(f"--launch lanes={value}: one of {', '.join(map(str, LAUNCH[key]))}")
+        out[key] = k
+    return out
+
+
 def scenario_cases(names: list[str], sizes: list[str], seed: int) -> list[dict]:
     """Each molecule scenario at each size: {"case", "mols", "model"}."""
     from .molecule_scenarios import make
@@ -81,6 +103,9 @@ def run(names: list[str], precisions: list[str], cases: list[dict], timing: dict
                                  "detail": f"molecules compute in {', '.join(traversals.PRECISIONS)}"})
                     continue
                 ok, why = traversals.applicable(name, mols, model)
+                launch = timing.get("launch") or {}
+                if ok and launch and name != "verlet_warp_padded":
+                    ok, why = False, "--launch lanes= is verlet_warp_padded's"
                 if not ok:
                     rows.append({**row, "status": "n/a", "detail": why})
                     continue
@@ -90,7 +115,7 @@ def run(names: list[str], precisions: list[str], cases: list[dict], timing: dict
                         from strategies import molecules_cuda
                         from strategies.molecules_cuda import MoleculePlan
 
-                        plan = MoleculePlan(name, mols, model, p)
+                        plan = MoleculePlan(name, mols, model, p, **launch)
                         plan.upload(mols.centres, mols.quaternions)
                         t = time_gpu(plan.run, warmup=max(1, timing["warmup"]), repeat=timing["repeat"],
                                      min_time=timing["min_time"], max_repeat=max(timing["repeat"], 1000))

@@ -13,7 +13,7 @@ the traversals of kernels/molecules.cu, named as the point strategies whose loop
                           across evaluations while no centre has moved more than SKIN rc / 2 since the
                           build (upload() decides, on the host); a thread per molecule over its row
   verlet_warp_padded      the same list, a group of lanes of a warp per molecule over its row (4 to 32 lanes,
-                          lanes() picks them from the rows' mean length), then a sum over the group
+                          pick_lanes() from the rows and the molecules), then a sum over the group
 
 An evaluation (MoleculePlan.run, all on the device, no host synchronisation): the sites turned by the
 quaternions (molecule_sites), the centres' cells (molecule_cell_of, then a stable sort by cell and the
@@ -52,13 +52,19 @@ HEADER = 8
 
 LANE_CHOICES = (4, 8, 16, 32)
 ROW_PER_LANE = 16  # the mean row entries per lane verlet_warp_padded's lanes aim at
+MANY_THREADS = 1 << 22  # above this many threads in flight, half as many lanes still hide the gathers' latency
 
 
-def lanes(mean_row: float) -> int:
-    """verlet_warp_padded's lanes per molecule for rows of `mean_row` entries on average: the fewest of
-    LANE_CHOICES that leaves each lane at most ROW_PER_LANE entries, else 32. Fewer lanes idle fewer of them
-    on a row's last stride; more lanes give a row's latency more hands."""
-    return next((k for k in LANE_CHOICES if mean_row <= k * ROW_PER_LANE), LANE_CHOICES[-1])
+def pick_lanes(mean_row: float, m: int) -> int:
+    """verlet_warp_padded's lanes per molecule for m molecules whose rows hold `mean_row` entries on
+    average: the fewest of LANE_CHOICES that leaves each lane at most ROW_PER_LANE entries (else 32),
+    halved while m x lanes / 2 still exceeds MANY_THREADS. Fewer lanes leave fewer of them idle on a row's
+    last stride and inside the cutoff test; more give a small system enough warps (measured on SPC/E
+    water: docs/decisions/molecule-lanes.md); bench --launch lanes=K times another choice."""
+    k = next((k for k in LANE_CHOICES if mean_row <= k * ROW_PER_LANE), LANE_CHOICES[-1])
+    while k > LANE_CHOICES[0] and m * k // 2 > MANY_THREADS:
+        k //= 2
+    return k
 
 
 def expressions(name: str, precision: str) -> list[str]:
@@ -173,7 +179,7 @@ def cell_grid(centres: np.ndarray, lengths, periodic, cutoff: float):
 class MoleculePlan:
     """One traversal and precision on one system of molecules: the device buffers, the kernels, and run()."""
 
-    def __init__(self, name: str, mols, model, precision: str):
+    def __init__(self, name: str, mols, model, precision: str, lanes: int | None = None):
         import cupy as cp
 
         if name not in TRAVERSALS:
@@ -201,9 +207,12 @@ class MoleculePlan:
         self.d_force = cp.zeros((m, 3), self.acc)
         self.d_torque = cp.zeros((m, 3), self.acc)
         self.lanes = 32 if name in WARP else 1  # lanes per molecule; verlet_warp_padded's follow its rows (below)
-        if name == "verlet_warp_padded":
+        if name == "verlet_warp_padded":  # `lanes` given: those (bench --launch lanes=K), else the rule's
             volume = float(np.prod(self.lengths))
-            self.lanes = lanes(m / max(volume, 1e-300) * 4.0 / 3.0 * math.pi * ((1.0 + SKIN) * model.cutoff) ** 3)
+            self.lanes = lanes if lanes is not None else pick_lanes(
+                m / max(volume, 1e-300) * 4.0 / 3.0 * math.pi * ((1.0 + SKIN) * model.cutoff) ** 3, m)
+        elif lanes is not None:
+            raise ValueError(f"{name} takes no lanes; verlet_warp_padded does")
         self.grid = max(1, -(-(m * self.lanes) // BLOCK))
         self.visits = 1 if name in C08 else 2  # each pair from both sides, or once (Newton3)
         self.d_partial = cp.zeros((self.grid, SUMS), self.acc)

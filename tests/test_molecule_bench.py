@@ -66,6 +66,9 @@ def test_site_pairs_of_two_components_count_each_kind_with_its_own():
     (["--scenario", "spce_water", "--strategies", "clusterpair_warp_newton3"], "no molecule functor"),
     (["--molecules", "c.json"], "needs --input"),
     (["--scenario", "spce_water", "--n", "huge"], "huge"),
+    (["--scenario", "spce_water", "--launch", "lanes=3"], "one of 1, 2, 4, 8, 16, 32"),
+    (["--scenario", "spce_water", "--launch", "block=128"], "molecules take lanes=K"),
+    (["--scenario", "spce_water", "--launch", "lanes=many"], "lanes=many"),
 ])
 def test_bench_molecules_refuses_in_one_line(tmp_path, capsys, extra, words):
     assert cli.main(["bench", *extra, "--out", str(tmp_path / "b")]) == 2
@@ -161,3 +164,19 @@ def test_pairs_at_the_cutoff_within_rounding_may_count_either_way(offset, fp32, 
     assert molecule_check.pairs_agree(1 - want, want, mols, rc, "fp32") == bool(fp32)
     assert molecule_check.pairs_agree(1 - want, want, mols, rc, "fp64") == bool(fp64)
     assert molecule_check.pairs_agree(want, want, mols, rc, "fp64")
+
+
+def test_lanes_per_molecule_follow_the_rows_and_the_molecules():
+    """verlet_warp_padded's rule at the sizes it was measured on (SPC/E water, rows of about 136 entries):
+    16 lanes at 1,000 and 32,768 molecules, 8 at a million; short rows take few lanes, long ones 32; a
+    launch value is refused by the traversals without lanes."""
+    from strategies import molecules_cuda as mc
+
+    row = 0.033328 * 4.0 / 3.0 * np.pi * ((1.0 + mc.SKIN) * 9.0) ** 3
+    assert [mc.pick_lanes(row, m) for m in (1000, 32768, 1_000_000)] == [16, 16, 8]
+    assert mc.pick_lanes(10.0, 1000) == 4 and mc.pick_lanes(2000.0, 1000) == 32
+    assert mc.pick_lanes(2000.0, 10_000_000) == 4
+    rows = molecule_bench.run(["verlet_thread_cpu"], ["fp32"], [{"case": "x", "mols": _all_kinds()[0],
+                                                                  "model": _all_kinds()[1]}],
+                              {"warmup": 0, "repeat": 1, "min_time": 0.0, "launch": {"lanes": 8}})
+    assert rows[0]["status"] == "n/a" and "verlet_warp_padded" in rows[0]["detail"]

@@ -33,12 +33,12 @@ def cmd_bench_molecules(args: argparse.Namespace) -> int:
     from ..verify import meta
 
     bad = [o for o, v in (("--suite", args.suite), ("--forcefield", args.forcefield), ("--potential", args.potential),
-                          ("--launch", args.launch), ("--sweep", args.sweep), ("--shard", args.shard),
-                          ("--cluster", args.cluster), ("--peers", args.peers), ("--resume", args.resume),
+                          ("--sweep", args.sweep), ("--shard", args.shard), ("--cluster", args.cluster), ("--peers", args.peers), ("--resume", args.resume),
                           ("--dry-run", args.dry_run)) if v]
     if bad:
         raise InputError(f"bench: {', '.join(bad)} do(es) not apply to molecules yet")
     names = molecule_bench.check_strategies(args.strategies)
+    launch = molecule_bench.parse_launch(args.launch)
     precisions = parse_precisions(args.precision)
     results.check_dir(args.out, "--out")
     if args.json:
@@ -62,7 +62,7 @@ def cmd_bench_molecules(args: argparse.Namespace) -> int:
     for line in device.header_lines(device.header()):
         print(line)
     timing = {"warmup": args.warmup, "repeat": args.repeat, "min_time": args.min_time,
-              "amortised": args.amortised or 0}
+              "amortised": args.amortised or 0, "launch": launch}
     rows = molecule_bench.run(names, precisions, cases, timing, progress=None if args.quiet else print)
     doc = results.document("bench-molecules", rows, device.header(), meta(args.argv))
     paths = results.write(doc, args.out, args.name or "molecules", molecule_bench.COLUMNS,
