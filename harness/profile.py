@@ -70,8 +70,34 @@ def _scale(field: str, unit: str) -> float:
     return table[base]
 
 
+# The longest an Nsight Compute run (or its export) may take: a profile of the heaviest point takes
+# about 2 minutes on an H200, so a run past this has hung, and ends with that said instead of holding
+# a campaign's slice until its budget.
+NCU_TIMEOUT = 600.0
+
+
 def ncu() -> str | None:
     return shutil.which("ncu")
+
+
+def _bounded(cmd: list[str], env: dict | None, late: str) -> subprocess.CompletedProcess:
+    """cmd run to completion in a process group of its own (ncu and the process it profiles); past
+    NCU_TIMEOUT the whole group is killed and `late` raised as the one-line error."""
+    import os
+    import signal
+
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=NCU_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.communicate()
+        raise InputError(late) from None
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def _number(text) -> float | None:
@@ -193,11 +219,13 @@ def _ncu(exe: str, nvtx: str, cache: str, stem: Path, inner_args: list[str], env
     for sec in SECTIONS:
         cmd += ["--section", sec]
     cmd += [sys.executable, "-m", "harness", "profile", "--inner", *inner_args]
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    p = _bounded(cmd, env, f"ncu did not finish within {NCU_TIMEOUT:.0f} s ({nvtx}): the profiled process or "
+                           f"ncu hung; both stopped, and {stem}.ncu-rep is not used")
     rep = Path(str(stem) + ".ncu-rep")
     if p.returncode != 0 or not rep.exists():
         raise InputError(f"ncu failed (exit {p.returncode}): {(p.stderr or p.stdout).strip()[-800:]}")
-    raw = subprocess.run([exe, "--import", str(rep), "--csv", "--page", "raw"], capture_output=True, text=True)
+    raw = _bounded([exe, "--import", str(rep), "--csv", "--page", "raw"], None,
+                   f"ncu --import of {rep} did not finish within {NCU_TIMEOUT:.0f} s")
     unread = [line for line in (raw.stdout + raw.stderr).splitlines() if line.startswith("==ERROR==")]
     if raw.returncode != 0 or unread:
         raise InputError(f"ncu wrote {rep} but cannot read it back (exit {raw.returncode}): "

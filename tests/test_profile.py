@@ -51,3 +51,27 @@ def test_timeline_without_nsys_says_so(monkeypatch, capsys):
     monkeypatch.setattr(shutil, "which", lambda exe: None)
     assert cli.main(["timeline"]) == 0
     assert "Nsight Systems (nsys) is not on this machine" in capsys.readouterr().out
+
+
+def test_a_hung_ncu_run_ends_in_one_line_and_leaves_no_process(tmp_path, monkeypatch):
+    """A profiled process that never exits (ncu waits for it) is stopped at NCU_TIMEOUT with the process
+    group it started, and the stage gets one line saying so instead of waiting for its budget."""
+    import subprocess
+    import time
+
+    from harness import profile
+    from mdcore import InputError
+
+    marker = tmp_path / "child.pid"
+    fake = tmp_path / "ncu"
+    fake.write_text(f"#!/bin/sh\nsleep 60 &\necho $! > {marker}\nwait\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(profile, "NCU_TIMEOUT", 1.0)
+    t0 = time.monotonic()
+    with pytest.raises(InputError, match="did not finish within 1 s"):
+        profile._ncu(str(fake), "force/x/", "none", tmp_path / "x", ["--strategy", "x"])
+    assert time.monotonic() - t0 < 10
+    pid = int(marker.read_text())
+    time.sleep(0.2)
+    alive = subprocess.run(["ps", "-o", "stat=", "-p", str(pid)], capture_output=True, text=True).stdout.strip()
+    assert alive in ("", "Z", "Z+"), alive
