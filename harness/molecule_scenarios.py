@@ -65,15 +65,44 @@ def random_quaternions(rng: np.random.Generator, n: int) -> np.ndarray:
     return q / np.linalg.norm(q, axis=1)[:, None]
 
 
-def make(name: str, size: str | int = "small", seed: int = 1) -> tuple[molecules.Molecules, molecules.Model]:
-    """The molecules of scenario `name` at `size` (a size name or a molecule count) and their model."""
+PARAMETERS = {"switch": "where the switch on the centres' distance starts (below the cutoff; default none: a plain "
+                         "cutoff)"}
+
+
+def named(spec: str) -> bool:
+    """Whether `spec` ('spce_water' or 'spce_water:switch=8') names a molecule scenario."""
+    return spec.partition(":")[0] in SCENARIOS
+
+
+def components_doc(spec: str) -> dict:
+    """The components file of scenario spec `name[:switch=S]`: the model's, with the switch where given.
+    Unknown names, parameters and values end in one line."""
+    name, _, rest = spec.partition(":")
     if name not in SCENARIOS:
         raise InputError(f"unknown molecule scenario {name!r}; known: {', '.join(SCENARIOS)}")
+    doc = molecule_library.components_file(SCENARIOS[name].model)
+    for item in (x for x in rest.split(",") if x.strip()):
+        key, eq, value = item.strip().partition("=")
+        if key not in PARAMETERS or not eq:
+            raise InputError(f"scenario {name}: {item.strip()!r}: a molecule scenario takes "
+                             f"{', '.join(k + '=' for k in PARAMETERS)} ({'; '.join(PARAMETERS.values())})")
+        try:
+            doc[key] = float(value)
+        except ValueError:
+            raise InputError(f"scenario {name}: {key}={value!r} is not a number") from None
+    return doc
+
+
+def make(name: str, size: str | int = "small", seed: int = 1) -> tuple[molecules.Molecules, molecules.Model]:
+    """The molecules of scenario `name` (a spec: 'spce_water' or 'spce_water:switch=8') at `size` (a size
+    name or a molecule count) and their model."""
+    doc = components_doc(name)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise InputError(f"seed must be a whole number >= 0, got {seed!r}")
+    name = name.partition(":")[0]
     sc = SCENARIOS[name]
     n = parse_size(size)
-    model = sc.components()
+    model = molecules.parse(doc, source=f"scenario {name}")
     side = (n / sc.density) ** (1.0 / 3.0)
     if model.cutoff > 0.5 * side:
         smallest = math.ceil(sc.density * (2.0 * model.cutoff) ** 3)

@@ -361,3 +361,28 @@ def test_the_replay_keeps_the_verlet_list_within_its_skin_and_catches_one_kept_t
         doc = json.loads((t / "v" / "verify.json").read_text())
         assert any("replay of 60" in r["case"] and r["status"] == "FAIL" for r in doc["molecules"])
     capsys.readouterr()
+
+
+def test_a_molecule_scenario_takes_a_switch_and_refuses_other_parameters(tmp_path, capsys):
+    """'spce_water:switch=8': the model's switch starts at 8 (the molecules are the plain scenario's), the
+    exported components file carries it, and md, bench and tune see a molecule scenario; a switch beyond the
+    cutoff, an unknown key or a word ends in one line, exit 2, with nothing written."""
+    import json
+
+    from harness import cli
+
+    plain, m0 = S.make("spce_water", "tiny", seed=3)
+    mols, model = S.make("spce_water:switch=8", "tiny", seed=3)
+    assert model.switch_start == 8.0 and m0.switch_start == m0.cutoff
+    np.testing.assert_array_equal(mols.centres, plain.centres)
+    assert S.named("spce_water:switch=8") and not S.named("lj_liquid")
+    assert cli.main(["export", "--scenario", "spce_water:switch=8", "--n", "tiny", "--out", str(tmp_path / "w.npz")]) == 0
+    assert json.loads((tmp_path / "w.components.json").read_text())["switch"] == 8.0
+    capsys.readouterr()
+    for spec, words in [("spce_water:switch=10", "below the cutoff"), ("spce_water:skin=1", "takes switch="),
+                        ("spce_water:switch=soon", "not a number")]:
+        out = tmp_path / "bad.npz"
+        assert cli.main(["export", "--scenario", spec, "--n", "tiny", "--out", str(out)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and words in err[0], err
+        assert not out.exists()

@@ -56,6 +56,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     print(f"molecule scenarios (docs/molecules.md; fp64 in reference, {', '.join(traversals.TRAVERSALS)}):")
     for m in mols:
         print(f"  {m['name']:26s} {m['description']}")
+    print(f"  {'':26s} parameters (name:key=value): "
+          + "; ".join(f"{k}: {v}" for k, v in molecule_scenarios.PARAMETERS.items()))
     print("potentials:")
     for p in pots:
         print(f"  {p['name']:18s} {p['spec']}  (functor {p['functor']})")
@@ -406,7 +408,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from ..io import write_configuration
 
     results.check_file(args.out, "--out", (".xyz", ".extxyz", ".npz"))
-    if args.scenario.partition(":")[0] in molecule_scenarios.SCENARIOS:
+    if molecule_scenarios.named(args.scenario):
         return _export_molecules(args)
     p = scenarios.make(args.scenario, size_arg(args.n), seed=args.seed)
     pot = p.potential
@@ -432,18 +434,14 @@ def cmd_export(args: argparse.Namespace) -> int:
 def _export_molecules(args: argparse.Namespace) -> int:
     """A molecule scenario: the molecules (.npz: positions, quaternions, components, box, periodic) and
     their components file beside them (--input and --molecules read both)."""
-    from mdcore import molecule_library
-
-    name, _, params = args.scenario.partition(":")
-    if params:
-        raise InputError(f"scenario {name}: a molecule scenario takes no parameters, got {params!r}")
+    name = args.scenario.partition(":")[0]
+    doc = molecule_scenarios.components_doc(args.scenario)  # with the spec's switch, if any
     out = Path(args.out)
     if out.suffix.lower() != ".npz":
         raise InputError(f"--out {out}: molecules are written as .npz (positions, quaternions, components, box)")
-    mols, model = molecule_scenarios.make(name, args.n, seed=args.seed)
+    mols, model = molecule_scenarios.make(args.scenario, args.n, seed=args.seed)
     comp_path = out.with_name(out.stem + ".components.json")
     molecule_scenarios.write(out, mols, model)
-    doc = molecule_library.components_file(molecule_scenarios.SCENARIOS[name].model)
     comp_path.write_text(json.dumps(doc, indent=1) + "\n")
     print(f"{name} {len(mols.centres)} molecules seed={args.seed}, box {mols.box.describe()} -> {out}, its "
           f"components -> {comp_path}")

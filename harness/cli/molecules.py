@@ -18,7 +18,7 @@ def molecule_scenarios_named(args: argparse.Namespace) -> bool:
     from .. import molecule_scenarios
 
     specs = [x.strip() for spec in (args.scenario or []) for x in spec.split(",") if x.strip()]
-    mol = [x for x in specs if x in molecule_scenarios.SCENARIOS]
+    mol = [x for x in specs if molecule_scenarios.named(x)]
     if mol and len(mol) != len(specs):
         raise InputError(f"bench: {', '.join(x for x in specs if x not in mol)} and {', '.join(mol)}: point and "
                          "molecule scenarios are benchmarked apart")

@@ -103,7 +103,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_tune(args: argparse.Namespace) -> int:
     from .. import molecule_scenarios, tune
 
-    if args.molecules or args.scenario.partition(":")[0] in molecule_scenarios.SCENARIOS:
+    if args.molecules or molecule_scenarios.named(args.scenario):
         return cmd_tune_molecules(args)
     check_forcefield(args)
     budget = tune.parse_budget(args.budget)
@@ -197,7 +197,7 @@ def cmd_md(args: argparse.Namespace) -> int:
 
     from .. import md, molecule_scenarios
 
-    if args.molecules or args.scenario.partition(":")[0] in molecule_scenarios.SCENARIOS:
+    if args.molecules or molecule_scenarios.named(args.scenario):
         return cmd_md_molecules(args)
     if args.equilibrate:
         raise InputError("md --equilibrate applies to molecules (--molecules or a molecule scenario)")
