@@ -76,9 +76,31 @@ def _bench(suite: str, *extra: str) -> Stage:
                                     *TIMING, *extra), outputs=(f"bench/{suite}.json",))
 
 
+def molecule_stages() -> list[Stage]:
+    """Rigid molecules (docs/molecules.md): every GPU molecule traversal on the three molecule scenarios
+    at 32,768 molecules in each float precision, the list traversals and the warp full shell at a million
+    water molecules, and the NVE report on switched water beside OpenMM's rigid water."""
+    from strategies import molecules_cuda
+
+    gpu = ",".join(molecules_cuda.TRAVERSALS)
+    return [Stage("bench-molecules", ("bench", "--scenario", "spce_water,stockmayer,two_centre_lj_quadrupole", "--n",
+                                      "medium", "--precision", "fp32,mixed,fp64", "--strategies", gpu, "--name",
+                                      "molecules", "--out", "{dir}/bench", *TIMING), outputs=("bench/molecules.json",)),
+            Stage("bench-molecules-large", ("bench", "--scenario", "spce_water", "--n", "large", "--precision", "fp32",
+                                            "--strategies", "verlet_warp_padded,verlet_thread_padded,fullshell_warp_csr",
+                                            "--name", "molecules-large", "--out", "{dir}/bench", *TIMING),
+                  outputs=("bench/molecules-large.json",)),
+            Stage("nve-molecules", ("md", "--scenario", "spce_water:switch=8", "--n", "medium", "--nve-report", "--dt",
+                                    "0.01", "--temperature", "2.494", "--equilibrate", "200", "--steps", "2000",
+                                    "--sample", "100", "--strategies", "verlet_warp_padded,fullshell_thread_csr",
+                                    "--json", "{dir}/md/nve-molecules.json"), outputs=("md/nve-molecules.json",),
+                  note="SPC/E water, 2 ps of NVE at 1 fs in each precision, OpenMM's rigid water beside")]
+
+
 def stages() -> list[Stage]:
     """The campaign in the order it runs: correctness first, then the suites behind the report's
-    sections (harness/suites.py), the NVE table, the profiles, and the pages built from them."""
+    sections (harness/suites.py), the NVE table, the molecules, the profiles, and the pages built from
+    them."""
     import strategies
 
     out = [Stage("verify-small", ("verify", "--size", "small", "--quiet", "--out", "{dir}/verify/small"),
@@ -103,6 +125,7 @@ def stages() -> list[Stage]:
                              "--strategies", "fullshell_thread_csr,verlet_thread_padded,clusterpair_warp_newton3",
                              "--json", "{dir}/md/nve.json"), outputs=("md/nve.json",),
                      note="1000 tau of NVE in each precision, OpenMM's VerletIntegrator beside"))
+    out += molecule_stages()
     for name in strategies.names("cuda"):
         out.append(Stage(f"profile-{name}", ("profile", "--strategy", name, "--scenario", "lj_liquid", "--n",
                                              PROFILE_SIZE, "--outputs", "forces", "--out", "{dir}/profile"),

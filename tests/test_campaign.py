@@ -96,6 +96,11 @@ def test_the_campaign_covers_every_suite_and_every_gpu_strategy():
     assert {f"bench-{s}" for s in suites.SUITES if s != "full"} <= names
     assert {f"profile-{n}" for n in strategies.names("cuda")} <= names
     assert {"verify-small", "verify-medium", "nve", "claims", "report"} <= names
+    from strategies import molecules_cuda
+
+    mol = next(s for s in campaign.stages() if s.name == "bench-molecules")
+    assert set(mol.argv[mol.argv.index("--strategies") + 1].split(",")) == set(molecules_cuda.TRAVERSALS)
+    assert {"bench-molecules-large", "nve-molecules"} <= names
     assert all(s.alone for s in campaign.stages() if s.name.startswith("profile-"))
     never = next(s for s in campaign.stages() if s.name == "verify-never")
     assert never.expect == 1 and "rebuild=never" in never.argv
