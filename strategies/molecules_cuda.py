@@ -9,6 +9,12 @@ the traversals of kernels/molecules.cu, named as the point strategies whose loop
                           angular momentum the pair conserves (needs 3 cells along each periodic axis)
   c08_warp_csr            the same colours, a warp per base: for each molecule i of its cell pairs the lanes
                           split i's partners (written directly), then a warp sum of i's force and torque
+  parity_thread_csr       Newton3 on the ls1-MarDyn port's parity-plane traverser (a launch per layer of cell
+                          pairs, every cell in at most one pair of a launch): a thread per cell pair, the
+                          port's reference processor
+  parity_block_csr        the same layers, the port's thread-block processor: 32 threads per cell pair, A's
+                          molecules in registers, B's staged in shared memory with their sums, the lanes
+                          rotating over them
   verlet_thread_padded    a list over the centres within (1 + SKIN) rc, a padded row per molecule, kept
                           across evaluations while no centre has moved more than SKIN rc / 2 since the
                           build (upload() decides, on the host); a thread per molecule over its row
@@ -18,7 +24,7 @@ the traversals of kernels/molecules.cu, named as the point strategies whose loop
 An evaluation (MoleculePlan.run, all on the device, no host synchronisation): the sites turned by the
 quaternions (molecule_sites), the centres' cells (molecule_cell_of, then a stable sort by cell and the
 cell starts: CSR), the traversal, and the block sums of energy and virial. Each pair is visited from
-both sides except in c08; energy and virial are halved on the host where it is. Precision modes as for points (fp32: float
+both sides except in the Newton3 traversals (NEWTON3); energy and virial are halved on the host where it is. Precision modes as for points (fp32: float
 compute and sums, mixed: float compute and double sums, fp64); the fixed-point mode is for points.
 The results match strategies/molecules_cpu.py's contract: float64 arrays of forces and torques, the
 energy with the dipoles' reaction-field self term, the 3x3 centre-of-mass virial and the molecule pairs.
@@ -32,8 +38,10 @@ import numpy as np
 from . import cuda
 
 TRAVERSALS = ("allpairs_thread_naive", "fullshell_thread_csr", "fullshell_warp_csr", "c08_thread_csr",
-              "c08_warp_csr", "verlet_thread_padded", "verlet_warp_padded")
+              "c08_warp_csr", "parity_thread_csr", "parity_block_csr", "verlet_thread_padded", "verlet_warp_padded")
 C08 = ("c08_thread_csr", "c08_warp_csr")
+PARITY = ("parity_thread_csr", "parity_block_csr")
+NEWTON3 = C08 + PARITY  # each pair visited once: j's force and torque written too
 LISTS = ("verlet_thread_padded", "verlet_warp_padded")
 WARP = ("fullshell_warp_csr", "verlet_warp_padded")  # a warp (or a group of its lanes) per molecule
 SKIN = 0.1  # the Verlet list's skin, a fraction of the cutoff (as the CPU's, molecules_cpu.SKIN)
@@ -41,7 +49,8 @@ PRECISIONS = {"fp32": ("float", "float", np.float32, np.float32), "mixed": ("flo
               "fp64": ("double", "double", np.float64, np.float64)}
 KERNELS = {"allpairs_thread_naive": "molecule_allpairs_thread", "fullshell_thread_csr": "molecule_fullshell_thread",
            "fullshell_warp_csr": "molecule_fullshell_warp", "c08_thread_csr": "molecule_c08_thread",
-           "c08_warp_csr": "molecule_c08_warp",
+           "c08_warp_csr": "molecule_c08_warp", "parity_thread_csr": "molecule_parity_thread",
+           "parity_block_csr": "molecule_parity_block",
            "verlet_thread_padded": "molecule_verlet_thread", "verlet_warp_padded": "molecule_verlet_warp"}
 BLOCK = 128
 SITE_BLOCK = 256
@@ -67,6 +76,13 @@ def pick_lanes(mean_row: float, m: int) -> int:
     return k
 
 
+def traversal_expression(name: str, real: str, acc: str, pbc: bool, energy: bool) -> str:
+    """The traversal kernel's specialisation: its block size in the template, except parity_block_csr's
+    (a warp: 32 threads)."""
+    block = "" if name == "parity_block_csr" else f"{BLOCK}, "
+    return f"{KERNELS[name]}<{real}, {acc}, {block}{cuda.cbool(pbc)}, {cuda.cbool(energy)}>"
+
+
 def expressions(name: str, precision: str) -> list[str]:
     """Every specialisation traversal `name` launches in `precision`: both periodicities, with and
     without energy, and the site and cell kernels."""
@@ -76,8 +92,7 @@ def expressions(name: str, precision: str) -> list[str]:
         out.append(f"molecule_cell_of<{real}>")
     if name in LISTS:
         out += [f"molecule_list_build<{real}, {cuda.cbool(pbc)}>" for pbc in (True, False)]
-    out += [f"{KERNELS[name]}<{real}, {acc}, {BLOCK}, {cuda.cbool(pbc)}, {cuda.cbool(energy)}>"
-            for pbc in (True, False) for energy in (True, False)]
+    out += [traversal_expression(name, real, acc, pbc, energy) for pbc in (True, False) for energy in (True, False)]
     out += [f"molecule_kick<{acc}, {acc}>", f"molecule_drift<{real}, {acc}>"]  # DeviceRigid's MD step
     return out
 
@@ -176,6 +191,20 @@ def cell_grid(centres: np.ndarray, lengths, periodic, cutoff: float):
     return lo, side, dims
 
 
+def launch_pairs(dims, periodic) -> list[np.ndarray]:
+    """The parity-plane traverser's launches (strategies/schedules.py parity_launches: the intra-cell pass,
+    then per direction the even and odd layers) as (cell A, cell B) pairs, int32 (count, 2); within a
+    launch every cell is in at most one pair."""
+    from .schedules import layer_pairs, parity_launches
+
+    out = []
+    for layer in parity_launches(np.asarray(dims), periodic):
+        pairs = np.array(layer_pairs(layer, np.asarray(dims), periodic), np.int32).reshape(-1, 2)
+        if len(pairs):
+            out.append(pairs)
+    return out
+
+
 class MoleculePlan:
     """One traversal and precision on one system of molecules: the device buffers, the kernels, and run()."""
 
@@ -214,7 +243,7 @@ class MoleculePlan:
         elif lanes is not None:
             raise ValueError(f"{name} takes no lanes; verlet_warp_padded does")
         self.grid = max(1, -(-(m * self.lanes) // BLOCK))
-        self.visits = 1 if name in C08 else 2  # each pair from both sides, or once (Newton3)
+        self.visits = 1 if name in NEWTON3 else 2  # each pair from both sides, or once (Newton3)
         self.d_partial = cp.zeros((self.grid, SUMS), self.acc)
         self.d_count = cp.zeros(self.grid, np.uint64)
         self.colours: list = []  # c08: per colour (device bases, count, first slot)
@@ -223,8 +252,8 @@ class MoleculePlan:
         self.box = box.view(np.dtype({"names": ["lx", "ly", "lz", "ilx", "ily", "ilz"], "formats": [self.real] * 6}))
         self.fn_sites = cuda.kernel("molecules.cu", f"molecule_sites<{real_c}>")
         self.fn_cell = cuda.kernel("molecules.cu", f"molecule_cell_of<{real_c}>")
-        self.fns = {e: cuda.kernel("molecules.cu", f"{KERNELS[name]}<{real_c}, {acc_c}, {BLOCK}, {cuda.cbool(self.pbc)}, "
-                                                   f"{cuda.cbool(e)}>") for e in (True, False)}
+        self.fns = {e: cuda.kernel("molecules.cu", traversal_expression(name, real_c, acc_c, self.pbc, e))
+                    for e in (True, False)}
         self.cells = None
         if name in LISTS:  # the list: built at the first run and again once a centre leaves half the skin
             self.fn_build = cuda.kernel("molecules.cu", f"molecule_list_build<{real_c}, {cuda.cbool(self.pbc)}>")
@@ -259,20 +288,25 @@ class MoleculePlan:
             cells = cell_grid(c, self.lengths, self.periodic, self.reach if self.name in LISTS else self.model.cutoff)
             if self.cells is None or cells[2] != self.cells[2]:
                 self.d_start = self.cp.zeros(int(np.prod(cells[2])) + 1, np.int32)
-                if self.name in C08:
+                if self.name in NEWTON3:
                     self._colours(cells[2])
             self.cells = cells
 
     def _colours(self, dims) -> None:
-        """The c08 colours' bases on the device, and the partial-sum slots: one block's a slot, colour after
-        colour."""
+        """The Newton3 traversals' launches on the device: c08's colours (their bases) or the parity-plane
+        traverser's layers (their cell pairs, launch_pairs), and the partial-sum slots: one block's a slot,
+        launch after launch."""
         from .schedules import c08_colours
 
         cp = self.cp
         self.colours, slot = [], 0
-        for bases in c08_colours(np.asarray(dims), self.periodic):
-            blocks = max(1, -(-(len(bases) * (32 if self.name == "c08_warp_csr" else 1)) // BLOCK))
-            self.colours.append((cp.asarray(np.ascontiguousarray(bases, np.int32)), len(bases), blocks, slot))
+        launches = (launch_pairs(dims, self.periodic) if self.name in PARITY else
+                    c08_colours(np.asarray(dims), self.periodic))
+        for items in launches:
+            per_item = 32 if self.name in ("c08_warp_csr", "parity_block_csr") else 1
+            threads = BLOCK if self.name != "parity_block_csr" else 32
+            blocks = max(1, -(-(len(items) * per_item) // threads))
+            self.colours.append((cp.asarray(np.ascontiguousarray(items, np.int32)), len(items), blocks, slot))
             slot += blocks
         self.d_partial = cp.zeros((slot, SUMS), self.acc)
         self.d_count = cp.zeros(slot, np.uint64)
@@ -296,12 +330,14 @@ class MoleculePlan:
                                                       *((np.int32(self.lanes),) if self.name in WARP else ()), *common))
             return
         grid = self._cells()
-        if self.name in C08:
+        if self.name in NEWTON3:
             self.d_force.fill(0)
             self.d_torque.fill(0)
-            for bases, count, blocks, slot in self.colours:
-                self.fns[energy]((blocks,), (BLOCK,), (np.int32(count), bases, self.d_c, self.box, self.d_start,
-                                                       self.d_order, *grid, *common, np.int32(slot)))
+            threads = 32 if self.name == "parity_block_csr" else BLOCK
+            for items, count, blocks, slot in self.colours:
+                where = grid if self.name in C08 else ()  # c08 finds its cell pairs from the grid
+                self.fns[energy]((blocks,), (threads,), (np.int32(count), items, self.d_c, self.box, self.d_start,
+                                                         self.d_order, *where, *common, np.int32(slot)))
             return
         self.fns[energy]((self.grid,), (BLOCK,), (np.int32(self.m), self.d_c, self.box, self.d_cell, self.d_start,
                                                   self.d_order, *grid, *common))
@@ -354,15 +390,17 @@ def self_energy(model, bodyA, bodyE) -> float:
 
 
 def applicable(name: str, mols, model) -> tuple[bool, str]:
-    """A GPU here; for c08, 3 cells or more along each periodic axis of the centres' cells."""
-    if name in C08:
-        from .schedules import c08_applicable
+    """A GPU here; for c08 and the parity-plane traverser, 3 cells or more along each periodic axis of the
+    centres' cells."""
+    if name in NEWTON3:
+        from .schedules import c08_applicable, parity_applicable
 
         c = centred(mols.centres, mols.box.lengths, mols.box.periodic)
         dims = cell_grid(c, mols.box.lengths, mols.box.periodic, model.cutoff)[2]
-        ok, why = c08_applicable(np.asarray(dims), mols.box.periodic)
+        ok, why = (c08_applicable if name in C08 else parity_applicable)(np.asarray(dims), mols.box.periodic)
         if not ok:
-            return False, f"c08 over the centres' cells ({'x'.join(map(str, dims))}): {why}"
+            kind = "c08" if name in C08 else "the parity-plane traverser"
+            return False, f"{kind} over the centres' cells ({'x'.join(map(str, dims))}): {why}"
     ok, why = cuda.device_status()
     return (True, "") if ok else (False, why)
 

@@ -209,7 +209,8 @@ def test_the_gpu_body_compiled_for_the_host_equals_the_cpu_body(tmp_path):
 
 
 MODES = {"allpairs_thread_naive": 0, "fullshell_thread_csr": 1, "fullshell_warp_csr": 2, "c08_thread_csr": 3,
-         "verlet_thread_padded": 4, "verlet_warp_padded": 5, "c08_warp_csr": 6}
+         "verlet_thread_padded": 4, "verlet_warp_padded": 5, "c08_warp_csr": 6, "parity_thread_csr": 7,
+         "parity_block_csr": 8}
 
 
 @pytest.fixture(scope="module")
@@ -241,6 +242,8 @@ def _run_on_host(exe, name: str, mols, model, tmp, cap: int = 0):
     reach = (1.0 + molecules_cuda.SKIN) * model.cutoff if name in molecules_cuda.LISTS else model.cutoff
     lo, side, dims = molecules_cuda.cell_grid(c, mols.box.lengths, per, reach)
     colours = schedules.c08_colours(np.asarray(dims), per) if name in molecules_cuda.C08 else []
+    if name in molecules_cuda.PARITY:  # the layers' cell pairs, as (a, b, 0) items
+        colours = [np.column_stack([p, np.zeros(len(p), np.int32)]) for p in molecules_cuda.launch_pairs(dims, per)]
     owner, bodyA, bodyE, first = molecules_cuda.body_sites(mols, model, np.float64)
     L = np.asarray(mols.box.lengths, np.float64)
     with open(tmp / "k.bin", "wb") as f:
@@ -261,7 +264,7 @@ def _run_on_host(exe, name: str, mols, model, tmp, cap: int = 0):
     run = subprocess.run([str(exe), str(tmp / "k.bin"), str(tmp / "k.out")], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     out = np.fromfile(tmp / "k.out", np.float64)
-    share = 1.0 if name in molecules_cuda.C08 else 0.5
+    share = 1.0 if name in molecules_cuda.NEWTON3 else 0.5
     tail = out[6 * m:]
     dip = bodyE[:, 3] == molecules_cuda.KIND["dipole"]
     self_term = -0.5 * model.coulomb_constant * model.rf_dipoles * float(np.sum(bodyA[dip, 3] ** 2))
@@ -359,3 +362,27 @@ def test_the_md_step_on_the_device_follows_the_host_s(name):
     scale = max(abs(s["potential"]) for s in host["samples"])
     for a, b in zip(dev["samples"], host["samples"]):
         assert abs(a["total"] - b["total"]) <= 1e-9 * scale, (a, b)
+
+
+@needs_nvcc
+@pytest.mark.parametrize("name", molecules_cuda.PARITY)
+def test_parity_processors_with_cells_beyond_one_warp_block(kernels_on_host, tmp_path, name):
+    """Water with a 12 A cutoff in a box of 3 x 3 x 3 cells: about 60 molecules a cell, so the thread-block
+    processor cuts each cell into two blocks of 32 (block pairs across and within a cell, the diagonal's half
+    steps) and the layers pair cells across the periodic faces; as the reference has it (1e-11)."""
+    import dataclasses
+
+    from harness import molecule_scenarios as S
+
+    mols, model = S.make("spce_water", 1600, seed=4)
+    model = dataclasses.replace(model, cutoff=12.0)
+    c = molecules_cuda.centred(mols.centres, mols.box.lengths, mols.box.periodic)
+    dims = molecules_cuda.cell_grid(c, mols.box.lengths, mols.box.periodic, model.cutoff)[2]
+    assert list(dims) == [3, 3, 3] and len(mols.centres) / 27 > 32
+    want = ref.compute(mols, model)
+    got = _run_on_host(kernels_on_host, name, mols, model, tmp_path)
+    for k in ("forces", "torques", "virial"):
+        err = float(np.abs(got[k] - want[k]).max() / np.abs(want[k]).max())
+        assert err <= 1e-11, (k, err)
+    assert abs(got["energy"] - want["energy"]) <= 1e-11 * want["energy_scale"]
+    assert got["pairs"] == want["pairs"]

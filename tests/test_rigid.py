@@ -132,7 +132,7 @@ def test_export_writes_a_molecule_scenario_that_forces_reads_back(tmp_path, caps
 
 
 @pytest.mark.parametrize("scenario, out, words", [
-    ("spce_water", "w.xyz", "written as .npz"), ("stockmayer:mu=2", "w.npz", "takes no parameters"),
+    ("spce_water", "w.xyz", "written as .npz"), ("stockmayer:mu=2", "w.npz", "takes switch="),
     ("spce_water", "w.npz", "shorter than twice the cutoff")])
 def test_export_refuses_bad_molecule_requests_in_one_line(tmp_path, capsys, scenario, out, words):
     from harness import cli

@@ -267,11 +267,28 @@ __host__ __device__ __forceinline__ void add_to_molecule(int i, const Acc (&fi)[
   }
 }
 
+// One cell pair (ca, cb) with Newton3, all of it by one thread (parity_thread_csr's cell pair, and each of
+// c08_base's): every molecule i of ca against cb's molecules (after i where ca == cb), each pair once, the
+// force and torque on i added once its partners are done, j's written as they come (c08_lane).
+template <bool PBC, bool ENERGY, typename Real, typename Acc>
+__host__ __device__ __forceinline__ void cell_pair_thread(int ca, int cb, const Vec4<Real>* __restrict__ c,
+                                                          const Box<Real>& box, const int* __restrict__ start,
+                                                          const int* __restrict__ order,
+                                                          const MoleculeModel<Real>& model, Acc* __restrict__ force,
+                                                          Acc* __restrict__ torque, MoleculeAcc<Real, Acc>& acc) {
+  for (int qi = start[ca]; qi < start[ca + 1]; ++qi) {
+    const int i = order[qi];
+    Acc fi[6];
+    c08_lane<PBC, ENERGY>(i, qi, ca, cb, c, box, start, order, model, force, torque, acc, 0, 1, fi);
+    add_to_molecule(i, fi, force, torque);
+  }
+}
+
 // c08: the base cell (bx, by, bz)'s 14 cell pairs of its 2x2x2 block (strategies/schedules.py C08_PAIRS:
 // the base with itself, then the 13 pairs that cover every pair of neighbouring cells once over all
 // bases), each molecule pair once: the force and torque on i added, the force subtracted from j and j's
 // torque (torque_on_j) added, in global memory (bases of one colour touch disjoint cells); the pairs'
-// energy and virial into acc. A thread takes every partner of each i (c08_lane with lane 0, step 1).
+// energy and virial into acc. A thread takes every partner of each i (cell_pair_thread).
 template <bool PBC, bool ENERGY, typename Real, typename Acc>
 __host__ __device__ __forceinline__ void c08_base(int bx, int by, int bz, const Vec4<Real>* __restrict__ c,
                                                   const Box<Real>& box, const int* __restrict__ start,
@@ -283,11 +300,40 @@ __host__ __device__ __forceinline__ void c08_base(int bx, int by, int bz, const 
     int ca, cb;
     c08_cells(p, bx, by, bz, g, ca, cb);
     if (ca < 0 || cb < 0) continue;
-    for (int qi = start[ca]; qi < start[ca + 1]; ++qi) {
-      const int i = order[qi];
-      Acc fi[6];
-      c08_lane<PBC, ENERGY>(i, qi, ca, cb, c, box, start, order, model, force, torque, acc, 0, 1, fi);
-      add_to_molecule(i, fi, force, torque);
-    }
+    cell_pair_thread<PBC, ENERGY>(ca, cb, c, box, start, order, model, force, torque, acc);
   }
+}
+
+// parity_block_csr's step s for one lane of the warp that holds a block of up to 32 molecules of cell A
+// (the lane's molecule i at centre ci where `active`) against a staged block of cell B (nbj molecules:
+// their indices sj and centres sc): the lane meets slot (lane + s) mod 32, so within a step no two lanes
+// share a B molecule. The force and torque on i go into fi, those on j into the slot's sums sf[k * 32 +
+// slot] (k: force x, y, z, torque x, y, z). The diagonal (a block with itself) takes steps 1 to 16, step
+// 16 by lanes 0 to 15 only: each pair of the block once.
+template <bool PBC, bool ENERGY, typename Real, typename Acc>
+__host__ __device__ __forceinline__ void block_step(int lane, int s, bool diagonal, bool active, int i,
+                                                    const Vec4<Real>& ci, int nbj, const int* sj,
+                                                    const Vec4<Real>* sc, Acc* sf, const Box<Real>& box,
+                                                    const MoleculeModel<Real>& model, MoleculeAcc<Real, Acc>& acc,
+                                                    Acc (&fi)[6]) {
+  const int slot = (lane + s) & 31;
+  if (!active || slot >= nbj || (diagonal && s == 16 && lane >= 16)) return;
+  Real dx, dy, dz;
+  if (!(centre_separation<PBC>(ci, sc[slot], box, dx, dy, dz) < model.rc2)) return;
+  const MoleculePairResult<Real> o = molecule_pair(model, i, sj[slot], dx, dy, dz);
+  Real tx, ty, tz;
+  torque_on_j(o, dx, dy, dz, tx, ty, tz);
+  fi[0] += Acc(o.fx);
+  fi[1] += Acc(o.fy);
+  fi[2] += Acc(o.fz);
+  fi[3] += Acc(o.tx);
+  fi[4] += Acc(o.ty);
+  fi[5] += Acc(o.tz);
+  sf[slot] -= Acc(o.fx);
+  sf[32 + slot] -= Acc(o.fy);
+  sf[64 + slot] -= Acc(o.fz);
+  sf[96 + slot] += Acc(tx);
+  sf[128 + slot] += Acc(ty);
+  sf[160 + slot] += Acc(tz);
+  acc.template sums<ENERGY>(o, dx, dy, dz);
 }

@@ -234,6 +234,79 @@ molecule_c08_warp(const int nbases, const int* __restrict__ bases, const Vec4<Re
 
 // The Verlet list over the centres: thread t takes molecule order[t] and writes its padded row
 // list[i * cap ...] and counts[i] (beyond cap: counted, not written; the host builds again, wider).
+// parity_thread_csr: the ls1-MarDyn port's reference processor on the parity-plane traverser. One launch
+// is one layer of cell pairs (strategies/schedules.py parity_launches, decoded on the host into `pairs`),
+// every cell in at most one pair, so Newton3's writes need no atomics; a thread takes a whole cell pair.
+template <typename Real, typename Acc, int BLOCK, bool PBC, bool ENERGY>
+__global__ void __launch_bounds__(BLOCK)
+molecule_parity_thread(const int npairs, const int2* __restrict__ pairs, const Vec4<Real>* __restrict__ c,
+                       const Box<Real> box, const int* __restrict__ start, const int* __restrict__ order,
+                       MOLECULE_ARGS, const int slot0) {
+  const MoleculeModel<Real> model(params, span, comp, A, E);
+  const int t = blockIdx.x * BLOCK + threadIdx.x;
+  MoleculeAcc<Real, Acc> acc;
+  if (t < npairs) cell_pair_thread<PBC, ENERGY>(pairs[t].x, pairs[t].y, c, box, start, order, model, force, torque, acc);
+  block_end<BLOCK, ENERGY>(acc, partial, count, slot0 + blockIdx.x);
+}
+
+// parity_block_csr: the port's thread-block processor on the same layers, a block of 32 threads per cell
+// pair (a cell of molecules holds tens of them: about 25 in water's 9 A cells). Cell A is cut into blocks
+// of 32 molecules, one per thread, kept in registers; each block of B is staged in shared memory with
+// its force and torque sums, and the lanes rotate over it (block_step), a warp barrier between steps.
+// B's sums go to global memory once the block is done, A's once all of B is: each cell belongs to one
+// block of the launch. Intra-cell: blocks of B up to A's own, the diagonal by half the steps.
+template <typename Real, typename Acc, bool PBC, bool ENERGY>
+__global__ void __launch_bounds__(32)
+molecule_parity_block(const int npairs, const int2* __restrict__ pairs, const Vec4<Real>* __restrict__ c,
+                      const Box<Real> box, const int* __restrict__ start, const int* __restrict__ order,
+                      MOLECULE_ARGS, const int slot0) {
+  __shared__ int s_j[32];
+  __shared__ Vec4<Real> s_c[32];
+  __shared__ Acc s_f[6 * 32];
+  const MoleculeModel<Real> model(params, span, comp, A, E);
+  const int lane = threadIdx.x;
+  MoleculeAcc<Real, Acc> acc;
+  const int a = pairs[blockIdx.x].x, b = pairs[blockIdx.x].y;
+  const bool same = a == b;
+  const int na = start[a + 1] - start[a], nb = start[b + 1] - start[b];
+  for (int ba = 0; ba * 32 < na; ++ba) {  // the whole block runs every loop: na, nb are the block's
+    const int ia = ba * 32 + lane;
+    const bool active = ia < na;
+    const int i = active ? order[start[a] + ia] : 0;
+    const Vec4<Real> ci = c[i];
+    Acc fi[6] = {Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0)};
+    const int blocks_b = same ? ba + 1 : (nb + 31) / 32;
+    for (int bb = 0; bb < blocks_b; ++bb) {
+      const int jb = bb * 32 + lane;
+      const int nbj = min(32, nb - bb * 32);
+      const bool diagonal = same && bb == ba;
+      __syncwarp();  // the previous block of B is committed before its slots are reused
+      if (jb < nb) {
+        s_j[lane] = order[start[b] + jb];
+        s_c[lane] = c[s_j[lane]];
+      }
+#pragma unroll
+      for (int k = 0; k < 6; ++k) s_f[k * 32 + lane] = Acc(0);
+      __syncwarp();
+      for (int s = diagonal ? 1 : 0; s <= (diagonal ? 16 : 31); ++s) {
+        block_step<PBC, ENERGY>(lane, s, diagonal, active, i, ci, nbj, s_j, s_c, s_f, box, model, acc, fi);
+        __syncwarp();  // the next step hands this slot to another lane
+      }
+      if (jb < nb) {  // slot lane of B, by the lane that staged it
+        const int j = s_j[lane];
+#pragma unroll
+        for (int k = 0; k < 3; ++k) {
+          force[3 * j + k] += s_f[k * 32 + lane];
+          torque[3 * j + k] += s_f[(3 + k) * 32 + lane];
+        }
+      }
+    }
+    __syncwarp();  // B's commits (the same cell, intra-cell) land before A's
+    if (active) add_to_molecule(i, fi, force, torque);
+  }
+  block_end<32, ENERGY>(acc, partial, count, slot0 + blockIdx.x);
+}
+
 template <typename Real, bool PBC>
 __global__ void molecule_list_build(const int m, const Vec4<Real>* __restrict__ c, const Box<Real> box,
                                     const int* __restrict__ cell, const int* __restrict__ start,

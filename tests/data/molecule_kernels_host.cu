@@ -6,9 +6,10 @@
 //   int32 nsites, M, C, mode, nx, ny, nz, px, py, pz, cap, ncolours
 //   REAL params[8 + 2 C^2 + 3 C], box[6] (lengths, inverse lengths, 0 on open axes), lo[3], side[3], reach^2
 //   int32 first[M + 1], comp[M], owner[nsites]; REAL bodyA[nsites][4], bodyE[nsites][4], quat[M][4],
-//   centres[M][4] (relative to the box centre); per colour int32 nbases, bases[nbases][3]
+//   centres[M][4] (relative to the box centre); per launch int32 n, items[n][3]: c08's bases (x, y, z) of a
+//   colour, or the parity traverser's cell pairs (a, b, 0) of a layer
 // mode: 0 allpairs_thread_naive, 1 fullshell_thread_csr, 2 fullshell_warp_csr, 3 c08_thread_csr,
-// 4 verlet_thread_padded, 5 verlet_warp_padded, 6 c08_warp_csr. Output: REAL force[M][3], torque[M][3], sums[10] (energy,
+// 4 verlet_thread_padded, 5 verlet_warp_padded, 6 c08_warp_csr, 7 parity_thread_csr, 8 parity_block_csr. Output: REAL force[M][3], torque[M][3], sums[10] (energy,
 // virial d F^T row by row, as the kernels sum them: both directions except in c08), pairs, longest row.
 #include <algorithm>
 #include <cmath>
@@ -52,7 +53,7 @@ static int traverse(int mode, int m, const std::vector<Vec4<Real>>& c, const Box
                     Sums& sums) {
   int longest = 0;
   std::vector<int> list(static_cast<size_t>(m) * cap), counts(m);
-  if (mode >= 4) {  // molecule_list_build
+  if (mode == 4 || mode == 5) {  // molecule_list_build
     for (int t = 0; t < m; ++t) {
       const int i = order[t];
       counts[i] = list_row_build<PBC>(i, c.data(), box, cell.data(), start.data(), order.data(), g, reach2, cap,
@@ -60,6 +61,67 @@ static int traverse(int mode, int m, const std::vector<Vec4<Real>>& c, const Box
       longest = std::max(longest, counts[i]);
     }
     if (longest > cap) return longest;  // the host widens the rows and builds again
+  }
+  if (mode == 7) {  // parity_thread_csr: a thread per cell pair of each launch
+    for (const auto& pairs : colours) {
+      for (size_t t = 0; t < pairs.size() / 3; ++t) {
+        MoleculeAcc<Real, Acc> acc;
+        cell_pair_thread<PBC, true>(pairs[3 * t], pairs[3 * t + 1], c.data(), box, start.data(), order.data(), model,
+                                    force.data(), torque.data(), acc);
+        sums.add(acc);
+      }
+    }
+    return longest;
+  }
+  if (mode == 8) {  // parity_block_csr: molecule_parity_block's loops, its 32 lanes in turn at every step
+    for (const auto& pairs : colours) {
+      for (size_t t = 0; t < pairs.size() / 3; ++t) {
+        const int a = pairs[3 * t], b = pairs[3 * t + 1];
+        const bool same = a == b;
+        const int na = start[a + 1] - start[a], nb = start[b + 1] - start[b];
+        for (int ba = 0; ba * 32 < na; ++ba) {
+          int i[32];
+          Vec4<Real> ci[32];
+          Acc fi[32][6] = {};
+          MoleculeAcc<Real, Acc> acc[32];
+          for (int lane = 0; lane < 32; ++lane) {
+            i[lane] = ba * 32 + lane < na ? order[start[a] + ba * 32 + lane] : 0;
+            ci[lane] = c[i[lane]];
+          }
+          const int blocks_b = same ? ba + 1 : (nb + 31) / 32;
+          for (int bb = 0; bb < blocks_b; ++bb) {
+            int sj[32] = {};
+            Vec4<Real> sc[32] = {};
+            Acc sf[6 * 32] = {};
+            const int nbj = std::min(32, nb - bb * 32);
+            const bool diagonal = same && bb == ba;
+            for (int lane = 0; lane < 32; ++lane) {
+              if (bb * 32 + lane < nb) {
+                sj[lane] = order[start[b] + bb * 32 + lane];
+                sc[lane] = c[sj[lane]];
+              }
+            }
+            for (int s = diagonal ? 1 : 0; s <= (diagonal ? 16 : 31); ++s) {
+              for (int lane = 0; lane < 32; ++lane) {
+                block_step<PBC, true>(lane, s, diagonal, ba * 32 + lane < na, i[lane], ci[lane], nbj, sj, sc, sf, box,
+                                      model, acc[lane], fi[lane]);
+              }
+            }
+            for (int lane = 0; lane < nbj; ++lane) {
+              for (int k = 0; k < 3; ++k) {
+                force[3 * sj[lane] + k] += sf[k * 32 + lane];
+                torque[3 * sj[lane] + k] += sf[(3 + k) * 32 + lane];
+              }
+            }
+          }
+          for (int lane = 0; lane < 32; ++lane) {
+            if (ba * 32 + lane < na) add_to_molecule(i[lane], fi[lane], force.data(), torque.data());
+            sums.add(acc[lane]);
+          }
+        }
+      }
+    }
+    return longest;
   }
   if (mode == 6) {  // c08_warp_csr: per base, per molecule i of each cell pair, the 32 lanes in turn
     for (const auto& bases : colours) {
