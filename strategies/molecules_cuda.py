@@ -15,6 +15,11 @@ the traversals of kernels/molecules.cu, named as the point strategies whose loop
   parity_block_csr        the same layers, the port's thread-block processor: 32 threads per cell pair, A's
                           molecules in registers, B's staged in shared memory with their sums, the lanes
                           rotating over them
+  parity_warpblock_twopass_atomic, parity_warpblock_shared_atomic
+                          the same layers, the port's warp-block processor: a persistent kernel per layer,
+                          warps taking jobs with one atomicAdd each (a cell pair, or one side of it, with all
+                          its warp blocks); two-pass computes A->B and B->A, each writing its own side, shared
+                          computes each pair once with B staged in the warp's shared slots
   verlet_thread_padded    a list over the centres within (1 + SKIN) rc, a padded row per molecule, kept
                           across evaluations while no centre has moved more than SKIN rc / 2 since the
                           build (upload() decides, on the host); a thread per molecule over its row
@@ -38,9 +43,12 @@ import numpy as np
 from . import cuda
 
 TRAVERSALS = ("allpairs_thread_naive", "fullshell_thread_csr", "fullshell_warp_csr", "c08_thread_csr",
-              "c08_warp_csr", "parity_thread_csr", "parity_block_csr", "verlet_thread_padded", "verlet_warp_padded")
+              "c08_warp_csr", "parity_thread_csr", "parity_block_csr", "parity_warpblock_twopass_atomic",
+              "parity_warpblock_shared_atomic", "verlet_thread_padded", "verlet_warp_padded")
 C08 = ("c08_thread_csr", "c08_warp_csr")
-PARITY = ("parity_thread_csr", "parity_block_csr")
+WARPBLOCK = {"parity_warpblock_twopass_atomic": 0, "parity_warpblock_shared_atomic": 1}  # kernels' MODE
+WARPBLOCK_WARPS = 4  # kMolWarps in molecules.cu
+PARITY = ("parity_thread_csr", "parity_block_csr", *WARPBLOCK)
 NEWTON3 = C08 + PARITY  # each pair visited once: j's force and torque written too
 LISTS = ("verlet_thread_padded", "verlet_warp_padded")
 WARP = ("fullshell_warp_csr", "verlet_warp_padded")  # a warp (or a group of its lanes) per molecule
@@ -50,7 +58,8 @@ PRECISIONS = {"fp32": ("float", "float", np.float32, np.float32), "mixed": ("flo
 KERNELS = {"allpairs_thread_naive": "molecule_allpairs_thread", "fullshell_thread_csr": "molecule_fullshell_thread",
            "fullshell_warp_csr": "molecule_fullshell_warp", "c08_thread_csr": "molecule_c08_thread",
            "c08_warp_csr": "molecule_c08_warp", "parity_thread_csr": "molecule_parity_thread",
-           "parity_block_csr": "molecule_parity_block",
+           "parity_block_csr": "molecule_parity_block", "parity_warpblock_twopass_atomic": "molecule_parity_warpblock",
+           "parity_warpblock_shared_atomic": "molecule_parity_warpblock",
            "verlet_thread_padded": "molecule_verlet_thread", "verlet_warp_padded": "molecule_verlet_warp"}
 BLOCK = 128
 SITE_BLOCK = 256
@@ -77,8 +86,10 @@ def pick_lanes(mean_row: float, m: int) -> int:
 
 
 def traversal_expression(name: str, real: str, acc: str, pbc: bool, energy: bool) -> str:
-    """The traversal kernel's specialisation: its block size in the template, except parity_block_csr's
-    (a warp: 32 threads)."""
+    """The traversal kernel's specialisation: its block size in the template, except the parity processors
+    that fix theirs (parity_block_csr a warp, the warp-block ones WARPBLOCK_WARPS warps, with their MODE)."""
+    if name in WARPBLOCK:
+        return f"{KERNELS[name]}<{real}, {acc}, {cuda.cbool(pbc)}, {cuda.cbool(energy)}, {WARPBLOCK[name]}>"
     block = "" if name == "parity_block_csr" else f"{BLOCK}, "
     return f"{KERNELS[name]}<{real}, {acc}, {block}{cuda.cbool(pbc)}, {cuda.cbool(energy)}>"
 
@@ -235,6 +246,7 @@ class MoleculePlan:
         self.d_q = cp.zeros((m, 4), self.real)
         self.d_force = cp.zeros((m, 3), self.acc)
         self.d_torque = cp.zeros((m, 3), self.acc)
+        self.threads = 32 if name == "parity_block_csr" else (32 * WARPBLOCK_WARPS if name in WARPBLOCK else BLOCK)
         self.lanes = 32 if name in WARP else 1  # lanes per molecule; verlet_warp_padded's follow its rows (below)
         if name == "verlet_warp_padded":  # `lanes` given: those (bench --launch lanes=K), else the rule's
             volume = float(np.prod(self.lengths))
@@ -303,11 +315,15 @@ class MoleculePlan:
         launches = (launch_pairs(dims, self.periodic) if self.name in PARITY else
                     c08_colours(np.asarray(dims), self.periodic))
         for items in launches:
-            per_item = 32 if self.name in ("c08_warp_csr", "parity_block_csr") else 1
-            threads = BLOCK if self.name != "parity_block_csr" else 32
-            blocks = max(1, -(-(len(items) * per_item) // threads))
+            if self.name in WARPBLOCK:  # persistent: a warp a job, no more blocks than run at once
+                jobs = len(items) * (2 if WARPBLOCK[self.name] == 0 else 1)
+                blocks = max(1, min(-(-jobs // WARPBLOCK_WARPS), 8 * cuda.sm_count()))
+            else:
+                per_item = 32 if self.name in ("c08_warp_csr", "parity_block_csr") else 1
+                blocks = max(1, -(-(len(items) * per_item) // self.threads))
             self.colours.append((cp.asarray(np.ascontiguousarray(items, np.int32)), len(items), blocks, slot))
             slot += blocks
+        self.d_counters = cp.zeros(max(1, len(self.colours)), np.int32)  # the warp-block schedulers
         self.d_partial = cp.zeros((slot, SUMS), self.acc)
         self.d_count = cp.zeros(slot, np.uint64)
 
@@ -333,11 +349,14 @@ class MoleculePlan:
         if self.name in NEWTON3:
             self.d_force.fill(0)
             self.d_torque.fill(0)
-            threads = 32 if self.name == "parity_block_csr" else BLOCK
-            for items, count, blocks, slot in self.colours:
+            if self.name in WARPBLOCK:
+                self.d_counters.fill(0)
+            for k, (items, count, blocks, slot) in enumerate(self.colours):
                 where = grid if self.name in C08 else ()  # c08 finds its cell pairs from the grid
-                self.fns[energy]((blocks,), (threads,), (np.int32(count), items, self.d_c, self.box, self.d_start,
-                                                         self.d_order, *where, *common, np.int32(slot)))
+                sched = (self.d_counters[k:k + 1],) if self.name in WARPBLOCK else ()
+                self.fns[energy]((blocks,), (self.threads,), (np.int32(count), items, self.d_c, self.box,
+                                                              self.d_start, self.d_order, *where, *common,
+                                                              np.int32(slot), *sched))
             return
         self.fns[energy]((self.grid,), (BLOCK,), (np.int32(self.m), self.d_c, self.box, self.d_cell, self.d_start,
                                                   self.d_order, *grid, *common))

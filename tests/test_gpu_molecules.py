@@ -210,7 +210,7 @@ def test_the_gpu_body_compiled_for_the_host_equals_the_cpu_body(tmp_path):
 
 MODES = {"allpairs_thread_naive": 0, "fullshell_thread_csr": 1, "fullshell_warp_csr": 2, "c08_thread_csr": 3,
          "verlet_thread_padded": 4, "verlet_warp_padded": 5, "c08_warp_csr": 6, "parity_thread_csr": 7,
-         "parity_block_csr": 8}
+         "parity_block_csr": 8, "parity_warpblock_twopass_atomic": 9, "parity_warpblock_shared_atomic": 10}
 
 
 @pytest.fixture(scope="module")

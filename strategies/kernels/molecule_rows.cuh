@@ -337,3 +337,35 @@ __host__ __device__ __forceinline__ void block_step(int lane, int s, bool diagon
   sf[160 + slot] += Acc(tz);
   acc.template sums<ENERGY>(o, dx, dy, dz);
 }
+
+// One side of a cell pair for the lane's molecule of warp block w of cell a (the warp-block processors'
+// two-pass form, and their intra-cell pass, the port's processCell): i against every molecule of cell b
+// (j != i), the force and torque written on i alone. The energy and virial of a pair count once: on the
+// side with a < b, or within a cell where i < j.
+template <bool PBC, bool ENERGY, typename Real, typename Acc>
+__host__ __device__ __forceinline__ void one_side_lane(int a, int b, int w, int lane, const Vec4<Real>* __restrict__ c,
+                                                       const Box<Real>& box, const int* __restrict__ start,
+                                                       const int* __restrict__ order, const MoleculeModel<Real>& model,
+                                                       Acc* __restrict__ force, Acc* __restrict__ torque,
+                                                       MoleculeAcc<Real, Acc>& acc) {
+  const int ia = w * 32 + lane;
+  if (ia >= start[a + 1] - start[a]) return;
+  const int i = order[start[a] + ia];
+  const Vec4<Real> ci = c[i];
+  Acc fi[6] = {Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0)};
+  for (int q = start[b]; q < start[b + 1]; ++q) {
+    const int j = order[q];
+    if (j == i) continue;
+    Real dx, dy, dz;
+    if (!(centre_separation<PBC>(ci, c[j], box, dx, dy, dz) < model.rc2)) continue;
+    const MoleculePairResult<Real> o = molecule_pair(model, i, j, dx, dy, dz);
+    fi[0] += Acc(o.fx);
+    fi[1] += Acc(o.fy);
+    fi[2] += Acc(o.fz);
+    fi[3] += Acc(o.tx);
+    fi[4] += Acc(o.ty);
+    fi[5] += Acc(o.tz);
+    if (a < b || (a == b && i < j)) acc.template sums<ENERGY>(o, dx, dy, dz);
+  }
+  add_to_molecule(i, fi, force, torque);
+}

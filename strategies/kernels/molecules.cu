@@ -249,30 +249,24 @@ molecule_parity_thread(const int npairs, const int2* __restrict__ pairs, const V
   block_end<BLOCK, ENERGY>(acc, partial, count, slot0 + blockIdx.x);
 }
 
-// parity_block_csr: the port's thread-block processor on the same layers, a block of 32 threads per cell
-// pair (a cell of molecules holds tens of them: about 25 in water's 9 A cells). Cell A is cut into blocks
-// of 32 molecules, one per thread, kept in registers; each block of B is staged in shared memory with
-// its force and torque sums, and the lanes rotate over it (block_step), a warp barrier between steps.
-// B's sums go to global memory once the block is done, A's once all of B is: each cell belongs to one
-// block of the launch. Intra-cell: blocks of B up to A's own, the diagonal by half the steps.
-template <typename Real, typename Acc, bool PBC, bool ENERGY>
-__global__ void __launch_bounds__(32)
-molecule_parity_block(const int npairs, const int2* __restrict__ pairs, const Vec4<Real>* __restrict__ c,
-                      const Box<Real> box, const int* __restrict__ start, const int* __restrict__ order,
-                      MOLECULE_ARGS, const int slot0) {
-  __shared__ int s_j[32];
-  __shared__ Vec4<Real> s_c[32];
-  __shared__ Acc s_f[6 * 32];
-  const MoleculeModel<Real> model(params, span, comp, A, E);
-  const int lane = threadIdx.x;
-  MoleculeAcc<Real, Acc> acc;
-  const int a = pairs[blockIdx.x].x, b = pairs[blockIdx.x].y;
+// Cell pair (a, b) with Newton3 by one warp (lane: its lane): cell A cut into blocks of 32 molecules, one per
+// lane, kept in registers; each block of B staged in the warp's shared slots (indices s_j, centres s_c, force
+// and torque sums s_f[k * 32 + slot]) while the lanes rotate over it (block_step), a warp barrier between
+// steps. B's sums go to global memory once its block is done, A's once all of B is: the caller makes sure
+// no other warp writes cells a and b meanwhile. Within a cell (a == b): blocks of B up to A's own, the
+// diagonal by half the steps.
+template <bool PBC, bool ENERGY, typename Real, typename Acc>
+__device__ __forceinline__ void warp_cell_pair(int a, int b, int lane, int* s_j, Vec4<Real>* s_c, Acc* s_f,
+                                               const Vec4<Real>* __restrict__ c, const Box<Real>& box,
+                                               const int* __restrict__ start, const int* __restrict__ order,
+                                               const MoleculeModel<Real>& model, Acc* __restrict__ force,
+                                               Acc* __restrict__ torque, MoleculeAcc<Real, Acc>& acc) {
   const bool same = a == b;
   const int na = start[a + 1] - start[a], nb = start[b + 1] - start[b];
-  for (int ba = 0; ba * 32 < na; ++ba) {  // the whole block runs every loop: na, nb are the block's
+  for (int ba = 0; ba * 32 < na; ++ba) {  // the whole warp runs every loop: na, nb are the warp's
     const int ia = ba * 32 + lane;
     const bool active = ia < na;
-    const int i = active ? order[start[a] + ia] : 0;
+    const int i = active ? order[start[a] + ia] : order[start[a]];
     const Vec4<Real> ci = c[i];
     Acc fi[6] = {Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0)};
     const int blocks_b = same ? ba + 1 : (nb + 31) / 32;
@@ -304,7 +298,69 @@ molecule_parity_block(const int npairs, const int2* __restrict__ pairs, const Ve
     __syncwarp();  // B's commits (the same cell, intra-cell) land before A's
     if (active) add_to_molecule(i, fi, force, torque);
   }
+}
+
+// parity_block_csr: the port's thread-block processor on the same layers, a block of 32 threads per cell
+// pair (a cell of molecules holds tens of them: about 25 in water's 9 A cells), warp_cell_pair's loops.
+// Each cell belongs to one block of the launch.
+template <typename Real, typename Acc, bool PBC, bool ENERGY>
+__global__ void __launch_bounds__(32)
+molecule_parity_block(const int npairs, const int2* __restrict__ pairs, const Vec4<Real>* __restrict__ c,
+                      const Box<Real> box, const int* __restrict__ start, const int* __restrict__ order,
+                      MOLECULE_ARGS, const int slot0) {
+  __shared__ int s_j[32];
+  __shared__ Vec4<Real> s_c[32];
+  __shared__ Acc s_f[6 * 32];
+  const MoleculeModel<Real> model(params, span, comp, A, E);
+  MoleculeAcc<Real, Acc> acc;
+  const int a = pairs[blockIdx.x].x, b = pairs[blockIdx.x].y;
+  if (start[a + 1] > start[a] && start[b + 1] > start[b]) {  // the whole block takes the same branch
+    warp_cell_pair<PBC, ENERGY>(a, b, threadIdx.x, s_j, s_c, s_f, c, box, start, order, model, force, torque, acc);
+  }
   block_end<32, ENERGY>(acc, partial, count, slot0 + blockIdx.x);
+}
+
+// The warp-block processors: a persistent kernel per layer whose warps take jobs from a lock-free scheduler
+// (one atomicAdd on the launch's counter per job, the port's "atomic" scheduler). A job is a cell pair of the
+// layer, or one side of it; its warp takes all its warp blocks (32 molecules of A each).
+//   kMolTwoPass: jobs (A, B) and (B, A), each writing its own side only (one_side_lane): twice the pair
+//     bodies, no writes to the other cell.
+//   kMolShared: one job per pair, Newton3 with B staged in the warp's shared slots (warp_cell_pair); the
+//     intra-cell pass is one-sided in both (the port's processCell).
+constexpr int kMolTwoPass = 0, kMolShared = 1;
+constexpr int kMolWarps = 4;
+
+template <typename Real, typename Acc, bool PBC, bool ENERGY, int MODE>
+__global__ void __launch_bounds__(kMolWarps * 32)
+molecule_parity_warpblock(const int npairs, const int2* __restrict__ pairs, const Vec4<Real>* __restrict__ c,
+                          const Box<Real> box, const int* __restrict__ start, const int* __restrict__ order,
+                          MOLECULE_ARGS, const int slot0, int* __restrict__ counter) {
+  __shared__ int s_j[kMolWarps][32];
+  __shared__ Vec4<Real> s_c[kMolWarps][32];
+  __shared__ Acc s_f[kMolWarps][6 * 32];
+  const MoleculeModel<Real> model(params, span, comp, A, E);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int jobs = MODE == kMolTwoPass ? 2 * npairs : npairs;
+  MoleculeAcc<Real, Acc> acc;
+  while (true) {
+    int job = 0;
+    if (lane == 0) job = atomicAdd(counter, 1);
+    job = __shfl_sync(0xffffffffu, job, 0);
+    if (job >= jobs) break;
+    const int p = job < npairs ? job : job - npairs;
+    const int a = job < npairs ? pairs[p].x : pairs[p].y, b = job < npairs ? pairs[p].y : pairs[p].x;
+    if (a == b && job >= npairs) continue;  // a cell with itself is one job
+    if (MODE == kMolTwoPass || a == b) {
+      for (int w = 0; w * 32 < start[a + 1] - start[a]; ++w) {
+        one_side_lane<PBC, ENERGY>(a, b, w, lane, c, box, start, order, model, force, torque, acc);
+      }
+    } else if (start[a + 1] > start[a] && start[b + 1] > start[b]) {
+      warp_cell_pair<PBC, ENERGY>(a, b, lane, s_j[warp], s_c[warp], s_f[warp], c, box, start, order, model, force,
+                                  torque, acc);
+    }
+    __syncwarp();
+  }
+  block_end<kMolWarps * 32, ENERGY>(acc, partial, count, slot0 + blockIdx.x);
 }
 
 template <typename Real, bool PBC>

@@ -9,7 +9,8 @@
 //   centres[M][4] (relative to the box centre); per launch int32 n, items[n][3]: c08's bases (x, y, z) of a
 //   colour, or the parity traverser's cell pairs (a, b, 0) of a layer
 // mode: 0 allpairs_thread_naive, 1 fullshell_thread_csr, 2 fullshell_warp_csr, 3 c08_thread_csr,
-// 4 verlet_thread_padded, 5 verlet_warp_padded, 6 c08_warp_csr, 7 parity_thread_csr, 8 parity_block_csr. Output: REAL force[M][3], torque[M][3], sums[10] (energy,
+// 4 verlet_thread_padded, 5 verlet_warp_padded, 6 c08_warp_csr, 7 parity_thread_csr, 8 parity_block_csr,
+// 9 parity_warpblock_twopass_atomic, 10 parity_warpblock_shared_atomic. Output: REAL force[M][3], torque[M][3], sums[10] (energy,
 // virial d F^T row by row, as the kernels sum them: both directions except in c08), pairs, longest row.
 #include <algorithm>
 #include <cmath>
@@ -45,6 +46,54 @@ struct Sums {
   }
 };
 
+// molecules.cu's warp_cell_pair with its 32 lanes in turn at every step (the lanes' slots differ within a step).
+template <bool PBC>
+static void warp_cell_pair_on_host(int a, int b, const std::vector<Vec4<Real>>& c, const Box<Real>& box,
+                                   const std::vector<int>& start, const std::vector<int>& order,
+                                   const MoleculeModel<Real>& model, std::vector<Acc>& force, std::vector<Acc>& torque,
+                                   Sums& sums) {
+  const bool same = a == b;
+  const int na = start[a + 1] - start[a], nb = start[b + 1] - start[b];
+  for (int ba = 0; ba * 32 < na; ++ba) {
+    int i[32];
+    Vec4<Real> ci[32];
+    Acc fi[32][6] = {};
+    MoleculeAcc<Real, Acc> acc[32];
+    for (int lane = 0; lane < 32; ++lane) {
+      i[lane] = ba * 32 + lane < na ? order[start[a] + ba * 32 + lane] : order[start[a]];
+      ci[lane] = c[i[lane]];
+    }
+    const int blocks_b = same ? ba + 1 : (nb + 31) / 32;
+    for (int bb = 0; bb < blocks_b; ++bb) {
+      int sj[32] = {};
+      Vec4<Real> sc[32] = {};
+      Acc sf[6 * 32] = {};
+      const int nbj = std::min(32, nb - bb * 32);
+      const bool diagonal = same && bb == ba;
+      for (int lane = 0; lane < nbj; ++lane) {
+        sj[lane] = order[start[b] + bb * 32 + lane];
+        sc[lane] = c[sj[lane]];
+      }
+      for (int s = diagonal ? 1 : 0; s <= (diagonal ? 16 : 31); ++s) {
+        for (int lane = 0; lane < 32; ++lane) {
+          block_step<PBC, true>(lane, s, diagonal, ba * 32 + lane < na, i[lane], ci[lane], nbj, sj, sc, sf, box, model,
+                                acc[lane], fi[lane]);
+        }
+      }
+      for (int lane = 0; lane < nbj; ++lane) {
+        for (int k = 0; k < 3; ++k) {
+          force[3 * sj[lane] + k] += sf[k * 32 + lane];
+          torque[3 * sj[lane] + k] += sf[(3 + k) * 32 + lane];
+        }
+      }
+    }
+    for (int lane = 0; lane < 32; ++lane) {
+      if (ba * 32 + lane < na) add_to_molecule(i[lane], fi[lane], force.data(), torque.data());
+      sums.add(acc[lane]);
+    }
+  }
+}
+
 template <bool PBC>
 static int traverse(int mode, int m, const std::vector<Vec4<Real>>& c, const Box<Real>& box,
                     const std::vector<int>& cell, const std::vector<int>& start, const std::vector<int>& order,
@@ -73,51 +122,36 @@ static int traverse(int mode, int m, const std::vector<Vec4<Real>>& c, const Box
     }
     return longest;
   }
-  if (mode == 8) {  // parity_block_csr: molecule_parity_block's loops, its 32 lanes in turn at every step
+  if (mode == 8) {  // parity_block_csr: a block (one warp) per cell pair of each launch
     for (const auto& pairs : colours) {
       for (size_t t = 0; t < pairs.size() / 3; ++t) {
         const int a = pairs[3 * t], b = pairs[3 * t + 1];
-        const bool same = a == b;
-        const int na = start[a + 1] - start[a], nb = start[b + 1] - start[b];
-        for (int ba = 0; ba * 32 < na; ++ba) {
-          int i[32];
-          Vec4<Real> ci[32];
-          Acc fi[32][6] = {};
-          MoleculeAcc<Real, Acc> acc[32];
-          for (int lane = 0; lane < 32; ++lane) {
-            i[lane] = ba * 32 + lane < na ? order[start[a] + ba * 32 + lane] : 0;
-            ci[lane] = c[i[lane]];
-          }
-          const int blocks_b = same ? ba + 1 : (nb + 31) / 32;
-          for (int bb = 0; bb < blocks_b; ++bb) {
-            int sj[32] = {};
-            Vec4<Real> sc[32] = {};
-            Acc sf[6 * 32] = {};
-            const int nbj = std::min(32, nb - bb * 32);
-            const bool diagonal = same && bb == ba;
+        if (start[a + 1] > start[a] && start[b + 1] > start[b]) {
+          warp_cell_pair_on_host<PBC>(a, b, c, box, start, order, model, force, torque, sums);
+        }
+      }
+    }
+    return longest;
+  }
+  if (mode == 9 || mode == 10) {  // the warp-block processors: their jobs one after another, as one warp runs each
+    const bool twopass = mode == 9;
+    for (const auto& pairs : colours) {
+      const int npairs = static_cast<int>(pairs.size() / 3);
+      for (int job = 0; job < (twopass ? 2 * npairs : npairs); ++job) {
+        const int q = job < npairs ? job : job - npairs;
+        const int a = job < npairs ? pairs[3 * q] : pairs[3 * q + 1], b = job < npairs ? pairs[3 * q + 1] : pairs[3 * q];
+        if (a == b && job >= npairs) continue;
+        if (twopass || a == b) {
+          for (int w = 0; w * 32 < start[a + 1] - start[a]; ++w) {
             for (int lane = 0; lane < 32; ++lane) {
-              if (bb * 32 + lane < nb) {
-                sj[lane] = order[start[b] + bb * 32 + lane];
-                sc[lane] = c[sj[lane]];
-              }
-            }
-            for (int s = diagonal ? 1 : 0; s <= (diagonal ? 16 : 31); ++s) {
-              for (int lane = 0; lane < 32; ++lane) {
-                block_step<PBC, true>(lane, s, diagonal, ba * 32 + lane < na, i[lane], ci[lane], nbj, sj, sc, sf, box,
-                                      model, acc[lane], fi[lane]);
-              }
-            }
-            for (int lane = 0; lane < nbj; ++lane) {
-              for (int k = 0; k < 3; ++k) {
-                force[3 * sj[lane] + k] += sf[k * 32 + lane];
-                torque[3 * sj[lane] + k] += sf[(3 + k) * 32 + lane];
-              }
+              MoleculeAcc<Real, Acc> acc;
+              one_side_lane<PBC, true>(a, b, w, lane, c.data(), box, start.data(), order.data(), model, force.data(),
+                                       torque.data(), acc);
+              sums.add(acc);
             }
           }
-          for (int lane = 0; lane < 32; ++lane) {
-            if (ba * 32 + lane < na) add_to_molecule(i[lane], fi[lane], force.data(), torque.data());
-            sums.add(acc[lane]);
-          }
+        } else if (start[a + 1] > start[a] && start[b + 1] > start[b]) {
+          warp_cell_pair_on_host<PBC>(a, b, c, box, start, order, model, force, torque, sums);
         }
       }
     }
