@@ -180,3 +180,24 @@ def test_lanes_per_molecule_follow_the_rows_and_the_molecules():
                                                                   "model": _all_kinds()[1]}],
                               {"warmup": 0, "repeat": 1, "min_time": 0.0, "launch": {"lanes": 8}})
     assert rows[0]["status"] == "n/a" and "verlet_warp_padded" in rows[0]["detail"]
+
+
+def test_the_report_answers_the_port_processors_question():
+    """The ls1-MarDyn port's processors get a sentence of their own: their order on points and on each
+    molecule system, said as kept or not, and the two-pass form's time over the shared form's on both."""
+    from harness.report import render, sections as S
+
+    points = [{"strategy": s, "scenario": "lj_liquid", "n": 1048576, "precision": "fp32", "status": "ok",
+               "compute_ms": t, "outputs": "all"}
+              for s, t in (("parity_warpblock_twopass_atomic", 1.0), ("parity_warpblock_shared_atomic", 1.2),
+                           ("parity_block_csr", 2.0))]
+    docs = [{"kind": "bench-molecules", "device": {}, "rows": [
+        _mrow("parity_warpblock_twopass_atomic", 3.0, 2.9, 3.1), _mrow("parity_warpblock_shared_atomic", 2.0, 1.9, 2.1),
+        _mrow("parity_block_csr", 4.0, 3.9, 4.1)]}]
+    sec = render.Section("molecules", "Rigid molecules")
+    S.molecules(sec, docs, points, [])
+    text = " ".join(b["text"] for b in sec.blocks if b["kind"] == "text")
+    assert ("on points (lj_liquid N = 1,048,576, fp32) they rank parity_warpblock_twopass_atomic, "
+            "parity_warpblock_shared_atomic, parity_block_csr; two-pass over shared 0.83x") in text
+    assert ("parity_warpblock_shared_atomic, parity_warpblock_twopass_atomic, parity_block_csr (not their order on "
+            "points); two-pass over shared 1.50x") in text

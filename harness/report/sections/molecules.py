@@ -10,9 +10,19 @@ from ..render import Section
 from .common import _all_outputs, _device_ms, _fmt, _ok
 
 
+PORT = ("parity_thread_csr", "parity_block_csr", "parity_warpblock_twopass_atomic", "parity_warpblock_shared_atomic")
+TWOPASS, SHARED = PORT[2], PORT[3]
+
+
 def _point_order(bench: list[dict], names: set[str]) -> tuple[list[str], str]:
     """The traversals of `names` measured on points, fastest first, at the LJ liquid's largest size where
     at least two of them ran in fp32 (else any scenario's), and where that is."""
+    times, where = _point_times(bench, names)
+    return sorted(times, key=times.get), where
+
+
+def _point_times(bench: list[dict], names: set[str]) -> tuple[dict, str]:
+    """_point_order's point: the traversals' milliseconds there, and where that is."""
     rows = [r for r in _all_outputs(_ok(bench)) if r["strategy"] in names and r.get("precision") == "fp32"]
     by = defaultdict(dict)
     for r in rows:
@@ -22,9 +32,35 @@ def _point_order(bench: list[dict], names: set[str]) -> tuple[list[str], str]:
             by[key][r["strategy"]] = t
     keys = [k for k, v in by.items() if len(v) >= 2]
     if not keys:
-        return [], ""
+        return {}, ""
     best = max(keys)
-    return sorted(by[best], key=by[best].get), f"{best[2]} N = {best[1]:,}"
+    return by[best], f"{best[2]} N = {best[1]:,}"
+
+
+def _port(groups: dict, bench: list[dict]) -> str:
+    """The seed's question of the ls1-MarDyn port's processors (PORT): their order on points and on each
+    molecule system, and the two-pass form's time over the shared form's (two-pass computes every pair body
+    twice, shared once and commits B's side from shared memory)."""
+    times, where = _point_times(bench, set(PORT))
+    order = sorted(times, key=times.get)
+    ratio = lambda t: (f"; two-pass over shared {t[TWOPASS] / t[SHARED]:.2f}x"  # noqa: E731
+                       if TWOPASS in t and SHARED in t and t[SHARED] > 0 else "")
+    lines = []
+    for (case, p), rs in sorted(groups.items()):
+        mol = {r["strategy"]: r["compute_ms"] for r in rs if r["strategy"] in PORT}
+        if len(mol) < 2:
+            continue
+        here = sorted(mol, key=mol.get)
+        same = [x for x in order if x in mol] == [x for x in here if x in times]
+        verdict = "" if len(set(order) & set(mol)) < 2 else (" (their order on points)" if same else
+                                                               " (not their order on points)")
+        lines.append(f"{case} {p}: " + ", ".join(here) + verdict + ratio(mol) + ".")
+    if not lines:
+        return ""
+    head = "The ls1-MarDyn port's processors on the heavy molecule body: "
+    if order:
+        head += f"on points ({where}, fp32) they rank " + ", ".join(order) + ratio(times) + ". On molecules, "
+    return head + " ".join(lines)
 
 
 def molecules(sec: Section, docs: list[dict], bench: list[dict], nve: list[dict]) -> None:
@@ -66,6 +102,9 @@ def molecules(sec: Section, docs: list[dict], bench: list[dict], nve: list[dict]
             if ties:
                 what += f" ({', '.join(ties)} within their interquartile ranges: a tie)"
             lines.append(f"{case} {p}: {what}.")
+        port = _port(groups, bench)
+        if port:
+            sec.text(port)
         if order:
             sec.text(f"On points ({where}, fp32) the traversals that also take molecules rank " + ", ".join(order)
                      + ". " + (" ".join(lines) if lines else "No system ran two of them."))
