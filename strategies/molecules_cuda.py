@@ -258,7 +258,7 @@ class MoleculePlan:
         self.visits = 1 if name in NEWTON3 else 2  # each pair from both sides, or once (Newton3)
         self.d_partial = cp.zeros((self.grid, SUMS), self.acc)
         self.d_count = cp.zeros(self.grid, np.uint64)
-        self.colours: list = []  # c08: per colour (device bases, count, first slot)
+        self.launches: list = []  # Newton3: per launch (device bases or cell pairs, count, blocks, first slot)
         self.d_cell = cp.zeros(m, np.int32)
         box = np.concatenate([self.lengths, np.where(self.periodic, 1.0 / self.lengths, 0.0)]).astype(self.real)
         self.box = box.view(np.dtype({"names": ["lx", "ly", "lz", "ilx", "ily", "ilz"], "formats": [self.real] * 6}))
@@ -301,17 +301,17 @@ class MoleculePlan:
             if self.cells is None or cells[2] != self.cells[2]:
                 self.d_start = self.cp.zeros(int(np.prod(cells[2])) + 1, np.int32)
                 if self.name in NEWTON3:
-                    self._colours(cells[2])
+                    self._launches(cells[2])
             self.cells = cells
 
-    def _colours(self, dims) -> None:
+    def _launches(self, dims) -> None:
         """The Newton3 traversals' launches on the device: c08's colours (their bases) or the parity-plane
         traverser's layers (their cell pairs, launch_pairs), and the partial-sum slots: one block's a slot,
         launch after launch."""
         from .schedules import c08_colours
 
         cp = self.cp
-        self.colours, slot = [], 0
+        self.launches, slot = [], 0
         launches = (launch_pairs(dims, self.periodic) if self.name in PARITY else
                     c08_colours(np.asarray(dims), self.periodic))
         for items in launches:
@@ -321,9 +321,9 @@ class MoleculePlan:
             else:
                 per_item = 32 if self.name in ("c08_warp_csr", "parity_block_csr") else 1
                 blocks = max(1, -(-(len(items) * per_item) // self.threads))
-            self.colours.append((cp.asarray(np.ascontiguousarray(items, np.int32)), len(items), blocks, slot))
+            self.launches.append((cp.asarray(np.ascontiguousarray(items, np.int32)), len(items), blocks, slot))
             slot += blocks
-        self.d_counters = cp.zeros(max(1, len(self.colours)), np.int32)  # the warp-block schedulers
+        self.d_counters = cp.zeros(max(1, len(self.launches)), np.int32)  # the warp-block schedulers
         self.d_partial = cp.zeros((slot, SUMS), self.acc)
         self.d_count = cp.zeros(slot, np.uint64)
 
@@ -351,7 +351,7 @@ class MoleculePlan:
             self.d_torque.fill(0)
             if self.name in WARPBLOCK:
                 self.d_counters.fill(0)
-            for k, (items, count, blocks, slot) in enumerate(self.colours):
+            for k, (items, count, blocks, slot) in enumerate(self.launches):
                 where = grid if self.name in C08 else ()  # c08 finds its cell pairs from the grid
                 sched = (self.d_counters[k:k + 1],) if self.name in WARPBLOCK else ()
                 self.fns[energy]((blocks,), (self.threads,), (np.int32(count), items, self.d_c, self.box,
