@@ -28,25 +28,30 @@ COLUMNS = ["strategy", "backend", "scenario", "molecules", "sites", "precision",
            "forces_ms", "build_ms", "amortised_ms", "amortised_frames", "rebuilds", "energy", "includes", "detail"]
 
 
-LAUNCH = {"lanes": (1, 2, 4, 8, 16, 32)}  # verlet_warp_padded's lanes per molecule (its rule picks otherwise)
+# --launch on molecules: verlet_warp_padded's lanes per molecule (its rule picks otherwise), and spans=1: every
+# GPU traversal reads each molecule's site span from memory even with one component (where it counts them
+# from the index otherwise), to compare the two
+LAUNCH = {"lanes": (1, 2, 4, 8, 16, 32), "spans": (0, 1)}
+LAUNCH_HELP = "molecules take lanes=K (verlet_warp_padded's lanes per molecule) and spans=0|1"
 
 
 def parse_launch(spec: str | None) -> dict:
-    """--launch on molecules: lanes=K (a power of two up to 32) for verlet_warp_padded; {} without it."""
+    """--launch on molecules: lanes=K (a power of two up to 32) for verlet_warp_padded, spans=0|1 for the GPU
+    traversals; {} without it."""
     if not spec:
         return {}
     out = {}
     for item in (x.strip() for x in spec.split(",") if x.strip()):
         key, eq, value = item.partition("=")
         if key not in LAUNCH or not eq:
-            raise InputError(f"--launch {item!r}: molecules take lanes=K (verlet_warp_padded's lanes per molecule)")
+            raise InputError(f"--launch {item!r}: {LAUNCH_HELP}")
         try:
             k = int(value)
         except ValueError:
             k = None
         if k not in LAUNCH[key]:
-            raise InputError(f"--launch lanes={value}: one of {', '.join(map(str, LAUNCH[key]))}")
-        out[key] = k
+            raise InputError(f"--launch {key}={value}: one of {', '.join(map(str, LAUNCH[key]))}")
+        out[key] = bool(k) if key == "spans" else k
     return out
 
 
@@ -104,8 +109,10 @@ def run(names: list[str], precisions: list[str], cases: list[dict], timing: dict
                     continue
                 ok, why = traversals.applicable(name, mols, model)
                 launch = timing.get("launch") or {}
-                if ok and launch and name != "verlet_warp_padded":
+                if ok and "lanes" in launch and name != "verlet_warp_padded":
                     ok, why = False, "--launch lanes= is verlet_warp_padded's"
+                elif ok and launch and traversals.backend(name) != "cuda":
+                    ok, why = False, "--launch applies to the GPU traversals"
                 if not ok:
                     rows.append({**row, "status": "n/a", "detail": why})
                     continue

@@ -159,7 +159,7 @@ def body_sites(mols, model, real):
     return owner, A.astype(real), E.astype(real), first
 
 
-def spans(first: np.ndarray, components, model) -> np.ndarray:
+def site_spans(first: np.ndarray, components, model) -> np.ndarray:
     """Per molecule (first, lj, q, end) as int32 (m, 4): its Lennard-Jones centres [first, lj), charges
     [lj, q), dipoles and quadrupoles [q, end) in body_sites' order (kernels/molecules.cuh molecule_span)."""
     comp = np.asarray(components, np.int64)
@@ -219,7 +219,7 @@ def launch_pairs(dims, periodic) -> list[np.ndarray]:
 class MoleculePlan:
     """One traversal and precision on one system of molecules: the device buffers, the kernels, and run()."""
 
-    def __init__(self, name: str, mols, model, precision: str, lanes: int | None = None):
+    def __init__(self, name: str, mols, model, precision: str, lanes: int | None = None, spans: bool | None = None):
         import cupy as cp
 
         if name not in TRAVERSALS:
@@ -239,7 +239,9 @@ class MoleculePlan:
         self.d_owner = cp.asarray(owner)
         self.d_bodyA, self.d_bodyE = cp.asarray(A), cp.asarray(E)
         self.d_A, self.d_E = cp.empty_like(self.d_bodyA), cp.empty_like(self.d_bodyE)
-        self.d_span = cp.asarray(spans(first, mols.components, model))
+        # one component: no spans (the kernels count a molecule's sites from its index); `spans` True keeps them
+        self.uniform = len(model.components) == 1 and not spans
+        self.d_span = cp.asarray(site_spans(first, mols.components, model))
         self.d_comp = cp.asarray(np.asarray(mols.components, np.int32))
         self.d_params = cp.asarray(params(model, self.real))
         self.d_c = cp.zeros((m, 4), self.real)
@@ -333,7 +335,7 @@ class MoleculePlan:
         if self.nsites:
             self.fn_sites((-(-self.nsites // SITE_BLOCK),), (SITE_BLOCK,),
                           (np.int32(self.nsites), self.d_owner, self.d_q, self.d_bodyA, self.d_bodyE, self.d_A, self.d_E))
-        common = (self.d_params, self.d_span, self.d_comp, self.d_A, self.d_E, self.d_force, self.d_torque,
+        common = (self.d_params, np.uint64(0) if self.uniform else self.d_span, self.d_comp,  # 0: a null pointer self.d_A, self.d_E, self.d_force, self.d_torque,
                   self.d_partial, self.d_count)
         if self.name == "allpairs_thread_naive":
             self.fns[energy]((self.grid,), (BLOCK,), (np.int32(self.m), self.d_c, self.box, *common))

@@ -66,7 +66,7 @@ def test_sites_reach_the_body_grouped_by_kind_with_their_ends_in_the_parameters(
         assert moments == sorted([comp.charge[s] if kind == "charge" else (comp.moment[s] if kind != "lj" else 0.0)
                                   for s, kind in enumerate(comp.kinds)])
     assert len(p) == molecules_cuda.HEADER + 2 * C * C + 3 * C
-    span = molecules_cuda.spans(first, mols.components, model)  # what the device reads per molecule
+    span = molecules_cuda.site_spans(first, mols.components, model)  # what the device reads per molecule
     comps = np.asarray(mols.components)
     np.testing.assert_array_equal(span, np.stack([first[:-1], first[:-1] + ends[comps, 0], first[:-1] + ends[comps, 1],
                                                   first[1:]], axis=1))
@@ -386,3 +386,24 @@ def test_parity_processors_with_cells_beyond_one_warp_block(kernels_on_host, tmp
         assert err <= 1e-11, (k, err)
     assert abs(got["energy"] - want["energy"]) <= 1e-11 * want["energy_scale"]
     assert got["pairs"] == want["pairs"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["fullshell_warp_csr", "parity_block_csr", "verlet_warp_padded"])
+def test_one_component_sites_counted_from_the_index_equal_the_spans_bitwise(name):
+    """With one component the kernels count a molecule's sites from its index and read a Lennard-Jones
+    centre's parameters from molecule 0 (no spans passed); with spans=True they read them per molecule. The
+    same site pairs in the same order: the same bits."""
+    from harness import molecule_scenarios as S
+
+    mols, model = S.make("spce_water", "small", seed=3)
+    out = []
+    for spans in (False, True):
+        plan = molecules_cuda.MoleculePlan(name, mols, model, "fp32", spans=spans)
+        assert plan.uniform is not spans
+        plan.upload(mols.centres, mols.quaternions)
+        plan.run()
+        out.append(plan.result())
+    np.testing.assert_array_equal(out[0]["forces"], out[1]["forces"])
+    np.testing.assert_array_equal(out[0]["torques"], out[1]["torques"])
+    assert out[0]["energy"] == out[1]["energy"]

@@ -387,7 +387,11 @@ molecule_verlet_thread(const int m, const Vec4<Real>* __restrict__ c, const Box<
   MoleculeAcc<Real, Acc> acc;
   if (t < m) {
     const int i = order[t];
-    list_row<PBC, ENERGY>(i, c, box, list + static_cast<size_t>(i) * cap, counts[i], model, acc, 0, 1);
+    if (model.uniform()) {  // the same call twice: each copy compiled knowing how the sites are found
+      list_row<PBC, ENERGY>(i, c, box, list + static_cast<size_t>(i) * cap, counts[i], model, acc, 0, 1);
+    } else {
+      list_row<PBC, ENERGY>(i, c, box, list + static_cast<size_t>(i) * cap, counts[i], model, acc, 0, 1);
+    }
     acc.store(i, force, torque);
   }
   block_end<BLOCK, ENERGY>(acc, partial, count, blockIdx.x);
@@ -409,7 +413,11 @@ molecule_verlet_warp(const int m, const Vec4<Real>* __restrict__ c, const Box<Re
   int i = -1;
   if (w < m) {  // the lanes of a group take the same branch
     i = order[w];
-    list_row<PBC, ENERGY>(i, c, box, list + static_cast<size_t>(i) * cap, counts[i], model, acc, lane, lanes);
+    if (model.uniform()) {  // the same call twice: each copy compiled knowing how the sites are found
+      list_row<PBC, ENERGY>(i, c, box, list + static_cast<size_t>(i) * cap, counts[i], model, acc, lane, lanes);
+    } else {
+      list_row<PBC, ENERGY>(i, c, box, list + static_cast<size_t>(i) * cap, counts[i], model, acc, lane, lanes);
+    }
   }
   group_store(acc, i, lane, lanes, force, torque);  // every lane of the warp, in or out of range
   block_end<BLOCK, ENERGY>(acc, partial, count, blockIdx.x);

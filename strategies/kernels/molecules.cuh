@@ -9,7 +9,8 @@
 //                      (sigma, sqrt(epsilon), 0, kind) instead (it has no direction)
 // Molecule i's sites: span[i] = (first, lj, q, end), its Lennard-Jones centres [first, lj), its charges
 // [lj, q), its dipoles and quadrupoles [q, end) (molecule_span); comp[i] its component. One 16-byte load
-// gives a partner's sites: the body's loads of j depend on j alone, not on a chain of lookups.
+// gives a partner's sites: the body's loads of j depend on j alone, not on a chain of lookups. With one
+// component the host passes no spans, and the sites follow from the index (MoleculeModel::sites_of).
 //
 // The pair of molecules i and j with centres d = c_i - c_j apart (within the cutoff): every site of i
 // against every site of j, Lennard-Jones centres with Lennard-Jones centres (epsilon = xi sqrt(eps_s
@@ -73,6 +74,7 @@ template <typename Real>
 struct MoleculeModel {
   Real rc2, rs, rc, k, krf, crf, rfdd;
   int C;
+  int n0, l0, q0;  // component 0's sites, and the ends of its Lennard-Jones centres and charges
   const Real* xi;
   const Real* eta;
   const Real* ends;  // per component: the ends of its Lennard-Jones centres, its charges, its sites
@@ -87,7 +89,24 @@ struct MoleculeModel {
       : rc2(p[0]), rs(p[1]), rc(p[2]), k(p[3]), krf(p[4]), crf(p[5]), rfdd(p[6]), C(static_cast<int>(p[7])),
         xi(p + kMoleculeHeader), eta(p + kMoleculeHeader + static_cast<int>(p[7]) * static_cast<int>(p[7])),
         ends(p + kMoleculeHeader + 2 * static_cast<int>(p[7]) * static_cast<int>(p[7])), span(span_), comp(comp_),
-        A(A_), E(E_) {}
+        A(A_), E(E_) {
+    n0 = static_cast<int>(ends[2]);
+    l0 = static_cast<int>(ends[0]);
+    q0 = static_cast<int>(ends[1]);
+  }
+
+  // Every molecule of component 0 (the host passes no spans): a molecule's sites follow from its index and
+  // a Lennard-Jones centre's (sigma, sqrt(eps)) from molecule 0's, the same address in every lane.
+  __host__ __device__ __forceinline__ bool uniform() const { return span == nullptr; }
+
+  // Molecule i's sites (first, lj, q, end): by arithmetic where uniform, else its span.
+  __host__ __device__ __forceinline__ int4 sites_of(int i) const {
+    if (uniform()) {
+      const int f = i * n0;
+      return make_int4(f, f + l0, f + q0, f + n0);
+    }
+    return span[i];
+  }
 };
 
 // Molecule i's span from its first site, the next molecule's, its component and the parameters' ends.
@@ -216,8 +235,8 @@ template <typename Real>
 __host__ __device__ __forceinline__ MoleculePairResult<Real> molecule_pair(const MoleculeModel<Real>& m, int i, int j,
                                                                    Real dx, Real dy, Real dz) {
   MoleculePairResult<Real> o{Real(0), Real(0), Real(0), Real(0), Real(0), Real(0), Real(0)};
-  const int ci = m.comp[i], cj = m.comp[j];
-  const int4 I = m.span[i], J = m.span[j];
+  const int ci = m.uniform() ? 0 : m.comp[i], cj = m.uniform() ? 0 : m.comp[j];
+  const int4 I = m.sites_of(i), J = m.sites_of(j);
   const int si = I.x, li = I.y, qi = I.z, ni = I.w, sj = J.x, lj = J.y, qj = J.z, nj = J.w;
   if (li > si && lj > sj) {  // Lennard-Jones centres: 4 eps ((sig/r)^12 - (sig/r)^6); E.x sigma, E.y sqrt(eps)
     const Real xi = m.xi[ci * m.C + cj], heta = Real(0.5) * m.eta[ci * m.C + cj];
@@ -225,7 +244,7 @@ __host__ __device__ __forceinline__ MoleculePairResult<Real> molecule_pair(const
       const Vec4<Real> as = m.A[s], es = m.E[s];
       Real gx = Real(0), gy = Real(0), gz = Real(0);
       for (int t = sj; t < lj; ++t) {
-        const Vec4<Real> at = m.A[t], et = m.E[t];
+        const Vec4<Real> at = m.A[t], et = m.E[m.uniform() ? t - sj : t];
         const Real rx = dx + as.x - at.x, ry = dy + as.y - at.y, rz = dz + as.z - at.z;
         const Real ir2 = mol_rcp(rx * rx + ry * ry + rz * rz);
         const Real ep = xi * es.y * et.y;

@@ -53,7 +53,8 @@ int main(int argc, char** argv) {
     const Real* q = &quat[4 * owner[s]];
     turn_site(q[0], q[1], q[2], q[3], bodyA[s], bodyE[s], A[s], E[s]);
   }
-  const MoleculeModel<Real> model(params.data(), span.data(), comp.data(), A.data(), E.data());
+  const MoleculeModel<Real> model(params.data(), C == 1 ? nullptr : span.data(), comp.data(), A.data(),
+                                 E.data());  // one component: no spans, as the plan passes them
   FILE* out = fopen(argv[2], "wb");
   if (!out) return 2;
   for (int k = 0; k < npairs; ++k) {

@@ -271,7 +271,8 @@ int main(int argc, char** argv) {
   std::stable_sort(order.begin(), order.end(), [&](int a, int b2) { return cell[a] < cell[b2]; });
   for (int i = 0; i < m; ++i) ++start[cell[i] + 1];
   for (int k = 0; k < ncells; ++k) start[k + 1] += start[k];
-  const MoleculeModel<Real> model(params.data(), span.data(), comp.data(), A.data(), E.data());
+  const MoleculeModel<Real> model(params.data(), C == 1 ? nullptr : span.data(), comp.data(), A.data(),
+                                 E.data());  // one component: no spans, as the plan passes them
   std::vector<Acc> force(3 * m, Acc(0)), torque(3 * m, Acc(0));
   Sums sums;
   const bool pbc = g.px || g.py || g.pz;
