@@ -102,6 +102,7 @@ def test_the_report_puts_the_molecule_order_beside_the_points_order():
     text = " ".join(b["text"] for b in sec.blocks if b["kind"] == "text")
     tables = [b["md"] for b in sec.blocks if b["kind"] == "table"]
     assert "rank fullshell_thread_cpu, verlet_thread_cpu, allpairs_thread_cpu" in text
+    assert "the lists already built, as the molecule bench times them" in text
     assert "the order changes from points: allpairs_thread_cpu ahead of verlet_thread_cpu" in text
     assert "allpairs_thread_cpu ahead of fullshell_thread_cpu within their interquartile ranges: a tie" in text
     assert len(tables) == 2 and "allpairs_thread_cpu (1)" in tables[0] and "+4.90e-05" in tables[1]
@@ -202,3 +203,18 @@ def test_the_report_answers_the_port_processors_question():
             "parity_warpblock_shared_atomic, parity_block_csr; two-pass over shared 0.83x") in text
     assert ("parity_warpblock_shared_atomic, parity_warpblock_twopass_atomic, parity_block_csr (not their order on "
             "points); two-pass over shared 1.50x") in text
+
+
+def test_the_points_order_times_the_lists_already_built_as_the_molecule_bench_does():
+    """A list strategy's point row carries its from-scratch time and its time with the list built: the
+    molecule bench times lists built, so the points' order beside it uses the latter."""
+    import importlib
+
+    M = importlib.import_module("harness.report.sections.molecules")
+
+    points = [{"strategy": "fullshell_thread_csr", "scenario": "lj_liquid", "n": 1048576, "precision": "fp32",
+               "status": "ok", "compute_ms": 0.59, "outputs": "all"},
+              {"strategy": "verlet_thread_padded", "scenario": "lj_liquid", "n": 1048576, "precision": "fp32",
+               "status": "ok", "compute_ms": 0.69, "with_list_graph_ms": 0.14, "outputs": "all"}]
+    assert M._point_order(points, {"fullshell_thread_csr", "verlet_thread_padded"})[0] == [
+        "verlet_thread_padded", "fullshell_thread_csr"]

@@ -21,13 +21,19 @@ def _point_order(bench: list[dict], names: set[str]) -> tuple[list[str], str]:
     return sorted(times, key=times.get), where
 
 
+def _with_list_ms(r: dict) -> float:
+    """A point row's time as the molecule bench measures its traversals: a list strategy's evaluation over
+    its list already built (with_list), everything else's whole evaluation."""
+    return r.get("with_list_graph_ms") or r.get("with_list_ms") or _device_ms(r)
+
+
 def _point_times(bench: list[dict], names: set[str]) -> tuple[dict, str]:
-    """_point_order's point: the traversals' milliseconds there, and where that is."""
+    """_point_order's point: the traversals' milliseconds there (_with_list_ms), and where that is."""
     rows = [r for r in _all_outputs(_ok(bench)) if r["strategy"] in names and r.get("precision") == "fp32"]
     by = defaultdict(dict)
     for r in rows:
         key = (r["scenario"] == "lj_liquid", r["n"], r["scenario"])
-        t = _device_ms(r)
+        t = _with_list_ms(r)
         if r["strategy"] not in by[key] or t < by[key][r["strategy"]]:
             by[key][r["strategy"]] = t
     keys = [k for k, v in by.items() if len(v) >= 2]
@@ -106,7 +112,8 @@ def molecules(sec: Section, docs: list[dict], bench: list[dict], nve: list[dict]
         if port:
             sec.text(port)
         if order:
-            sec.text(f"On points ({where}, fp32) the traversals that also take molecules rank " + ", ".join(order)
+            sec.text(f"On points ({where}, fp32; the lists already built, as the molecule bench times them) the "
+                     "traversals that also take molecules rank " + ", ".join(order)
                      + ". " + (" ".join(lines) if lines else "No system ran two of them."))
         else:
             sec.text("No point benchmark in the inputs measured two of these traversals: give a bench result of the "
