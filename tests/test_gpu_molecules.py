@@ -273,6 +273,18 @@ def _run_on_host(exe, name: str, mols, model, tmp, cap: int = 0):
             "pairs": int(round(tail[10] * share)), "longest": int(tail[11])}
 
 
+def _host_equals_reference(exe, name, mols, model, tmp):
+    """name's threads run on the host give the float64 reference's forces, torques, virial, energy (1e-11)
+    and pairs."""
+    want = ref.compute(mols, model)
+    got = _run_on_host(exe, name, mols, model, tmp)
+    for k in ("forces", "torques", "virial"):
+        err = float(np.abs(got[k] - want[k]).max() / np.abs(want[k]).max())
+        assert err <= 1e-11, (k, err)
+    assert abs(got["energy"] - want["energy"]) <= 1e-11 * want["energy_scale"]
+    assert got["pairs"] == want["pairs"]
+
+
 @needs_nvcc
 @pytest.mark.parametrize("name", molecules_cuda.TRAVERSALS)
 @pytest.mark.parametrize("periodic, two, switch", [(True, False, False), (False, False, True), (True, True, True)])
@@ -286,13 +298,7 @@ def test_every_gpu_traversal_run_thread_by_thread_on_the_host_equals_the_referen
     mols, model = _all_kinds(periodic=periodic, two=two)
     if switch:
         model = dataclasses.replace(model, switch=0.8 * model.cutoff)
-    want = ref.compute(mols, model)
-    got = _run_on_host(kernels_on_host, name, mols, model, tmp_path)
-    for k in ("forces", "torques", "virial"):
-        err = float(np.abs(got[k] - want[k]).max() / np.abs(want[k]).max())
-        assert err <= 1e-11, (k, err)
-    assert abs(got["energy"] - want["energy"]) <= 1e-11 * want["energy_scale"]
-    assert got["pairs"] == want["pairs"]
+    _host_equals_reference(kernels_on_host, name, mols, model, tmp_path)
 
 
 @needs_nvcc
@@ -379,13 +385,7 @@ def test_parity_processors_with_cells_beyond_one_warp_block(kernels_on_host, tmp
     c = molecules_cuda.centred(mols.centres, mols.box.lengths, mols.box.periodic)
     dims = molecules_cuda.cell_grid(c, mols.box.lengths, mols.box.periodic, model.cutoff)[2]
     assert list(dims) == [3, 3, 3] and len(mols.centres) / 27 > 32
-    want = ref.compute(mols, model)
-    got = _run_on_host(kernels_on_host, name, mols, model, tmp_path)
-    for k in ("forces", "torques", "virial"):
-        err = float(np.abs(got[k] - want[k]).max() / np.abs(want[k]).max())
-        assert err <= 1e-11, (k, err)
-    assert abs(got["energy"] - want["energy"]) <= 1e-11 * want["energy_scale"]
-    assert got["pairs"] == want["pairs"]
+    _host_equals_reference(kernels_on_host, name, mols, model, tmp_path)
 
 
 @pytest.mark.gpu

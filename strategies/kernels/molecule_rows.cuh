@@ -220,6 +220,17 @@ __host__ __device__ __forceinline__ void c08_cells(int p, int bx, int by, int bz
   cb = block_cell(bx, by, bz, kPairs[p][3], kPairs[p][4], kPairs[p][5], g);
 }
 
+// fi[0..2] += the pair's force on i, fi[3..5] += its torque on i (in the accumulation type).
+template <typename Real, typename Acc>
+__host__ __device__ __forceinline__ void add_pair_to_i(const MoleculePairResult<Real>& o, Acc (&fi)[6]) {
+  fi[0] += Acc(o.fx);
+  fi[1] += Acc(o.fy);
+  fi[2] += Acc(o.fz);
+  fi[3] += Acc(o.tx);
+  fi[4] += Acc(o.ty);
+  fi[5] += Acc(o.tz);
+}
+
 // c08's warp form, one molecule i of cell pair (ca, cb) with Newton3: this lane's share (lane, step) of
 // the candidates j of cb (after i where ca == cb), each pair's force subtracted from j and j's torque
 // (torque_on_j) added in global memory, the pair's energy and virial into acc; returns the lane's part
@@ -241,12 +252,7 @@ __host__ __device__ __forceinline__ void c08_lane(int i, int qi, int ca, int cb,
     const MoleculePairResult<Real> o = molecule_pair(model, i, j, dx, dy, dz);
     Real sx, sy, sz;
     torque_on_j(o, dx, dy, dz, sx, sy, sz);
-    fi[0] += Acc(o.fx);
-    fi[1] += Acc(o.fy);
-    fi[2] += Acc(o.fz);
-    fi[3] += Acc(o.tx);
-    fi[4] += Acc(o.ty);
-    fi[5] += Acc(o.tz);
+    add_pair_to_i(o, fi);
     force[3 * j + 0] -= Acc(o.fx);
     force[3 * j + 1] -= Acc(o.fy);
     force[3 * j + 2] -= Acc(o.fz);
@@ -323,12 +329,7 @@ __host__ __device__ __forceinline__ void block_step(int lane, int s, bool diagon
   const MoleculePairResult<Real> o = molecule_pair(model, i, sj[slot], dx, dy, dz);
   Real tx, ty, tz;
   torque_on_j(o, dx, dy, dz, tx, ty, tz);
-  fi[0] += Acc(o.fx);
-  fi[1] += Acc(o.fy);
-  fi[2] += Acc(o.fz);
-  fi[3] += Acc(o.tx);
-  fi[4] += Acc(o.ty);
-  fi[5] += Acc(o.tz);
+  add_pair_to_i(o, fi);
   sf[slot] -= Acc(o.fx);
   sf[32 + slot] -= Acc(o.fy);
   sf[64 + slot] -= Acc(o.fz);
@@ -359,12 +360,7 @@ __host__ __device__ __forceinline__ void one_side_lane(int a, int b, int w, int 
     Real dx, dy, dz;
     if (!(centre_separation<PBC>(ci, c[j], box, dx, dy, dz) < model.rc2)) continue;
     const MoleculePairResult<Real> o = molecule_pair(model, i, j, dx, dy, dz);
-    fi[0] += Acc(o.fx);
-    fi[1] += Acc(o.fy);
-    fi[2] += Acc(o.fz);
-    fi[3] += Acc(o.tx);
-    fi[4] += Acc(o.ty);
-    fi[5] += Acc(o.tz);
+    add_pair_to_i(o, fi);
     if (a < b || (a == b && i < j)) acc.template sums<ENERGY>(o, dx, dy, dz);
   }
   add_to_molecule(i, fi, force, torque);
