@@ -335,8 +335,7 @@ class MoleculePlan:
         if self.nsites:
             self.fn_sites((-(-self.nsites // SITE_BLOCK),), (SITE_BLOCK,),
                           (np.int32(self.nsites), self.d_owner, self.d_q, self.d_bodyA, self.d_bodyE, self.d_A, self.d_E))
-        common = (self.d_params, np.uint64(0) if self.uniform else self.d_span, self.d_comp,  # 0: a null pointer self.d_A, self.d_E, self.d_force, self.d_torque,
-                  self.d_partial, self.d_count)
+        common = model_args(self)
         if self.name == "allpairs_thread_naive":
             self.fns[energy]((self.grid,), (BLOCK,), (np.int32(self.m), self.d_c, self.box, *common))
             return
@@ -401,6 +400,15 @@ class MoleculePlan:
         return {"forces": self.d_force.get().astype(np.float64), "torques": self.d_torque.get().astype(np.float64),
                 "energy": share * float(sums[0]) + self_energy(self.model, self.d_bodyA, self.d_bodyE),
                 "virial": share * sums[1:].reshape(3, 3), "pairs": pairs}
+
+
+def model_args(plan) -> tuple:
+    """The arguments every molecule kernel ends with, in the order of MOLECULE_ARGS in kernels/molecules.cu:
+    the parameters, the site spans (a null pointer where one component lets the kernel count sites from the
+    index), the components, the turned sites, the force, torque and partial-sum outputs, the pair counts."""
+    span = np.uint64(0) if plan.uniform else plan.d_span
+    return (plan.d_params, span, plan.d_comp, plan.d_A, plan.d_E, plan.d_force, plan.d_torque,
+            plan.d_partial, plan.d_count)
 
 
 def self_energy(model, bodyA, bodyE) -> float:

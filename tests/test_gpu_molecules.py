@@ -407,3 +407,21 @@ def test_one_component_sites_counted_from_the_index_equal_the_spans_bitwise(name
     np.testing.assert_array_equal(out[0]["forces"], out[1]["forces"])
     np.testing.assert_array_equal(out[0]["torques"], out[1]["torques"])
     assert out[0]["energy"] == out[1]["energy"]
+
+
+@pytest.mark.parametrize("uniform", [False, True])
+def test_the_host_passes_every_argument_molecule_args_names_in_its_order(uniform):
+    import types
+    from pathlib import Path
+
+    src = (Path(molecules_cuda.__file__).parent / "kernels" / "molecules.cu").read_text()
+    macro = re.search(r"#define MOLECULE_ARGS(.*?)\n\n", src, re.S).group(1).replace("\\", " ")
+    names = [p.split()[-1].lstrip("*") for p in macro.split(",")]
+    plan = types.SimpleNamespace(uniform=uniform, **{f"d_{n}": f"d_{n}" for n in names})
+    got = molecules_cuda.model_args(plan)
+    assert len(got) == len(names)
+    for n, arg in zip(names, got):
+        if n == "span" and uniform:
+            assert arg == 0 and arg.dtype == np.uint64  # a null pointer, 8 bytes as the kernel reads it
+        else:
+            assert arg == f"d_{n}"
