@@ -308,8 +308,8 @@ class MoleculePlan:
 
     def _launches(self, dims) -> None:
         """The Newton3 traversals' launches on the device: c08's colours (their bases) or the parity-plane
-        traverser's layers (their cell pairs, launch_pairs), and the partial-sum slots: one block's a slot,
-        launch after launch."""
+        traverser's layers (their cell pairs, launch_pairs), and the partial-sum slots, launch after launch:
+        a block's, or for the warp-block processors a job's (the same bits whichever warp takes it)."""
         from .schedules import c08_colours
 
         cp = self.cp
@@ -317,14 +317,15 @@ class MoleculePlan:
         launches = (launch_pairs(dims, self.periodic) if self.name in PARITY else
                     c08_colours(np.asarray(dims), self.periodic))
         for items in launches:
-            if self.name in WARPBLOCK:  # persistent: a warp a job, no more blocks than run at once
+            if self.name in WARPBLOCK:  # persistent: a warp a job, no more blocks than run at once; a slot a job
                 jobs = len(items) * (2 if WARPBLOCK[self.name] == 0 else 1)
                 blocks = max(1, min(-(-jobs // WARPBLOCK_WARPS), 8 * cuda.sm_count()))
+                slots = jobs
             else:
                 per_item = 32 if self.name in ("c08_warp_csr", "parity_block_csr") else 1
-                blocks = max(1, -(-(len(items) * per_item) // self.threads))
+                blocks = slots = max(1, -(-(len(items) * per_item) // self.threads))
             self.launches.append((cp.asarray(np.ascontiguousarray(items, np.int32)), len(items), blocks, slot))
-            slot += blocks
+            slot += slots
         self.d_counters = cp.zeros(max(1, len(self.launches)), np.int32)  # the warp-block schedulers
         self.d_partial = cp.zeros((slot, SUMS), self.acc)
         self.d_count = cp.zeros(slot, np.uint64)

@@ -83,6 +83,23 @@ __device__ __forceinline__ void molecule_block_sums(Acc (&v)[kMolSums], unsigned
   }
 }
 
+// One warp's energy, virial and pair count into slot `slot` (every lane calls it; lane 0 writes), the
+// lanes' sums then cleared for the warp's next job.
+template <typename Real, typename Acc>
+__device__ __forceinline__ void job_sums(MoleculeAcc<Real, Acc>& acc, int lane, Acc* __restrict__ partial,
+                                         unsigned long long* __restrict__ count, int slot) {
+  __syncwarp();
+#pragma unroll
+  for (int k = 0; k < kMolSums; ++k) {
+    const Acc v = warp_sum(acc.s[k]);
+    if (lane == 0) partial[slot * kMolSums + k] = v;
+    acc.s[k] = Acc(0);
+  }
+  const unsigned long long n = warp_sum(static_cast<unsigned long long>(acc.pairs));
+  if (lane == 0) count[slot] = n;
+  acc.pairs = 0u;
+}
+
 template <int BLOCK, bool ENERGY, typename Real, typename Acc>
 __device__ __forceinline__ void block_end(MoleculeAcc<Real, Acc>& acc, Acc* __restrict__ partial,
                                           unsigned long long* __restrict__ count, int slot) {
@@ -322,7 +339,9 @@ molecule_parity_block(const int npairs, const int2* __restrict__ pairs, const Ve
 
 // The warp-block processors: a persistent kernel per layer whose warps take jobs from a lock-free scheduler
 // (one atomicAdd on the launch's counter per job, the port's "atomic" scheduler). A job is a cell pair of the
-// layer, or one side of it; its warp takes all its warp blocks (32 molecules of A each).
+// layer, or one side of it; its warp takes all its warp blocks (32 molecules of A each). The energy, virial
+// and pair count go to the job's own slot (slot0 + job), not the block's: which warp takes which job varies
+// from run to run, the sums' order does not, and the results are the same bits run after run.
 //   kMolTwoPass: jobs (A, B) and (B, A), each writing its own side only (one_side_lane): twice the pair
 //     bodies, no writes to the other cell.
 //   kMolShared: one job per pair, Newton3 with B staged in the warp's shared slots (warp_cell_pair); the
@@ -358,9 +377,9 @@ molecule_parity_warpblock(const int npairs, const int2* __restrict__ pairs, cons
       warp_cell_pair<PBC, ENERGY>(a, b, lane, s_j[warp], s_c[warp], s_f[warp], c, box, start, order, model, force,
                                   torque, acc);
     }
+    if constexpr (ENERGY) job_sums(acc, lane, partial, count, slot0 + job);
     __syncwarp();
   }
-  block_end<kMolWarps * 32, ENERGY>(acc, partial, count, slot0 + blockIdx.x);
 }
 
 template <typename Real, bool PBC>
