@@ -8,7 +8,8 @@ Two uses, as MC codes have them:
   batch   B independent trial moves from one state (a block per move on the GPU)
   loop    moves one after another as a Metropolis loop runs them: dE, the test against the move's
           uniform number u (accept where dE <= 0 or u < exp(-dE / kT)), S and the atoms updated on
-          acceptance; on the GPU in one block and one launch, no host round trip per move
+          acceptance; on the GPU in one launch, no host round trip per move: one block (`--loop
+          block`) or a grid of blocks, at most one per SM, with two grid barriers a move (`--loop grid`)
 
 The reciprocal strategy picks the batch kernel (kernels/kspace_mc.cu): kspace_thread_kloop a thread
 per k over the molecule's atoms read from global memory, kspace_block_staged the same with the atoms
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, prange
 
-from mdcore import MODES, InputError
+from mdcore import MODES, InputError, StrategyError
 
 from . import kspace
 from .kspace import BLOCK, SEG, ENERGY_BLOCK  # noqa: F401
@@ -42,6 +43,29 @@ MC_SEG = 8  # the batch kernels' run of n_z (a kmax of 10 gives 21 n_z: three ru
 # gave 22.6. The loop is bound by the latency of its one block, not by its arithmetic
 LOOP_BLOCK = 512
 LOOP_SEG = 4
+# the loop on a grid (mc_loop_grid): blocks of GRID_BLOCK threads over runs of GRID_SEG n_z, as many
+# blocks as the runs fill, at most one per SM (all resident at once, as its grid barriers need)
+GRID_BLOCK = 128
+GRID_SEG = 2
+LOOPS = ("block", "grid")
+
+
+def loop_form(text: str | None) -> tuple[str, int]:
+    """`--loop` read: "block" (one block, the default), "grid" (a grid of blocks, chosen
+    from the runs and the SMs) or "grid:N" (N blocks); returns (form, N), N = 0 where the blocks are chosen."""
+    text = (text or "block").strip()
+    form, _, count = text.partition(":")
+    if form not in LOOPS or (count and form != "grid"):
+        raise InputError(f"--loop {text}: expected block, grid or grid:N (N blocks)")
+    if not count:
+        return form, 0
+    try:
+        blocks = int(count)
+    except ValueError:
+        blocks = 0
+    if blocks < 1:
+        raise InputError(f"--loop {text}: N must be a whole number of blocks >= 1")
+    return form, blocks
 
 
 @dataclass
@@ -176,7 +200,7 @@ BATCH_KERNELS = {"kspace_thread_kloop": "mc_batch_kloop", "kspace_block_staged":
 class CudaMoves:
     """A GPU kspace strategy's moves: its plan's S, A and grid; the atoms' fractions on the device."""
 
-    def __init__(self, strategy, positions, charges, ewald, precision: str, start, atoms):
+    def __init__(self, strategy, positions, charges, ewald, precision: str, start, atoms, loop: str = "block"):
         import cupy as cp
 
         from . import cuda
@@ -205,7 +229,19 @@ class CudaMoves:
         self.fn = cuda.kernel("kspace_mc.cu", names[kind])
         self.trial_fn = cuda.kernel("kspace_mc.cu", f"mc_trial<{real}>")
         self.sum_fn = cuda.kernel("kspace_mc.cu", f"mc_batch_sum<{real}, {acc}, {MC_BLOCK}>")
-        self.loop_fn = cuda.kernel("kspace_mc.cu", f"mc_loop_rows<{real}, {acc}, {LOOP_SEG}, {LOOP_BLOCK}>")
+        self.loop_form, blocks = loop_form(loop)
+        if self.loop_form == "grid":
+            self.loop_fn = cuda.kernel("kspace_mc.cu", f"mc_loop_grid<{real}, {acc}, {GRID_SEG}, {GRID_BLOCK}>")
+            runs = (ewald.kmax[0] + 1) * (2 * ewald.kmax[1] + 1) * -(-(2 * ewald.kmax[2] + 1) // GRID_SEG)
+            most = cuda.sm_count()
+            if blocks > most:
+                raise InputError(f"--loop grid:{blocks}: the grid loop takes at most one block per SM, {most} here "
+                                 f"(its barriers need every block resident at once)")
+            self.loop_blocks = blocks or max(1, min(most, -(-runs // GRID_BLOCK)))
+            self.partial = cp.zeros(self.loop_blocks, self.acc)
+        else:
+            self.loop_fn = cuda.kernel("kspace_mc.cu", f"mc_loop_rows<{real}, {acc}, {LOOP_SEG}, {LOOP_BLOCK}>")
+            self.loop_blocks = 1
         self.dS = cp.zeros(2 * plan.G, self.acc)
         self.most = int(np.max(np.diff(start))) if len(start) > 1 else 1
 
@@ -241,8 +277,16 @@ class CudaMoves:
         p = self.plan
         dE = self.cp.empty(count, self.acc)
         ok = self.cp.zeros(count, np.int32)
-        self.loop_fn((1,), (LOOP_BLOCK,), (self.sq, self.start, self.atoms, mol, rt, u, np.int32(count),
-                                           np.float64(beta), self.box, p.S, p.A, p.kgrid, self.dS, dE, ok))
+        args = (self.sq, self.start, self.atoms, mol, rt, u, np.int32(count), np.float64(beta), self.box, p.S, p.A,
+                p.kgrid, self.dS, dE, ok)
+        if self.loop_form == "grid":
+            bar, failed = self.cp.zeros(2, np.uint32), self.cp.zeros(1, np.int32)
+            self.loop_fn((self.loop_blocks,), (GRID_BLOCK,), (*args, self.partial, bar, failed))
+            if count and int(failed.get()[0]):
+                raise StrategyError(f"--loop grid:{self.loop_blocks}: a grid barrier waited beyond its limit (the "
+                                    f"blocks were not all resident at once); the loop stopped there")
+        else:
+            self.loop_fn((1,), (LOOP_BLOCK,), args)
         return dE, ok
 
     def structure(self) -> np.ndarray:
@@ -266,12 +310,16 @@ def expressions() -> list[str]:
         out += [f"mc_trial<{real}>", f"mc_batch_kloop<{real}, {acc}, {MC_BLOCK}>",
                 f"mc_batch_staged<{real}, {acc}, {MC_BLOCK}>", f"mc_batch_atomic<{real}, {acc}>",
                 f"mc_batch_sum<{real}, {acc}, {MC_BLOCK}>", f"mc_batch_rows<{real}, {acc}, {MC_SEG}, {MC_BLOCK}>",
-                f"mc_loop_rows<{real}, {acc}, {LOOP_SEG}, {LOOP_BLOCK}>"]
+                f"mc_loop_rows<{real}, {acc}, {LOOP_SEG}, {LOOP_BLOCK}>",
+                f"mc_loop_grid<{real}, {acc}, {GRID_SEG}, {GRID_BLOCK}>"]
     return list(dict.fromkeys(out))
 
 
-def create(strategy, positions, charges, ewald, precision: str, start, atoms):
-    """The moves of a kspace strategy on these charges: CpuMoves or CudaMoves."""
+def create(strategy, positions, charges, ewald, precision: str, start, atoms, loop: str = "block"):
+    """The moves of a kspace strategy on these charges: CpuMoves or CudaMoves (`loop`: loop_form's text,
+    for the GPU)."""
     if strategy.backend == "cpu":
+        if loop_form(loop)[0] != "block":
+            raise InputError(f"--loop {loop}: {strategy.name} runs its loop on the CPU; the grid form is the GPU's")
         return CpuMoves(positions, charges, ewald, start, atoms)
-    return CudaMoves(strategy, positions, charges, ewald, precision, start, atoms)
+    return CudaMoves(strategy, positions, charges, ewald, precision, start, atoms, loop)

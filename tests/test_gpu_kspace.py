@@ -87,3 +87,53 @@ def test_gpu_moves_of_single_ions_with_uncharged_atoms_sent_or_not(tmp_path):
         r = harness("mc", "--input", conf, "--forcefield", ff, "--kspace", "kspace_block_staged", "--launch",
                     f"charged={charged}", "--moves", "100", "--batch", "32", "--check", "3")
         assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp64"])
+@pytest.mark.parametrize("loop", ["grid", "grid:3", "grid:1"])
+def test_the_grid_loop_takes_the_block_loop_s_decisions(tmp_path, precision, loop):
+    """The Metropolis loop on a grid of blocks against the one-block loop, on the same moves from the
+    same state: the same decisions, energy changes within rounding, S and the atoms where the block
+    loop leaves them; and `mc --loop` passes its float64 checks."""
+    from mdcore.ewald import Ewald
+    from mdcore.forcefield import load as load_ff
+    from strategies import kspace_mc
+    from tests.test_mc import _water
+
+    conf, ff = _water(tmp_path, nm=80)
+    x = np.load(conf)
+
+    ewald = Ewald.make(load_ff(ff), tuple(x["box"]), (True, True, True))
+    start, atoms = kspace_mc.molecules(len(x["charges"]), x["mol"], x["charges"])
+    moves = kspace_mc.draw(200, len(start) - 1, 0.05, 0.5, True, seed=4)
+    strategy = kspace.create("kspace_thread_rows")
+    out = {}
+    for form in ("block", loop):
+        mover = kspace_mc.create(strategy, x["positions"], x["charges"], ewald, precision, start, atoms, form)
+        de, ok = mover.loop(mover.upload_moves(moves), 200, 1.0 / 2.5)
+        out[form] = (de.get().astype(np.float64), ok.get(), mover.structure(), mover.positions(), mover.loop_blocks)
+    (de0, ok0, s0, x0, _), (de1, ok1, s1, x1, blocks) = out["block"], out[loop]
+    assert blocks == int(loop.split(":")[1]) if ":" in loop else blocks >= 1
+    assert 0 < ok0.sum() < len(ok0) and np.array_equal(ok0, ok1)
+    tol = 1e-12 if precision == "fp64" else 1e-4
+    scale = np.abs(de0).max()
+    assert np.abs(de1 - de0).max() <= tol * scale
+    assert np.abs(s1 - s0).max() <= tol * np.abs(s0).max()
+    assert np.abs(x1 - x0).max() <= tol * 10.0
+    r = harness("mc", "--input", conf, "--forcefield", ff, "--molecules-from", "mol", "--kspace", "kspace_thread_rows",
+                "--precision", precision, "--loop", loop, "--moves", "200", "--batch", "16", "--kT", "2.5", "--check",
+                "4", "--json", tmp_path / "mc.json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads((tmp_path / "mc.json").read_text())
+    assert doc["loop"] == loop and doc["loop_blocks"] == blocks
+
+
+def test_the_grid_loop_refuses_more_blocks_than_sms(tmp_path):
+    from strategies import cuda
+    from tests.test_mc import _water
+
+    conf, ff = _water(tmp_path, nm=10)
+    r = harness("mc", "--input", conf, "--forcefield", ff, "--kspace", "kspace_thread_rows", "--loop",
+                f"grid:{cuda.sm_count() + 1}", "--moves", "10", "--batch", "4")
+    assert r.returncode == 2 and "at most one block per SM" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1

@@ -95,6 +95,10 @@ def test_molecule_lists_leave_uncharged_atoms_out_when_asked():
     (["--kspace", "kspace_nope"], "no such reciprocal strategy"),
     (["--precision", "fixed"], "fixed point"),
     (["--angle", "-1"], "--angle must be"),
+    (["--loop", "ring"], "expected block, grid or grid:N"),
+    (["--loop", "grid:0"], "N must be a whole number of blocks"),
+    (["--loop", "block:4"], "expected block, grid or grid:N"),
+    (["--kspace", "kspace_thread_cpu", "--loop", "grid"], "runs its loop on the CPU"),
 ])
 def test_bad_mc_input_ends_in_one_line(tmp_path, extra, words):
     conf, ff = _water(tmp_path, nm=10)

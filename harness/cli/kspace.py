@@ -85,6 +85,9 @@ def add_mc(sub) -> None:
                                     "kspace_thread_cpu without)")
     p.add_argument("--launch", help="its launch parameters, e.g. charged=all")
     p.add_argument("--precision", default="fp64", help="fp32, mixed or fp64 (default fp64, the GOMC report's choice)")
+    p.add_argument("--loop", default="block", help="the Metropolis loop on the GPU: block (one block runs every move), "
+                                                 "grid (each move's wave vectors over a grid of blocks, at most a "
+                                                 "block per SM) or grid:N (N blocks); default block")
     p.add_argument("--kT", type=POSITIVE, default=1.0, help="the Metropolis test's temperature in energy units")
     p.add_argument("--step", type=POSITIVE, help="the largest shift along each axis (default a tenth of the mean "
                                                  "spacing, (V/N)^(1/3) / 10)")
@@ -124,6 +127,7 @@ def cmd_mc(args: argparse.Namespace) -> int:
     from .common import launch_params
 
     check_precision(args.precision)
+    kspace_mc.loop_form(args.loop)  # checked before any work
     if args.json:
         results.check_file(args.json, "--json", (".json",))
     if args.check > min(args.moves, args.batch):
@@ -136,6 +140,8 @@ def cmd_mc(args: argparse.Namespace) -> int:
 
         name = kspace.DEFAULT_GPU if device_status()[0] else kspace.DEFAULT_CPU
     strategy = kspace.create(name, **launch_params(args.launch))
+    if strategy.backend == "cpu" and kspace_mc.loop_form(args.loop)[0] != "block":
+        raise InputError(f"--loop {args.loop}: {name} runs its loop on the CPU; the grid form is the GPU's")
     ok, why = strategy.supports(args.precision)
     if not ok:
         raise InputError(f"--kspace {name} ({args.precision}): {why}")
@@ -159,7 +165,7 @@ def cmd_mc(args: argparse.Namespace) -> int:
     batch_moves = kspace_mc.draw(args.batch, nmol, step, args.angle, rigid, args.seed + 1)
     say(f"mc: {n} atoms, {nmol} {'molecules' if rigid else 'ions'} moved, {ewald.describe()}, {name} {args.precision}")
 
-    mover = kspace_mc.create(strategy, problem.positions, pot.charges, ewald, args.precision, start, atoms)
+    mover = kspace_mc.create(strategy, problem.positions, pot.charges, ewald, args.precision, start, atoms, args.loop)
     if strategy.backend == "cuda" and hasattr(mover, "batch_bytes") and mover.batch_bytes(args.batch) > 2 << 30:
         raise InputError(f"--batch {args.batch}: {name}'s atomics need {mover.batch_bytes(args.batch):,} bytes of "
                          "scratch; take a smaller batch")
@@ -171,9 +177,11 @@ def cmd_mc(args: argparse.Namespace) -> int:
            "uncharged": int(np.sum(pot.charges == 0.0)), "batch_ms": batch_ms, "batch_spread": batch_spread,
            "batch_us_per_move": 1e3 * batch_ms / args.batch,
            "loop_ms": loop_ms, "loop_us_per_move": 1e3 * loop_ms / args.moves,
-           "acceptance": float(np.mean(accepted)), "launch": strategy.launch}
+           "acceptance": float(np.mean(accepted)), "launch": strategy.launch, "loop": args.loop,
+           "loop_blocks": getattr(mover, "loop_blocks", 1)}
     print(f"batch: {args.batch} trial moves in {batch_ms:.4g} ms, {out['batch_us_per_move']:.4g} us per move")
-    print(f"loop:  {args.moves} moves in {loop_ms:.4g} ms, {out['loop_us_per_move']:.4g} us per move, "
+    print(f"loop:  {args.moves} moves in {loop_ms:.4g} ms, {out['loop_us_per_move']:.4g} us per move "
+          f"({args.loop}, {out['loop_blocks']} block{'s' if out['loop_blocks'] != 1 else ''}), "
           f"{100.0 * out['acceptance']:.1f} % accepted")
     failed = False
     if args.check:

@@ -16,7 +16,9 @@
 //                     MolExchangeReciprocal), then mc_batch_sum
 //   mc_batch_rows     a thread per (n_x, n_y, run of SEG n_z), atoms staged, the recurrence along n_z
 // The Metropolis loop, mc_loop_rows: one block runs the moves one after another (accept or reject on
-// the device, S and the atoms updated on acceptance, no host round trip).
+// the device, S and the atoms updated on acceptance, no host round trip). mc_loop_grid: the same loop
+// with each move's wave vectors spread over a grid of blocks, all resident at once, two grid barriers
+// a move.
 #pragma once
 #include "kspace.cu"
 
@@ -304,5 +306,119 @@ __global__ void __launch_bounds__(BLOCK)
       }
     }
     __syncthreads();
+  }
+}
+
+// A barrier across the grid's blocks, which must all be resident at once (the host launches at most
+// one per SM). bar[0] counts arrivals, bar[1] is the generation: the last block to arrive resets the
+// count and moves the generation on, the others wait for it to move. A wait longer than kBarrierCycles
+// sets *failed (the blocks were not all resident) instead of hanging; every thread returns false then.
+constexpr long long kBarrierCycles = 4000000000LL;  // about 2 s at 2 GHz
+
+__device__ __forceinline__ bool grid_barrier(unsigned int* bar, const unsigned int blocks, int* failed) {
+  __shared__ int s_ok;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    volatile unsigned int* generation = bar + 1;
+    const unsigned int g = *generation;  // read before arriving: it cannot move until this block arrives
+    __threadfence();
+    int ok = 1;
+    if (atomicAdd(bar, 1u) == blocks - 1u) {
+      atomicExch(bar, 0u);
+      __threadfence();
+      atomicAdd(bar + 1, 1u);
+    } else {
+      const long long t0 = clock64();
+      while (*generation == g) {
+        if (clock64() - t0 > kBarrierCycles || *reinterpret_cast<volatile int*>(failed)) {
+          atomicExch(failed, 1);
+          ok = 0;
+          break;
+        }
+        __nanosleep(32);
+      }
+    }
+    __threadfence();
+    s_ok = ok;
+  }
+  __syncthreads();
+  return s_ok != 0;
+}
+
+// The Metropolis loop on a grid: every block stages the move, takes its share of the n_z runs (block b,
+// thread t: run b * BLOCK + t, then every gridDim.x * BLOCK further) and writes its partial dE. After a
+// grid barrier every block sums the partials in one fixed order, so that all of them take the same
+// decision from the same bits; each block adds its own runs' dS to S on acceptance, block 0 writes the
+// atoms, and a second barrier makes them visible to the next move's staging. partial: gridDim.x
+// entries; bar: two zeroed counters; *failed set where a barrier timed out (the moves after it not run).
+template <typename Real, typename Acc, int SEG, int BLOCK>
+__global__ void __launch_bounds__(BLOCK)
+    mc_loop_grid(Real* __restrict__ sq, const int* __restrict__ start, const int* __restrict__ atoms,
+                 const int* __restrict__ move_mol, const Real* __restrict__ move_rt, const Real* __restrict__ move_u,
+                 const int count, const double beta, const MoveBox b, Acc* __restrict__ S, const Real* __restrict__ A,
+                 const KGrid k, Acc* __restrict__ dS, Acc* __restrict__ dE, int* __restrict__ accepted,
+                 Acc* __restrict__ partial, unsigned int* __restrict__ bar, int* __restrict__ failed) {
+  __shared__ Real old_[4 * MAXA], neu[4 * MAXA], centre[3];
+  __shared__ Acc red[BLOCK / 32];
+  __shared__ int take;
+  const int segs = (k.KZ + SEG - 1) / SEG, rows = (k.kx + 1) * (2 * k.ky + 1) * segs;
+  const int first_run = blockIdx.x * BLOCK + threadIdx.x, stride = gridDim.x * BLOCK;
+  for (int m = 0; m < count; ++m) {
+    const int mol = move_mol[m];
+    const int na = stage_move(sq, start, atoms, mol, move_rt + 12 * m, b, old_, neu, centre);
+    Acc e = Acc(0);
+    for (int w = first_run; w < rows; w += stride) {
+      const int row = w / segs, seg = w - row * segs;
+      const int nx = row / (2 * k.ky + 1), ny = row - nx * (2 * k.ky + 1) - k.ky;
+      Real dr[SEG], di[SEG];
+      delta_run<Real, Acc, SEG>(nx, ny, seg * SEG - k.kz, old_, neu, na, dr, di);
+      const int g0 = row * k.KZ + seg * SEG;
+#pragma unroll
+      for (int z = 0; z < SEG; ++z) {
+        if (seg * SEG + z < k.KZ) {
+          const int g = g0 + z;
+          e += change(Acc(A[g]), S[2 * g], S[2 * g + 1], Acc(dr[z]), Acc(di[z]));
+          dS[2 * g] = Acc(dr[z]);
+          dS[2 * g + 1] = Acc(di[z]);
+        }
+      }
+    }
+    const Acc t = block_sum<Acc, BLOCK>(e, red);
+    if (threadIdx.x == 0) partial[blockIdx.x] = t;
+    if (!grid_barrier(bar, gridDim.x, failed)) return;
+    if (threadIdx.x < 32) {  // a lane's strided share in order, then a butterfly: the same bits in every lane
+      Acc v = Acc(0);
+      for (int i = threadIdx.x; i < static_cast<int>(gridDim.x); i += 32) v += partial[i];
+      for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+      if (threadIdx.x == 0) {
+        const double d = static_cast<double>(v);
+        const int ok = d <= 0.0 || static_cast<double>(move_u[m]) < exp(-beta * d);
+        take = ok;
+        if (blockIdx.x == 0) {
+          dE[m] = v;
+          accepted[m] = ok;
+        }
+      }
+    }
+    __syncthreads();
+    if (take) {
+      for (int w = first_run; w < rows; w += stride) {  // the same entries this thread wrote
+        const int row = w / segs, seg = w - row * segs;
+        const int g0 = row * k.KZ + seg * SEG;
+        for (int z = 0; z < SEG && seg * SEG + z < k.KZ; ++z) {
+          S[2 * (g0 + z)] += dS[2 * (g0 + z)];
+          S[2 * (g0 + z) + 1] += dS[2 * (g0 + z) + 1];
+        }
+      }
+      if (blockIdx.x == 0) {
+        const int first = start[mol];
+        for (int i = threadIdx.x; i < na; i += BLOCK) {
+          const int a = atoms[first + i];
+          for (int d = 0; d < 3; ++d) sq[4 * a + d] = neu[4 * i + d] - floor(neu[4 * i + d]);
+        }
+      }
+    }
+    // the atoms written, and every block past reading the partials before the next move rewrites them
+    if (!grid_barrier(bar, gridDim.x, failed)) return;
   }
 }
