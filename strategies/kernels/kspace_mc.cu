@@ -338,10 +338,10 @@ __device__ __forceinline__ bool grid_barrier(unsigned int* bar, const unsigned i
         __nanosleep(32);
       }
     }
-    __threadfence();
     s_ok = ok;
   }
   __syncthreads();
+  __threadfence();  // every thread: its loads after the barrier see what other blocks wrote before it
   return s_ok != 0;
 }
 
@@ -388,7 +388,7 @@ __global__ void __launch_bounds__(BLOCK)
     if (!grid_barrier(bar, gridDim.x, failed)) return;
     if (threadIdx.x < 32) {  // a lane's strided share in order, then a butterfly: the same bits in every lane
       Acc v = Acc(0);
-      for (int i = threadIdx.x; i < static_cast<int>(gridDim.x); i += 32) v += partial[i];
+      for (int i = threadIdx.x; i < static_cast<int>(gridDim.x); i += 32) v += __ldcg(partial + i);  // from L2
       for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
       if (threadIdx.x == 0) {
         const double d = static_cast<double>(v);
