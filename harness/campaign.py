@@ -97,10 +97,35 @@ def molecule_stages() -> list[Stage]:
                   note="SPC/E water, 2 ps of NVE at 1 fs in each precision, OpenMM's rigid water beside")]
 
 
+def mc_stages() -> list[Stage]:
+    """Monte-Carlo moves in reciprocal space (harness mc, docs/forcefield.md) on the built-in water systems,
+    one result each under mc/, for the GOMC report's three claims: every GPU reciprocal strategy's batch and
+    loop on three-site water in fp64 (the report's precision; the recurrence in fp32 beside it, and its
+    loop on a grid of blocks), and on four-site water, whose oxygen carries no charge, the staged and
+    per-k kernels with only the charged atoms sent and with all of them."""
+    from strategies import kspace
+
+    common = ("--moves", "2000", "--batch", "1000", "--kT", "2.5", "--check", "3")
+    out = []
+
+    def stage(tag: str, system: str, name: str, *extra: str) -> None:
+        out.append(Stage(f"mc-{tag}", ("mc", "--system", system, "--kspace", name, *common, *extra, "--json",
+                                       f"{{dir}}/mc/{tag}.json"), outputs=(f"mc/{tag}.json",)))
+
+    for name in kspace.names("cuda"):
+        stage(f"water-{name}", "water", name, "--precision", "fp64")
+    stage("water-kspace_thread_rows-fp32", "water", "kspace_thread_rows", "--precision", "fp32")
+    stage("water-kspace_thread_rows-grid", "water", "kspace_thread_rows", "--precision", "fp64", "--loop", "grid")
+    for name in ("kspace_block_staged", "kspace_thread_kloop"):
+        for charged in ("only", "all"):
+            stage(f"water4-{name}-{charged}", "water4", name, "--precision", "fp64", "--launch", f"charged={charged}")
+    return out
+
+
 def stages() -> list[Stage]:
     """The campaign in the order it runs: correctness first, then the suites behind the report's
-    sections (harness/suites.py), the NVE table, the molecules, the profiles, and the pages built from
-    them."""
+    sections (harness/suites.py), the NVE table, the molecules, the Monte-Carlo moves, the profiles, and
+    the pages built from them."""
     import strategies
 
     out = [Stage("verify-small", ("verify", "--size", "small", "--quiet", "--out", "{dir}/verify/small"),
@@ -126,6 +151,7 @@ def stages() -> list[Stage]:
                              "--json", "{dir}/md/nve.json"), outputs=("md/nve.json",),
                      note="1000 tau of NVE in each precision, OpenMM's VerletIntegrator beside"))
     out += molecule_stages()
+    out += mc_stages()
     for name in strategies.names("cuda"):
         out.append(Stage(f"profile-{name}", ("profile", "--strategy", name, "--scenario", "lj_liquid", "--n",
                                              PROFILE_SIZE, "--outputs", "forces", "--out", "{dir}/profile"),
@@ -182,7 +208,7 @@ class Campaign:
             if not restart:
                 self.state = old
         if restart and folder.exists():
-            for sub in ("bench", "verify", "md", "profile", "report"):
+            for sub in ("bench", "verify", "md", "ewald", "mc", "profile", "report"):
                 shutil.rmtree(folder / sub, ignore_errors=True)
             for f in ("campaign.json", "claims.md", "claims.json"):
                 (folder / f).unlink(missing_ok=True)
@@ -212,6 +238,7 @@ def report_inputs(folder: Path) -> list[str]:
                     if p.name[: -len(".partial.jsonl")] + ".json" not in {d.name for d in done})
     files += sorted(str(p) for p in (folder / "verify").glob("*/verify.json"))
     files += sorted(str(p) for p in (folder / "ewald").glob("*.json"))
+    files += sorted(str(p) for p in (folder / "mc").glob("*.json"))
     files += sorted(str(p) for p in (folder / "md").glob("*.json"))
     files += sorted(str(p) for p in (folder / "profile").glob("*.json"))
     return files

@@ -146,3 +146,42 @@ def test_the_gomc_claims_read_mc_results(tmp_path):
     _mc_doc(tmp_path, "all", "kspace_block_staged", 0.15, charged="all", uncharged=3000)
     rows = {r["claim"]: r for r in claims.evaluate(claims.load([tmp_path]))}
     assert rows["gomc-skip-uncharged"]["verdict"] == claims.HOLDS
+
+
+@pytest.mark.parametrize("spec,words", [
+    ("ice", "unknown system 'ice'"),
+    ("water:molecules=0", "molecules must be a whole number"),
+    ("water:molecules=2.5", "molecules must be a whole number"),
+    ("water:box=1.5", "at least 2 (twice the cutoff)"),
+    ("water:box=big", "box must be a side in nm"),
+    ("water:size=3", "is not one of molecules=, box="),
+])
+def test_bad_built_in_systems_end_in_one_line(spec, words):
+    r = harness("mc", "--system", spec, "--kspace", "kspace_thread_cpu", "--moves", "5", "--batch", "2")
+    assert r.returncode == 2 and words in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_built_in_system_replaces_the_input_and_is_the_same_for_the_same_seed(tmp_path):
+    from harness import mc_systems
+
+    for extra, words in ((["--input", "x.npz"], "without --input"), ([], None)):
+        r = harness("mc", "--system", "water4:molecules=40,box=2.5", *extra, "--kspace", "kspace_thread_cpu",
+                    "--moves", "20", "--batch", "5", "--kT", "2.5", "--check", "2", "--json", tmp_path / "w.json")
+        if words:
+            assert r.returncode == 2 and words in r.stderr, r.stderr
+            continue
+        assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads((tmp_path / "w.json").read_text())
+    assert doc["input"] == "water4:molecules=40,box=2.5" and doc["forcefield"] == "built in"
+    assert doc["atoms"] == 160 and doc["molecules"] == 40 and doc["uncharged"] == 40
+    assert all(c["error"] <= 1e-9 for c in doc["check"])
+    name, keys = mc_systems.parse("water:molecules=30,box=3")
+    a, b, c = (mc_systems.build(name, keys, seed) for seed in (1, 1, 2))
+    assert all(np.array_equal(x, y) for x, y in zip(a, b)) and not np.array_equal(a[0], c[0])
+    x, q, ids, L = a
+    assert x.shape == (90, 3) and np.all((x >= 0) & (x < L)) and abs(q.sum()) < 1e-12
+    for m in range(30):  # each molecule keeps its shape: O-H 0.1 nm, wrapped by minimum image
+        d = x[ids == m][1:] - x[ids == m][0]
+        d -= L * np.rint(d / L)
+        assert np.allclose(np.linalg.norm(d, axis=1), 0.1, atol=1e-3)

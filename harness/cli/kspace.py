@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import tempfile
 import time
 from pathlib import Path
 
@@ -19,7 +20,7 @@ import numpy as np
 
 from mdcore import InputError, check_precision
 
-from .. import results
+from .. import mc_systems, results
 from ..timing import Stats
 from .common import COUNT, NONNEG_INT, POSITIVE, forcefield_problem, say
 
@@ -74,8 +75,11 @@ def cmd_ewald(args: argparse.Namespace) -> int:
 
 def add_mc(sub) -> None:
     p = sub.add_parser("mc", help="Monte-Carlo moves in Ewald's reciprocal space: time per move, checked")
-    p.add_argument("--input", required=True, help="the charges: .npz or extended XYZ (positions, box, charges)")
-    p.add_argument("--forcefield", required=True, help="a force-field file with electrostatics.method ewald")
+    p.add_argument("--input", help="the charges: .npz or extended XYZ (positions, box, charges)")
+    p.add_argument("--forcefield", help="a force-field file with electrostatics.method ewald")
+    p.add_argument("--system", help="a built-in system in place of --input and --forcefield: water or water4 (four "
+                                    "sites, the oxygen uncharged), with molecules=M,box=L (nm), e.g. "
+                                    "water:molecules=3000,box=4.5 (harness/mc_systems.py)")
     p.add_argument("--molecules-from", metavar="KEY", help="the .npz key of one integer molecule id per atom: moves "
                                                           "translate and rotate those molecules (default: every atom "
                                                           "a molecule of its own, translated)")
@@ -121,13 +125,30 @@ def _molecule_ids(args, n: int):
 
 
 def cmd_mc(args: argparse.Namespace) -> int:
+    from strategies import kspace_mc
+
+    check_precision(args.precision)
+    kspace_mc.loop_form(args.loop)  # checked before any work
+    if args.system is not None:
+        if args.input or args.forcefield or args.molecules_from:
+            raise InputError("--system builds its own charges and force field: give it without --input, --forcefield "
+                             "and --molecules-from")
+        with tempfile.TemporaryDirectory() as tmp:
+            name, keys = mc_systems.parse(args.system)
+            args.input, args.forcefield = map(str, mc_systems.write(name, keys, args.seed, Path(tmp)))
+            args.molecules_from, args.system = "mol", mc_systems.label(name, keys)
+            return _run_mc(args)
+    if not args.input or not args.forcefield:
+        raise InputError("mc: give --input and --forcefield, or --system (a built-in system)")
+    return _run_mc(args)
+
+
+def _run_mc(args: argparse.Namespace) -> int:
     from mdcore.ewald import Ewald
     from strategies import kspace, kspace_mc
 
     from .common import launch_params
 
-    check_precision(args.precision)
-    kspace_mc.loop_form(args.loop)  # checked before any work
     if args.json:
         results.check_file(args.json, "--json", (".json",))
     if args.check > min(args.moves, args.batch):
@@ -171,8 +192,8 @@ def cmd_mc(args: argparse.Namespace) -> int:
                          "scratch; take a smaller batch")
     batch_ms, batch_spread, batch_de = _time_batch(mover, strategy, batch_moves, args)
     loop_ms, loop_de, accepted = _time_loop(mover, strategy, loop_moves, args)
-    out = {"kspace": name, "precision": args.precision, "input": Path(args.input).name,
-           "forcefield": Path(args.forcefield).name, "atoms": n, "molecules": nmol, "kvectors": ewald.count,
+    out = {"kspace": name, "precision": args.precision, "input": args.system or Path(args.input).name,
+           "forcefield": "built in" if args.system else Path(args.forcefield).name, "atoms": n, "molecules": nmol, "kvectors": ewald.count,
            "kmax": list(ewald.kmax), "alpha": ewald.alpha, "moves": args.moves, "batch": args.batch,
            "uncharged": int(np.sum(pot.charges == 0.0)), "batch_ms": batch_ms, "batch_spread": batch_spread,
            "batch_us_per_move": 1e3 * batch_ms / args.batch,
