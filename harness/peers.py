@@ -16,7 +16,8 @@ is stated in its row (`includes`):
   openmm-reference  the same System on OpenMM's Reference platform (double, CPU): the errors of one
           evaluation against the float64 reference, a check of both (no timing)
   jaxmd   jax_md.partition neighbour list (cell list, capacity from the first build) and a
-          truncated LJ pair function through smap.pair_neighbor_list, jit-compiled;
+          truncated LJ pair function through smap.pair_neighbor_list, jit-compiled (typed particles:
+          the force field's sigma, epsilon, cutoff and shift tables per species pair; charges n/a);
           force_ms: forces with the list as built (block_until_ready); update_ms: the list
           update alone.
 
@@ -252,19 +253,29 @@ def run_jaxmd(problem: Problem, ref, min_time: float = 0.3) -> dict:
     if problem.precision == "fp64":
         jax.config.update("jax_enable_x64", True)
     dtype = jnp.float64 if problem.precision == "fp64" else jnp.float32
-    lj = problem.potential
+    pot = problem.potential
     box = jnp.asarray(problem.box.array, dtype=dtype)
     displacement, _ = space.periodic(box)
-    rc2, s2, e4 = lj.cutoff ** 2, lj.sigma ** 2, 4.0 * lj.epsilon
+    metric = space.canonicalize_displacement_or_metric(displacement)
 
-    def pair(dr):  # truncated, unshifted LJ 12-6 (the reference's potential)
+    def pair(dr, sigma, epsilon, rc, us):  # LJ 12-6 truncated at rc and lowered by us (U(rc) where shifted)
         r2 = dr * dr
-        inv6 = (s2 / jnp.where(r2 > 0, r2, 1.0)) ** 3
-        return jnp.where((r2 < rc2) & (r2 > 0), e4 * inv6 * (inv6 - 1.0), 0.0)
+        inv6 = (sigma * sigma / jnp.where(r2 > 0, r2, 1.0)) ** 3
+        return jnp.where((r2 < rc * rc) & (r2 > 0), 4.0 * epsilon * inv6 * (inv6 - 1.0) - us, 0.0)
 
-    energy_fn = smap.pair_neighbor_list(pair, space.canonicalize_displacement_or_metric(displacement),
-                                        reduce_axis=None, ignore_unused_parameters=True)
-    neighbor_fn = partition.neighbor_list(displacement, box, lj.cutoff, dr_threshold=0.0,
+    if pot.name == "lj":
+        sr6 = (pot.sigma / pot.cutoff) ** 6
+        us = 4.0 * pot.epsilon * sr6 * (sr6 - 1.0) if pot.shift else 0.0
+        params = {"sigma": pot.sigma, "epsilon": pot.epsilon, "rc": pot.cutoff, "us": us}
+        cutoff, species = pot.cutoff, None
+    else:  # typed particles: the force field's tables per species pair (no charges: _jaxmd_applicable)
+        ff = pot.forcefield
+        params = {k: jnp.asarray(v, dtype=dtype) for k, v in (("sigma", ff.pair_sigma), ("epsilon", ff.pair_epsilon),
+                                                             ("rc", ff.pair_cutoff), ("us", ff.lj_shift()))}
+        cutoff, species = float(ff.pair_cutoff.max()), jnp.asarray(pot.types)
+    energy_fn = smap.pair_neighbor_list(pair, metric, species=species, reduce_axis=None,
+                                        ignore_unused_parameters=True, **params)
+    neighbor_fn = partition.neighbor_list(displacement, box, cutoff, dr_threshold=0.0,
                                           format=partition.NeighborListFormat.Dense)
     R = jnp.asarray(problem.positions, dtype=dtype)
     t0 = time.perf_counter()
@@ -346,6 +357,20 @@ def parse(text: str | None) -> list[str]:
     return names
 
 
+def _jaxmd_applicable(problem: Problem) -> str:
+    """'' where JAX-MD's pair machinery takes the potential (Lennard-Jones, one type or per species pair),
+    else why not."""
+    pot = problem.potential
+    if pot.name == "lj":
+        return ""
+    if pot.name != "ff":
+        return f"is set up for Lennard-Jones (one type or typed), not {pot.name}"
+    if pot.forcefield.method != "none":
+        return (f"has no {pot.forcefield.method} pair term (JAX-MD's pairs take per-species tables, not charges); "
+                "typed particles without charges run")
+    return ""
+
+
 def run(name: str, problem: Problem, ref, min_time: float = 0.3) -> dict:
     """One row: the peer's timings and errors against the reference, or n/a with the reason."""
     module, runner = RUNNERS[name]
@@ -354,9 +379,8 @@ def run(name: str, problem: Problem, ref, min_time: float = 0.3) -> dict:
     if importlib.util.find_spec(module) is None:
         return {**row, "status": "n/a", "detail": f"the {module} package is not installed (optional: requirements/peers.txt)"}
     why = _applicable(problem)
-    if not why and name == "jaxmd" and problem.potential.name != "lj":
-        why = "is set up for single-type Lennard-Jones only (jax_md.energy.lennard_jones_neighbor_list takes per-species " \
-              "tables, but no charges; not wired here)"
+    if not why and name == "jaxmd":
+        why = _jaxmd_applicable(problem)
     if why:
         return {**row, "status": "n/a", "detail": f"{name} {why}"}
     return {**row, **isolated(name, problem, ref, min_time)}

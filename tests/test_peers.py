@@ -77,3 +77,21 @@ def _killed(problem, ref, min_time):
     import signal
 
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+@pytest.mark.parametrize("spec", ["kob_andersen", "typed_lj"])
+def test_jaxmd_takes_typed_particles_through_its_species_tables(spec):
+    if importlib.util.find_spec("jax_md") is None:
+        pytest.skip("jax_md is not installed (optional: make setup EXTRAS=test,bench,peers)")
+    p = scenarios.make(spec, "small", precision="fp64")
+    row = peers.run("jaxmd", p, reference.compute(p), min_time=0.0)
+    assert row["status"] == "ok", row
+    assert row["force_rms_err"] < 1e-12 and row["energy_err"] < 1e-12
+
+
+@pytest.mark.parametrize("spec, words", [("charged_lj", "no reaction-field pair term"),
+                                         ("charged_lj_ewald", "no ewald pair term")])
+def test_jaxmd_says_why_charges_are_not_applicable(spec, words, monkeypatch):
+    monkeypatch.setattr(peers.importlib.util, "find_spec", lambda name: object())
+    row = peers.run("jaxmd", scenarios.make(spec, "tiny"), None)
+    assert row["status"] == "n/a" and words in row["detail"], row
