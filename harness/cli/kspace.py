@@ -193,7 +193,8 @@ def _run_mc(args: argparse.Namespace) -> int:
     batch_ms, batch_spread, batch_de = _time_batch(mover, strategy, batch_moves, args)
     loop_ms, loop_de, accepted = _time_loop(mover, strategy, loop_moves, args)
     out = {"kspace": name, "precision": args.precision, "input": args.system or Path(args.input).name,
-           "forcefield": "built in" if args.system else Path(args.forcefield).name, "atoms": n, "molecules": nmol, "kvectors": ewald.count,
+           "forcefield": "built in" if args.system else Path(args.forcefield).name, "atoms": n, "molecules": nmol,
+           "kvectors": ewald.count,
            "kmax": list(ewald.kmax), "alpha": ewald.alpha, "moves": args.moves, "batch": args.batch,
            "uncharged": int(np.sum(pot.charges == 0.0)), "batch_ms": batch_ms, "batch_spread": batch_spread,
            "batch_us_per_move": 1e3 * batch_ms / args.batch,
