@@ -248,6 +248,45 @@ __global__ void __launch_bounds__(BLOCK)
   if (threadIdx.x == 0) dE[m] = t;
 }
 
+// A thread's share of one move's runs of n_z (runs first, first + stride, ...): dS of each entry into dS
+// and the thread's part of dE, returned. take_runs adds the same entries' dS to S (the move accepted).
+template <typename Real, typename Acc, int SEG>
+__device__ __forceinline__ Acc move_runs(const int first, const int stride, const int rows, const int segs,
+                                         const KGrid& k, const Real* old_, const Real* neu, const int na,
+                                         const Acc* __restrict__ S, const Real* __restrict__ A, Acc* __restrict__ dS) {
+  Acc e = Acc(0);
+  for (int w = first; w < rows; w += stride) {
+    const int row = w / segs, seg = w - row * segs;
+    const int nx = row / (2 * k.ky + 1), ny = row - nx * (2 * k.ky + 1) - k.ky;
+    Real dr[SEG], di[SEG];
+    delta_run<Real, Acc, SEG>(nx, ny, seg * SEG - k.kz, old_, neu, na, dr, di);
+    const int g0 = row * k.KZ + seg * SEG;
+#pragma unroll
+    for (int z = 0; z < SEG; ++z) {
+      if (seg * SEG + z < k.KZ) {
+        const int g = g0 + z;
+        e += change(Acc(A[g]), S[2 * g], S[2 * g + 1], Acc(dr[z]), Acc(di[z]));
+        dS[2 * g] = Acc(dr[z]);
+        dS[2 * g + 1] = Acc(di[z]);
+      }
+    }
+  }
+  return e;
+}
+
+template <typename Acc, int SEG>
+__device__ __forceinline__ void take_runs(const int first, const int stride, const int rows, const int segs,
+                                          const KGrid& k, Acc* __restrict__ S, const Acc* __restrict__ dS) {
+  for (int w = first; w < rows; w += stride) {
+    const int row = w / segs, seg = w - row * segs;
+    const int g0 = row * k.KZ + seg * SEG;
+    for (int z = 0; z < SEG && seg * SEG + z < k.KZ; ++z) {
+      S[2 * (g0 + z)] += dS[2 * (g0 + z)];
+      S[2 * (g0 + z) + 1] += dS[2 * (g0 + z) + 1];
+    }
+  }
+}
+
 // The Metropolis loop: one block, moves 0..count-1 in order. dE[m] and accepted[m] recorded; on
 // acceptance S += dS (each thread its own entries, kept in dS between the two passes) and the atoms'
 // new fractions (wrapped into [0, 1)) written to sq.
@@ -264,23 +303,7 @@ __global__ void __launch_bounds__(BLOCK)
   for (int m = 0; m < count; ++m) {
     const int mol = move_mol[m];
     const int na = stage_move(sq, start, atoms, mol, move_rt + 12 * m, b, old_, neu, centre);
-    Acc e = Acc(0);
-    for (int w = threadIdx.x; w < rows; w += BLOCK) {
-      const int row = w / segs, seg = w - row * segs;
-      const int nx = row / (2 * k.ky + 1), ny = row - nx * (2 * k.ky + 1) - k.ky;
-      Real dr[SEG], di[SEG];
-      delta_run<Real, Acc, SEG>(nx, ny, seg * SEG - k.kz, old_, neu, na, dr, di);
-      const int g0 = row * k.KZ + seg * SEG;
-#pragma unroll
-      for (int z = 0; z < SEG; ++z) {
-        if (seg * SEG + z < k.KZ) {
-          const int g = g0 + z;
-          e += change(Acc(A[g]), S[2 * g], S[2 * g + 1], Acc(dr[z]), Acc(di[z]));
-          dS[2 * g] = Acc(dr[z]);
-          dS[2 * g + 1] = Acc(di[z]);
-        }
-      }
-    }
+    const Acc e = move_runs<Real, Acc, SEG>(threadIdx.x, BLOCK, rows, segs, k, old_, neu, na, S, A, dS);
     const Acc t = block_sum<Acc, BLOCK>(e, red);
     if (threadIdx.x == 0) {
       const double d = static_cast<double>(t);
@@ -291,14 +314,7 @@ __global__ void __launch_bounds__(BLOCK)
     }
     __syncthreads();
     if (take) {
-      for (int w = threadIdx.x; w < rows; w += BLOCK) {  // the same entries this thread wrote
-        const int row = w / segs, seg = w - row * segs;
-        const int g0 = row * k.KZ + seg * SEG;
-        for (int z = 0; z < SEG && seg * SEG + z < k.KZ; ++z) {
-          S[2 * (g0 + z)] += dS[2 * (g0 + z)];
-          S[2 * (g0 + z) + 1] += dS[2 * (g0 + z) + 1];
-        }
-      }
+      take_runs<Acc, SEG>(threadIdx.x, BLOCK, rows, segs, k, S, dS);  // the entries this thread wrote
       const int first = start[mol];
       for (int i = threadIdx.x; i < na; i += BLOCK) {
         const int a = atoms[first + i];
@@ -366,23 +382,7 @@ __global__ void __launch_bounds__(BLOCK)
   for (int m = 0; m < count; ++m) {
     const int mol = move_mol[m];
     const int na = stage_move(sq, start, atoms, mol, move_rt + 12 * m, b, old_, neu, centre);
-    Acc e = Acc(0);
-    for (int w = first_run; w < rows; w += stride) {
-      const int row = w / segs, seg = w - row * segs;
-      const int nx = row / (2 * k.ky + 1), ny = row - nx * (2 * k.ky + 1) - k.ky;
-      Real dr[SEG], di[SEG];
-      delta_run<Real, Acc, SEG>(nx, ny, seg * SEG - k.kz, old_, neu, na, dr, di);
-      const int g0 = row * k.KZ + seg * SEG;
-#pragma unroll
-      for (int z = 0; z < SEG; ++z) {
-        if (seg * SEG + z < k.KZ) {
-          const int g = g0 + z;
-          e += change(Acc(A[g]), S[2 * g], S[2 * g + 1], Acc(dr[z]), Acc(di[z]));
-          dS[2 * g] = Acc(dr[z]);
-          dS[2 * g + 1] = Acc(di[z]);
-        }
-      }
-    }
+    const Acc e = move_runs<Real, Acc, SEG>(first_run, stride, rows, segs, k, old_, neu, na, S, A, dS);
     const Acc t = block_sum<Acc, BLOCK>(e, red);
     if (threadIdx.x == 0) partial[blockIdx.x] = t;
     if (!grid_barrier(bar, gridDim.x, failed)) return;
@@ -402,14 +402,7 @@ __global__ void __launch_bounds__(BLOCK)
     }
     __syncthreads();
     if (take) {
-      for (int w = first_run; w < rows; w += stride) {  // the same entries this thread wrote
-        const int row = w / segs, seg = w - row * segs;
-        const int g0 = row * k.KZ + seg * SEG;
-        for (int z = 0; z < SEG && seg * SEG + z < k.KZ; ++z) {
-          S[2 * (g0 + z)] += dS[2 * (g0 + z)];
-          S[2 * (g0 + z) + 1] += dS[2 * (g0 + z) + 1];
-        }
-      }
+      take_runs<Acc, SEG>(first_run, stride, rows, segs, k, S, dS);  // the entries this thread wrote
       if (blockIdx.x == 0) {
         const int first = start[mol];
         for (int i = threadIdx.x; i < na; i += BLOCK) {
