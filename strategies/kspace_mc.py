@@ -239,6 +239,8 @@ class CudaMoves:
                                  f"(its barriers need every block resident at once)")
             self.loop_blocks = blocks or max(1, min(most, -(-runs // GRID_BLOCK)))
             self.partial = cp.zeros(self.loop_blocks, self.acc)
+            # the barriers' counters: arrivals return to 0 at every barrier, so zeroed once; a failure flag
+            self.bar, self.failed = cp.zeros(2, np.uint32), cp.zeros(1, np.int32)
         else:
             self.loop_fn = cuda.kernel("kspace_mc.cu", f"mc_loop_rows<{real}, {acc}, {LOOP_SEG}, {LOOP_BLOCK}>")
             self.loop_blocks = 1
@@ -272,7 +274,9 @@ class CudaMoves:
         """Scratch memory of a batch: the atomic kernel's dS per move."""
         return 2 * self.plan.G * count * np.dtype(self.acc).itemsize if self.kind == "mc_batch_atomic" else 0
 
-    def loop(self, moves_dev, count: int, beta: float):
+    def loop(self, moves_dev, count: int, beta: float, check: bool = True):
+        """The Metropolis loop's launch: (dE, accepted) on the device. check: read the grid loop's barrier
+        flag at once (a synchronisation); without it, check_loop() reads it later, outside a timed region."""
         mol, rt, u = moves_dev
         p = self.plan
         dE = self.cp.empty(count, self.acc)
@@ -280,14 +284,20 @@ class CudaMoves:
         args = (self.sq, self.start, self.atoms, mol, rt, u, np.int32(count), np.float64(beta), self.box, p.S, p.A,
                 p.kgrid, self.dS, dE, ok)
         if self.loop_form == "grid":
-            bar, failed = self.cp.zeros(2, np.uint32), self.cp.zeros(1, np.int32)
-            self.loop_fn((self.loop_blocks,), (GRID_BLOCK,), (*args, self.partial, bar, failed))
-            if count and int(failed.get()[0]):
-                raise StrategyError(f"--loop grid:{self.loop_blocks}: a grid barrier waited beyond its limit (the "
-                                    f"blocks were not all resident at once); the loop stopped there")
+            self.loop_fn((self.loop_blocks,), (GRID_BLOCK,), (*args, self.partial, self.bar, self.failed))
+            if check:
+                self.check_loop()
         else:
             self.loop_fn((1,), (LOOP_BLOCK,), args)
         return dE, ok
+
+    def check_loop(self) -> None:
+        """The grid loop's barriers all met (nothing for the one-block loop); the counters made ready again."""
+        if self.loop_form == "grid" and int(self.failed.get()[0]):
+            self.bar.fill(0)
+            self.failed.fill(0)
+            raise StrategyError(f"--loop grid:{self.loop_blocks}: a grid barrier waited beyond its limit (the "
+                                f"blocks were not all resident at once); the loop stopped there")
 
     def structure(self) -> np.ndarray:
         """S on the half space's vectors (mdcore.ewald's order), complex, from the device grid."""
