@@ -128,6 +128,18 @@ def test_the_grid_loop_takes_the_block_loop_s_decisions(tmp_path, precision, loo
     assert doc["loop"] == loop and doc["loop_blocks"] == blocks
 
 
+def test_the_gpu_loop_runs_on_a_grid_without_loop(tmp_path):
+    from strategies import cuda
+    from tests.test_mc import _water
+
+    conf, ff = _water(tmp_path, nm=30)
+    r = harness("mc", "--input", conf, "--forcefield", ff, "--molecules-from", "mol", "--kspace", "kspace_thread_rows",
+                "--moves", "40", "--batch", "8", "--check", "2", "--json", tmp_path / "mc.json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads((tmp_path / "mc.json").read_text())
+    assert doc["loop"] == "grid" and 1 <= doc["loop_blocks"] <= cuda.sm_count()
+
+
 def test_the_grid_loop_refuses_more_blocks_than_sms(tmp_path):
     from strategies import cuda
     from tests.test_mc import _water
@@ -136,4 +148,4 @@ def test_the_grid_loop_refuses_more_blocks_than_sms(tmp_path):
     r = harness("mc", "--input", conf, "--forcefield", ff, "--kspace", "kspace_thread_rows", "--loop",
                 f"grid:{cuda.sm_count() + 1}", "--moves", "10", "--batch", "4")
     assert r.returncode == 2 and "at most one block per SM" in r.stderr, r.stderr
-    assert len(r.stderr.strip().splitlines()) == 1
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr

@@ -46,6 +46,7 @@ def test_moves_of_molecules_agree_with_full_recomputations(tmp_path):
     assert [c["what"] for c in doc["check"]] == ["batch dE (4 moves)", "loop dE (4 moves)", "loop's final S"]
     assert all(c["error"] < 1e-9 for c in doc["check"])
     assert 0.0 < doc["acceptance"] < 1.0  # some moves refused, some taken: the loop's S was updated
+    assert doc["loop"] == "block" and doc["loop_blocks"] == 1  # a CPU strategy's own loop, without --loop
 
 
 def test_single_ions_are_moved_without_molecule_ids(tmp_path):

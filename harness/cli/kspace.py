@@ -89,9 +89,9 @@ def add_mc(sub) -> None:
                                     "kspace_thread_cpu without)")
     p.add_argument("--launch", help="its launch parameters, e.g. charged=all")
     p.add_argument("--precision", default="fp64", help="fp32, mixed or fp64 (default fp64, the GOMC report's choice)")
-    p.add_argument("--loop", default="block", help="the Metropolis loop on the GPU: block (one block runs every move), "
-                                                 "grid (each move's wave vectors over a grid of blocks, at most a "
-                                                 "block per SM) or grid:N (N blocks); default block")
+    p.add_argument("--loop", help="the Metropolis loop on the GPU: grid (each move's wave vectors over a grid of "
+                                  "blocks, at most a block per SM; the default), grid:N (N blocks) or block (one "
+                                  "block runs every move); a CPU strategy runs its own loop")
     p.add_argument("--kT", type=POSITIVE, default=1.0, help="the Metropolis test's temperature in energy units")
     p.add_argument("--step", type=POSITIVE, help="the largest shift along each axis (default a tenth of the mean "
                                                  "spacing, (V/N)^(1/3) / 10)")
@@ -155,14 +155,18 @@ def _run_mc(args: argparse.Namespace) -> int:
         raise InputError(f"--check {args.check}: more than the moves to check ({min(args.moves, args.batch)})")
     if not math.isfinite(args.angle) or args.angle < 0.0:
         raise InputError(f"--angle must be a finite angle >= 0 in radians, got {args.angle}")
+    from strategies.cuda import device_status
+
     name = args.kspace
     if name is None:
-        from strategies.cuda import device_status
-
         name = kspace.DEFAULT_GPU if device_status()[0] else kspace.DEFAULT_CPU
     strategy = kspace.create(name, **launch_params(args.launch))
+    if args.loop is None:
+        args.loop = kspace_mc.default_loop(strategy)
     if strategy.backend == "cpu" and kspace_mc.loop_form(args.loop)[0] != "block":
         raise InputError(f"--loop {args.loop}: {name} runs its loop on the CPU; the grid form is the GPU's")
+    if strategy.backend == "cuda" and device_status()[0]:
+        kspace_mc.check_grid_blocks(args.loop)  # before the first line of output
     ok, why = strategy.supports(args.precision)
     if not ok:
         raise InputError(f"--kspace {name} ({args.precision}): {why}")
