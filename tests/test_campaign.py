@@ -18,6 +18,8 @@ def _stages(monkeypatch, stages):
 
 TINY = ("verify", "--strategies", "allpairs_thread_cpu", "--scenarios", "lj_liquid", "--size", "tiny",
         "--precision", "fp64", "--quiet", "--out", "{dir}/verify/tiny")
+# a stage whose work does not matter, only when it starts and ends (no numba compile: half a second)
+QUICK = ("list", "--json")
 
 
 def test_stages_run_in_order_once_and_the_state_says_so(tmp_path, monkeypatch):
@@ -120,8 +122,7 @@ def test_stages_side_by_side_wait_for_each_other_where_they_must(tmp_path, monke
     stages run CPU strategies)."""
     import strategies.cuda
 
-    _stages(monkeypatch, [campaign.Stage("a", TINY[:-1] + ("{dir}/a",)), campaign.Stage("b", TINY[:-1] + ("{dir}/b",)),
-                          campaign.Stage("c", ("list",), gpu=False)])
+    _stages(monkeypatch, [campaign.Stage("a", QUICK), campaign.Stage("b", QUICK), campaign.Stage("c", ("list",), gpu=False)])
     monkeypatch.setattr(campaign, "gpu_slots", lambda gpus: ["0", "1"])
     monkeypatch.setattr(strategies.cuda, "device_status", lambda: (True, ""))
     monkeypatch.setattr(device, "header", lambda: {"gpu": "faked"})
@@ -173,9 +174,7 @@ def test_a_stage_marked_alone_runs_with_nothing_beside_it(tmp_path, monkeypatch)
     side: the stage before one ends before it starts, and the stage after it waits for it."""
     import strategies.cuda
 
-    _stages(monkeypatch, [campaign.Stage("a", TINY[:-1] + ("{dir}/a",)),
-                          campaign.Stage("p", TINY[:-1] + ("{dir}/p",), alone=True),
-                          campaign.Stage("b", TINY[:-1] + ("{dir}/b",))])
+    _stages(monkeypatch, [campaign.Stage("a", QUICK), campaign.Stage("p", QUICK, alone=True), campaign.Stage("b", QUICK)])
     monkeypatch.setattr(campaign, "gpu_slots", lambda gpus: ["0", "1"])
     monkeypatch.setattr(strategies.cuda, "device_status", lambda: (True, ""))
     monkeypatch.setattr(device, "header", lambda: {"gpu": "faked"})
