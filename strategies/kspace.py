@@ -155,6 +155,7 @@ class KPlan:
 
 class CudaKSpace(KSpaceStrategy):
     defaults = {"charged": "only"}
+    variants: tuple = ({},)  # the launch values beyond the defaults whose kernels CI compiles
     structure = ""  # the S(k) kernel's template name
     force = ""
     zero_s = False  # atomics: S(k) zeroed before each evaluation
@@ -173,14 +174,13 @@ class CudaKSpace(KSpaceStrategy):
         m = MODES[precision]
         real, acc = m.cxx_compute, m.cxx_accumulate
         if self.structure == "kspace_s_rows":
-            return [f"kspace_s_rows<{real}, {acc}, {SEG}, {BLOCK}>", f"kspace_fold<{acc}>",
+            cheb = "true" if self.launch["recurrence"] == "chebyshev" else "false"
+            return [f"kspace_s_rows<{real}, {acc}, {SEG}, {BLOCK}, {cheb}>", f"kspace_fold<{acc}>",
                     f"kspace_energy<{real}, {acc}, {ENERGY_BLOCK}>",
-                    f"kspace_f_rows<{real}, {acc}, {SEG}, {BLOCK}, {TROWS}>"]
-        s = {"kspace_s_staged": f"kspace_s_staged<{real}, {acc}, {CHUNK}>",
-             "kspace_s_rows": f"kspace_s_rows<{real}, {acc}, {SEG}, {BLOCK}>"}.get(self.structure,
-                                                                                 f"{self.structure}<{real}, {acc}>")
-        f = {"kspace_f_staged": f"kspace_f_staged<{real}, {acc}, {TILE}>",
-             "kspace_f_rows": f"kspace_f_rows<{real}, {acc}, {SEG}>"}.get(self.force, f"{self.force}<{real}, {acc}>")
+                    f"kspace_f_rows<{real}, {acc}, {SEG}, {BLOCK}, {TROWS}, {cheb}>"]
+        s = {"kspace_s_staged": f"kspace_s_staged<{real}, {acc}, {CHUNK}>"}.get(self.structure,
+                                                                            f"{self.structure}<{real}, {acc}>")
+        f = {"kspace_f_staged": f"kspace_f_staged<{real}, {acc}, {TILE}>"}.get(self.force, f"{self.force}<{real}, {acc}>")
         return [s, f"kspace_energy<{real}, {acc}, {ENERGY_BLOCK}>", f]
 
     def _prepare(self, charges, ewald, precision):
@@ -188,11 +188,13 @@ class CudaKSpace(KSpaceStrategy):
 
 
 def expressions() -> list[str]:
-    """Every specialisation of kernels/kspace.cu the GPU strategies use (the CI compile check)."""
+    """Every specialisation of kernels/kspace.cu the GPU strategies use, each launch variant's (the CI
+    compile check)."""
     out: list[str] = []
     for name in names("cuda"):
-        for p in PRECISIONS:
-            out += [e for e in KSPACE[name]().expressions(p) if e not in out]
+        for launch in KSPACE[name].variants:
+            for p in PRECISIONS:
+                out += [e for e in KSPACE[name](**launch).expressions(p) if e not in out]
     return out
 
 
@@ -351,8 +353,20 @@ class KSpaceBlockStaged(CudaKSpace):
 class KSpaceThreadRows(CudaKSpace):
     name = "kspace_thread_rows"
     description = (f"a thread per run of {SEG} consecutive n_z: one sincos per (charge, run), the next n_z by a complex "
-                   "multiply; forces the same way (the recurrence of CPU Ewald codes, on the FMA pipe)")
+                   "multiply; forces the same way (the recurrence of CPU Ewald codes, on the FMA pipe). "
+                   "recurrence=chebyshev steps by x(n+1) = 2 cos(f) x(n) - x(n-1) instead: half the multiplies, "
+                   "ten times the phase's drift in float")
     structure, force = "kspace_s_rows", "kspace_f_rows"
+    # recurrence: the step from one n_z's phase to the next, a complex multiply (rotate) or the three-term
+    # recurrence (chebyshev: half the multiplies, ten times the drift of the phase in float over a run)
+    defaults = {**CudaKSpace.defaults, "recurrence": "rotate"}
+    variants = ({}, {"recurrence": "chebyshev"})
+
+    def __init__(self, **launch):
+        super().__init__(**launch)
+        if self.launch["recurrence"] not in ("rotate", "chebyshev"):
+            raise InputError(f"--kspace {self.name}: recurrence={self.launch['recurrence']!r}; take rotate or "
+                             "chebyshev")
 
 
 # ---- CPU ------------------------------------------------------------------------------------

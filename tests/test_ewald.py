@@ -204,6 +204,12 @@ def test_kspace_names_and_methods_are_checked(tmp_path):
         parse({"types": ["A"], "electrostatics": {"method": "reaction-field", "cutoff": 2.0, "kmax": 3}})
     with pytest.raises(InputError, match="unknown launch parameter"):
         kspace.create("kspace_thread_kloop", block=64)
+    with pytest.raises(InputError, match="recurrence='taylor'; take rotate or chebyshev"):
+        kspace.create("kspace_thread_rows", recurrence="taylor")
+    with pytest.raises(InputError, match="unknown launch parameter.*recurrence"):
+        kspace.create("kspace_thread_kloop", recurrence="chebyshev")  # the rows kernels' choice only
+    rows = kspace.create("kspace_thread_rows", recurrence="chebyshev").expressions("fp32")
+    assert rows[0].startswith("kspace_s_rows<float, float, 16, ") and rows[0].endswith(", true>") and any(", true>" in e for e in kspace.expressions())
 
 
 def test_the_ewald_sweep_writes_rows_the_report_draws(tmp_path):

@@ -31,6 +31,22 @@ def test_each_gpu_kspace_strategy_passes_the_checks(name, precision, cases):
     assert not bad, kspace_check.table(bad)
 
 
+@pytest.mark.parametrize("precision", ["fp32", "mixed", "fp64"])
+def test_the_three_term_recurrence_passes_the_checks_and_follows_the_rotation(precision, cases):
+    """kspace_thread_rows with recurrence=chebyshev: the Madelung, reference and finite-difference checks
+    at the same tolerances, and the forces within 1e-5 (float) or 1e-12 (double) of the rotation's."""
+    s = kspace.create("kspace_thread_rows", recurrence="chebyshev")
+    rows = [r for c in cases for r in kspace_check.check(s, precision, c)]
+    bad = [r for r in rows if r["status"] != "pass"]
+    assert not bad, kspace_check.table(bad)
+    ions = next(c for c in cases if c["kind"] == "ions")
+    a = s.evaluate(ions["x"], ions["q"], ions["ewald"], precision)
+    b = kspace.create("kspace_thread_rows").evaluate(ions["x"], ions["q"], ions["ewald"], precision)
+    tol = 1e-12 if precision == "fp64" else 1e-5
+    assert np.max(np.abs(a.forces - b.forces)) <= tol * np.abs(b.forces).max()
+    assert a.energy == pytest.approx(b.energy, rel=tol)
+
+
 @pytest.mark.parametrize("name", [n for n in GPU if kspace.KSPACE[n].deterministic])
 def test_deterministic_strategies_repeat_their_bits(name, cases):
     ions = next(c for c in cases if c["kind"] == "ions")

@@ -17,7 +17,8 @@
 //                     each chunk's sum (GOMC's main branch)
 //   kspace_s_rows     a thread per (n_x, n_y, a segment of SEG n_z) and chunk of the charges: one
 //                     sincos per charge and segment, then exp(i 2 pi s_z) multiplied in for each next
-//                     n_z (a recurrence instead of SEG sincos: complex multiplies on the FMA pipe);
+//                     n_z (a recurrence instead of SEG sincos: complex multiplies on the FMA pipe, or
+//                     with CHEB the three-term recurrence, half the multiplies: RunPhase);
 //                     kspace_fold adds the chunks' partial sums in order
 // Forces: kspace_f_direct (a thread per charge over every k, a sincos each: OpenMM's
 // calculateEwaldForces), kspace_f_staged (the same with the weights staged in shared memory tiles)
@@ -74,6 +75,33 @@ __device__ __forceinline__ void turn_sincos(Real nx, Real ny, Real nz, const Rea
   Real t = nx * p[0] + ny * p[1] + nz * p[2];
   Turn<Real>::sincos(Turn<Real>::reduce(t), s, c);
 }
+
+// The phase e^{i(t + n f)} along a run of n_z (the rows kernels): (c, s) now, from one sincos at the run's
+// first n_z. next() moves to n + 1 by a complex multiply with e^{i f} = (cz, sz) (two FMUL, two FFMA), or
+// with CHEB by the three-term recurrence x(n+1) = 2 cos(f) x(n) - x(n-1) (one FFMA a component, the
+// previous phase in registers: seeded once a run by a rotation backwards). In float the recurrence
+// drifts about ten times as far over a run of 16 (1e-5 of the phase's unit circle, against 1e-6).
+template <typename Real, bool CHEB>
+struct RunPhase {
+  Real c, s, cz, sz, pc, ps, tz;
+  __device__ __forceinline__ RunPhase(Real c0, Real s0, Real cz_, Real sz_) : c(c0), s(s0), cz(cz_), sz(sz_) {
+    if constexpr (CHEB) {
+      pc = c * cz + s * sz;  // n - 1
+      ps = s * cz - c * sz;
+      tz = cz + cz;
+    }
+  }
+  __device__ __forceinline__ void next() {
+    if constexpr (CHEB) {
+      const Real nc = tz * c - pc, ns = tz * s - ps;
+      pc = c, ps = s, c = nc, s = ns;
+    } else {
+      const Real nc = c * cz - s * sz;
+      s = s * cz + c * sz;
+      c = nc;
+    }
+  }
+};
 
 // ---- structure factors ----------------------------------------------------------------------
 
@@ -142,7 +170,7 @@ __global__ void kspace_s_staged(const Real* __restrict__ sq, const int n, const 
 // staged a block at a time with exp(i 2 pi s_z). The rows alone are too few threads for the GPU (5,724
 // at kmax 26): the chunks multiply them, each writing its partial sums to part[chunk], which
 // kspace_fold adds in chunk order (the same bits every run).
-template <typename Real, typename Acc, int SEG, int BLOCK>
+template <typename Real, typename Acc, int SEG, int BLOCK, bool CHEB>
 __global__ void __launch_bounds__(BLOCK) kspace_s_rows(const Real* __restrict__ sq, const int n, const int chunk,
                                                        const KGrid k, Acc* __restrict__ part) {
   __shared__ Real tile[6 * BLOCK];
@@ -180,32 +208,29 @@ __global__ void __launch_bounds__(BLOCK) kspace_s_rows(const Real* __restrict__ 
         Real s, c, s2, c2;
         turn_sincos(Real(nx), Real(ny), Real(nz0), t, &s, &c);
         turn_sincos(Real(nx), Real(ny), Real(nz0), u, &s2, &c2);
-        const Real q = t[3], cz = t[4], sz = t[5], q2 = u[3], cz2 = u[4], sz2 = u[5];
+        const Real q = t[3], q2 = u[3];
+        RunPhase<Real, CHEB> a(c, s, t[4], t[5]), b(c2, s2, u[4], u[5]);
 #pragma unroll
         for (int z = 0; z < SEG; ++z) {
-          re[z] += q * c;
-          re[z] += q2 * c2;
-          im[z] += q * s;
-          im[z] += q2 * s2;
-          const Real cn = c * cz - s * sz, cn2 = c2 * cz2 - s2 * sz2;
-          s = s * cz + c * sz;
-          s2 = s2 * cz2 + c2 * sz2;
-          c = cn;
-          c2 = cn2;
+          re[z] += q * a.c;
+          re[z] += q2 * b.c;
+          im[z] += q * a.s;
+          im[z] += q2 * b.s;
+          a.next();
+          b.next();
         }
       }
       for (; j < m; ++j) {
         const Real* t = tile + 6 * j;
         Real s, c;
         turn_sincos(Real(nx), Real(ny), Real(nz0), t, &s, &c);
-        const Real q = t[3], cz = t[4], sz = t[5];
+        const Real q = t[3];
+        RunPhase<Real, CHEB> a(c, s, t[4], t[5]);
 #pragma unroll
         for (int z = 0; z < SEG; ++z) {
-          re[z] += q * c;
-          im[z] += q * s;
-          const Real cn = c * cz - s * sz;
-          s = s * cz + c * sz;
-          c = cn;
+          re[z] += q * a.c;
+          im[z] += q * a.s;
+          a.next();
         }
       }
 #pragma unroll
@@ -354,7 +379,7 @@ __global__ void kspace_f_staged(const Real* __restrict__ sq, const int* __restri
 // staged in shared memory (KZ float2 or double2 each, dynamic): one sincos per run of SEG n_z, the next
 // n_z by the recurrence. Each chunk's partial forces go to part[chunk] (3 per charge, in the order sent),
 // which kspace_fold adds in chunk order into the forces.
-template <typename Real, typename Acc, int SEG, int BLOCK, int TROWS>
+template <typename Real, typename Acc, int SEG, int BLOCK, int TROWS, bool CHEB>
 __global__ void __launch_bounds__(BLOCK)
     kspace_f_rows(const Real* __restrict__ sq, const int n, const Real* __restrict__ W, const KGrid k,
                   const int rows_per_chunk, const double twopi_lx, const double twopi_ly, const double twopi_lz,
@@ -391,16 +416,15 @@ __global__ void __launch_bounds__(BLOCK)
         for (int z0 = 0; z0 < KP; z0 += SEG) {
           Real s, c;
           turn_sincos(Real(nx), Real(ny), Real(z0 - k.kz), p, &s, &c);
+          RunPhase<Real, CHEB> a(c, s, cz, sz);
           Real part_ = Real(0), partz = Real(0);  // sum v and sum v z over the run (z from 0)
 #pragma unroll
           for (int z = 0; z < SEG; ++z) {
             const Real2 wz = wr[z0 + z];
-            const Real v = wz.x * s - wz.y * c;
+            const Real v = wz.x * a.s - wz.y * a.c;
             part_ += v;
             partz += v * Real(z);
-            const Real c2 = c * cz - s * sz;
-            s = s * cz + c * sz;
-            c = c2;
+            a.next();
           }
           rowsum += part_;
           rz += partz + part_ * Real(z0 - k.kz);
