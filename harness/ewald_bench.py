@@ -28,7 +28,7 @@ from .timing import Stats
 
 COULOMB = 138.935456
 PEER_PRECISION = {"fp32": "single", "mixed": "mixed", "fp64": "double"}
-COLUMNS = ["strategy", "backend", "precision", "n", "box", "kmax", "kvectors", "alpha", "status", "structure_ms",
+COLUMNS = ["strategy", "backend", "precision", "launch", "n", "box", "kmax", "kvectors", "alpha", "status", "structure_ms",
            "energy_ms", "forces_ms", "total_ms", "total_min_ms", "total_max_ms", "spread", "repeats", "pairs_per_s",
            "sfu_floor_ms", "energy", "energy_error", "detail"]
 
@@ -143,7 +143,7 @@ def run(strategies_, sizes, precisions, density: float, cutoff: float, tolerance
         fp64 = None
         for p in precisions:
             for s in strategies_:
-                row = {"strategy": s.name, "backend": s.backend, "precision": p, **base}
+                row = {"strategy": s.name, "backend": s.backend, "precision": p, "launch": dict(s.launch), **base}
                 ok, why = s.supports(p)
                 if not ok:
                     rows.append({**row, "status": "n/a", "detail": why})

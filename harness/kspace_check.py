@@ -148,17 +148,19 @@ def table(rows: list[dict]) -> str:
     return check_table(rows, "kspace", "kspace strategy", (22, 22, 9))
 
 
-def selection(spec: str | None) -> list:
-    """--kspace: all (default: every reciprocal strategy this machine runs), none, or a comma list."""
+def selection(spec: str | None, launch: dict | None = None) -> list:
+    """--kspace: all (default: every reciprocal strategy this machine runs), none, or a comma list; each
+    created with `launch` (every strategy named must take its parameters)."""
     from strategies import kspace
 
+    launch = launch or {}
     if spec == "none":
         return []
     if spec in (None, "all"):
-        return [kspace.create(n) for n in kspace.names() if kspace.create(n).available()[0]]
+        return [kspace.create(n, **launch) for n in kspace.names() if kspace.create(n).available()[0]]
     out = []
     for name in spec.split(","):
-        s = kspace.create(name.strip())
+        s = kspace.create(name.strip(), **launch)
         ok, why = s.available()
         if not ok:
             from mdcore import InputError

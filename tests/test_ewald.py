@@ -219,6 +219,11 @@ def test_the_ewald_sweep_writes_rows_the_report_draws(tmp_path):
     doc = json.loads((tmp_path / "ew.json").read_text())
     assert doc["kind"] == "ewald"
     ok = [x for x in doc["rows"] if x["status"] == "ok"]
+    assert all(x["launch"] == {} for x in ok)
+    r = harness("ewald", "--n", "200", "--strategies", "kspace_thread_cpu", "--launch", "recurrence=chebyshev",
+                "--out", tmp_path, "--name", "refused")
+    assert r.returncode == 2 and "unknown launch parameter(s) recurrence" in r.stderr
+    assert not (tmp_path / "refused.json").exists()
     assert [x["n"] for x in ok] == [200, 400] and all(x["precision"] == "fp64" for x in ok)
     assert all(x["kvectors"] > 0 and x["total_ms"] > 0 and x["energy_error"] == 0.0 for x in ok)
     assert {x["status"] for x in doc["rows"] if x["precision"] == "fp32"} == {"n/a"}

@@ -22,7 +22,7 @@ from mdcore import InputError, check_precision
 
 from .. import mc_systems, results
 from ..timing import Stats
-from .common import COUNT, NONNEG_INT, POSITIVE, forcefield_problem, say
+from .common import COUNT, NONNEG_INT, POSITIVE, forcefield_problem, launch_params, say
 
 TOLERANCE = {"fp64": 1e-9, "mixed": 1e-4, "fp32": 1e-4}  # |dE - dE_ref| / sum_k A (2 |S| |dS| + |dS|^2)
 
@@ -30,6 +30,8 @@ TOLERANCE = {"fp64": 1e-9, "mixed": 1e-4, "fp32": 1e-4}  # |dE - dE_ref| / sum_k
 def add_ewald(sub) -> None:
     p = sub.add_parser("ewald", help="the Ewald reciprocal strategies timed on charges, OpenMM's Ewald beside")
     p.add_argument("--strategies", default="all", help="kspace strategies (comma list) or all (those this machine runs)")
+    p.add_argument("--launch", help="launch parameters of every strategy named, e.g. recurrence=chebyshev "
+                                    "(kspace_thread_rows)")
     p.add_argument("--n", default="10000,100000", help="comma list of charge counts (even: +1 and -1 alternating)")
     p.add_argument("--precision", default="fp32,fp64", help="comma list of fp32, mixed, fp64, or all")
     p.add_argument("--density", type=POSITIVE, default=100.0, help="charges per unit volume (per nm^3 in OpenMM's units)")
@@ -59,7 +61,7 @@ def cmd_ewald(args: argparse.Namespace) -> int:
             raise InputError(f"ewald: --peers {p!r}; known: openmm")
     from .. import kspace_check
 
-    chosen = kspace_check.selection(args.strategies)
+    chosen = kspace_check.selection(args.strategies, launch_params(args.launch))
     results.check_dir(args.out, "--out")
     kmax = None if args.kmax is None else (args.kmax,) * 3
     for n in sizes:  # every size's parameters checked before any work
@@ -146,8 +148,6 @@ def cmd_mc(args: argparse.Namespace) -> int:
 def _run_mc(args: argparse.Namespace) -> int:
     from mdcore.ewald import Ewald
     from strategies import kspace, kspace_mc
-
-    from .common import launch_params
 
     if args.json:
         results.check_file(args.json, "--json", (".json",))
