@@ -46,7 +46,8 @@ setup:
 	$(call boot,$(EXTRAS))
 
 # TEST_JOBS: pytest processes (pytest-xdist, a module per process at a time: --dist loadscope shares a
-# module's costly fixtures, the compiled kernels, the built report); 1 runs them in this process
+# module's costly fixtures, the compiled kernels, the built report; tests/conftest.py joins the modules
+# that compile the same numba code into one scope); 1 runs them in this process
 TEST_JOBS ?= 2
 test:
 	$(call boot,$(TEST_EXTRAS))

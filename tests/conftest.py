@@ -35,3 +35,25 @@ def nothing_written_into_the_checkout():
 def rng():
     return np.random.default_rng(12345)
 
+
+
+# make test's processes (pytest-xdist, --dist loadscope) take a module at a time, so that a module's
+# costly fixtures (compiled kernels, a built report) are made once; these modules share one scope, and so
+# one process: each compiles numba's Lennard-Jones specialisations of the CPU strategies and the
+# reference (seconds each), once there instead of once per process
+SHARED_COMPILE = {"test_cells.py", "test_cli.py", "test_clusterpair.py", "test_fixed.py", "test_md.py",
+                  "test_outputs.py", "test_poison.py", "test_properties.py", "test_tolerances.py", "test_tune.py",
+                  "test_verify.py", "test_verlet.py", "test_verlet_adapt.py"}
+
+
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModulesSharingCompiles(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return "cpu-lennard-jones" if module.rsplit("/", 1)[-1] in SHARED_COMPILE else module
+
+    return ModulesSharingCompiles(config, log)
