@@ -46,6 +46,7 @@ SHARED_COMPILE = {"test_cells.py", "test_cli.py", "test_clusterpair.py", "test_f
                   "test_verify.py", "test_verlet.py", "test_verlet_adapt.py"}
 
 
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: unknown (and unused) without it
 def pytest_xdist_make_scheduler(config, log):
     if config.getvalue("dist") != "loadscope":
         return None
