@@ -223,34 +223,9 @@ __device__ __forceinline__ void delta_run(const int nx, const int ny, const int 
   }
 }
 
-template <typename Real, typename Acc, int SEG, int BLOCK>
-__global__ void __launch_bounds__(BLOCK)
-    mc_batch_rows(const Real* __restrict__ sq, const int* __restrict__ start, const int* __restrict__ atoms,
-                  const int* __restrict__ move_mol, const Real* __restrict__ move_rt, const MoveBox b,
-                  const Acc* __restrict__ S, const Real* __restrict__ A, const KGrid k, Acc* __restrict__ dE) {
-  __shared__ Real old_[4 * MAXA], neu[4 * MAXA], centre[3];
-  __shared__ Acc red[BLOCK / 32];
-  const int m = blockIdx.x;
-  const int na = stage_move(sq, start, atoms, move_mol[m], move_rt + 12 * m, b, old_, neu, centre);
-  const int segs = (k.KZ + SEG - 1) / SEG, rows = (k.kx + 1) * (2 * k.ky + 1) * segs;
-  Acc e = Acc(0);
-  for (int w = threadIdx.x; w < rows; w += BLOCK) {
-    const int row = w / segs, seg = w - row * segs;
-    const int nx = row / (2 * k.ky + 1), ny = row - nx * (2 * k.ky + 1) - k.ky;
-    Real dr[SEG], di[SEG];
-    delta_run<Real, Acc, SEG>(nx, ny, seg * SEG - k.kz, old_, neu, na, dr, di);
-    const int g0 = row * k.KZ + seg * SEG;
-#pragma unroll
-    for (int z = 0; z < SEG; ++z)
-      if (seg * SEG + z < k.KZ) e += change(Acc(A[g0 + z]), S[2 * (g0 + z)], S[2 * (g0 + z) + 1], Acc(dr[z]), Acc(di[z]));
-  }
-  const Acc t = block_sum<Acc, BLOCK>(e, red);
-  if (threadIdx.x == 0) dE[m] = t;
-}
-
 // A thread's share of one move's runs of n_z (runs first, first + stride, ...): dS of each entry into dS
-// and the thread's part of dE, returned. take_runs adds the same entries' dS to S (the move accepted).
-template <typename Real, typename Acc, int SEG>
+// (KEEP; the batch keeps none) and the thread's part of dE, returned. take_runs adds the same entries' dS to S (the move accepted).
+template <typename Real, typename Acc, int SEG, bool KEEP>
 __device__ __forceinline__ Acc move_runs(const int first, const int stride, const int rows, const int segs,
                                          const KGrid& k, const Real* old_, const Real* neu, const int na,
                                          const Acc* __restrict__ S, const Real* __restrict__ A, Acc* __restrict__ dS) {
@@ -266,12 +241,29 @@ __device__ __forceinline__ Acc move_runs(const int first, const int stride, cons
       if (seg * SEG + z < k.KZ) {
         const int g = g0 + z;
         e += change(Acc(A[g]), S[2 * g], S[2 * g + 1], Acc(dr[z]), Acc(di[z]));
-        dS[2 * g] = Acc(dr[z]);
-        dS[2 * g + 1] = Acc(di[z]);
+        if constexpr (KEEP) {
+          dS[2 * g] = Acc(dr[z]);
+          dS[2 * g + 1] = Acc(di[z]);
+        }
       }
     }
   }
   return e;
+}
+
+template <typename Real, typename Acc, int SEG, int BLOCK>
+__global__ void __launch_bounds__(BLOCK)
+    mc_batch_rows(const Real* __restrict__ sq, const int* __restrict__ start, const int* __restrict__ atoms,
+                  const int* __restrict__ move_mol, const Real* __restrict__ move_rt, const MoveBox b,
+                  const Acc* __restrict__ S, const Real* __restrict__ A, const KGrid k, Acc* __restrict__ dE) {
+  __shared__ Real old_[4 * MAXA], neu[4 * MAXA], centre[3];
+  __shared__ Acc red[BLOCK / 32];
+  const int m = blockIdx.x;
+  const int na = stage_move(sq, start, atoms, move_mol[m], move_rt + 12 * m, b, old_, neu, centre);
+  const int segs = (k.KZ + SEG - 1) / SEG, rows = (k.kx + 1) * (2 * k.ky + 1) * segs;
+  const Acc e = move_runs<Real, Acc, SEG, false>(threadIdx.x, BLOCK, rows, segs, k, old_, neu, na, S, A, nullptr);
+  const Acc t = block_sum<Acc, BLOCK>(e, red);
+  if (threadIdx.x == 0) dE[m] = t;
 }
 
 template <typename Acc, int SEG>
@@ -303,7 +295,7 @@ __global__ void __launch_bounds__(BLOCK)
   for (int m = 0; m < count; ++m) {
     const int mol = move_mol[m];
     const int na = stage_move(sq, start, atoms, mol, move_rt + 12 * m, b, old_, neu, centre);
-    const Acc e = move_runs<Real, Acc, SEG>(threadIdx.x, BLOCK, rows, segs, k, old_, neu, na, S, A, dS);
+    const Acc e = move_runs<Real, Acc, SEG, true>(threadIdx.x, BLOCK, rows, segs, k, old_, neu, na, S, A, dS);
     const Acc t = block_sum<Acc, BLOCK>(e, red);
     if (threadIdx.x == 0) {
       const double d = static_cast<double>(t);
@@ -382,7 +374,7 @@ __global__ void __launch_bounds__(BLOCK)
   for (int m = 0; m < count; ++m) {
     const int mol = move_mol[m];
     const int na = stage_move(sq, start, atoms, mol, move_rt + 12 * m, b, old_, neu, centre);
-    const Acc e = move_runs<Real, Acc, SEG>(first_run, stride, rows, segs, k, old_, neu, na, S, A, dS);
+    const Acc e = move_runs<Real, Acc, SEG, true>(first_run, stride, rows, segs, k, old_, neu, na, S, A, dS);
     const Acc t = block_sum<Acc, BLOCK>(e, red);
     if (threadIdx.x == 0) partial[blockIdx.x] = t;
     if (!grid_barrier(bar, gridDim.x, failed)) return;
