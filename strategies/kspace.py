@@ -178,9 +178,8 @@ class CudaKSpace(KSpaceStrategy):
             return [f"kspace_s_rows<{real}, {acc}, {SEG}, {BLOCK}, {cheb}>", f"kspace_fold<{acc}>",
                     f"kspace_energy<{real}, {acc}, {ENERGY_BLOCK}>",
                     f"kspace_f_rows<{real}, {acc}, {SEG}, {BLOCK}, {TROWS}, {cheb}>"]
-        s = {"kspace_s_staged": f"kspace_s_staged<{real}, {acc}, {CHUNK}>"}.get(self.structure,
-                                                                            f"{self.structure}<{real}, {acc}>")
-        f = {"kspace_f_staged": f"kspace_f_staged<{real}, {acc}, {TILE}>"}.get(self.force, f"{self.force}<{real}, {acc}>")
+        s = f"{self.structure}<{real}, {acc}" + (f", {CHUNK}>" if self.structure == "kspace_s_staged" else ">")
+        f = f"{self.force}<{real}, {acc}" + (f", {TILE}>" if self.force == "kspace_f_staged" else ">")
         return [s, f"kspace_energy<{real}, {acc}, {ENERGY_BLOCK}>", f]
 
     def _prepare(self, charges, ewald, precision):
