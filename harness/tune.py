@@ -3,7 +3,9 @@
 The user's question in one command, answered like AutoPas's tuner answers it:
 
 1. Every strategy that applies to the problem (and runs on this machine) is timed once at its
-   default launch parameters; those clearly slower than the best (PRUNE x its time) are dropped.
+   default launch parameters; those clearly slower than the best (PRUNE x its time) are timed
+   twice more and dropped when the median of the three is still that slow (one sample taken while
+   the machine was busy elsewhere does not drop a strategy).
 2. The survivors' tunable launch parameters (TUNE_SPACE: block sizes, threads per particle,
    layouts, cell sizes, the list strategies' skin) are varied one at a time around the defaults,
    each variant timed once and dropped by the same rule.
@@ -46,7 +48,7 @@ from .timing import time_cpu, time_gpu
 from .gate import budgets, gate
 from .verify import compare
 
-PRUNE = 1.5    # dropped after one sample when slower than this times the best
+PRUNE = 1.5    # dropped when slower than this times the best (a single sample: the median of three)
 CLOSE = 1.15   # timed again, round by round, while within this of the best
 PROBE = 10.0   # dropped before the search when one evaluation from scratch takes this times the fastest's
 FRAMES = 40    # frames of the trajectory a step is timed on (after EQUILIBRATE steps)
@@ -208,12 +210,12 @@ class Tuner:
         if self.progress:
             self.progress(text)
 
-    def _time(self, c: Candidate) -> None:
+    def _time(self, c: Candidate, counted: bool = True) -> None:
         try:
             c.samples.append(float(self.measure(c)))
         except StrategyError as e:  # e.g. a list capacity overflow on the trajectory: a result
             c.status, c.note = "error", str(e)
-        if self.bar is not None:
+        if self.bar is not None and counted:
             self.bar.update(1)
 
     def _prune(self, cands: list[Candidate]) -> list[Candidate]:
@@ -221,9 +223,18 @@ class Tuner:
         if not alive:
             return []
         best = min(c.median for c in alive)
+        for c in alive:  # two more samples before a strategy is dropped on its first
+            if len(c.samples) == 1 and c.median > PRUNE * best:
+                self._time(c, counted=False)
+                if c.status == "timed":
+                    self._time(c, counted=False)
+        alive = [c for c in alive if c.status == "timed"]
+        if not alive:
+            return []
+        best = min(c.median for c in alive)
         for c in alive:
             if c.median > PRUNE * best:
-                c.status, c.note = "pruned", f"{c.median / best:.2f}x the best after {len(c.samples)} sample(s)"
+                c.status, c.note = "pruned", f"{c.median / best:.2f}x the best after {len(c.samples)} samples"
         return [c for c in alive if c.status == "timed"]
 
     def run(self, t0: float | None = None) -> list[Candidate]:
