@@ -5,7 +5,8 @@ As tune does for points (harness/tune.py), without the launch-parameter search (
 traversals have none to tune):
 1. every traversal that applies is timed once (one evaluation from scratch: the sites turned, the
    cells built, forces, torques, energy and virial; a GPU traversal's kernels by CUDA events, a CPU
-   traversal's call by the host clock), and those slower than PRUNE x the best are dropped;
+   traversal's call by the host clock), and those slower than PRUNE x the best are timed twice more
+   and dropped when the median of the three is still that slow;
 2. the ones within CLOSE x the best are timed again, round by round, until the budget is spent, and
    ranked by median;
 3. the winner is checked against float64 forces and torques (the reference up to REFERENCE_MOLECULES
@@ -102,8 +103,12 @@ def tune(mols, model, names: list[str], precision: str, budget: float, progress=
         raise InputError("tune: no molecule traversal runs these molecules here: "
                          + "; ".join(f"{c['strategy']}: {c['detail']}" for c in cands))
     best = min(c["samples_ms"][0] for c in timed)
-    for c in timed:
+    for c in timed:  # as tune does for points: two more samples before one drops a traversal
         if c["samples_ms"][0] > PRUNE * best:
+            c["samples_ms"] += [c["_sample"](), c["_sample"]()]
+    best = min(statistics.median(c["samples_ms"]) for c in timed)
+    for c in timed:
+        if statistics.median(c["samples_ms"]) > PRUNE * best:
             c["status"] = "pruned"
     rounds = 0
     while time.monotonic() < t_end:
