@@ -18,7 +18,11 @@ Each stage runs as a child process (`python -m harness ...`) with what is left o
 time limit (with --gpus N, N stages at once, each child seeing one GPU, the host's cores shared
 among them: each stage times one GPU as it would alone, and the bench and verify stages take about
 1/N of the time; the profiles run one at a time, as Nsight Compute allows): a bench stage stopped
-there keeps every point it finished (its partial file) and the next run resumes it; a stage that ends without error is marked done and not run again. A campaign is tied
+there keeps every point it finished (its partial file) and the next run resumes it; a stage that ends
+without error is marked done and not run again. Under a budget, a stage that cannot resume starts only
+where its time in the campaign that --restart replaced (or its time before a budget stopped it) fits
+what is left, a later stage that fits going first (one that took longer than the whole budget starts
+only as a run's first). A campaign is tied
 to the commit that last changed the measured code (CODE: the strategies, the reference and the
 harness's measuring modules) and to one GPU model; a tree with other code starts a new campaign only
 with --restart, so that results of two versions are never mixed.
@@ -69,6 +73,11 @@ class Stage:
 
     def command(self, folder: Path) -> list[str]:
         return [a.replace("{dir}", str(folder)) for a in self.argv]
+
+    @property
+    def resumes(self) -> bool:
+        """Stopped at the budget, it keeps what it finished (a bench stage's partial file)."""
+        return "--resume" in self.argv
 
 
 def _bench(suite: str, *extra: str) -> Stage:
@@ -189,6 +198,20 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+FIT = 1.1  # a stage starts under a budget when 1.1 x its last time fits what is left
+
+
+def _fits(stage: Stage, camp: "Campaign", remaining: float | None, budget: float | None = None,
+          first: bool = False) -> bool:
+    """Whether a stage may start with `remaining` seconds of the budget left: always without a budget,
+    for a stage that resumes (a bench stage keeps its finished points) or one never timed here; one
+    that took longer than the whole budget (the code may have sped it up since) as a run's first."""
+    t = camp.expected(stage)
+    if remaining is None or stage.resumes or t is None or FIT * t <= remaining:
+        return True
+    return first and budget is not None and FIT * t > budget
+
+
 class Campaign:
     """The state file campaign.json of one results folder, and the stages left."""
 
@@ -207,6 +230,10 @@ class Campaign:
                                  f"is at {commit}; --restart starts a new campaign there (its files are replaced)")
             if not restart:
                 self.state = old
+            else:  # the replaced campaign's stage times: a budget then starts only the stages that fit
+                self.state["expected"] = {**old.get("expected", {}),
+                                          **{k: v["seconds"] for k, v in old.get("stages", {}).items()
+                                             if isinstance(v, dict) and "seconds" in v}}
         if restart and folder.exists():
             for sub in ("bench", "verify", "md", "ewald", "mc", "profile", "report"):
                 shutil.rmtree(folder / sub, ignore_errors=True)
@@ -215,6 +242,15 @@ class Campaign:
 
     def done(self, stage: Stage) -> bool:
         return stage.name in self.state["stages"]
+
+    def expected(self, stage: Stage) -> float | None:
+        """How long the stage took in the campaign this one replaced (or how long it ran before the
+        budget stopped it, at least): None where it never ran in this folder."""
+        return self.state.get("expected", {}).get(stage.name)
+
+    def ran_at_least(self, stage: Stage, seconds: float) -> None:
+        self.state.setdefault("expected", {})[stage.name] = max(seconds, self.expected(stage) or 0.0)
+        self.save()
 
     def mark(self, stage: Stage, seconds: float, header: dict | None) -> None:
         self.state["stages"][stage.name] = {"done": _now(), "seconds": round(seconds, 1)}
@@ -360,7 +396,12 @@ def run(budget: float | None = None, only: list[str] | None = None, restart: boo
         + (f"; {len(slots)} stages at a time, GPUs {','.join(slots)}" if slots != [None] else ""))
     if dry_run:
         for s in left:
-            say(f"  {s.name:34s} python -m harness {' '.join(_argv(s, folder, machine, root))}")
+            t = camp.expected(s)
+            took = f"{t:6.0f} s" if t is not None else "     ? "
+            say(f"  {s.name:34s} {took}  python -m harness {' '.join(_argv(s, folder, machine, root))}")
+        known = [camp.expected(s) for s in left if camp.expected(s) is not None]
+        if known:
+            say(f"  {len(known)} of {len(left)} stages timed before: {sum(known):.0f} s on one GPU")
         return 0
     on = address = None
     if cluster:
@@ -394,6 +435,7 @@ def _stages(left: list[Stage], camp: Campaign, folder: Path, machine: str, root:
     pending = list(left)
     running: list[_Running] = []
     failed = stopped = False
+    launched = 0
     threads = max(1, (os.cpu_count() or 1) // len(slots))
 
     def launch(s: Stage, slot: str | None) -> None:
@@ -435,23 +477,34 @@ def _stages(left: list[Stage], camp: Campaign, folder: Path, machine: str, root:
         say(f"  {r.stage.name}: done in {seconds:.0f} s" + (f" ({last[:140]})" if last else ""))
 
     while pending or running:
-        # start what may start: a GPU stage on a free slot; a stage without a GPU once nothing runs
+        # start what may start: a GPU stage on a free slot; a stage without a GPU once nothing runs;
+        # under a budget, the first stage that fits it (its time in the campaign this one replaced)
         while pending and not failed and not stopped:
-            s = pending[0]
-            if s.gpu and not gpu:
-                say(f"  {s.name}: skipped ({why}); the campaign stays incomplete without a GPU")
-                pending.pop(0)
-                continue
-            free = [x for x in slots if all(r.slot != x for r in running)]
-            alone = (not s.gpu) or s.alone
-            if not free or (alone and running) or any(not r.stage.gpu or r.stage.alone for r in running):
-                break
             remaining = None if budget is None else budget - (time.monotonic() - start)
             if remaining is not None and remaining < 30.0:
                 say(f"stopped at the budget: {len(pending) + len(running)} stage(s) left; the same command continues")
                 stopped = True
                 break
-            launch(pending.pop(0), free[0] if s.gpu else None)
+            if pending[0].gpu and not gpu:
+                say(f"  {pending[0].name}: skipped ({why}); the campaign stays incomplete without a GPU")
+                pending.pop(0)
+                continue
+            s = next((x for x in pending if not x.gpu or _fits(x, camp, remaining, budget, first=not launched)),
+                     None)
+            if s is None or (not s.gpu and s is not pending[0]):  # claims, report: after every stage before them
+                if not running:
+                    x = pending[0]
+                    say(f"stopped at the budget: {len(pending)} stage(s) left, none of them fits the {remaining:.0f} s "
+                        f"left ({x.name} took {camp.expected(x):.0f} s); the same command continues")
+                    stopped = True
+                break
+            free = [x for x in slots if all(r.slot != x for r in running)]
+            alone = (not s.gpu) or s.alone
+            if not free or (alone and running) or any(not r.stage.gpu or r.stage.alone for r in running):
+                break
+            pending.remove(s)
+            launch(s, free[0] if s.gpu else None)
+            launched += 1
         if not running:
             break
         time.sleep(0.2)
@@ -466,6 +519,8 @@ def _stages(left: list[Stage], camp: Campaign, folder: Path, machine: str, root:
                     r.proc.kill()
                 r.proc.wait()
                 running.remove(r)
+                if not r.stage.resumes:  # its work is lost: a later budget starts it only where it fits
+                    camp.ran_at_least(r.stage, time.monotonic() - r.t0)
                 last = _last_line(r.log)
                 say(f"  {r.stage.name}: stopped at the budget after {time.monotonic() - r.t0:.0f} s"
                     + (f" (last: {last[:160]})" if last else "") + "; the same command continues it")

@@ -183,3 +183,41 @@ def test_a_stage_marked_alone_runs_with_nothing_beside_it(tmp_path, monkeypatch)
     at = {s.strip().split(" ...")[0].split(":")[0] + (" start" if "..." in s else " end"): k for k, s in enumerate(said)
           if s.startswith("  ")}
     assert at["a end"] < at["p start"] < at["p end"] < at["b start"]
+
+
+def test_under_a_budget_only_the_stages_that_fit_start(tmp_path, monkeypatch):
+    """A --restart keeps the replaced campaign's stage times: under a budget, a stage that took longer
+    than is left waits for the next run and a later one that fits goes first; a resumable stage (a
+    bench suite, point by point) starts anyway, and one longer than the whole budget as a run's first;
+    the report waits for every stage before it."""
+    import strategies.cuda
+
+    long_ = campaign.Stage("long", QUICK)
+    _stages(monkeypatch, [campaign.Stage("short", QUICK), long_, campaign.Stage("short2", QUICK),
+                          campaign.Stage("report", ("list",), gpu=False)])
+    monkeypatch.setattr(strategies.cuda, "device_status", lambda: (True, ""))
+    monkeypatch.setattr(device, "header", lambda: {"gpu": "faked"})
+    folder = tmp_path / "reports" / device.machine_name()
+    folder.mkdir(parents=True)
+    (folder / "campaign.json").write_text(json.dumps({"commit": "0123456", "stages": {
+        "short": {"seconds": 2.0}, "long": {"seconds": 150.0}, "report": {"seconds": 30.0}}}))
+    said = []
+    assert campaign.run(budget=120.0, root=tmp_path, restart=True, say=said.append) == 0
+    state = json.loads((folder / "campaign.json").read_text())
+    assert list(state["stages"]) == ["short", "short2"] and state["expected"]["long"] == 150.0
+    assert any("none of them fits the" in s and "long took 150 s" in s for s in said)
+    said.clear()
+    assert campaign.run(dry_run=True, root=tmp_path, say=said.append) == 0
+    assert any(s.split()[:3] == ["long", "150", "s"] for s in said) and any("2 of 2 stages timed" in s for s in said)
+    camp = campaign.Campaign(folder, state["commit"], "m")
+    resumable = campaign.Stage("suite", ("bench", "--suite", "default", "--resume"))
+    camp.ran_at_least(resumable, 600.0)
+    assert campaign._fits(resumable, camp, 100.0) and not campaign._fits(long_, camp, 160.0)
+    # longer than the whole budget: it starts only as a run's first stage
+    assert campaign._fits(long_, camp, 120.0, 120.0, first=True) and not campaign._fits(long_, camp, 119.0, 120.0)
+    assert campaign._fits(long_, camp, 170.0, 200.0)
+    camp.state["expected"].pop("suite")
+    camp.save()
+    said.clear()
+    assert campaign.run(root=tmp_path, say=said.append) == 0  # no budget: the rest, in order
+    assert list(json.loads((folder / "campaign.json").read_text())["stages"]) == ["short", "short2", "long", "report"]

@@ -522,7 +522,9 @@ def add_results(sub) -> None:
     p = sub.add_parser("results", help="regenerate this GPU model's canonical results (reports/<gpu>/) in resumable "
                                        "stages: verify, the suites, NVE, profiles, claims, report")
     p.add_argument("--budget", help="stop before running past this much time (60, 540s, 9m), so that a time-limited "
-                                    "job ends cleanly; the same command continues (default: no limit)")
+                                    "job ends cleanly; the same command continues (default: no limit). A stage "
+                                    "that cannot resume starts only where its time in the campaign a --restart "
+                                    "replaced fits what is left")
     p.add_argument("--stages", help="only these stages (comma list; a name ending in '-' takes every stage it "
                                     "begins, e.g. bench-,profile-)")
     p.add_argument("--restart", action="store_true",
