@@ -395,10 +395,11 @@ def run(budget: float | None = None, only: list[str] | None = None, restart: boo
         f"{len(all_stages) - len(left)} of {len(all_stages)} stages done"
         + (f"; {len(slots)} stages at a time, GPUs {','.join(slots)}" if slots != [None] else ""))
     if dry_run:
+        width = max((len(s.name) for s in left), default=0)
         for s in left:
             t = camp.expected(s)
             took = f"{t:6.0f} s" if t is not None else "     ? "
-            say(f"  {s.name:34s} {took}  python -m harness {' '.join(_argv(s, folder, machine, root))}")
+            say(f"  {s.name:{width}s} {took}  python -m harness {' '.join(_argv(s, folder, machine, root))}")
         known = [camp.expected(s) for s in left if camp.expected(s) is not None]
         if known:
             say(f"  {len(known)} of {len(left)} stages timed before: {sum(known):.0f} s on one GPU")
