@@ -43,6 +43,16 @@ def _probe(a: Path, p: Path, what: str) -> None:
     os.unlink(probe)
 
 
+def check_name(name, what: str = "--name"):
+    """A result file's name stem (NAME.json, NAME.csv in the --out folder): refused before any work
+    where it would name another folder or a hidden file. None passes (the command's default)."""
+    if name is None:
+        return None
+    if not name or name.startswith(".") or "/" in name or "\\" in name or "\0" in name:
+        raise InputError(f"{what} {name!r}: a file name without folders (NAME.json and NAME.csv go in --out)")
+    return name
+
+
 def check_dir(path, what: str) -> Path:
     """A folder results will be written into (created when missing): refused before any work when
     it is a file or cannot be written."""

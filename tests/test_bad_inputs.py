@@ -271,3 +271,14 @@ def test_a_folder_that_takes_no_file_is_refused_before_any_step(tmp_path, capsys
     refused(capsys, "verify", "--size", "tiny", "--strategies", "allpairs_thread_cpu", "--out", "/proc",
             msg="--out: cannot write in /proc", cwd=tmp_path)
     assert not list(tmp_path.iterdir())  # nothing written where it ran
+
+
+@pytest.mark.parametrize("args", [
+    ["ewald", "--n", "20"],
+    ["bench", "--strategies", "allpairs_thread_cpu", "--scenario", "lj_liquid", "--n", "tiny"],
+    ["bench", "--scenario", "spce_water", "--n", "tiny"],
+    ["merge", "results.json"],
+])
+@pytest.mark.parametrize("name", ["a/b", "../up", ".hidden", ""])
+def test_a_result_name_that_is_not_a_file_name_is_refused_before_any_work(tmp_path, capsys, args, name):
+    refused(capsys, *args, "--out", tmp_path / "out", "--name", name, msg="a file name without folders", cwd=tmp_path)

@@ -63,6 +63,7 @@ def cmd_ewald(args: argparse.Namespace) -> int:
 
     chosen = kspace_check.selection(args.strategies, launch_params(args.launch))
     results.check_dir(args.out, "--out")
+    results.check_name(args.name)
     kmax = None if args.kmax is None else (args.kmax,) * 3
     for n in sizes:  # every size's parameters checked before any work
         ewald_bench.parameters(ewald_bench.system(n, args.density, args.seed)[2], args.cutoff, args.tolerance, kmax)

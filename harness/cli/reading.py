@@ -72,6 +72,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     from .. import merge
 
     out = results.check_dir(args.out, "--out")
+    results.check_name(args.name)
     doc = merge.merge([Path(f) for f in args.files])
     paths = merge.write(doc, out, args.name)
     print(f"merged {len(args.files)} shares, {len(doc['rows'])} rows: {', '.join(map(str, paths))}")

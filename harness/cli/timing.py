@@ -21,6 +21,7 @@ from .common import (COUNT, check_forcefield, count, experimental_arg, poison_ar
 def cmd_bench(args: argparse.Namespace) -> int:
     from .. import bench, device, peers, sweep
 
+    results.check_name(args.name)
     if args.molecules or molecule_scenarios_named(args):
         return cmd_bench_molecules(args)
     check_forcefield(args)
