@@ -434,7 +434,7 @@ def make(spec: str, size: str | int = "small", seed: int = 1, precision: str = "
     short = _too_short(box, pot)
     if short:
         raise InputError(f"scenario {spec}: N={n} gives a periodic box of side {short:.3g}, shorter than twice the "
-                         f"cutoff ({2 * pot.cutoff:g}); the smallest N it takes is about {_smallest_n(sc, params, n)}")
+                         f"cutoff ({2 * pot.cutoff:g}); {_smallest_n_text(sc, params, n)}")
     label = f"{spec} N={len(pos)} seed={seed}"
     return Problem.make(pos, box, pot, precision=precision, label=label)
 
@@ -460,8 +460,19 @@ def _too_short(box: Box, pot) -> float:
     return min(short) if short else 0.0
 
 
-def _smallest_n(sc: Scenario, params: dict, n: int) -> int:
-    """The smallest particle count whose box fits the cutoff (doubling, then bisection)."""
+SMALLEST_N_SEARCH = 1 << 24  # the particle counts _smallest_n tries, at most
+
+
+def _smallest_n_text(sc: Scenario, params: dict, n: int) -> str:
+    m = _smallest_n(sc, params, n)
+    if m is None:
+        return f"no N up to {SMALLEST_N_SEARCH:,} fits it"
+    return f"the smallest N it takes is about {m}"
+
+
+def _smallest_n(sc: Scenario, params: dict, n: int) -> int | None:
+    """The smallest particle count whose box fits the cutoff (doubling, then bisection); None where
+    none up to SMALLEST_N_SEARCH does."""
     def fits(m: int) -> bool:
         try:
             _, box, pot = sc.build(m, np.random.default_rng(0), **params)
@@ -472,8 +483,8 @@ def _smallest_n(sc: Scenario, params: dict, n: int) -> int:
     lo, hi = n, max(n, 2) * 2
     while not fits(hi):
         lo, hi = hi, hi * 2
-        if hi > 1 << 24:
-            return hi
+        if hi > SMALLEST_N_SEARCH:
+            return None
     while hi - lo > max(1, lo // 50):
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if fits(mid) else (mid, hi)

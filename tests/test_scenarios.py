@@ -122,6 +122,9 @@ def test_too_small_for_the_cutoff_names_the_smallest_n():
         scenarios.make("lj_liquid", 8)
     n = int(str(e.value).rsplit(" ", 1)[1])
     assert scenarios.make("lj_liquid", n).n >= n // 2  # it does build
+    # a cutoff no size fits: said so, not a made-up count
+    with pytest.raises(InputError, match=r"\(2e\+09\); no N up to 16,777,216 fits it$"):
+        scenarios.make("lj_liquid:cutoff=1e9", 100)
 
 
 def test_size_beyond_host_memory_is_refused_before_allocating(monkeypatch):
