@@ -212,6 +212,13 @@ def _fits(stage: Stage, camp: "Campaign", remaining: float | None, budget: float
     return first and budget is not None and FIT * t > budget
 
 
+def _times(state: dict) -> dict:
+    """A campaign state's stage times (seconds), those it expected for the stages it did not run
+    included."""
+    done = {k: v["seconds"] for k, v in state.get("stages", {}).items() if isinstance(v, dict) and "seconds" in v}
+    return {**state.get("expected", {}), **done}
+
+
 class Campaign:
     """The state file campaign.json of one results folder, and the stages left."""
 
@@ -231,9 +238,7 @@ class Campaign:
             if not restart:
                 self.state = old
             else:  # the replaced campaign's stage times: a budget then starts only the stages that fit
-                self.state["expected"] = {**old.get("expected", {}),
-                                          **{k: v["seconds"] for k, v in old.get("stages", {}).items()
-                                             if isinstance(v, dict) and "seconds" in v}}
+                self.state["expected"] = _times(old)
         if restart and folder.exists():
             for sub in ("bench", "verify", "md", "ewald", "mc", "profile", "report"):
                 shutil.rmtree(folder / sub, ignore_errors=True)
@@ -387,6 +392,10 @@ def run(budget: float | None = None, only: list[str] | None = None, restart: boo
             raise
         say(f"note: {str(e).removeprefix('results: ')}")
         camp = Campaign(folder / ".dry-run", commit, machine)  # a fresh campaign: every stage left
+        try:  # with the times a --restart would keep
+            camp.state["expected"] = _times(json.loads((folder / "campaign.json").read_text()))
+        except (OSError, ValueError, AttributeError):
+            pass
     gpu, why = device_status()
     if machine != here:
         gpu, why = False, f"this machine is {here}, not {machine}"

@@ -202,6 +202,9 @@ def test_under_a_budget_only_the_stages_that_fit_start(tmp_path, monkeypatch):
     (folder / "campaign.json").write_text(json.dumps({"commit": "0123456", "stages": {
         "short": {"seconds": 2.0}, "long": {"seconds": 150.0}, "report": {"seconds": 30.0}}}))
     said = []
+    assert campaign.run(dry_run=True, root=tmp_path, say=said.append) == 0  # at other code: the times it would keep
+    assert any(s.split()[:3] == ["long", "150", "s"] for s in said) and any("3 of 4 stages timed" in s for s in said)
+    said.clear()
     assert campaign.run(budget=120.0, root=tmp_path, restart=True, say=said.append) == 0
     state = json.loads((folder / "campaign.json").read_text())
     assert list(state["stages"]) == ["short", "short2"] and state["expected"]["long"] == 150.0
