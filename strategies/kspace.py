@@ -40,6 +40,7 @@ NULL = np.uint64(0)  # a null pointer argument
 DEFAULT_GPU = "kspace_thread_rows"  # the fastest measured (docs/forcefield.md, the kspace table)
 DEFAULT_CPU = "kspace_thread_cpu"
 SEG = 16  # the rows kernels' run of n_z per sincos
+MSEG = 8  # kspace_s_mirror's run of n >= 0 (four sums each: 32 registers, as the rows kernel's 16 x 2)
 CHUNK = 64  # the staged kernel's charges per shared-memory chunk (GOMC's)
 TILE = 256  # the staged force kernel's weights per shared-memory tile
 TROWS = 8  # the rows force kernel's (n_x, n_y) rows of weights per shared-memory tile
@@ -175,7 +176,9 @@ class CudaKSpace(KSpaceStrategy):
         real, acc = m.cxx_compute, m.cxx_accumulate
         if self.structure == "kspace_s_rows":
             cheb = "true" if self.launch["recurrence"] == "chebyshev" else "false"
-            return [f"kspace_s_rows<{real}, {acc}, {SEG}, {BLOCK}, {cheb}>", f"kspace_fold<{acc}>",
+            s = (f"kspace_s_mirror<{real}, {acc}, {MSEG}, {BLOCK}, {cheb}>" if self.launch["mirror"] == "on" else
+                 f"kspace_s_rows<{real}, {acc}, {SEG}, {BLOCK}, {cheb}>")
+            return [s, f"kspace_fold<{acc}>",
                     f"kspace_energy<{real}, {acc}, {ENERGY_BLOCK}>",
                     f"kspace_f_rows<{real}, {acc}, {SEG}, {BLOCK}, {TROWS}, {cheb}>"]
         s = f"{self.structure}<{real}, {acc}" + (f", {CHUNK}>" if self.structure == "kspace_s_staged" else ">")
@@ -226,7 +229,12 @@ class CudaKPlan(KPlan):
         if strategy.structure == "kspace_s_rows":
             # the rows kernel's threads: (n_x, n_y, run of n_z) x chunks of the charges, the chunks enough for
             # about 8 blocks of BLOCK per SM, each at least BLOCK charges long
-            self.rows = self.grid[0] * self.grid[1] * -(-self.grid[2] // SEG)
+            if strategy.launch["mirror"] == "on":  # blocks of BLOCK rows, each block one run of n >= 0
+                self.sblocks = -(-self.grid[0] * self.grid[1] // BLOCK) * -(-(self.grid[2] // 2 + 1) // MSEG)
+                self.rows = self.sblocks * BLOCK
+            else:
+                self.rows = self.grid[0] * self.grid[1] * -(-self.grid[2] // SEG)
+                self.sblocks = -(-self.rows // BLOCK)
             want = -(-8 * self.sms * BLOCK // self.rows)
             chunks = max(1, min(want, -(-self.m // BLOCK)))
             chunk = -(-max(self.m, 1) // chunks)
@@ -282,7 +290,7 @@ class CudaKPlan(KPlan):
             else:
                 chunks, chunk = self.chunks
                 out = self.S if chunks == 1 else self.part
-                fs((min(-(-self.rows // BLOCK), 65535), chunks), (BLOCK,), (self.sq, n, np.int32(chunk), grid, out))
+                fs((min(self.sblocks, 65535), chunks), (BLOCK,), (self.sq, n, np.int32(chunk), grid, out))
                 if chunks > 1:
                     rest[0]((min(-(-2 * G // 256), 4 * self.sms),), (256,), (self.part, np.int32(chunks), np.int32(2 * G),
                                                                             NULL, self.S))
@@ -354,18 +362,22 @@ class KSpaceThreadRows(CudaKSpace):
     description = (f"a thread per run of {SEG} consecutive n_z: one sincos per (charge, run), the next n_z by a complex "
                    "multiply; forces the same way (the recurrence of CPU Ewald codes, on the FMA pipe). "
                    "recurrence=chebyshev steps by x(n+1) = 2 cos(f) x(n) - x(n-1) instead: half the multiplies, "
-                   "ten times the phase's drift in float")
+                   "ten times the phase's drift in float. mirror=on: the structure factors of n_z and -n_z from "
+                   "one phase, four sums per n for the two")
     structure, force = "kspace_s_rows", "kspace_f_rows"
     # recurrence: the step from one n_z's phase to the next, a complex multiply (rotate) or the three-term
     # recurrence (chebyshev: half the multiplies, ten times the drift of the phase in float over a run)
-    defaults = {**CudaKSpace.defaults, "recurrence": "rotate"}
-    variants = ({}, {"recurrence": "chebyshev"})
+    # mirror: the structure factors of n_z and -n_z from one phase (kspace_s_mirror), four sums per n
+    defaults = {**CudaKSpace.defaults, "recurrence": "rotate", "mirror": "off"}
+    variants = ({}, {"recurrence": "chebyshev"}, {"mirror": "on"}, {"mirror": "on", "recurrence": "chebyshev"})
 
     def __init__(self, **launch):
         super().__init__(**launch)
         if self.launch["recurrence"] not in ("rotate", "chebyshev"):
             raise InputError(f"--kspace {self.name}: recurrence={self.launch['recurrence']!r}; take rotate or "
                              "chebyshev")
+        if self.launch["mirror"] not in ("off", "on"):
+            raise InputError(f"--kspace {self.name}: mirror={self.launch['mirror']!r}; take off or on")
 
 
 # ---- CPU ------------------------------------------------------------------------------------

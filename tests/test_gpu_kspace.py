@@ -31,11 +31,16 @@ def test_each_gpu_kspace_strategy_passes_the_checks(name, precision, cases):
     assert not bad, kspace_check.table(bad)
 
 
+ROWS_VARIANTS = [v for v in kspace.KSPACE["kspace_thread_rows"].variants if v]
+
+
+@pytest.mark.parametrize("launch", ROWS_VARIANTS, ids=lambda v: ",".join(f"{k}={x}" for k, x in v.items()))
 @pytest.mark.parametrize("precision", ["fp32", "mixed", "fp64"])
-def test_the_three_term_recurrence_passes_the_checks_and_follows_the_rotation(precision, cases):
-    """kspace_thread_rows with recurrence=chebyshev: the Madelung, reference and finite-difference checks
-    at the same tolerances, and the forces within 1e-5 (float) or 1e-12 (double) of the rotation's."""
-    s = kspace.create("kspace_thread_rows", recurrence="chebyshev")
+def test_the_rows_variants_pass_the_checks_and_follow_the_default(precision, launch, cases):
+    """kspace_thread_rows with recurrence=chebyshev, mirror=on (n_z and -n_z from one phase) or both: the
+    Madelung, reference and finite-difference checks at the same tolerances, the forces within 1e-5
+    (float) or 1e-12 (double) of the default's, and the same bits run after run."""
+    s = kspace.create("kspace_thread_rows", **launch)
     rows = [r for c in cases for r in kspace_check.check(s, precision, c)]
     bad = [r for r in rows if r["status"] != "pass"]
     assert not bad, kspace_check.table(bad)
@@ -45,6 +50,8 @@ def test_the_three_term_recurrence_passes_the_checks_and_follows_the_rotation(pr
     tol = 1e-12 if precision == "fp64" else 1e-5
     assert np.max(np.abs(a.forces - b.forces)) <= tol * np.abs(b.forces).max()
     assert a.energy == pytest.approx(b.energy, rel=tol)
+    again = s.evaluate(ions["x"], ions["q"], ions["ewald"], precision)
+    assert again.energy == a.energy and np.array_equal(again.forces, a.forces)
 
 
 @pytest.mark.parametrize("name", [n for n in GPU if kspace.KSPACE[n].deterministic])

@@ -233,3 +233,20 @@ def test_the_fp32_kspace_kernels_have_no_float64():
     code, out, ptx = nvcc.compile_unit("kspace.cu", fp32, ptx=True)
     assert code == 0, out
     assert nvcc.f64_instructions(ptx) == []
+
+
+@pytest.mark.parametrize("file", ["kspace.cu", "kspace_mc.cu"])
+def test_every_reciprocal_specialisation_compiles(file):
+    """The reciprocal strategies' and the MC moves' kernels, every launch variant in every precision
+    (their own registry: not among the force strategies' defaults above); the reciprocal strategies'
+    without spills (the MC loop in double keeps a small stack frame)."""
+    from strategies import kspace, kspace_mc
+
+    exprs = kspace.expressions() if file == "kspace.cu" else kspace_mc.expressions()
+    code, out, _ = nvcc.compile_unit(file, exprs)
+    assert code == 0, out
+    assert "warning" not in out.lower(), out
+    reports = nvcc.resources(out)
+    assert len(reports) == len(exprs)
+    for r in reports if file == "kspace.cu" else ():
+        assert r.spill_stores <= MAX_SPILL_BYTES and r.spill_loads <= MAX_SPILL_BYTES, r

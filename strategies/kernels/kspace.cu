@@ -20,6 +20,9 @@
 //                     n_z (a recurrence instead of SEG sincos: complex multiplies on the FMA pipe, or
 //                     with CHEB the three-term recurrence, half the multiplies: RunPhase);
 //                     kspace_fold adds the chunks' partial sums in order
+//   kspace_s_mirror   the rows kernel with n_z and -n_z from one phase: a thread per (n_x, n_y, run of
+//                     SEG n >= 0), four sums per n that give both entries (with the three-term recurrence,
+//                     three instructions a wave vector and charge where kspace_s_rows takes four)
 // Forces: kspace_f_direct (a thread per charge over every k, a sincos each: OpenMM's
 // calculateEwaldForces), kspace_f_staged (the same with the weights staged in shared memory tiles)
 // and kspace_f_rows (the recurrence along n_z, chunks of the rows over blockIdx.y, their partial
@@ -89,6 +92,24 @@ struct RunPhase {
       pc = c * cz + s * sz;  // n - 1
       ps = s * cz - c * sz;
       tz = cz + cz;
+    }
+  }
+  // a run's start in five words, made once and read by many threads (kspace_s_mirror's tile): (c, s) and
+  // (2 cos f, the phase at n - 1) with CHEB, else (cos f, sin f)
+  static __device__ __forceinline__ void stage(Real* w, Real c0, Real s0, Real cz_, Real sz_) {
+    const RunPhase p(c0, s0, cz_, sz_);
+    w[0] = p.c, w[1] = p.s;
+    if constexpr (CHEB) {
+      w[2] = p.tz, w[3] = p.pc, w[4] = p.ps;
+    } else {
+      w[2] = cz_, w[3] = sz_, w[4] = Real(0);
+    }
+  }
+  __device__ __forceinline__ explicit RunPhase(const Real* w) : c(w[0]), s(w[1]) {
+    if constexpr (CHEB) {
+      tz = w[2], pc = w[3], ps = w[4];
+    } else {
+      cz = w[2], sz = w[3];
     }
   }
   __device__ __forceinline__ void next() {
@@ -238,6 +259,104 @@ __global__ void __launch_bounds__(BLOCK) kspace_s_rows(const Real* __restrict__ 
         if (z < mine) {
           out[2 * (g0 + z)] += Acc(re[z]);
           out[2 * (g0 + z) + 1] += Acc(im[z]);
+        }
+      }
+    }
+  }
+}
+
+// a thread per (n_x, n_y) row and run of SEG n >= 0 over one chunk of the charges (blockIdx.y), the
+// entries n_z = +n and -n together. A charge's phase there is e^{i t} e^{+-i n f} (t the row's phase,
+// f = 2 pi s_z): with a = q cos t, b = q sin t and (c, s) = e^{i n f}, the sums P = sum a c, Q = sum b s,
+// R = sum b c and T = sum a s give S(+n) = (P - Q) + i (R + T) and S(-n) = (P + Q) + i (R - T), four FFMA
+// and one step of the recurrence for two wave vectors where kspace_s_rows takes two FFMA and a step for
+// one. The threads of a block share their run, so that e^{i n0 f} at its start is one sincos per charge
+// and block, made by the thread that stages the charge.
+template <typename Real, typename Acc, int SEG, int BLOCK, bool CHEB>
+__global__ void __launch_bounds__(BLOCK) kspace_s_mirror(const Real* __restrict__ sq, const int n, const int chunk,
+                                                         const KGrid k, Acc* __restrict__ part) {
+  __shared__ Real tile[8 * BLOCK];
+  const int R = (k.kx + 1) * (2 * k.ky + 1);
+  const int rblocks = (R + BLOCK - 1) / BLOCK;
+  const int segs = (k.kz + SEG) / SEG;  // the runs over n = 0..kz
+  const int first = blockIdx.y * chunk, last = min(n, first + chunk);
+  Acc* out = part + 2ll * k.G * blockIdx.y;
+  for (int b = blockIdx.x; b < segs * rblocks; b += gridDim.x) {  // uniform over the block
+    const int seg = b / rblocks;
+    const int row = (b - seg * rblocks) * BLOCK + threadIdx.x;
+    const int n0 = seg * SEG;
+    const int nx = row / (2 * k.ky + 1), ny = row - nx * (2 * k.ky + 1) - k.ky;
+    const int mid = row * k.KZ + k.kz;  // the row's entry n_z = 0
+    const int mine = row < R ? min(SEG, k.kz + 1 - n0) : 0;  // the n this thread owns
+    for (int z = 0; z < mine; ++z) {
+      out[2 * (mid + n0 + z)] = out[2 * (mid + n0 + z) + 1] = Acc(0);
+      out[2 * (mid - n0 - z)] = out[2 * (mid - n0 - z) + 1] = Acc(0);
+    }
+    for (int a0 = first; a0 < last; a0 += BLOCK) {
+      const int m = min(BLOCK, last - a0);
+      __syncthreads();
+      if (threadIdx.x < m) {  // s_x, s_y, q, the run's start e^{i n0 f} with its step (RunPhase::stage)
+        const Real* p = sq + 4 * (a0 + threadIdx.x);
+        Real* t = tile + 8 * threadIdx.x;
+        Real cz, sz, c0, s0;
+        Turn<Real>::sincos(Turn<Real>::reduce(p[2]), &sz, &cz);
+        Turn<Real>::sincos(Turn<Real>::reduce(Real(n0) * p[2]), &s0, &c0);
+        t[0] = p[0], t[1] = p[1], t[2] = p[3];
+        RunPhase<Real, CHEB>::stage(t + 3, c0, s0, cz, sz);
+      }
+      __syncthreads();
+      if (row >= R) continue;
+      Real P[SEG], Q[SEG], RS[SEG], T[SEG];
+#pragma unroll
+      for (int z = 0; z < SEG; ++z) P[z] = Q[z] = RS[z] = T[z] = Real(0);
+      int j = 0;
+      for (; j + 1 < m; j += 2) {  // two charges at once: two independent recurrence chains
+        const Real* t = tile + 8 * j;
+        const Real* u = t + 8;
+        Real st, ct, su, cu;
+        Turn<Real>::sincos(Turn<Real>::reduce(Real(nx) * t[0] + Real(ny) * t[1]), &st, &ct);
+        Turn<Real>::sincos(Turn<Real>::reduce(Real(nx) * u[0] + Real(ny) * u[1]), &su, &cu);
+        const Real at = t[2] * ct, bt = t[2] * st, au = u[2] * cu, bu = u[2] * su;
+        RunPhase<Real, CHEB> x(t + 3), y(u + 3);
+#pragma unroll
+        for (int z = 0; z < SEG; ++z) {
+          P[z] += at * x.c;
+          P[z] += au * y.c;
+          Q[z] += bt * x.s;
+          Q[z] += bu * y.s;
+          RS[z] += bt * x.c;
+          RS[z] += bu * y.c;
+          T[z] += at * x.s;
+          T[z] += au * y.s;
+          x.next();
+          y.next();
+        }
+      }
+      for (; j < m; ++j) {
+        const Real* t = tile + 8 * j;
+        Real st, ct;
+        Turn<Real>::sincos(Turn<Real>::reduce(Real(nx) * t[0] + Real(ny) * t[1]), &st, &ct);
+        const Real at = t[2] * ct, bt = t[2] * st;
+        RunPhase<Real, CHEB> x(t + 3);
+#pragma unroll
+        for (int z = 0; z < SEG; ++z) {
+          P[z] += at * x.c;
+          Q[z] += bt * x.s;
+          RS[z] += bt * x.c;
+          T[z] += at * x.s;
+          x.next();
+        }
+      }
+#pragma unroll
+      for (int z = 0; z < SEG; ++z) {
+        if (z < mine) {
+          const int g = mid + n0 + z, h = mid - n0 - z;
+          out[2 * g] += Acc(P[z] - Q[z]);
+          out[2 * g + 1] += Acc(RS[z] + T[z]);
+          if (h != g) {  // n = 0 is one entry
+            out[2 * h] += Acc(P[z] + Q[z]);
+            out[2 * h + 1] += Acc(RS[z] - T[z]);
+          }
         }
       }
     }
