@@ -30,6 +30,9 @@ from mdcore import InputError
 
 HINT = "install the cluster extra (dask, distributed; dask-cuda for GPUs): make setup EXTRAS=cluster"
 RETRIES = 1  # a point whose worker died is run once more elsewhere
+# a local cluster's scheduler without its dashboard still serves health and metrics over HTTP, on
+# port 8787 unless told otherwise: any free port, so that a second cluster on the node does not warn
+QUIET = {"dashboard_address": ":0"}
 
 
 def parse(spec: str) -> tuple[str, int | None]:
@@ -82,14 +85,15 @@ class Cluster:
                 # in two workers at once would otherwise each start a thread per core
                 self.threads = max(1, (os.cpu_count() or 1) // len(ids))
                 self._cluster = LocalCUDACluster(CUDA_VISIBLE_DEVICES=",".join(map(str, ids)), threads_per_worker=1,
-                                                 dashboard_address=None, silence_logs=40)
+                                                 dashboard_address=None, silence_logs=40, scheduler_kwargs=QUIET)
                 self.what = f"{len(ids)} GPU worker(s) on this node"
             else:
                 cores = os.cpu_count() or 1
                 n = k or max(1, cores // 2)
                 env = {"NUMBA_NUM_THREADS": str(max(1, cores // n))}
                 self._cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                                         dashboard_address=None, silence_logs=40, env=env)
+                                                         dashboard_address=None, silence_logs=40, env=env,
+                                                         scheduler_kwargs=QUIET)
                 self.what = f"{n} CPU worker(s) on this node (no GPU here)"
             self.client = distributed.Client(self._cluster)
         else:

@@ -160,3 +160,21 @@ def test_a_cluster_run_resumes_an_interrupted_sweep(tmp_path):
     assert len(rows) == len(doc["rows"]) and [x["compute_ms"] for x in rows[:2]] == [12345.0, 12345.0]
     assert all(x["compute_ms"] != 12345.0 and "worker" in x for x in rows[2:])
     assert not (tmp_path / "r.partial.jsonl").exists()
+
+
+def test_two_local_clusters_at_once_start_without_a_port_warning():
+    """A second cluster on the node (another harness run, a notebook's) takes its own port for the
+    scheduler's HTTP server instead of warning that 8787 is in use."""
+    import warnings
+
+    from harness import cluster
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        a = cluster.Cluster("local:1")
+        try:
+            b = cluster.Cluster("local:1")
+            b.close()
+        finally:
+            a.close()
+    assert not [w for w in caught if "already in use" in str(w.message)], [str(w.message) for w in caught]
