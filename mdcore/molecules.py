@@ -31,6 +31,7 @@ import numpy as np
 
 from .errors import InputError
 from .forcefield import epsilon_rf_value, reaction_field
+from .precision import MODES, PRECISIONS
 from .problem import Box
 
 KINDS = ("lj", "charge", "dipole", "quadrupole")
@@ -263,8 +264,11 @@ class Molecules:
     components: np.ndarray
     box: Box
     normalised: int = 0  # quaternions that were not of unit length in the input
+    _closest: tuple | None = None  # (molecule, molecule, distance) of the closest sites (check_precision)
 
     def check(self, model: Model) -> None:
+        """The components and the cutoff against the file, and no two sites of different molecules closer
+        than any precision computes (the float64 limit; check_precision takes the others)."""
         c = self.components
         if c.size and (c.min() < 0 or c.max() >= len(model.components)):
             bad = int(np.argmax((c < 0) | (c >= len(model.components))))
@@ -274,6 +278,67 @@ class Molecules:
             if self.box.periodic[a] and model.cutoff > 0.5 * self.box.lengths[a]:
                 raise InputError(f"{model.where()}: cutoff {model.cutoff:g} is beyond half the periodic side along "
                                  f"{axis} ({self.box.lengths[a]:g} / 2)")
+        self.check_precision(model, "fp64")
+
+    def check_precision(self, model: Model, precision: str) -> None:
+        """Refuse two sites of different molecules closer than `precision` computes (min_separation):
+        a pair of them would have no direction, or its Lennard-Jones terms would overflow the compute
+        type; every traversal would return inf or NaN, or stop inside numba."""
+        if self._closest is None:
+            found = closest_sites(self, model, max(min_separation(model, p, self.box) for p in PRECISIONS
+                                                   if not MODES[p].fixed))
+            object.__setattr__(self, "_closest", found)
+        i, j, r = self._closest
+        limit = min_separation(model, precision, self.box)
+        if i >= 0 and r < limit:
+            what = "coincide (distance 0)" if r == 0.0 else f"are {r:.3g} apart"
+            raise InputError(f"molecules {i} and {j}: two of their sites {what}; closer than {limit:.3g} two sites of "
+                             f"different molecules have no direction or their Lennard-Jones terms overflow "
+                             f"{MODES[precision].cxx_compute} ({precision}): move or turn one of them")
+
+
+def min_separation(model: Model, precision: str, box: Box) -> float:
+    """The closest two sites of different molecules may be in this precision: the distance below which a
+    Lennard-Jones site pair's terms overflow the compute type (LennardJones.min_distance, with the mixed
+    sigma and epsilon of every pair of LJ sites), and the coordinate resolution (one ulp of the compute
+    type at the box's largest length), as Problem.make takes them for points."""
+    from .potentials import LennardJones
+
+    out = MODES[precision].eps_compute * float(max(box.lengths))
+    lj = [(a, float(c.sigma[k]), float(c.epsilon[k])) for a, c in enumerate(model.components)
+          for k, kind in enumerate(c.kinds) if kind == "lj"]
+    for a, sa, ea in lj:
+        for b, sb, eb in lj:
+            sigma, eps = model.eta[a, b] * 0.5 * (sa + sb), model.xi[a, b] * math.sqrt(ea * eb)
+            if sigma > 0.0 and eps > 0.0:
+                out = max(out, LennardJones(sigma=sigma, epsilon=eps, cutoff=model.cutoff).min_distance(precision))
+    return out
+
+
+def closest_sites(mols: Molecules, model: Model, r_check: float) -> tuple[int, int, float]:
+    """The molecules of the closest two sites of different molecules, and their distance, where it is
+    below r_check (else (-1, -1, inf)). Sites at one position within a molecule (an LJ centre and a
+    charge) count once; r_check is capped at half the shortest distance between two distinct sites of
+    one molecule, so that every pair found belongs to two molecules."""
+    from .closest import closest_below
+
+    body, intra = [], math.inf
+    for c in model.components:
+        p = np.unique(np.asarray(c.position, np.float64).reshape(-1, 3), axis=0)
+        body.append(p)
+        if len(p) > 1:
+            d = np.linalg.norm(p[:, None, :] - p[None, :, :], axis=-1)
+            intra = min(intra, float(d[np.triu_indices(len(p), 1)].min()))
+    r_check = min(r_check, 0.5 * intra)
+    if not len(mols.centres) or r_check <= 0.0:
+        return -1, -1, math.inf
+    rot = rotation(mols.quaternions)
+    counts = np.array([len(body[k]) for k in mols.components])
+    owner = np.repeat(np.arange(len(mols.centres)), counts)
+    local = np.concatenate([body[k] for k in mols.components])
+    sites = mols.centres[owner] + np.einsum("sij,sj->si", rot[owner], local)
+    i, j, r = closest_below(sites, mols.box.lengths, mols.box.periodic, r_check)
+    return (-1, -1, math.inf) if i < 0 else (int(owner[i]), int(owner[j]), r)
 
 
 def read(path: str | Path, model: Model) -> Molecules:

@@ -23,6 +23,7 @@ def applicable(name: str, mols, model) -> tuple[bool, str]:
 
 def evaluate(name: str, mols, model, precision: str = "fp64") -> dict:
     """forces and torques (M, 3), energy, virial (3, 3) and molecule pairs, float64 whatever the precision."""
+    mols.check_precision(model, precision)
     if name in molecules_cuda.TRAVERSALS:
         return molecules_cuda.evaluate(name, mols, model, precision)
     return molecules_cpu.evaluate(name, mols, model, precision)
@@ -36,6 +37,7 @@ class Plan:
     `rebuilds` counts list builds (0 without a list)."""
 
     def __init__(self, name: str, template, model, precision: str = "fp64"):
+        template.check_precision(model, precision)
         self.name, self.model, self.precision = name, model, precision
         self.rebuilds = 0
         self._verlet = molecules_cpu.VerletPlan(model, precision) if name == "verlet_thread_cpu" else None

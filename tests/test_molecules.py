@@ -304,3 +304,35 @@ def test_forces_writes_forces_and_torques_of_molecules(tmp_path):
     r = harness("forces", "--strategy", "reference", "--molecules", tmp_path / "bad.json", "--input",
                 tmp_path / "w.npz", "--out", tmp_path / "g.npz")
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "octupole" in r.stderr
+
+
+def test_sites_of_two_molecules_too_close_to_compute_are_refused_in_one_line(tmp_path):
+    """Two molecules at one centre and orientation: every site of one on a site of the other (a pair with
+    no direction: the CPU traversals stopped inside numba). Refused by the input's checks in every
+    precision; two sites 0.005 apart (within float's Lennard-Jones overflow, 0.0105 for SPC/E's oxygens)
+    only where the compute type is float."""
+    from strategies import molecules as traversals
+    from tests.inprocess import harness
+
+    model = M.parse(SPCE)
+    mols = _water(m=30)
+    x, q = mols.centres.copy(), mols.quaternions.copy()
+    x[7], q[7] = x[3], q[3]
+    (tmp_path / "spce.json").write_text(json.dumps(SPCE))
+    np.savez(tmp_path / "w.npz", positions=x, quaternions=q, components=np.array(["spce"] * 30),
+             box=np.array(mols.box.lengths))
+    for strategy in ("reference", "fullshell_thread_cpu"):
+        r = harness("forces", "--strategy", strategy, "--molecules", tmp_path / "spce.json", "--input",
+                    tmp_path / "w.npz", "--out", tmp_path / "f.npz")
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 2 and len(lines) == 1, r.stderr
+        assert "molecules 3 and 7: two of their sites coincide (distance 0)" in lines[0]
+        assert not (tmp_path / "f.npz").exists()
+    x[7] = x[3] + [0.005, 0.0, 0.0]
+    near = M.Molecules(x, q, mols.components, mols.box)
+    near.check(model)  # float64 computes it
+    assert np.isfinite(traversals.evaluate("fullshell_thread_cpu", near, model, "fp64")["energy"])
+    for precision in ("fp32", "mixed"):
+        with pytest.raises(InputError, match=rf"molecules 3 and 7: two of their sites are 0.005 apart; closer than "
+                                             rf"0.0105 .* float \({precision}\)"):
+            traversals.evaluate("fullshell_thread_cpu", near, model, precision)
