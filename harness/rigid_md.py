@@ -177,8 +177,9 @@ def _nve_device(strategy: str, model, mols, precision: str, state: rigid.RigidSt
     wall = 0.0
     for step in range(1, steps + 1):
         t0 = time.perf_counter()
-        dev.step(dt, energy=bool(sample) and step % sample == 0)
-        if sample and step % sample == 0:
+        now = (bool(sample) and step % sample == 0) or step == steps  # the last step is a sample too
+        dev.step(dt, energy=now)
+        if now:
             plan.cp.cuda.get_current_stream().synchronize()
             wall += time.perf_counter() - t0
             take(step)

@@ -127,8 +127,8 @@ ForceFn = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, float
 def run(state: RigidState, forces: ForceFn, dt: float, steps: int, sample: int = 0,
         on_sample: Callable[[int, float, float, float], None] | None = None) -> tuple[np.ndarray, np.ndarray, float]:
     """`steps` NO_SQUISH steps of dt; forces(r, q) -> (forces, torques, potential energy). Every `sample`
-    steps (and at step 0) on_sample(step, potential, translational, rotational). Returns the last
-    forces, torques and potential energy."""
+    steps, at step 0 and at the last step, on_sample(step, potential, translational, rotational). Returns
+    the last forces, torques and potential energy."""
     f, tq, u = forces(state.r, state.q)
     if on_sample is not None:
         on_sample(0, u, *state.kinetic())
@@ -137,6 +137,6 @@ def run(state: RigidState, forces: ForceFn, dt: float, steps: int, sample: int =
         state.drift(dt)
         f, tq, u = forces(state.r, state.q)
         state.kick(f, tq, 0.5 * dt)
-        if on_sample is not None and sample and step % sample == 0:
+        if on_sample is not None and ((sample and step % sample == 0) or step == steps):
             on_sample(step, u, *state.kinetic())
     return f, tq, u

@@ -362,15 +362,16 @@ def test_the_device_integrator_compiled_for_the_host_is_mdcore_s(tmp_path, scena
 @pytest.mark.parametrize("name", ["fullshell_thread_csr", "verlet_warp_padded"])
 def test_the_md_step_on_the_device_follows_the_host_s(name):
     """md with a GPU traversal keeps the whole step on the device (DeviceRigid); in fp64 its energies
-    along 40 steps are the host integrator's with the CPU traversal's forces (1e-9 of the energy scale),
-    the list built again on the way."""
+    along 45 steps are the host integrator's with the CPU traversal's forces (1e-9 of the energy scale),
+    the list built again on the way; the last step is a sample on both."""
     from harness import molecule_scenarios as S
     from harness import rigid_md
 
     mols, model = S.make("spce_water", "small", seed=4)
-    dev = rigid_md.run(mols, model, name, 0.01, 40, 2.494, 10, 2, precision="fp64")
-    host = rigid_md.run(mols, model, "fullshell_thread_cpu", 0.01, 40, 2.494, 10, 2, precision="fp64")
-    assert dev["summary"].get("on_device") and len(dev["samples"]) == len(host["samples"]) == 5
+    dev = rigid_md.run(mols, model, name, 0.01, 45, 2.494, 10, 2, precision="fp64")
+    host = rigid_md.run(mols, model, "fullshell_thread_cpu", 0.01, 45, 2.494, 10, 2, precision="fp64")
+    assert dev["summary"].get("on_device") and len(dev["samples"]) == len(host["samples"]) == 6
+    assert [s["step"] for s in dev["samples"]] == [0, 10, 20, 30, 40, 45]
     scale = max(abs(s["potential"]) for s in host["samples"])
     for a, b in zip(dev["samples"], host["samples"]):
         assert abs(a["total"] - b["total"]) <= 1e-9 * scale, (a, b)

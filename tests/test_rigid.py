@@ -41,6 +41,21 @@ def _energy_error(name, temperature, dt, time):
     return float(np.max(np.abs(e - e[0])))
 
 
+def test_the_last_step_is_always_a_sample():
+    """A run shorter than its sample interval still has two samples: the drift is measured, not 0."""
+    from harness import molecule_scenarios as S
+    from harness import rigid_md
+
+    state, forces = _cluster("spce_water", temperature=2.5)
+    steps = []
+    rigid.run(state, forces, 0.01, 7, sample=3, on_sample=lambda step, u, kt, kr: steps.append(step))
+    assert steps == [0, 3, 6, 7]
+    mols, model = S.make("spce_water", "tiny", seed=4)
+    out = rigid_md.run(mols, model, "fullshell_thread_cpu", 0.01, 5, 2.494, 100, 2, precision="fp64")
+    assert [s["step"] for s in out["samples"]] == [0, 5]
+    assert out["summary"]["drift_per_molecule_per_time"] != 0.0 and out["summary"]["max_deviation_per_molecule"] > 0.0
+
+
 @pytest.mark.parametrize("name, temperature, dt", [("stockmayer", 1.0, 0.002), ("spce_water", 2.5, 0.01),
                                                    ("two_centre_lj_quadrupole", 0.6, 0.02)])
 def test_the_energy_error_falls_with_the_square_of_the_step(name, temperature, dt):

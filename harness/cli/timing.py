@@ -468,7 +468,7 @@ def add_md(sub) -> None:
                                                              "two_centre_lj_quadrupole); NO_SQUISH with --strategy "
                                                              "reference or any molecule traversal (harness list): "
                                                              "a GPU one integrates on the device")
-    p.add_argument("--sample", type=COUNT, default=100, help="energy, temperature and pressure every M steps")
+    p.add_argument("--sample", type=COUNT, default=100, help="energy, temperature and pressure every M steps and at the last")
     p.add_argument("--out", help="extended XYZ trajectory (positions and velocities)")
     p.add_argument("--frame-every", type=COUNT, help="a trajectory frame every M steps (default: --sample)")
     p.add_argument("--json", help="samples and summary as JSON")
