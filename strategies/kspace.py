@@ -40,7 +40,15 @@ NULL = np.uint64(0)  # a null pointer argument
 DEFAULT_GPU = "kspace_thread_rows"  # the fastest measured (docs/forcefield.md, the kspace table)
 DEFAULT_CPU = "kspace_thread_cpu"
 SEG = 16  # the rows kernels' run of n_z per sincos
-MSEG = 8  # kspace_s_mirror's run of n >= 0 (four sums each: 32 registers, as the rows kernel's 16 x 2)
+# kspace_s_mirror's runs of n >= 0 (four sums per n in registers: 24 to 36 of them), the one for a grid
+# chosen by mirror_run: the unrolled runs cover n = 0..kz, and a run's padding is work thrown away
+MSEGS = (6, 7, 8, 9)
+
+
+def mirror_run(kz: int) -> int:
+    """The run length for n = 0..kz with the fewest padded slots (a tie: the longer run, fewer sincos);
+    9 for OpenMM's kmax 26 (27 = 3 x 9, where runs of 8 would compute 32)."""
+    return min(MSEGS, key=lambda s: (-(-(kz + 1) // s) * s, -s))
 CHUNK = 64  # the staged kernel's charges per shared-memory chunk (GOMC's)
 TILE = 256  # the staged force kernel's weights per shared-memory tile
 TROWS = 8  # the rows force kernel's (n_x, n_y) rows of weights per shared-memory tile
@@ -171,12 +179,13 @@ class CudaKSpace(KSpaceStrategy):
 
         return device_status()
 
-    def expressions(self, precision: str) -> list[str]:
+    def expressions(self, precision: str, run: int = MSEGS[-1]) -> list[str]:
+        """The kernels of one evaluation in this precision (run: kspace_s_mirror's run length)."""
         m = MODES[precision]
         real, acc = m.cxx_compute, m.cxx_accumulate
         if self.structure == "kspace_s_rows":
             cheb = "true" if self.launch["recurrence"] == "chebyshev" else "false"
-            s = (f"kspace_s_mirror<{real}, {acc}, {MSEG}, {BLOCK}, {cheb}>" if self.launch["mirror"] == "on" else
+            s = (f"kspace_s_mirror<{real}, {acc}, {run}, {BLOCK}, {cheb}>" if self.launch["mirror"] == "on" else
                  f"kspace_s_rows<{real}, {acc}, {SEG}, {BLOCK}, {cheb}>")
             return [s, f"kspace_fold<{acc}>",
                     f"kspace_energy<{real}, {acc}, {ENERGY_BLOCK}>",
@@ -196,7 +205,8 @@ def expressions() -> list[str]:
     for name in names("cuda"):
         for launch in KSPACE[name].variants:
             for p in PRECISIONS:
-                out += [e for e in KSPACE[name](**launch).expressions(p) if e not in out]
+                for run in MSEGS if launch.get("mirror") == "on" else MSEGS[-1:]:
+                    out += [e for e in KSPACE[name](**launch).expressions(p, run) if e not in out]
     return out
 
 
@@ -209,8 +219,9 @@ class CudaKPlan(KPlan):
 
         m = MODES[precision]
         self.cp, self.real, self.acc = cp, m.compute, m.accumulate
-        self.fns = [cuda.kernel("kspace.cu", e) for e in strategy.expressions(precision)]
         kx, ky, kz = ewald.kmax
+        self.run_n = mirror_run(kz)  # kspace_s_mirror's run of n
+        self.fns = [cuda.kernel("kspace.cu", e) for e in strategy.expressions(precision, self.run_n)]
         kgrid = np.dtype({"names": ["kx", "ky", "kz", "KZ", "NYZ", "G"], "formats": [np.int32] * 6})
         self.kgrid = np.array([kx, ky, kz, 2 * kz + 1, (2 * ky + 1) * (2 * kz + 1), self.G], np.int32).view(kgrid)
         self.m = len(self.index)
@@ -230,7 +241,7 @@ class CudaKPlan(KPlan):
             # the rows kernel's threads: (n_x, n_y, run of n_z) x chunks of the charges, the chunks enough for
             # about 8 blocks of BLOCK per SM, each at least BLOCK charges long
             if strategy.launch["mirror"] == "on":  # blocks of BLOCK rows, each block one run of n >= 0
-                self.sblocks = -(-self.grid[0] * self.grid[1] // BLOCK) * -(-(self.grid[2] // 2 + 1) // MSEG)
+                self.sblocks = -(-self.grid[0] * self.grid[1] // BLOCK) * -(-(self.grid[2] // 2 + 1) // self.run_n)
                 self.rows = self.sblocks * BLOCK
             else:
                 self.rows = self.grid[0] * self.grid[1] * -(-self.grid[2] // SEG)
