@@ -10,7 +10,7 @@ kernels/kspace.cu the kernels). Names follow the grammar `kspace_<processor>_<va
                          chunk (GOMC's main branch); forces with the weights staged in tiles
   kspace_thread_rows     a thread per run of SEG consecutive n_z: one sincos per charge and run, the
                          next n_z by a complex multiply (the sincos-free recurrence of CPU Ewald codes);
-                         forces the same way
+                         forces the same way, in runs of 12 to 16 (force_run: the least padding)
   kspace_thread_cpu      numba, the rows recurrence on the CPU's cores, float64
 
 Every GPU strategy takes `charged`: `only` (default) sends only the charged particles to the
@@ -43,6 +43,16 @@ SEG = 16  # the rows kernels' run of n_z per sincos
 # kspace_s_mirror's runs of n >= 0 (four sums per n in registers: 24 to 36 of them), the one for a grid
 # chosen by mirror_run: the unrolled runs cover n = 0..kz, and a run's padding is work thrown away
 MSEGS = (6, 7, 8, 9)
+
+
+# kspace_f_rows's runs of n_z (scalar sums: the length costs no registers), chosen by force_run
+FSEGS = (12, 14, 16)
+
+
+def force_run(KZ: int) -> int:
+    """The forces' run length for the KZ = 2 kz + 1 entries of a row with the fewest padded slots (a tie:
+    the longer run, fewer sincos); 14 for kmax 26 (56 slots for 53, where runs of 16 computed 64)."""
+    return min(FSEGS, key=lambda s: (-(-KZ // s) * s, -s))
 
 
 def mirror_run(kz: int) -> int:
@@ -179,8 +189,9 @@ class CudaKSpace(KSpaceStrategy):
 
         return device_status()
 
-    def expressions(self, precision: str, run: int = MSEGS[-1]) -> list[str]:
-        """The kernels of one evaluation in this precision (run: kspace_s_mirror's run length)."""
+    def expressions(self, precision: str, run: int = MSEGS[-1], frun: int = SEG) -> list[str]:
+        """The kernels of one evaluation in this precision (run, frun: kspace_s_mirror's and kspace_f_rows's
+        run lengths)."""
         m = MODES[precision]
         real, acc = m.cxx_compute, m.cxx_accumulate
         if self.structure == "kspace_s_rows":
@@ -189,7 +200,7 @@ class CudaKSpace(KSpaceStrategy):
                  f"kspace_s_rows<{real}, {acc}, {SEG}, {BLOCK}, {cheb}>")
             return [s, f"kspace_fold<{acc}>",
                     f"kspace_energy<{real}, {acc}, {ENERGY_BLOCK}>",
-                    f"kspace_f_rows<{real}, {acc}, {SEG}, {BLOCK}, {TROWS}, {cheb}>"]
+                    f"kspace_f_rows<{real}, {acc}, {frun}, {BLOCK}, {TROWS}, {cheb}>"]
         s = f"{self.structure}<{real}, {acc}" + (f", {CHUNK}>" if self.structure == "kspace_s_staged" else ">")
         f = f"{self.force}<{real}, {acc}" + (f", {TILE}>" if self.force == "kspace_f_staged" else ">")
         return [s, f"kspace_energy<{real}, {acc}, {ENERGY_BLOCK}>", f]
@@ -206,7 +217,8 @@ def expressions() -> list[str]:
         for launch in KSPACE[name].variants:
             for p in PRECISIONS:
                 for run in MSEGS if launch.get("mirror") == "on" else MSEGS[-1:]:
-                    out += [e for e in KSPACE[name](**launch).expressions(p, run) if e not in out]
+                    for frun in FSEGS:
+                        out += [e for e in KSPACE[name](**launch).expressions(p, run, frun) if e not in out]
     return out
 
 
@@ -220,8 +232,8 @@ class CudaKPlan(KPlan):
         m = MODES[precision]
         self.cp, self.real, self.acc = cp, m.compute, m.accumulate
         kx, ky, kz = ewald.kmax
-        self.run_n = mirror_run(kz)  # kspace_s_mirror's run of n
-        self.fns = [cuda.kernel("kspace.cu", e) for e in strategy.expressions(precision, self.run_n)]
+        self.run_n, self.run_f = mirror_run(kz), force_run(2 * kz + 1)  # the mirror's and the forces' runs
+        self.fns = [cuda.kernel("kspace.cu", e) for e in strategy.expressions(precision, self.run_n, self.run_f)]
         kgrid = np.dtype({"names": ["kx", "ky", "kz", "KZ", "NYZ", "G"], "formats": [np.int32] * 6})
         self.kgrid = np.array([kx, ky, kz, 2 * kz + 1, (2 * ky + 1) * (2 * kz + 1), self.G], np.int32).view(kgrid)
         self.m = len(self.index)
@@ -259,7 +271,7 @@ class CudaKPlan(KPlan):
             per = -(-per // TROWS) * TROWS  # whole tiles
             self.fchunks = (-(-R // per), per)
             self.fpart = cp.zeros(3 * max(self.m, 1) * self.fchunks[0], self.acc)
-            self.fshared = TROWS * -(-self.grid[2] // SEG) * SEG * 2 * np.dtype(self.real).itemsize
+            self.fshared = TROWS * -(-self.grid[2] // self.run_f) * self.run_f * 2 * np.dtype(self.real).itemsize
 
     def device_bytes(self) -> int:
         arrays = (self.sq, self.idx, self.A, self.S, self.W, self.parts, self.F, self.part, getattr(self, "fpart", None))
@@ -371,7 +383,8 @@ class KSpaceBlockStaged(CudaKSpace):
 class KSpaceThreadRows(CudaKSpace):
     name = "kspace_thread_rows"
     description = (f"a thread per run of {SEG} consecutive n_z: one sincos per (charge, run), the next n_z by a complex "
-                   "multiply; forces the same way (the recurrence of CPU Ewald codes, on the FMA pipe). "
+                   "multiply; forces the same way, in runs of 12 to 16 n_z that pad a row least (the recurrence of CPU "
+                   "Ewald codes, on the FMA pipe). "
                    "recurrence=chebyshev steps by x(n+1) = 2 cos(f) x(n) - x(n-1) instead: half the multiplies, "
                    "ten times the phase's drift in float. mirror=on: the structure factors of n_z and -n_z from "
                    "one phase, four sums per n for the two")
