@@ -8,9 +8,9 @@ kernels/kspace.cu the kernels). Names follow the grammar `kspace_<processor>_<va
                          MolExchangeReciprocal); forces as kloop
   kspace_block_staged    a 2-D grid of k x chunks of 64 charges staged in shared memory, atomics per
                          chunk (GOMC's main branch); forces with the weights staged in tiles
-  kspace_thread_rows     a thread per run of SEG consecutive n_z: one sincos per charge and run, the
-                         next n_z by a complex multiply (the sincos-free recurrence of CPU Ewald codes);
-                         forces the same way, in runs of 12 to 16 (force_run: the least padding)
+  kspace_thread_rows     a thread per run of 12 to 16 consecutive n_z (row_run: the least padding): one
+                         sincos per charge and run, the next n_z by a complex multiply (the sincos-free
+                         recurrence of CPU Ewald codes); forces the same way
   kspace_thread_cpu      numba, the rows recurrence on the CPU's cores, float64
 
 Every GPU strategy takes `charged`: `only` (default) sends only the charged particles to the
@@ -39,20 +39,20 @@ PRECISIONS = ("fp32", "mixed", "fp64")
 NULL = np.uint64(0)  # a null pointer argument
 DEFAULT_GPU = "kspace_thread_rows"  # the fastest measured (docs/forcefield.md, the kspace table)
 DEFAULT_CPU = "kspace_thread_cpu"
-SEG = 16  # the rows kernels' run of n_z per sincos
 # kspace_s_mirror's runs of n >= 0 (four sums per n in registers: 24 to 36 of them), the one for a grid
 # chosen by mirror_run: the unrolled runs cover n = 0..kz, and a run's padding is work thrown away
 MSEGS = (6, 7, 8, 9)
 
 
-# kspace_f_rows's runs of n_z (scalar sums: the length costs no registers), chosen by force_run
-FSEGS = (12, 14, 16)
+# the rows kernels' runs of n_z, one sincos per charge and run (the structure factors keep a run's
+# 2 x run sums in registers, the forces two scalars), chosen by row_run
+RSEGS = (12, 14, 16)
 
 
-def force_run(KZ: int) -> int:
-    """The forces' run length for the KZ = 2 kz + 1 entries of a row with the fewest padded slots (a tie:
-    the longer run, fewer sincos); 14 for kmax 26 (56 slots for 53, where runs of 16 computed 64)."""
-    return min(FSEGS, key=lambda s: (-(-KZ // s) * s, -s))
+def row_run(KZ: int) -> int:
+    """The rows kernels' run length for the KZ = 2 kz + 1 entries of a row with the fewest padded slots (a
+    tie: the longer run, fewer sincos); 14 for kmax 26 (56 slots for 53, where runs of 16 computed 64)."""
+    return min(RSEGS, key=lambda s: (-(-KZ // s) * s, -s))
 
 
 def mirror_run(kz: int) -> int:
@@ -189,18 +189,18 @@ class CudaKSpace(KSpaceStrategy):
 
         return device_status()
 
-    def expressions(self, precision: str, run: int = MSEGS[-1], frun: int = SEG) -> list[str]:
-        """The kernels of one evaluation in this precision (run, frun: kspace_s_mirror's and kspace_f_rows's
-        run lengths)."""
+    def expressions(self, precision: str, run: int = MSEGS[-1], rrun: int = RSEGS[-1]) -> list[str]:
+        """The kernels of one evaluation in this precision (run, rrun: the run lengths of kspace_s_mirror and
+        of the rows kernels)."""
         m = MODES[precision]
         real, acc = m.cxx_compute, m.cxx_accumulate
         if self.structure == "kspace_s_rows":
             cheb = "true" if self.launch["recurrence"] == "chebyshev" else "false"
             s = (f"kspace_s_mirror<{real}, {acc}, {run}, {BLOCK}, {cheb}>" if self.launch["mirror"] == "on" else
-                 f"kspace_s_rows<{real}, {acc}, {SEG}, {BLOCK}, {cheb}>")
+                 f"kspace_s_rows<{real}, {acc}, {rrun}, {BLOCK}, {cheb}>")
             return [s, f"kspace_fold<{acc}>",
                     f"kspace_energy<{real}, {acc}, {ENERGY_BLOCK}>",
-                    f"kspace_f_rows<{real}, {acc}, {frun}, {BLOCK}, {TROWS}, {cheb}>"]
+                    f"kspace_f_rows<{real}, {acc}, {rrun}, {BLOCK}, {TROWS}, {cheb}>"]
         s = f"{self.structure}<{real}, {acc}" + (f", {CHUNK}>" if self.structure == "kspace_s_staged" else ">")
         f = f"{self.force}<{real}, {acc}" + (f", {TILE}>" if self.force == "kspace_f_staged" else ">")
         return [s, f"kspace_energy<{real}, {acc}, {ENERGY_BLOCK}>", f]
@@ -217,8 +217,8 @@ def expressions() -> list[str]:
         for launch in KSPACE[name].variants:
             for p in PRECISIONS:
                 for run in MSEGS if launch.get("mirror") == "on" else MSEGS[-1:]:
-                    for frun in FSEGS:
-                        out += [e for e in KSPACE[name](**launch).expressions(p, run, frun) if e not in out]
+                    for rrun in RSEGS:
+                        out += [e for e in KSPACE[name](**launch).expressions(p, run, rrun) if e not in out]
     return out
 
 
@@ -232,8 +232,8 @@ class CudaKPlan(KPlan):
         m = MODES[precision]
         self.cp, self.real, self.acc = cp, m.compute, m.accumulate
         kx, ky, kz = ewald.kmax
-        self.run_n, self.run_f = mirror_run(kz), force_run(2 * kz + 1)  # the mirror's and the forces' runs
-        self.fns = [cuda.kernel("kspace.cu", e) for e in strategy.expressions(precision, self.run_n, self.run_f)]
+        self.run_n, self.run_z = mirror_run(kz), row_run(2 * kz + 1)  # the mirror's and the rows kernels' runs
+        self.fns = [cuda.kernel("kspace.cu", e) for e in strategy.expressions(precision, self.run_n, self.run_z)]
         kgrid = np.dtype({"names": ["kx", "ky", "kz", "KZ", "NYZ", "G"], "formats": [np.int32] * 6})
         self.kgrid = np.array([kx, ky, kz, 2 * kz + 1, (2 * ky + 1) * (2 * kz + 1), self.G], np.int32).view(kgrid)
         self.m = len(self.index)
@@ -256,7 +256,7 @@ class CudaKPlan(KPlan):
                 self.sblocks = -(-self.grid[0] * self.grid[1] // BLOCK) * -(-(self.grid[2] // 2 + 1) // self.run_n)
                 self.rows = self.sblocks * BLOCK
             else:
-                self.rows = self.grid[0] * self.grid[1] * -(-self.grid[2] // SEG)
+                self.rows = self.grid[0] * self.grid[1] * -(-self.grid[2] // self.run_z)
                 self.sblocks = -(-self.rows // BLOCK)
             want = -(-8 * self.sms * BLOCK // self.rows)
             chunks = max(1, min(want, -(-self.m // BLOCK)))
@@ -271,7 +271,7 @@ class CudaKPlan(KPlan):
             per = -(-per // TROWS) * TROWS  # whole tiles
             self.fchunks = (-(-R // per), per)
             self.fpart = cp.zeros(3 * max(self.m, 1) * self.fchunks[0], self.acc)
-            self.fshared = TROWS * -(-self.grid[2] // self.run_f) * self.run_f * 2 * np.dtype(self.real).itemsize
+            self.fshared = TROWS * -(-self.grid[2] // self.run_z) * self.run_z * 2 * np.dtype(self.real).itemsize
 
     def device_bytes(self) -> int:
         arrays = (self.sq, self.idx, self.A, self.S, self.W, self.parts, self.F, self.part, getattr(self, "fpart", None))
@@ -382,8 +382,8 @@ class KSpaceBlockStaged(CudaKSpace):
 @register
 class KSpaceThreadRows(CudaKSpace):
     name = "kspace_thread_rows"
-    description = (f"a thread per run of {SEG} consecutive n_z: one sincos per (charge, run), the next n_z by a complex "
-                   "multiply; forces the same way, in runs of 12 to 16 n_z that pad a row least (the recurrence of CPU "
+    description = ("a thread per run of 12 to 16 consecutive n_z, the length that pads a row least: one sincos per "
+                   "(charge, run), the next n_z by a complex multiply; forces the same way (the recurrence of CPU "
                    "Ewald codes, on the FMA pipe). "
                    "recurrence=chebyshev steps by x(n+1) = 2 cos(f) x(n) - x(n-1) instead: half the multiplies, "
                    "ten times the phase's drift in float. mirror=on: the structure factors of n_z and -n_z from "

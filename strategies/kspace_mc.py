@@ -33,7 +33,7 @@ from numba import njit, prange
 from mdcore import MODES, InputError, StrategyError
 
 from . import kspace
-from .kspace import BLOCK, SEG, ENERGY_BLOCK  # noqa: F401
+from .kspace import BLOCK, ENERGY_BLOCK  # noqa: F401
 
 MAXA = 64  # atoms per molecule the GPU kernels stage
 MC_BLOCK = 256

@@ -208,8 +208,10 @@ def test_kspace_names_and_methods_are_checked(tmp_path):
         kspace.create("kspace_thread_rows", recurrence="taylor")
     with pytest.raises(InputError, match="unknown launch parameter.*recurrence"):
         kspace.create("kspace_thread_kloop", recurrence="chebyshev")  # the rows kernels' choice only
-    rows = kspace.create("kspace_thread_rows", recurrence="chebyshev").expressions("fp32")
-    assert rows[0].startswith("kspace_s_rows<float, float, 16, ") and rows[0].endswith(", true>") and any(", true>" in e for e in kspace.expressions())
+    rows = kspace.create("kspace_thread_rows", recurrence="chebyshev").expressions("fp32", rrun=14)
+    assert rows[0].startswith("kspace_s_rows<float, float, 14, ") and rows[0].endswith(", true>") and any(", true>" in e for e in kspace.expressions())
+    # the rows kernels' run: the one of 12, 14 and 16 n_z that pads a row least
+    assert kspace.row_run(53) == 14 and kspace.row_run(21) == 12 and kspace.row_run(31) == 16 and kspace.mirror_run(26) == 9
 
 
 def test_the_ewald_sweep_writes_rows_the_report_draws(tmp_path):
