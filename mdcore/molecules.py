@@ -265,6 +265,7 @@ class Molecules:
     box: Box
     normalised: int = 0  # quaternions that were not of unit length in the input
     _closest: tuple | None = None  # (molecule, molecule, distance) of the closest sites (check_precision)
+    _passed: set | None = None  # (model, precision) pairs check_precision passed: a later call costs a lookup
 
     def check(self, model: Model) -> None:
         """The components and the cutoff against the file, and no two sites of different molecules closer
@@ -284,6 +285,8 @@ class Molecules:
         """Refuse two sites of different molecules closer than `precision` computes (min_separation):
         a pair of them would have no direction, or its Lennard-Jones terms would overflow the compute
         type; every traversal would return inf or NaN, or stop inside numba."""
+        if self._passed is not None and (model, precision) in self._passed:  # an evaluation's hot path
+            return
         if self._closest is None:
             found = closest_sites(self, model, max(min_separation(model, p, self.box) for p in PRECISIONS
                                                    if not MODES[p].fixed))
@@ -295,6 +298,9 @@ class Molecules:
             raise InputError(f"molecules {i} and {j}: two of their sites {what}; closer than {limit:.3g} two sites of "
                              f"different molecules have no direction or their Lennard-Jones terms overflow "
                              f"{MODES[precision].cxx_compute} ({precision}): move or turn one of them")
+        if self._passed is None:
+            object.__setattr__(self, "_passed", set())
+        self._passed.add((model, precision))
 
 
 def min_separation(model: Model, precision: str, box: Box) -> float:
