@@ -39,26 +39,28 @@ PRECISIONS = ("fp32", "mixed", "fp64")
 NULL = np.uint64(0)  # a null pointer argument
 DEFAULT_GPU = "kspace_thread_rows"  # the fastest measured (docs/forcefield.md, the kspace table)
 DEFAULT_CPU = "kspace_thread_cpu"
-# kspace_s_mirror's runs of n >= 0 (four sums per n in registers: 24 to 36 of them), the one for a grid
-# chosen by mirror_run: the unrolled runs cover n = 0..kz, and a run's padding is work thrown away
-MSEGS = (6, 7, 8, 9)
+# The rows kernels walk a row's entries in unrolled runs, one sincos per charge and run; a run's padding
+# past the row's end is work thrown away, so each grid takes the run length that pads least.
+RSEGS = (12, 14, 16)  # kspace_s_rows and kspace_f_rows over KZ = 2 kz + 1 entries (2 x run sums in registers)
+MSEGS = (6, 7, 8, 9)  # kspace_s_mirror over n = 0..kz (4 x run sums in registers)
 
 
-# the rows kernels' runs of n_z, one sincos per charge and run (the structure factors keep a run's
-# 2 x run sums in registers, the forces two scalars), chosen by row_run
-RSEGS = (12, 14, 16)
+def _least_padding(runs: tuple[int, ...], entries: int) -> int:
+    """The run length of `runs` with the fewest padded slots over `entries` (a tie: the longer run, fewer
+    sincos)."""
+    return min(runs, key=lambda s: (-(-entries // s) * s, -s))
 
 
 def row_run(KZ: int) -> int:
-    """The rows kernels' run length for the KZ = 2 kz + 1 entries of a row with the fewest padded slots (a
-    tie: the longer run, fewer sincos); 14 for kmax 26 (56 slots for 53, where runs of 16 computed 64)."""
-    return min(RSEGS, key=lambda s: (-(-KZ // s) * s, -s))
+    """The rows kernels' run for a row of KZ entries: 14 for kmax 26 (56 slots for 53, where 16 computed 64)."""
+    return _least_padding(RSEGS, KZ)
 
 
 def mirror_run(kz: int) -> int:
-    """The run length for n = 0..kz with the fewest padded slots (a tie: the longer run, fewer sincos);
-    9 for OpenMM's kmax 26 (27 = 3 x 9, where runs of 8 would compute 32)."""
-    return min(MSEGS, key=lambda s: (-(-(kz + 1) // s) * s, -s))
+    """kspace_s_mirror's run for n = 0..kz: 9 for OpenMM's kmax 26 (27 = 3 x 9, where 8 would compute 32)."""
+    return _least_padding(MSEGS, kz + 1)
+
+
 CHUNK = 64  # the staged kernel's charges per shared-memory chunk (GOMC's)
 TILE = 256  # the staged force kernel's weights per shared-memory tile
 TROWS = 8  # the rows force kernel's (n_x, n_y) rows of weights per shared-memory tile

@@ -79,6 +79,12 @@ __device__ __forceinline__ void turn_sincos(Real nx, Real ny, Real nz, const Rea
   Turn<Real>::sincos(Turn<Real>::reduce(t), s, c);
 }
 
+// the same at n_z = 0: a row's phase (kspace_s_mirror)
+template <typename Real>
+__device__ __forceinline__ void row_sincos(int nx, int ny, const Real* p, Real* s, Real* c) {
+  Turn<Real>::sincos(Turn<Real>::reduce(Real(nx) * p[0] + Real(ny) * p[1]), s, c);
+}
+
 // The phase e^{i(t + n f)} along a run of n_z (the rows kernels): (c, s) now, from one sincos at the run's
 // first n_z. next() moves to n + 1 by a complex multiply with e^{i f} = (cz, sz) (two FMUL, two FFMA), or
 // with CHEB by the three-term recurrence x(n+1) = 2 cos(f) x(n) - x(n-1) (one FFMA a component, the
@@ -314,8 +320,8 @@ __global__ void __launch_bounds__(BLOCK) kspace_s_mirror(const Real* __restrict_
         const Real* t = tile + 8 * j;
         const Real* u = t + 8;
         Real st, ct, su, cu;
-        Turn<Real>::sincos(Turn<Real>::reduce(Real(nx) * t[0] + Real(ny) * t[1]), &st, &ct);
-        Turn<Real>::sincos(Turn<Real>::reduce(Real(nx) * u[0] + Real(ny) * u[1]), &su, &cu);
+        row_sincos(nx, ny, t, &st, &ct);
+        row_sincos(nx, ny, u, &su, &cu);
         const Real at = t[2] * ct, bt = t[2] * st, au = u[2] * cu, bu = u[2] * su;
         RunPhase<Real, CHEB> x(t + 3), y(u + 3);
 #pragma unroll
@@ -335,7 +341,7 @@ __global__ void __launch_bounds__(BLOCK) kspace_s_mirror(const Real* __restrict_
       for (; j < m; ++j) {
         const Real* t = tile + 8 * j;
         Real st, ct;
-        Turn<Real>::sincos(Turn<Real>::reduce(Real(nx) * t[0] + Real(ny) * t[1]), &st, &ct);
+        row_sincos(nx, ny, t, &st, &ct);
         const Real at = t[2] * ct, bt = t[2] * st;
         RunPhase<Real, CHEB> x(t + 3);
 #pragma unroll
