@@ -143,7 +143,7 @@ def run(strategies_, sizes, precisions, density: float, cutoff: float, tolerance
         fp64 = None
         for p in precisions:
             for s in strategies_:
-                row = {"strategy": s.name, "backend": s.backend, "precision": p, "launch": dict(s.launch), **base}
+                row = {"strategy": s.name, "backend": s.backend, "precision": p, "launch": s.resolved(p), **base}
                 ok, why = s.supports(p)
                 if not ok:
                     rows.append({**row, "status": "n/a", "detail": why})

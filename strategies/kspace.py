@@ -9,8 +9,9 @@ kernels/kspace.cu the kernels). Names follow the grammar `kspace_<processor>_<va
   kspace_block_staged    a 2-D grid of k x chunks of 64 charges staged in shared memory, atomics per
                          chunk (GOMC's main branch); forces with the weights staged in tiles
   kspace_thread_rows     a thread per run of 12 to 16 consecutive n_z (row_run: the least padding): one
-                         sincos per charge and run, the next n_z by a complex multiply (the sincos-free
-                         recurrence of CPU Ewald codes); forces the same way
+                         sincos per charge and run, the next n_z by the three-term recurrence (or a
+                         complex multiply, the recurrence of CPU Ewald codes); forces the same way; in
+                         fp64 and mixed the structure factors of n_z and -n_z from one phase
   kspace_thread_cpu      numba, the rows recurrence on the CPU's cores, float64
 
 Every GPU strategy takes `charged`: `only` (default) sends only the charged particles to the
@@ -59,6 +60,20 @@ def row_run(KZ: int) -> int:
 def mirror_run(kz: int) -> int:
     """kspace_s_mirror's run for n = 0..kz: 9 for OpenMM's kmax 26 (27 = 3 x 9, where 8 would compute 32)."""
     return _least_padding(MSEGS, kz + 1)
+
+
+def whole_waves(units: int, slots: int, most: int) -> int:
+    """How many chunks to split each of `units` blocks' work into, so that the units x chunks blocks of
+    equal work fill whole waves of the `slots` blocks the GPU holds at once: the fewest chunks (at most
+    `most`) within 5 % of a whole number of waves, else the best filled. A last wave 2 % full leaves the
+    SMs nearly idle for a whole block's time; blocks over a whole wave cost only their fold."""
+    def filled(c: int) -> float:
+        blocks = units * c
+        return blocks / (-(-blocks // slots) * slots)
+
+    tries = range(1, max(1, most) + 1)
+    good = [c for c in tries if filled(c) >= 0.95]
+    return good[0] if good else max(tries, key=lambda c: (filled(c), -c))
 
 
 CHUNK = 64  # the staged kernel's charges per shared-memory chunk (GOMC's)
@@ -114,6 +129,15 @@ class KSpaceStrategy:
 
     def available(self) -> tuple[bool, str]:
         return True, ""
+
+    def mirrors(self, precision: str) -> bool:
+        """Whether the structure factors of n_z and -n_z come from one phase (kspace_s_mirror) in this
+        precision: only the rows strategy has the kernel."""
+        return False
+
+    def resolved(self, precision: str) -> dict:
+        """The launch parameters as this precision runs them (an `auto` replaced by its choice)."""
+        return dict(self.launch)
 
     def supports(self, precision: str) -> tuple[bool, str]:
         ok, why = self.available()
@@ -198,7 +222,7 @@ class CudaKSpace(KSpaceStrategy):
         real, acc = m.cxx_compute, m.cxx_accumulate
         if self.structure == "kspace_s_rows":
             cheb = "true" if self.launch["recurrence"] == "chebyshev" else "false"
-            s = (f"kspace_s_mirror<{real}, {acc}, {run}, {BLOCK}, {cheb}>" if self.launch["mirror"] == "on" else
+            s = (f"kspace_s_mirror<{real}, {acc}, {run}, {BLOCK}, {cheb}>" if self.mirrors(precision) else
                  f"kspace_s_rows<{real}, {acc}, {rrun}, {BLOCK}, {cheb}>")
             return [s, f"kspace_fold<{acc}>",
                     f"kspace_energy<{real}, {acc}, {ENERGY_BLOCK}>",
@@ -218,9 +242,10 @@ def expressions() -> list[str]:
     for name in names("cuda"):
         for launch in KSPACE[name].variants:
             for p in PRECISIONS:
-                for run in MSEGS if launch.get("mirror") == "on" else MSEGS[-1:]:
+                s = KSPACE[name](**launch)
+                for run in MSEGS if s.mirrors(p) else MSEGS[-1:]:
                     for rrun in RSEGS:
-                        out += [e for e in KSPACE[name](**launch).expressions(p, run, rrun) if e not in out]
+                        out += [e for e in s.expressions(p, run, rrun) if e not in out]
     return out
 
 
@@ -252,23 +277,24 @@ class CudaKPlan(KPlan):
         self.sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
         self.part = None
         if strategy.structure == "kspace_s_rows":
-            # the rows kernel's threads: (n_x, n_y, run of n_z) x chunks of the charges, the chunks enough for
-            # about 8 blocks of BLOCK per SM, each at least BLOCK charges long
-            if strategy.launch["mirror"] == "on":  # blocks of BLOCK rows, each block one run of n >= 0
+            # the rows kernel's threads: (n_x, n_y, run of n_z) x chunks of the charges, as many chunks as fill
+            # whole waves of the blocks the SMs hold at once, each at least BLOCK charges long
+            if strategy.mirrors(precision):  # blocks of BLOCK rows, each block one run of n >= 0
                 self.sblocks = -(-self.grid[0] * self.grid[1] // BLOCK) * -(-(self.grid[2] // 2 + 1) // self.run_n)
                 self.rows = self.sblocks * BLOCK
             else:
                 self.rows = self.grid[0] * self.grid[1] * -(-self.grid[2] // self.run_z)
                 self.sblocks = -(-self.rows // BLOCK)
-            want = -(-8 * self.sms * BLOCK // self.rows)
-            chunks = max(1, min(want, -(-self.m // BLOCK)))
+            slots = cuda.resident_blocks(self.fns[0], BLOCK) * self.sms
+            chunks = whole_waves(min(self.sblocks, 65535), slots, max(1, -(-self.m // BLOCK)))
             chunk = -(-max(self.m, 1) // chunks)
             self.chunks = (-(-max(self.m, 1) // chunk), chunk)
             if self.chunks[0] > 1:
                 self.part = cp.zeros(2 * self.G * self.chunks[0], self.acc)
-            # the forces: chunks of the (n_x, n_y) rows over blockIdx.y, enough for about 8 blocks per SM
+            # the forces: chunks of the (n_x, n_y) rows over blockIdx.y, as many as fill whole waves
             R = self.grid[0] * self.grid[1]
-            fchunks = max(1, min(-(-8 * self.sms // -(-max(self.m, 1) // BLOCK)), -(-R // TROWS)))
+            slots = cuda.resident_blocks(self.fns[-1], BLOCK) * self.sms
+            fchunks = whole_waves(-(-max(self.m, 1) // BLOCK), slots, -(-R // TROWS))
             per = -(-R // fchunks)
             per = -(-per // TROWS) * TROWS  # whole tiles
             self.fchunks = (-(-R // per), per)
@@ -385,25 +411,35 @@ class KSpaceBlockStaged(CudaKSpace):
 class KSpaceThreadRows(CudaKSpace):
     name = "kspace_thread_rows"
     description = ("a thread per run of 12 to 16 consecutive n_z, the length that pads a row least: one sincos per "
-                   "(charge, run), the next n_z by a complex multiply; forces the same way (the recurrence of CPU "
-                   "Ewald codes, on the FMA pipe). "
-                   "recurrence=chebyshev steps by x(n+1) = 2 cos(f) x(n) - x(n-1) instead: half the multiplies, "
-                   "ten times the phase's drift in float. mirror=on: the structure factors of n_z and -n_z from "
-                   "one phase, four sums per n for the two")
+                   "(charge, run), the next n_z by the three-term recurrence x(n+1) = 2 cos(f) x(n) - x(n-1) on "
+                   "the FMA pipe; forces the same way. recurrence=rotate steps by a complex multiply instead (the "
+                   "recurrence of CPU Ewald codes: twice the multiplies, a tenth of the phase's drift in float). "
+                   "mirror=on: the structure factors of n_z and -n_z from one phase, four sums per n for the two "
+                   "(auto, the default: on where the sums are double, fp64 and mixed; off in fp32)")
     structure, force = "kspace_s_rows", "kspace_f_rows"
-    # recurrence: the step from one n_z's phase to the next, a complex multiply (rotate) or the three-term
-    # recurrence (chebyshev: half the multiplies, ten times the drift of the phase in float over a run)
-    # mirror: the structure factors of n_z and -n_z from one phase (kspace_s_mirror), four sums per n
-    defaults = {**CudaKSpace.defaults, "recurrence": "rotate", "mirror": "off"}
-    variants = ({}, {"recurrence": "chebyshev"}, {"mirror": "on"}, {"mirror": "on", "recurrence": "chebyshev"})
+    # recurrence: the step from one n_z's phase to the next, the three-term recurrence (chebyshev: two FMAs
+    # a step, ten times the rotation's drift of the phase in float over a run) or a complex multiply (rotate)
+    # mirror: the structure factors of n_z and -n_z from one phase (kspace_s_mirror), four sums per n;
+    # auto takes it where the sums are double, fp64 and mixed (docs/decisions/kspace-rows.md has the times)
+    defaults = {**CudaKSpace.defaults, "recurrence": "chebyshev", "mirror": "auto"}
+    variants = ({}, {"recurrence": "rotate"}, {"mirror": "off"}, {"mirror": "on"},
+                {"mirror": "off", "recurrence": "rotate"}, {"mirror": "on", "recurrence": "rotate"})
 
     def __init__(self, **launch):
         super().__init__(**launch)
         if self.launch["recurrence"] not in ("rotate", "chebyshev"):
             raise InputError(f"--kspace {self.name}: recurrence={self.launch['recurrence']!r}; take rotate or "
                              "chebyshev")
-        if self.launch["mirror"] not in ("off", "on"):
-            raise InputError(f"--kspace {self.name}: mirror={self.launch['mirror']!r}; take off or on")
+        if self.launch["mirror"] not in ("auto", "off", "on"):
+            raise InputError(f"--kspace {self.name}: mirror={self.launch['mirror']!r}; take auto, off or on")
+
+    def mirrors(self, precision: str) -> bool:
+        if self.launch["mirror"] == "auto":
+            return MODES[precision].cxx_accumulate == "double"
+        return self.launch["mirror"] == "on"
+
+    def resolved(self, precision: str) -> dict:
+        return {**self.launch, "mirror": "on" if self.mirrors(precision) else "off"}
 
 
 # ---- CPU ------------------------------------------------------------------------------------

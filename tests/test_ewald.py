@@ -208,8 +208,24 @@ def test_kspace_names_and_methods_are_checked(tmp_path):
         kspace.create("kspace_thread_rows", recurrence="taylor")
     with pytest.raises(InputError, match="unknown launch parameter.*recurrence"):
         kspace.create("kspace_thread_kloop", recurrence="chebyshev")  # the rows kernels' choice only
-    rows = kspace.create("kspace_thread_rows", recurrence="chebyshev").expressions("fp32", rrun=14)
-    assert rows[0].startswith("kspace_s_rows<float, float, 14, ") and rows[0].endswith(", true>") and any(", true>" in e for e in kspace.expressions())
+    rows = kspace.create("kspace_thread_rows").expressions("fp32", rrun=14)
+    assert rows[0].startswith("kspace_s_rows<float, float, 14, ") and rows[0].endswith(", true>")
+    # the default: the three-term recurrence in every precision, n_z and -n_z from one phase where the sums
+    # are double (fp64, mixed)
+    double = kspace.create("kspace_thread_rows").expressions("fp64", run=9)
+    assert double[0].startswith("kspace_s_mirror<double, double, 9, ") and double[0].endswith(", true>")
+    assert kspace.create("kspace_thread_rows").expressions("mixed")[0].startswith("kspace_s_mirror<float, double, ")
+    assert kspace.create("kspace_thread_rows").resolved("fp64") == {"charged": "only", "recurrence": "chebyshev", "mirror": "on"}
+    assert kspace.create("kspace_thread_rows", mirror="off").expressions("fp64")[0].startswith("kspace_s_rows<double")
+    rotate = kspace.create("kspace_thread_rows", recurrence="rotate", mirror="on").expressions("fp32")
+    assert rotate[0].startswith("kspace_s_mirror<float, float, ") and rotate[0].endswith(", false>")
+    every = kspace.expressions()
+    for kernel in ("kspace_s_rows", "kspace_s_mirror", "kspace_f_rows"):
+        for p in ("float, float", "float, double", "double, double"):
+            for cheb in ("true", "false"):
+                assert any(e.startswith(f"{kernel}<{p}, ") and e.endswith(f", {cheb}>") for e in every), (kernel, p, cheb)
+    with pytest.raises(InputError, match="mirror='yes'; take auto, off or on"):
+        kspace.create("kspace_thread_rows", mirror="yes")
     # the rows kernels' run: the one of 12, 14 and 16 n_z that pads a row least
     assert kspace.row_run(53) == 14 and kspace.row_run(21) == 12 and kspace.row_run(31) == 16 and kspace.mirror_run(26) == 9
 

@@ -37,7 +37,7 @@ ROWS_VARIANTS = [v for v in kspace.KSPACE["kspace_thread_rows"].variants if v]
 @pytest.mark.parametrize("launch", ROWS_VARIANTS, ids=lambda v: ",".join(f"{k}={x}" for k, x in v.items()))
 @pytest.mark.parametrize("precision", ["fp32", "mixed", "fp64"])
 def test_the_rows_variants_pass_the_checks_and_follow_the_default(precision, launch, cases):
-    """kspace_thread_rows with recurrence=chebyshev, mirror=on (n_z and -n_z from one phase) or both: the
+    """kspace_thread_rows with either recurrence, mirror on or off (n_z and -n_z from one phase): the
     Madelung, reference and finite-difference checks at the same tolerances, the forces within 1e-5
     (float) or 1e-12 (double) of the default's, and the same bits run after run."""
     s = kspace.create("kspace_thread_rows", **launch)
