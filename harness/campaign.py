@@ -257,11 +257,22 @@ class Campaign:
         self.state.setdefault("expected", {})[stage.name] = max(seconds, self.expected(stage) or 0.0)
         self.save()
 
-    def mark(self, stage: Stage, seconds: float, header: dict | None) -> None:
+    def spent(self, stage: Stage, seconds: float) -> None:
+        """A resumable stage stopped at the budget: the time it ran counts toward its time when it ends."""
+        spent = self.state.setdefault("spent", {})
+        spent[stage.name] = round(spent.get(stage.name, 0.0) + seconds, 1)
+        self.save()
+
+    def mark(self, stage: Stage, seconds: float, header: dict | None) -> float:
+        """The stage is done: its time is this run's seconds plus what earlier runs of it spent (returned)."""
+        seconds += self.state.get("spent", {}).pop(stage.name, 0.0)
+        if not self.state.get("spent"):
+            self.state.pop("spent", None)
         self.state["stages"][stage.name] = {"done": _now(), "seconds": round(seconds, 1)}
         if header and "device" not in self.state:
             self.state["device"] = header
         self.save()
+        return seconds
 
     def save(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -408,7 +419,9 @@ def run(budget: float | None = None, only: list[str] | None = None, restart: boo
         for s in left:
             t = camp.expected(s)
             took = f"{t:6.0f} s" if t is not None else "     ? "
-            say(f"  {s.name:{width}s} {took}  python -m harness {' '.join(_argv(s, folder, machine, root))}")
+            ran = camp.state.get("spent", {}).get(s.name)
+            so_far = f" (ran {ran:.0f} s so far)" if ran else ""
+            say(f"  {s.name:{width}s} {took}  python -m harness {' '.join(_argv(s, folder, machine, root))}{so_far}")
         known = [camp.expected(s) for s in left if camp.expected(s) is not None]
         if known:
             say(f"  {len(known)} of {len(left)} stages timed before: {sum(known):.0f} s on one GPU")
@@ -483,8 +496,10 @@ def _stages(left: list[Stage], camp: Campaign, folder: Path, machine: str, root:
             say(f"  {r.stage.name}: built in {seconds:.0f} s from the stages done so far ({len(missing)} before it "
                 "still to run: it runs again then)")
             return
-        camp.mark(r.stage, seconds, device.header() if r.stage.gpu else None)
-        say(f"  {r.stage.name}: done in {seconds:.0f} s" + (f" ({last[:140]})" if last else ""))
+        total = camp.mark(r.stage, seconds, device.header() if r.stage.gpu else None)
+        say(f"  {r.stage.name}: done in {seconds:.0f} s" + (f" ({total:.0f} s with its earlier runs)"
+                                                         if total > seconds + 0.5 else "")
+            + (f" ({last[:140]})" if last else ""))
 
     while pending or running:
         # start what may start: a GPU stage on a free slot; a stage without a GPU once nothing runs;
@@ -531,6 +546,8 @@ def _stages(left: list[Stage], camp: Campaign, folder: Path, machine: str, root:
                 running.remove(r)
                 if not r.stage.resumes:  # its work is lost: a later budget starts it only where it fits
                     camp.ran_at_least(r.stage, time.monotonic() - r.t0)
+                else:  # its points are kept: the time counts toward the stage's when it ends
+                    camp.spent(r.stage, time.monotonic() - r.t0)
                 last = _last_line(r.log)
                 say(f"  {r.stage.name}: stopped at the budget after {time.monotonic() - r.t0:.0f} s"
                     + (f" (last: {last[:160]})" if last else "") + "; the same command continues it")

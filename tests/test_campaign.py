@@ -221,6 +221,13 @@ def test_under_a_budget_only_the_stages_that_fit_start(tmp_path, monkeypatch):
     assert campaign._fits(long_, camp, 170.0, 200.0)
     camp.state["expected"].pop("suite")
     camp.save()
+    # a resumable stage stopped at the budget twice: its time, once done, is the three runs' sum
+    camp.spent(resumable, 100.0)
+    camp.spent(resumable, 50.0)
+    assert camp.mark(resumable, 25.0, None) == 175.0 and camp.state["stages"]["suite"]["seconds"] == 175.0
+    assert "spent" not in camp.state
+    camp.state["stages"].pop("suite")
+    camp.save()
     said.clear()
     assert campaign.run(root=tmp_path, say=said.append) == 0  # no budget: the rest, in order
     assert list(json.loads((folder / "campaign.json").read_text())["stages"]) == ["short", "short2", "long", "report"]
