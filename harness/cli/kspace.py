@@ -30,7 +30,7 @@ TOLERANCE = {"fp64": 1e-9, "mixed": 1e-4, "fp32": 1e-4}  # |dE - dE_ref| / sum_k
 def add_ewald(sub) -> None:
     p = sub.add_parser("ewald", help="the Ewald reciprocal strategies timed on charges, OpenMM's Ewald beside")
     p.add_argument("--strategies", default="all", help="kspace strategies (comma list) or all (those this machine runs)")
-    p.add_argument("--launch", help="launch parameters of every strategy named, e.g. recurrence=chebyshev "
+    p.add_argument("--launch", help="launch parameters of every strategy named, e.g. recurrence=rotate "
                                     "(kspace_thread_rows)")
     p.add_argument("--n", default="10000,100000", help="comma list of charge counts (even: +1 and -1 alternating)")
     p.add_argument("--precision", default="fp32,fp64", help="comma list of fp32, mixed, fp64, or all")
