@@ -64,15 +64,23 @@ def cases() -> list[dict]:
         real = rf.compute(x, (L, L, L), (True, True, True), np.zeros(len(x), np.int64), q, ff, method="direct")
         out.append({"case": f"madelung:alpha={alpha:g}", "kind": "madelung", "x": x, "q": q, "ewald": ewald,
                     "rest": real["energy"] + ewald.self_energy(q), "want": -0.5 * len(x) * MADELUNG_ROCKSALT})
+    x, q, ewald = ions()
+    out.append({"case": "ions", "kind": "ions", "x": x, "q": q, "ewald": ewald, "ref": reciprocal(x, q, ewald)})
+    return out
+
+
+def ions() -> tuple[np.ndarray, np.ndarray, "Ewald"]:
+    """1,000 random charges ±1 in a 10 x 11 x 12 box, a fifth of them uncharged, made neutral, with
+    kmax (8, 9, 10): positions, charges and their Ewald parameters."""
+    from mdcore.ewald import Ewald
+
     rng = np.random.default_rng(7)
     L3 = (10.0, 11.0, 12.0)
     x = rng.random((1000, 3)) * np.array(L3)
     q = rng.choice([-1.0, 1.0], 1000)
     q[rng.random(1000) < 0.2] = 0.0
     q[0] = -float(np.sum(q[1:]))  # neutral
-    ewald = Ewald.make(_forcefield(["X"], 4.0, 0.9, [8, 9, 10]), L3, (True, True, True))
-    out.append({"case": "ions", "kind": "ions", "x": x, "q": q, "ewald": ewald, "ref": reciprocal(x, q, ewald)})
-    return out
+    return x, q, Ewald.make(_forcefield(["X"], 4.0, 0.9, [8, 9, 10]), L3, (True, True, True))
 
 
 def _rel(a, b) -> float:

@@ -1,4 +1,5 @@
-"""`python -m harness sanitize`: compute-sanitizer over every GPU strategy and GPU molecule traversal.
+"""`python -m harness sanitize`: compute-sanitizer over every GPU strategy, GPU molecule traversal and GPU
+reciprocal strategy.
 
 One sanitizer process per strategy and tool (memcheck, racecheck, synccheck, initcheck) runs
 this module's inner mode, which evaluates the strategy (a list strategy also runs 24 MD steps,
@@ -11,6 +12,10 @@ exit, so one process per strategy is what makes attribution certain).
 A GPU molecule traversal (target molecule:<traversal>) runs on SPC/E water at size small, fp32 and fp64,
 on the configuration and a few frames of a random walk through one plan (its list rebuilt as it goes
 stale).
+
+A GPU reciprocal strategy (target kspace:<name>) runs Ewald's reciprocal part on 1,000 charges (kmax
+8, 9, 10) in each of its launch variants and in fp32, mixed and fp64, then Monte-Carlo moves of
+three-atom groups: a batch and the Metropolis loop, on one block and on a grid, in fp32 and fp64.
 
 Under every tool the MD steps record the list upkeep as guarded launches rather than conditional
 graph nodes, which the tools do not follow (GUARDED_TOOLS; docs/decisions/sanitizer-conditional-nodes.md).
@@ -137,8 +142,8 @@ def inner(names: list[str], scenario: str, size: str, self_test: bool = False) -
     problems = [scenarios.make(scenario, size, seed=3, precision=p) for p in ("fp32", "fp64", "fixed")]
     for name in names:
         print(f"{MARK}begin {name}", flush=True)
-        if name.startswith(MOLECULE):
-            _inner_molecules(name)
+        if name.startswith(MOLECULE) or name.startswith(KSPACE):
+            (_inner_molecules if name.startswith(MOLECULE) else _inner_kspace)(name)
             print(f"{MARK}end {name}", flush=True)
             continue
         try:
@@ -204,6 +209,61 @@ def _inner_molecules(name: str) -> None:
             print(f"molecules {traversal} {p}: {MOLECULE_FRAMES + 1} frames, {plan.rebuilds} list build(s)", flush=True)
             print(f"{MARK}ran {name} {p}", flush=True)
     except Exception as e:  # reported per traversal; the next one still runs
+        print(f"{MARK}fail {name} {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", flush=True)
+
+
+KSPACE = "kspace:"  # a GPU reciprocal strategy's sanitizer target: kspace:<name>
+KSPACE_MOVES = 16
+
+
+def kspace_targets(spec: str | None) -> list[str]:
+    """The reciprocal strategies named in a --strategies list (kspace:<name>), checked by name; every GPU
+    reciprocal strategy where the list is not given."""
+    from strategies import kspace
+
+    gpu = kspace.names("cuda")
+    if spec is None:
+        return [KSPACE + n for n in gpu]
+    out = []
+    for x in (v.strip() for v in spec.split(",") if v.strip().startswith(KSPACE)):
+        if x[len(KSPACE):] not in gpu:
+            raise InputError(f"sanitize: {x} names no GPU reciprocal strategy; they are "
+                             f"{', '.join(KSPACE + n for n in gpu)}")
+        out.append(x)
+    return out
+
+
+def _inner_kspace(name: str) -> None:
+    """A GPU reciprocal strategy under the sanitizer: every launch variant in every precision on
+    kspace_check.ions(), then KSPACE_MOVES moves of three-atom groups (the uncharged atoms left out) as
+    a batch and through the Metropolis loop on one block and on a grid, in fp32 and fp64."""
+    import numpy as np
+
+    from strategies import kspace, kspace_mc
+
+    from . import kspace_check
+
+    strategy = name[len(KSPACE):]
+    x, q, ewald = kspace_check.ions()
+    try:
+        for launch in kspace.KSPACE[strategy].variants:
+            s = kspace.create(strategy, **launch)
+            for p in kspace.PRECISIONS:
+                s.evaluate(x, q, ewald, p)
+                print(f"kspace {strategy} {','.join(f'{k}={v}' for k, v in s.resolved(p).items())} {p}", flush=True)
+        start, atoms = kspace_mc.molecules(len(q), np.arange(len(q)) // 3, q)
+        moves = kspace_mc.draw(KSPACE_MOVES, len(start) - 1, 0.3, 0.3, True, seed=5)
+        for p in ("fp32", "fp64"):
+            for loop in ("block", "grid"):
+                mover = kspace_mc.create(kspace.create(strategy), x, q, ewald, p, start, atoms, loop)
+                dev = mover.upload_moves(moves)
+                mover.batch(dev, KSPACE_MOVES)
+                mover.loop(dev, KSPACE_MOVES, 1.0)  # reads the grid barriers' flag: a synchronisation
+                mover.structure()
+                print(f"kspace {strategy} moves {p} loop={loop}: batch and loop of {KSPACE_MOVES}", flush=True)
+        for p in kspace.PRECISIONS:
+            print(f"{MARK}ran {name} {p}", flush=True)
+    except Exception as e:  # reported per strategy; the next one still runs
         print(f"{MARK}fail {name} {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", flush=True)
 
 

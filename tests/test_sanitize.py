@@ -191,3 +191,30 @@ def test_the_gpu_molecule_traversals_are_sanitizer_targets(capsys):
         assert r.ok and "fp32" not in " ".join(r.na), r.line()
     else:
         assert r.started and not r.ok  # no GPU: the inner process reports why, never clean
+
+
+def test_the_gpu_reciprocal_strategies_are_sanitizer_targets(capsys):
+    """make sanitize covers the GPU reciprocal strategies (kspace:<name>), each checked by name; in the
+    inner process one runs every launch variant in every precision and the MC moves, or says why it
+    cannot."""
+    from strategies import kspace
+    from strategies.cuda import device_status
+
+    assert sanitize.kspace_targets(None) == [f"kspace:{n}" for n in kspace.names("cuda")]
+    assert "kspace:kspace_thread_cpu" not in sanitize.kspace_targets(None)
+    assert sanitize.kspace_targets("c08_warp_csr,molecule:c08_thread_csr,kspace:kspace_thread_rows") == \
+        ["kspace:kspace_thread_rows"]
+    with pytest.raises(sanitize.InputError, match="kspace:kspace_thread_cpu names no GPU reciprocal strategy"):
+        sanitize.kspace_targets("kspace:kspace_thread_cpu")
+    assert cli.main(["sanitize", "--strategies", "kspace:nope"]) == 2
+    assert "names no GPU reciprocal strategy" in capsys.readouterr().err
+    assert sanitize.inner(["kspace:kspace_thread_rows"], sanitize.DEFAULT_SCENARIO, sanitize.DEFAULT_SIZE) == 0
+    out = capsys.readouterr().out
+    r = sanitize.parse("memcheck", "kspace:kspace_thread_rows", out + "========= ERROR SUMMARY: 0 errors\n")
+    if device_status()[0]:
+        assert r.ok and not r.na, r.line()
+        # the default and its five variants, in three precisions; the moves' four forms
+        assert out.count("kspace kspace_thread_rows ") == len(kspace.KSPACE["kspace_thread_rows"].variants) * 3 + 4 == 22
+        assert "mirror=on" in out and "mirror=off" in out and "recurrence=rotate" in out
+    else:
+        assert r.started and not r.ok and r.failed  # no GPU: the inner process reports why, never clean

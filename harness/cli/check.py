@@ -239,9 +239,10 @@ def _verify_molecules(args: argparse.Namespace) -> int:
 def cmd_sanitize(args: argparse.Namespace) -> int:
     from .. import sanitize
 
-    molecule_targets = sanitize.molecule_targets(args.strategies)
+    molecule_targets = sanitize.molecule_targets(args.strategies) + sanitize.kspace_targets(args.strategies)
     points = None if args.strategies is None else ",".join(
-        x.strip() for x in args.strategies.split(",") if x.strip() and not x.strip().startswith(sanitize.MOLECULE))
+        x.strip() for x in args.strategies.split(",")
+        if x.strip() and not x.strip().startswith((sanitize.MOLECULE, sanitize.KSPACE)))
     names = strategies.resolve(points or "cuda", args.experimental) if points != "" else []
     cpu = [n for n in names if strategies.REGISTRY[n].backend != "cuda"]
     if cpu:
@@ -252,13 +253,13 @@ def cmd_sanitize(args: argparse.Namespace) -> int:
         return sanitize.inner(names, args.scenario, args.size, self_test=args.self_test)
     if args.logs:
         results.check_dir(args.logs, "--logs").mkdir(parents=True, exist_ok=True)
-    require_devices([n for n in names if not n.startswith(sanitize.MOLECULE)])
+    require_devices([n for n in names if not n.startswith((sanitize.MOLECULE, sanitize.KSPACE))])
     if molecule_targets:
         from strategies.cuda import device_status
 
         ok, why = device_status()
         if not ok:
-            raise InputError(f"the GPU molecule traversals cannot run on this machine: {why}")
+            raise InputError(f"the GPU molecule traversals and reciprocal strategies cannot run on this machine: {why}")
     tools = [t.strip() for t in args.tools.split(",") if t.strip()]
     args.jobs = args.jobs or min(4, os.cpu_count() or 1)
     if args.self_test:  # the tools must flag the planted race (racecheck) and overrun (memcheck)
@@ -502,8 +503,9 @@ def add_verify(sub) -> None:
 
 def add_sanitize(sub) -> None:
     p = sub.add_parser("sanitize", help="compute-sanitizer (memcheck, racecheck, synccheck, initcheck) per GPU strategy")
-    p.add_argument("--strategies", help="comma list or family prefixes, and molecule:<traversal> for a GPU molecule "
-                                        "traversal (default: every GPU strategy and GPU molecule traversal)")
+    p.add_argument("--strategies", help="comma list or family prefixes, molecule:<traversal> for a GPU molecule "
+                                        "traversal and kspace:<name> for a GPU reciprocal strategy (default: every "
+                                        "GPU strategy, GPU molecule traversal and GPU reciprocal strategy)")
     experimental_arg(p)
     p.add_argument("--tools", default=",".join(("memcheck", "racecheck", "synccheck", "initcheck")),
                    help="comma list of compute-sanitizer tools")
