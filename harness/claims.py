@@ -458,8 +458,11 @@ def _mc_judge(fast, slow, label=_mc_label):
     return judge
 
 
-_MC_COMMAND = ("python -m harness mc --input F --forcefield FF --molecules-from mol --kspace {k} --json F.json "
-               "for each kspace strategy named, same input")
+def _mc_command(system: str, a: str, b: str) -> str:
+    """The two mc runs a GOMC claim compares, on a built-in system (the campaign's mc-<system>-* stages)."""
+    return (f"python -m harness mc --system {system} {a} --batch 1000 --precision fp64 --json a.json, then the same "
+            f"with {b} --json b.json (in make results: the mc-{system}-* stages)")
+
 
 CLAIMS = [
     Claim("float3-vs-float4", "003", '"float3 is now about 25% faster than float4 in many cases"',
@@ -525,18 +528,19 @@ CLAIMS = [
     Claim("gomc-loop-order", "004", '"for each new and old atom, loop through each image" was faster than a thread '
           'per (atom, k-vector) with atomics, "because less threads are accessing the same memory location at once"',
           "time per trial move in a batch, kspace_thread_kloop (a thread per k over the molecule) against "
-          "kspace_thread_atomic: the atomic / loop time ratio", _MC_COMMAND.format(k="kspace_thread_kloop,atomic"),
+          "kspace_thread_atomic: the atomic / loop time ratio", _mc_command("water", "--kspace kspace_thread_kloop", "--kspace kspace_thread_atomic"),
           _mc_judge(lambda r: r["kspace"] == "kspace_thread_kloop",
                     lambda b, a: b["kspace"] == "kspace_thread_atomic" and _mc_charged(b) == _mc_charged(a))),
     Claim("gomc-shared-staging", "004", "the moved molecule's coordinates and charges staged in dynamic shared "
           "memory", "time per trial move in a batch, kspace_block_staged against kspace_thread_kloop (the molecule "
           "read from global memory): the global / shared time ratio",
-          _MC_COMMAND.format(k="kspace_block_staged,kloop"),
+          _mc_command("water", "--kspace kspace_block_staged", "--kspace kspace_thread_kloop"),
           _mc_judge(lambda r: r["kspace"] == "kspace_block_staged",
                     lambda b, a: b["kspace"] == "kspace_thread_kloop" and _mc_charged(b) == _mc_charged(a))),
     Claim("gomc-skip-uncharged", "004", "only charged atoms sent to the GPU (uncharged ones skipped)",
           "time per trial move in a batch with charged=only against charged=all (same strategy), on systems with "
-          "uncharged atoms: the all / only time ratio", _MC_COMMAND.format(k="X --launch charged=only|all"),
+          "uncharged atoms: the all / only time ratio", _mc_command("water4", "--kspace kspace_thread_kloop --launch charged=only",
+                      "--launch charged=all"),
           _mc_judge(lambda r: _mc_charged(r) == "only" and (r.get("uncharged") or 0) > 0,
                     lambda b, a: _mc_charged(b) == "all" and b["kspace"] == a["kspace"],
                     lambda r: f"{r['kspace']} {_mc_label(r)}")),
