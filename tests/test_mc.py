@@ -186,3 +186,38 @@ def test_a_built_in_system_replaces_the_input_and_is_the_same_for_the_same_seed(
         d = x[ids == m][1:] - x[ids == m][0]
         d -= L * np.rint(d / L)
         assert np.allclose(np.linalg.norm(d, axis=1), 0.1, atol=1e-3)
+
+
+def test_the_report_draws_the_moves_with_their_bounds(tmp_path):
+    """harness report's MC section: a row per mc result (a CPU one without bounds, GPU ones with the
+    float SFU bound of a sincos per moved atom and k, old and new, and the DRAM bound of S and A read once
+    per move), and the figure."""
+    import importlib
+
+    section = importlib.import_module("harness.report.sections.mc")  # the module (the package exports its function)
+
+    conf, ff = _water(tmp_path, nm=40)
+    r = harness(*MC, "--input", conf, "--forcefield", ff, "--molecules-from", "mol", "--json", tmp_path / "cpu.json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    cpu = json.loads((tmp_path / "cpu.json").read_text())
+    assert section.bounds_us(cpu) == (None, None) and section.moved_atoms(cpu) == 3.0
+    gpu = {"gpu": "NVIDIA H200", "sms": 132, "sm_clock_mhz": 1980.0, "peak_dram_gbs": 4814}
+    for name, p, us in (("kspace_thread_kloop", "fp64", 0.09), ("kspace_thread_kloop", "fp32", 0.05)):
+        doc = dict(cpu, kspace=name, precision=p, batch_us_per_move=us, device={**cpu["device"], **gpu})
+        (tmp_path / f"{name}-{p}.json").write_text(json.dumps(doc))
+    fp32 = json.loads((tmp_path / "kspace_thread_kloop-fp32.json").read_text())
+    sfu, dram = section.bounds_us(fp32)
+    k = fp32["kvectors"]
+    assert sfu == pytest.approx(1e6 * 4 * 3 * k / (16 * 132 * 1980e6)) and dram == pytest.approx(1e6 * k * 12 / 4814e9)
+    assert section.bounds_us(dict(fp32, precision="fp64"))[0] is None  # the SFU bound is float's
+    assert section.bounds_us(dict(fp32, precision="fp64"))[1] == pytest.approx(1e6 * k * 24 / 4814e9)
+    # water4-like: a quarter of the atoms uncharged; charged=only moves the other three, charged=all all four
+    four = dict(fp32, atoms=160, uncharged=40, molecules=40)
+    assert section.moved_atoms(four) == 3.0 and section.moved_atoms(dict(four, launch={"charged": "all"})) == 4.0
+    rep = harness("report", *(tmp_path / f for f in ("cpu.json", "kspace_thread_kloop-fp64.json",
+                                                     "kspace_thread_kloop-fp32.json")), "--out", tmp_path, "--name", "rep")
+    assert rep.returncode == 0, rep.stderr
+    md = (tmp_path / "rep" / "report.md").read_text()
+    part = md.split("## Monte-Carlo moves in reciprocal space")[1].split("\n## ")[0]
+    assert part.count("kspace_thread_kloop") == 2 and "kspace_thread_cpu" in part and "DRAM bound" in part
+    assert (tmp_path / "rep" / "mc-moves.png").is_file()

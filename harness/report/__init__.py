@@ -49,8 +49,8 @@ def build(paths: list[Path], out_dir: Path, title: str, before: list[Path] | Non
     """before: earlier bench results for the section 'Before and after'; readme: a file whose ranking
     block (ranking.START ... ranking.END) gets today's ranking from these results."""
     data = load(paths)  # refuses bad input before anything is written
-    if not any(data[k] for k in ("bench", "verify", "profile", "nve", "ewald", "molecules", "nve_molecules")):
-        raise InputError("report: no results given (bench, verify, profile, NVE, ewald or molecule JSON)")
+    if not any(data[k] for k in ("bench", "verify", "profile", "nve", "ewald", "mc", "molecules", "nve_molecules")):
+        raise InputError("report: no results given (bench, verify, profile, NVE, ewald, mc or molecule JSON)")
     old = load(list(before or []))
     if len(old["bench"]) != len(before or []):
         raise InputError("report: --before takes bench results (the JSON of `harness bench`)")
@@ -72,6 +72,7 @@ def build(paths: list[Path], out_dir: Path, title: str, before: list[Path] | Non
     S.precision(sections["precision"], plots, bench, data["verify"])
     S.bodies(sections["bodies"], plots, bench)
     S.ewald(sections["ewald"], plots, data["ewald"])
+    S.mc(sections["mc"], plots, data["mc"])
     S.molecules(sections["molecules"], data["molecules"], bench, data["nve_molecules"])
     S.drift(sections["drift"], data["nve"])
     S.claims(sections["claims"], data["files"])

@@ -82,7 +82,7 @@ def load(paths: list[Path], command: str = "report") -> dict:
             device = doc.get("device") or doc.get("meta", {}).get("device", {})
             out["verify"].append(dict(doc, device=device,
                                       rows=[normalise_row(r, out["renamed"]) for r in doc["rows"]]))
-        elif doc.get("kind") == "mc":  # harness mc: read by the claims (the GOMC report's), no section of its own
+        elif doc.get("kind") == "mc":  # harness mc: its section, and the claims (the GOMC report's)
             out["mc"].append(doc)
         elif doc.get("kind") == "ewald":  # the reciprocal strategies (harness ewald): their own section
             _check_rows(p, doc)

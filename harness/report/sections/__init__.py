@@ -12,10 +12,11 @@ from .answer import before_after, changes, correctness, repeat_check, timings, v
 from .bodies import bodies
 from .common import SECTIONS
 from .ewald import ewald
+from .mc import mc
 from .molecules import molecules
 from .context import _against_fastest, claims, drift, issue_bound_ms, method, peers, roofline
 from .thesis import cpu_gpu, parity, precision, thesis
 
 __all__ = ["SECTIONS", "_against_fastest", "before_after", "bodies", "changes", "claims", "correctness", "cpu_gpu", "drift",
-           "ewald", "issue_bound_ms", "method", "molecules", "parity", "peers", "precision", "repeat_check", "roofline", "thesis", "timings",
+           "ewald", "issue_bound_ms", "mc", "method", "molecules", "parity", "peers", "precision", "repeat_check", "roofline", "thesis", "timings",
            "verdict", "wins"]

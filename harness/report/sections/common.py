@@ -21,6 +21,7 @@ SECTIONS = [
     ("precision", "Precision modes"),
     ("bodies", "Heavier pair bodies: types and charges"),
     ("ewald", "Ewald's reciprocal part"),
+    ("mc", "Monte-Carlo moves in reciprocal space"),
     ("molecules", "Rigid molecules: the traversals' order beside the points'"),
     ("drift", "Energy drift in NVE, per precision"),
     ("claims", "The source documents' claims"),
