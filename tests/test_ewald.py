@@ -265,3 +265,18 @@ def test_bad_ewald_sweeps_end_in_one_line(tmp_path, args, words):
     assert r.returncode == 2 and words in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "ew.json").exists()
+
+
+def test_the_report_draws_the_dram_bound_of_a_gpu_row():
+    """Each charge's (x, y, z, q) read by both passes and its force written; S written and read, A read,
+    the weights written and read, per k-vector: at 100,000 charges and 74,438 k in fp32, 7.08 MB."""
+    import importlib
+
+    section = importlib.import_module("harness.report.sections.ewald")
+    row = {"backend": "cuda", "precision": "fp32", "n": 100000, "kvectors": 74438}
+    want = (100000 * (32 + 12) + 74438 * (16 + 4 + 16)) / 4814e9 * 1e3
+    assert section.dram_floor_ms(row, {"peak_dram_gbs": 4814}) == pytest.approx(want)
+    assert section.dram_floor_ms(dict(row, precision="fp64"), {"peak_dram_gbs": 4814}) == pytest.approx(
+        (100000 * (64 + 24) + 74438 * (32 + 8 + 32)) / 4814e9 * 1e3)
+    assert section.dram_floor_ms(dict(row, backend="cpu"), {"peak_dram_gbs": 4814}) is None
+    assert section.dram_floor_ms(row, {}) is None
