@@ -75,3 +75,34 @@ def test_the_headline_points_are_tracked_by_default():
     a = b.Amortised()
     a.setup("verlet_thread_cpu", "small")
     assert a.track_amortised_ms("verlet_thread_cpu", "small") > 0.0
+
+
+def test_the_reciprocal_mc_and_molecule_workloads_are_tracked():
+    """bench_particles: every reciprocal strategy and molecule traversal of what the machine runs; without a
+    GPU, one point of each class measured here (the CPU ones), and a precision a strategy does not
+    compute in skipped with its reason."""
+    sys.path.insert(0, str(ROOT))
+    try:
+        from benchmarks import bench_particles as b
+    finally:
+        sys.path.remove(str(ROOT))
+    from strategies import kspace
+    from strategies import molecules as traversals
+
+    assert set(b.KSPACE) == set(kspace.names("cuda" if b.GPU else "cpu"))
+    assert set(b.TRAVERSALS) == {n for n in traversals.TRAVERSALS if traversals.backend(n) == ("cuda" if b.GPU else "cpu")}
+    if b.GPU:
+        return
+    r = b.Reciprocal()
+    r.setup("kspace_thread_cpu", "fp64")
+    assert r.track_total_ms("kspace_thread_cpu", "fp64") > 0.0
+    with pytest.raises(NotImplementedError, match="computes in fp64"):
+        r.setup("kspace_thread_cpu", "fp32")
+    m = b.MonteCarlo()
+    m.setup("kspace_thread_cpu", "fp64")
+    assert m.track_batch_us_per_move("kspace_thread_cpu", "fp64") > 0.0
+    with pytest.raises(NotImplementedError, match="on the GPU"):
+        m.track_loop_us_per_move("kspace_thread_cpu", "fp64")
+    x = b.Molecules()
+    x.setup("verlet_thread_cpu", "fp32")
+    assert x.track_compute_ms("verlet_thread_cpu", "fp32") > 0.0
