@@ -11,10 +11,14 @@ grid's G entries. `sfu_floor_ms` is the special-function units' bound of a sinco
 and pass in float (two SFU operations each, 16 per SM and clock): what the direct kernels cannot
 beat and the recurrence does not pay.
 
-OpenMM's row (--peers openmm): NonbondedForce with method Ewald, the same tolerance and cutoff, its
-reciprocal part alone in force group 1; the wall time of getState(forces, energy) for that group
-(its kernels, the download of the forces), the median of `repeat`. Its energy includes the self
-term, so the rows' `energy` is E_rec + E_self for the comparison.
+OpenMM's rows (--peers openmm): NonbondedForce with method Ewald (openmm-ewald), and with PME for
+scale (openmm-pme: its grid and spline order chosen by OpenMM for the same tolerance), the same
+cutoff, the reciprocal part alone in force group 1; the wall time of getState(forces, energy) for
+that group (its kernels, the download of the forces), the median of `repeat`. Its energy includes the
+self term, so the rows' `energy` is E_rec + E_self for the comparison; PME's differs by its own
+interpolation error. Its kernels under Nsight Compute in the same run as the strategies':
+`ncu --kernel-name regex:"calculateEwald|kspace_" --clock-control none --metrics gpu__time_duration.sum
+python -m harness ewald --n 100000 --precision fp32 --peers openmm --repeat 1` (docs/forcefield.md).
 """
 from __future__ import annotations
 
@@ -94,8 +98,13 @@ def _point(strategy, x, q, ewald, precision: str, repeat: int) -> dict:
     return row
 
 
-def openmm_point(x, q, L: float, cutoff: float, tolerance: float, precision: str, repeat: int) -> dict:
-    """OpenMM's Ewald reciprocal group on the CUDA platform: its wall time and energy (E_rec + E_self)."""
+OPENMM_METHODS = ("Ewald", "PME")  # each a peer row: openmm-ewald, openmm-pme
+
+
+def openmm_point(x, q, L: float, cutoff: float, tolerance: float, precision: str, repeat: int,
+                 method: str = "Ewald") -> dict:
+    """OpenMM's reciprocal group (method Ewald, or PME for scale: its grid sized by OpenMM from the same
+    tolerance) on the CUDA platform: its wall time and energy (E_rec + E_self)."""
     try:
         import openmm
         from openmm import unit
@@ -107,7 +116,7 @@ def openmm_point(x, q, L: float, cutoff: float, tolerance: float, precision: str
     system = openmm.System()
     system.setDefaultPeriodicBoxVectors(openmm.Vec3(L, 0, 0), openmm.Vec3(0, L, 0), openmm.Vec3(0, 0, L))
     nb = openmm.NonbondedForce()
-    nb.setNonbondedMethod(openmm.NonbondedForce.Ewald)
+    nb.setNonbondedMethod(getattr(openmm.NonbondedForce, method))
     nb.setCutoffDistance(cutoff)
     nb.setEwaldErrorTolerance(tolerance)
     nb.setReciprocalSpaceForceGroup(1)
@@ -162,9 +171,10 @@ def run(strategies_, sizes, precisions, density: float, cutoff: float, tolerance
                 if progress:
                     progress(f"  {s.name} {p} N={n}: {row['total_ms']:.4g} ms")
             for peer in peers:
-                row = {"strategy": f"{peer}-ewald", "backend": "peer", "precision": p, **base,
-                       **openmm_point(x, q, L, cutoff, tolerance, p, repeat)}
-                rows.append(row)
+                for method in OPENMM_METHODS:
+                    row = {"strategy": f"{peer}-{method.lower()}", "backend": "peer", "precision": p, **base,
+                           **openmm_point(x, q, L, cutoff, tolerance, p, repeat, method)}
+                    rows.append(row)
         for r in rows:
             if r["n"] == n and r.get("status") == "ok" and fp64 is not None:
                 r["energy_error"] = abs(r["energy"] / fp64 - 1.0)

@@ -280,3 +280,15 @@ def test_the_report_draws_the_dram_bound_of_a_gpu_row():
         (100000 * (64 + 24) + 74438 * (32 + 8 + 32)) / 4814e9 * 1e3)
     assert section.dram_floor_ms(dict(row, backend="cpu"), {"peak_dram_gbs": 4814}) is None
     assert section.dram_floor_ms(row, {}) is None
+
+
+def test_the_openmm_peer_gives_an_ewald_and_a_pme_row(tmp_path):
+    """--peers openmm: a row for OpenMM's Ewald and one for its PME per precision, each ok or n/a with its
+    reason (no OpenMM, or no CUDA platform, here)."""
+    r = harness("ewald", "--n", "200", "--precision", "fp64", "--strategies", "kspace_thread_cpu", "--cutoff", "0.5",
+                "--peers", "openmm", "--repeat", "2", "--quiet", "--out", tmp_path, "--name", "p")
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = json.loads((tmp_path / "p.json").read_text())["rows"]
+    peers = [x for x in rows if x["backend"] == "peer"]
+    assert [x["strategy"] for x in peers] == ["openmm-ewald", "openmm-pme"]
+    assert all(x["status"] == "ok" or (x["status"] == "n/a" and x["detail"]) for x in peers)

@@ -172,3 +172,21 @@ def test_the_grid_loop_refuses_more_blocks_than_sms(tmp_path):
                 f"grid:{cuda.sm_count() + 1}", "--moves", "10", "--batch", "4")
     assert r.returncode == 2 and "at most one block per SM" in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_openmm_s_ewald_and_pme_rows_beside_the_strategies(tmp_path):
+    """ewald --peers openmm: OpenMM's Ewald and PME on the same charges in one run. Ewald's energy (E_rec +
+    E_self) in double agrees with the fp64 strategy's to 1e-6; PME's within its interpolation error at
+    tolerance 5e-4 (5e-3)."""
+    pytest.importorskip("openmm")
+    r = harness("ewald", "--n", "2000", "--precision", "fp64,mixed", "--strategies", "kspace_thread_rows",
+                "--peers", "openmm", "--repeat", "3", "--quiet", "--out", tmp_path, "--name", "peers")
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = json.loads((tmp_path / "peers.json").read_text())["rows"]
+    peers = {(x["strategy"], x["precision"]): x for x in rows if x["backend"] == "peer"}
+    assert set(peers) == {(f"openmm-{m}", p) for m in ("ewald", "pme") for p in ("fp64", "mixed")}
+    if any(x["status"] != "ok" for x in peers.values()):
+        pytest.skip("; ".join({x.get("detail", "") for x in peers.values() if x["status"] != "ok"}))
+    assert peers[("openmm-ewald", "fp64")]["energy_error"] < 1e-6
+    assert peers[("openmm-pme", "fp64")]["energy_error"] < 5e-3
+    assert all(x["total_ms"] > 0.0 for x in peers.values())

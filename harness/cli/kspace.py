@@ -40,7 +40,7 @@ def add_ewald(sub) -> None:
                                                                      "and kmax)")
     p.add_argument("--kmax", type=COUNT, help="the largest |n| on every axis instead of the tolerance's")
     p.add_argument("--repeat", type=COUNT, default=5, help="timed evaluations per point (the median is reported)")
-    p.add_argument("--peers", default="", help="openmm: OpenMM's Ewald on the same charges (its CUDA platform)")
+    p.add_argument("--peers", default="", help="openmm: OpenMM's Ewald and, for scale, its PME on the same charges (its CUDA platform)")
     p.add_argument("--seed", type=NONNEG_INT, default=1, help="the positions' random seed")
     p.add_argument("--out", default=str(Path("reports") / "ewald"), help="folder of the result files (default "
                                                                           "reports/ewald under the current folder)")
