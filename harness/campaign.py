@@ -48,7 +48,12 @@ SCHEMA_VERSION = 1
 CODE = ("mdcore", "reference", "strategies", "harness/bench.py", "harness/amortised.py", "harness/sweep.py",
         "harness/timing.py", "harness/gate.py", "harness/verify.py", "harness/tolerances.py", "harness/scenarios.py",
         "harness/md.py", "harness/peers.py", "harness/profile.py", "harness/suites.py", "harness/campaign.py",
-        "harness/cluster.py")
+        "harness/cluster.py",
+        # the reciprocal strategies' and the MC moves' measurements (mc's timing sits in its command)
+        "harness/ewald_bench.py", "harness/kspace_check.py", "harness/mc_systems.py", "harness/cli/kspace.py",
+        # the molecules'
+        "harness/molecule_bench.py", "harness/molecule_check.py", "harness/molecule_peers.py",
+        "harness/molecule_scenarios.py", "harness/rigid_md.py")
 # bench timing for the campaign: the median of at least 10 samples and 0.03 s of them per phase (a
 # 0.1 ms kernel gives some 300 samples, a 1 ms one 30), and a phase of a slow point (a scheduler
 # taking 80 ms, a c08 pass on a clustered gas 0.5 s) at most about 0.3 s, at least 3 samples:

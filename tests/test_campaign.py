@@ -90,6 +90,18 @@ def test_the_command_line_refuses_unknown_stages_and_lists_the_rest(capsys):
     assert "claims" in out and "report" in out and "--readme" in out
 
 
+def test_the_measured_code_names_every_module_that_measures():
+    """CODE ties a campaign to the commit of what it measures: every path in it exists, and the modules
+    behind the reciprocal strategies', the MC moves' and the molecules' stages are in it (a change to
+    them starts a new campaign); the report, the claims and the other commands are not."""
+    for path in campaign.CODE:
+        assert (ROOT / path).exists(), path
+    for path in ("harness/ewald_bench.py", "harness/cli/kspace.py", "harness/mc_systems.py", "harness/kspace_check.py",
+                 "harness/molecule_bench.py", "harness/molecule_check.py", "harness/rigid_md.py"):
+        assert path in campaign.CODE
+    assert not any(p.startswith(("harness/report", "harness/claims")) for p in campaign.CODE)
+
+
 def test_the_campaign_covers_every_suite_and_every_gpu_strategy():
     import strategies
     from harness import suites
