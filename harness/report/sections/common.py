@@ -82,6 +82,16 @@ def _all_outputs(rows: list[dict]) -> list[dict]:
     return [r for r in rows if r.get("outputs", "all") == "all"]
 
 
+def word_bytes(precision: str) -> tuple[int, int]:
+    """Bytes of the compute and the accumulation type of a precision mode (8 and 8 for one unknown)."""
+    import numpy as np
+
+    from mdcore import MODES
+
+    m = MODES.get(precision)
+    return (np.dtype(m.compute).itemsize, np.dtype(m.accumulate).itemsize) if m else (8, 8)
+
+
 def _fmt(v, digits=4) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return ""

@@ -6,10 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from ..render import Plots, Section
-from .common import _fmt, _style
-
-
-BYTES = {"fp32": (4, 4), "mixed": (4, 8), "fp64": (8, 8)}  # (compute, accumulate) bytes
+from .common import _fmt, _style, word_bytes
 
 
 def dram_floor_ms(r: dict, device: dict) -> float | None:
@@ -18,7 +15,7 @@ def dram_floor_ms(r: dict, device: dict) -> float | None:
     space). None where the result names no GPU or a CPU strategy."""
     if r.get("backend") != "cuda" or not device.get("peak_dram_gbs"):
         return None
-    real, acc = BYTES.get(r["precision"], (8, 8))
+    real, acc = word_bytes(r["precision"])
     n, k = r["n"], r["kvectors"]
     nbytes = n * (2 * 4 * real + 3 * acc) + k * (2 * 2 * acc + real + 2 * 2 * real)
     return 1e3 * nbytes / (device["peak_dram_gbs"] * 1e9)

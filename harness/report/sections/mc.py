@@ -7,9 +7,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from ..render import Plots, Section
-from .common import _fmt, _style
-
-BYTES = {"fp32": (4, 4), "mixed": (4, 8), "fp64": (8, 8)}  # (compute, accumulate) bytes
+from .common import _fmt, _style, word_bytes
 
 
 def moved_atoms(doc: dict) -> float:
@@ -31,7 +29,7 @@ def bounds_us(doc: dict) -> tuple[float | None, float | None]:
     sfu = None
     if doc["precision"] == "fp32":
         sfu = 1e6 * 2 * 2 * moved_atoms(doc) * k / (16.0 * dev["sms"] * dev["sm_clock_mhz"] * 1e6)
-    real, acc = BYTES.get(doc["precision"], (8, 8))
+    real, acc = word_bytes(doc["precision"])
     dram = 1e6 * k * (2 * acc + real) / (dev["peak_dram_gbs"] * 1e9) if dev.get("peak_dram_gbs") else None
     return sfu, dram
 
