@@ -171,20 +171,25 @@ MOLECULE = "molecule:"  # a GPU molecule traversal's sanitizer target: molecule:
 MOLECULE_FRAMES = 6
 
 
+def _targets(spec: str | None, prefix: str, known: list[str], what: str) -> list[str]:
+    """The targets <prefix><name> named in a --strategies list, each checked against `known`; all of
+    them where the list is not given."""
+    if spec is None:
+        return [prefix + n for n in known]
+    out = []
+    for x in (v.strip() for v in spec.split(",") if v.strip().startswith(prefix)):
+        if x[len(prefix):] not in known:
+            raise InputError(f"sanitize: {x} names no {what}; they are {', '.join(prefix + n for n in known)}")
+        out.append(x)
+    return out
+
+
 def molecule_targets(spec: str | None) -> list[str]:
     """The molecule traversals named in a --strategies list (molecule:<name>), checked by name; every GPU
     molecule traversal where the list is not given."""
     from strategies import molecules_cuda
 
-    if spec is None:
-        return [MOLECULE + n for n in molecules_cuda.TRAVERSALS]
-    out = []
-    for x in (v.strip() for v in spec.split(",") if v.strip().startswith(MOLECULE)):
-        if x[len(MOLECULE):] not in molecules_cuda.TRAVERSALS:
-            raise InputError(f"sanitize: {x} names no GPU molecule traversal; they are "
-                             f"{', '.join(MOLECULE + n for n in molecules_cuda.TRAVERSALS)}")
-        out.append(x)
-    return out
+    return _targets(spec, MOLECULE, list(molecules_cuda.TRAVERSALS), "GPU molecule traversal")
 
 
 def _inner_molecules(name: str) -> None:
@@ -221,16 +226,7 @@ def kspace_targets(spec: str | None) -> list[str]:
     reciprocal strategy where the list is not given."""
     from strategies import kspace
 
-    gpu = kspace.names("cuda")
-    if spec is None:
-        return [KSPACE + n for n in gpu]
-    out = []
-    for x in (v.strip() for v in spec.split(",") if v.strip().startswith(KSPACE)):
-        if x[len(KSPACE):] not in gpu:
-            raise InputError(f"sanitize: {x} names no GPU reciprocal strategy; they are "
-                             f"{', '.join(KSPACE + n for n in gpu)}")
-        out.append(x)
-    return out
+    return _targets(spec, KSPACE, kspace.names("cuda"), "GPU reciprocal strategy")
 
 
 def _inner_kspace(name: str) -> None:
