@@ -82,6 +82,17 @@ def _all_outputs(rows: list[dict]) -> list[dict]:
     return [r for r in rows if r.get("outputs", "all") == "all"]
 
 
+def loglog_axes(ax, xlabel: str, ylabel: str, title: str) -> None:
+    """Log scales on both axes, a grid, a small legend and the title of a time-against-work figure."""
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=6, ncol=2)
+    ax.set_title(title, fontsize=9)
+
+
 def word_bytes(precision: str) -> tuple[int, int]:
     """Bytes of the compute and the accumulation type of a precision mode (8 and 8 for one unknown)."""
     import numpy as np

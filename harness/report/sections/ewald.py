@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from ..render import Plots, Section
-from .common import _fmt, _style, word_bytes
+from .common import _fmt, _style, loglog_axes, word_bytes
 
 
 def dram_floor_ms(r: dict, device: dict) -> float | None:
@@ -68,11 +68,5 @@ def ewald(sec: Section, plots: Plots, docs: list[dict]) -> None:
     for p, pts in sorted(dram.items()):
         pts = sorted(pts)
         ax.plot([a for a, _ in pts], [b for _, b in pts], "k:", lw=1, label=f"DRAM bound ({p})")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("charges x k-vectors")
-    ax.set_ylabel("ms")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=6, ncol=2)
-    ax.set_title("Ewald's reciprocal part: time against (charge, k) pairs", fontsize=9)
+    loglog_axes(ax, "charges x k-vectors", "ms", "Ewald's reciprocal part: time against (charge, k) pairs")
     sec.image(plots.save(fig, "ewald-reciprocal"), "time of the reciprocal part against charges x k-vectors")

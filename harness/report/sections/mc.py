@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from ..render import Plots, Section
-from .common import _fmt, _style, word_bytes
+from .common import _fmt, _style, loglog_axes, word_bytes
 
 
 def moved_atoms(doc: dict) -> float:
@@ -86,11 +86,6 @@ def mc(sec: Section, plots: Plots, docs: list[dict]) -> None:
         if pts:
             pts = sorted(set(pts))
             ax.plot([a for a, _ in pts], [b for _, b in pts], fmt, lw=1, marker="", label=label)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("moved atoms x k-vectors (one move)")
-    ax.set_ylabel("µs per move")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=6, ncol=2)
-    ax.set_title("Monte-Carlo moves in reciprocal space: time per move", fontsize=9)
+    loglog_axes(ax, "moved atoms x k-vectors (one move)", "µs per move",
+                "Monte-Carlo moves in reciprocal space: time per move")
     sec.image(plots.save(fig, "mc-moves"), "time per trial move against moved atoms x k-vectors")
