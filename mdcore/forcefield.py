@@ -27,7 +27,7 @@ electrostatics.method:
 A file without `lj` describes point charges only (its electrostatics method is then required).
 
 Units are the user's: positions, sigma and cutoffs in one length unit; k = coulomb_constant turns
-q^2 / r into the energy unit (138.935456 for OpenMM's nm, kJ/mol and e).
+q^2 / r into the energy unit (138.935457644 for OpenMM 8's nm, kJ/mol and e; 138.935456 before).
 
 Every value is checked by name (ForceFieldError, an InputError: one line, exit 2).
 """
