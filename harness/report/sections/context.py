@@ -1,7 +1,6 @@
 """The sections around the answer: NVE drift, peers, the roofline and every strategy against the fastest, the claims, the method."""
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from pathlib import Path
 
@@ -276,15 +275,17 @@ def method(sec: Section, data: dict, bench: list[dict], links: list[tuple[str, s
     devices = [d["device"] for d in data["bench"]] + [d.get("device", {}) for d in data["verify"]]
     seen = set()
     commits = sorted({str(d.get("commit")) for d in devices if d and d.get("commit")})
-    for dev in devices:
-        key = json.dumps({k: v for k, v in dev.items() if k != "commit"}, sort_keys=True, default=str)
-        if dev and key not in seen:
-            seen.add(key)
-            gpu = dev.get("gpu") or "no GPU"
-            sec.text(f"Device: {gpu}" + (f" (cc {dev.get('compute_capability')}, {dev.get('sms')} SMs, "
-                                         f"{dev.get('sm_clock_mhz', 0):.0f} MHz, driver {dev.get('driver')}, CUDA "
-                                         f"{dev.get('cuda_runtime')}, CuPy {dev.get('cupy')})" if dev.get("gpu") else "")
-                     + f"; CPU {dev.get('cpu')} ({dev.get('cpu_cores')} cores).")
+    for dev in devices:  # one line per device as the line reads (runs differ in fields it does not show)
+        if not dev:
+            continue
+        gpu = dev.get("gpu") or "no GPU"
+        line = (f"Device: {gpu}" + (f" (cc {dev.get('compute_capability')}, {dev.get('sms')} SMs, "
+                                    f"{dev.get('sm_clock_mhz', 0):.0f} MHz, driver {dev.get('driver')}, CUDA "
+                                    f"{dev.get('cuda_runtime')}, CuPy {dev.get('cupy')})" if dev.get("gpu") else "")
+                + f"; CPU {dev.get('cpu')} ({dev.get('cpu_cores')} cores).")
+        if line not in seen:
+            seen.add(line)
+            sec.text(line)
     if commits:
         sec.text("Commits of the results: " + ", ".join(commits) + ".")
     cmds = [[d.get("meta", {}).get("date", ""), d.get("meta", {}).get("command", "(not recorded)")]
