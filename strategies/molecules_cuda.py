@@ -25,6 +25,9 @@ the traversals of kernels/molecules.cu, named as the point strategies whose loop
                           build (upload() decides, on the host); a thread per molecule over its row
   verlet_warp_padded      the same list, a group of lanes of a warp per molecule over its row (4 to 32 lanes,
                           pick_lanes() from the rows and the molecules), then a sum over the group
+                          Both lists' kernels unroll the pair body for one component of Lennard-Jones
+                          centres and charges (site_shape: SPC/E's 1 + 3), molecule i's sites in registers
+                          for its row; the general loops otherwise
 
 An evaluation (MoleculePlan.run, all on the device, no host synchronisation): the sites turned by the
 quaternions (molecule_sites), the centres' cells (molecule_cell_of, then a stable sort by cell and the
@@ -85,25 +88,47 @@ def pick_lanes(mean_row: float, m: int) -> int:
     return k
 
 
-def traversal_expression(name: str, real: str, acc: str, pbc: bool, energy: bool) -> str:
+SHAPED_SITES = 6  # the most sites per molecule the list kernels' unrolled body keeps in registers (4 each)
+GENERAL = (0, 0)  # the list kernels' site shape for the general loops
+SHIPPED_SHAPES = ((1, 3),)  # the shipped models' shapes besides GENERAL: SPC/E's (and TIP4P's) 1 centre, 3 charges
+
+
+def site_shape(model) -> tuple[int, int]:
+    """The list kernels' body for `model`: (NL, NQ) for one component of NL Lennard-Jones centres and NQ
+    charges (no dipoles or quadrupoles, at most SHAPED_SITES sites), whose loops they unroll with molecule
+    i's sites in registers for its whole row (kernels/molecules.cuh ShapedSites); GENERAL otherwise."""
+    if len(model.components) != 1:
+        return GENERAL
+    kinds = list(model.components[0].kinds)
+    nl, nq = kinds.count("lj"), kinds.count("charge")
+    return (nl, nq) if nl + nq == len(kinds) and 0 < nl + nq <= SHAPED_SITES else GENERAL
+
+
+def traversal_expression(name: str, real: str, acc: str, pbc: bool, energy: bool, shape=GENERAL) -> str:
     """The traversal kernel's specialisation: its block size in the template, except the parity processors
-    that fix theirs (parity_block_csr a warp, the warp-block ones WARPBLOCK_WARPS warps, with their MODE)."""
+    that fix theirs (parity_block_csr a warp, the warp-block ones WARPBLOCK_WARPS warps, with their MODE);
+    the list kernels' with their site shape (site_shape) last."""
     if name in WARPBLOCK:
         return f"{KERNELS[name]}<{real}, {acc}, {cuda.cbool(pbc)}, {cuda.cbool(energy)}, {WARPBLOCK[name]}>"
+    if name in LISTS:
+        return f"{KERNELS[name]}<{real}, {acc}, {BLOCK}, {cuda.cbool(pbc)}, {cuda.cbool(energy)}, {shape[0]}, {shape[1]}>"
     block = "" if name == "parity_block_csr" else f"{BLOCK}, "
     return f"{KERNELS[name]}<{real}, {acc}, {block}{cuda.cbool(pbc)}, {cuda.cbool(energy)}>"
 
 
 def expressions(name: str, precision: str) -> list[str]:
     """Every specialisation traversal `name` launches in `precision`: both periodicities, with and
-    without energy, and the site and cell kernels."""
+    without energy (the list kernels with the general body and the shipped models' unrolled ones), and
+    the site and cell kernels."""
     real, acc = PRECISIONS[precision][:2]
     out = [f"molecule_sites<{real}>"]
     if name != "allpairs_thread_naive":
         out.append(f"molecule_cell_of<{real}>")
     if name in LISTS:
         out += [f"molecule_list_build<{real}, {cuda.cbool(pbc)}>" for pbc in (True, False)]
-    out += [traversal_expression(name, real, acc, pbc, energy) for pbc in (True, False) for energy in (True, False)]
+    shapes = (GENERAL, *SHIPPED_SHAPES) if name in LISTS else (GENERAL,)
+    out += [traversal_expression(name, real, acc, pbc, energy, shape) for shape in shapes for pbc in (True, False)
+            for energy in (True, False)]
     out += [f"molecule_kick<{acc}, {acc}>", f"molecule_drift<{real}, {acc}>"]  # DeviceRigid's MD step
     return out
 
@@ -219,7 +244,8 @@ def launch_pairs(dims, periodic) -> list[np.ndarray]:
 class MoleculePlan:
     """One traversal and precision on one system of molecules: the device buffers, the kernels, and run()."""
 
-    def __init__(self, name: str, mols, model, precision: str, lanes: int | None = None, spans: bool | None = None):
+    def __init__(self, name: str, mols, model, precision: str, lanes: int | None = None, spans: bool | None = None,
+                 unrolled: bool | None = None):
         import cupy as cp
 
         if name not in TRAVERSALS:
@@ -266,7 +292,15 @@ class MoleculePlan:
         self.box = box.view(np.dtype({"names": ["lx", "ly", "lz", "ilx", "ily", "ilz"], "formats": [self.real] * 6}))
         self.fn_sites = cuda.kernel("molecules.cu", f"molecule_sites<{real_c}>")
         self.fn_cell = cuda.kernel("molecules.cu", f"molecule_cell_of<{real_c}>")
-        self.fns = {e: cuda.kernel("molecules.cu", traversal_expression(name, real_c, acc_c, self.pbc, e))
+        # the list kernels' body: unrolled for a uniform system of Lennard-Jones centres and charges (site_shape)
+        # unless `unrolled` is False (bench --launch unrolled=0 times the general loops on it)
+        if unrolled is not None and name not in LISTS:
+            raise ValueError(f"{name} takes no unrolled=; the list traversals do")
+        self.shape = site_shape(model) if name in LISTS and self.uniform and unrolled is not False else GENERAL
+        if unrolled and self.shape == GENERAL:
+            raise ValueError(f"unrolled=1 needs one component of Lennard-Jones centres and charges (at most "
+                             f"{SHAPED_SITES} sites) and no spans=1")
+        self.fns = {e: cuda.kernel("molecules.cu", traversal_expression(name, real_c, acc_c, self.pbc, e, self.shape))
                     for e in (True, False)}
         self.cells = None
         if name in LISTS:  # the list: built at the first run and again once a centre leaves half the skin

@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 from harness import molecule_check
+from mdcore import Box
+from mdcore import molecules as M
 from reference import molecules as ref
 from strategies import molecules_cuda, nvcc
 
@@ -94,6 +96,52 @@ def test_gpu_traversals_agree_with_the_reference(name, precision, periodic, two)
         assert err <= tol, (k, err, tol)
     assert abs(got["energy"] - want["energy"]) <= tol * abs(want["energy"])
     assert got["pairs"] == want["pairs"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", molecules_cuda.LISTS)
+@pytest.mark.parametrize("precision", list(molecules_cuda.PRECISIONS))
+@pytest.mark.parametrize("shape, periodic", [((1, 3), True), ((2, 2), False), ((0, 2), True)])
+def test_the_list_kernels_unrolled_body_on_the_gpu_agrees_with_the_reference(name, precision, shape, periodic):
+    """The unrolled body on the device (the default where the model has its shape) and the general loops
+    (unrolled=False) in one process: each within verify's bound of the float64 reference, the same pairs."""
+    mols, model = _shaped(*shape, periodic=periodic)
+    want = ref.compute(mols, model)
+    tol = molecule_check.tolerance(precision, mols, model)
+    for unrolled in (None, False):
+        plan = molecules_cuda.MoleculePlan(name, mols, model, precision, unrolled=unrolled)
+        assert plan.shape == (molecules_cuda.GENERAL if unrolled is False else shape)
+        plan.upload(mols.centres, mols.quaternions)
+        plan.run()
+        got = plan.result()
+        for k in ("forces", "torques", "virial"):
+            err = float(np.abs(got[k] - want[k]).max() / np.abs(want[k]).max())
+            assert err <= tol, (unrolled, k, err, tol)
+        assert abs(got["energy"] - want["energy"]) <= tol * abs(want["energy"])
+        assert got["pairs"] == want["pairs"]
+
+
+@pytest.mark.gpu
+def test_bench_says_which_list_body_ran_and_refuses_unrolled_where_it_does_not_apply(tmp_path):
+    from harness import molecule_bench
+    from harness import molecule_scenarios as S
+
+    cases = [{"case": name, "mols": m, "model": mod} for name in ("spce_water", "stockmayer")
+             for m, mod in [S.make(name, "tiny", seed=1)]]
+    timing = {"warmup": 0, "repeat": 2, "min_time": 0.0}
+    names = ["verlet_warp_padded", "fullshell_warp_csr"]
+    rows = {(r["strategy"], r["scenario"], u): r for u in (0, 1)
+            for r in molecule_bench.run(names, ["fp32"], cases, {**timing, "launch": {"unrolled": bool(u)}})}
+    assert rows[("verlet_warp_padded", "spce_water", 1)]["body"] == "unrolled 1+3"
+    assert rows[("verlet_warp_padded", "spce_water", 0)]["body"] == "general"
+    assert rows[("verlet_warp_padded", "spce_water", 1)]["status"] == "ok"
+    assert rows[("verlet_warp_padded", "stockmayer", 0)]["body"] == "general"
+    assert rows[("verlet_warp_padded", "stockmayer", 1)]["status"] == "n/a"
+    assert "one component of Lennard-Jones centres and charges" in rows[("verlet_warp_padded", "stockmayer", 1)]["detail"]
+    assert rows[("fullshell_warp_csr", "spce_water", 0)]["status"] == "n/a"
+    assert "list traversals" in rows[("fullshell_warp_csr", "spce_water", 0)]["detail"]
+    default = molecule_bench.run(["verlet_thread_padded"], ["fp32"], cases[:1], timing)[0]
+    assert default["body"] == "unrolled 1+3"
 
 
 @pytest.mark.gpu
@@ -235,9 +283,10 @@ def kernels_on_host(tmp_path_factory):
     return exe
 
 
-def _run_on_host(exe, name: str, mols, model, tmp, cap: int = 0):
+def _run_on_host(exe, name: str, mols, model, tmp, cap: int = 0, unrolled: bool = False):
     """name's threads run on the host: (forces, torques, energy, virial, pairs, longest row) as
-    MoleculePlan.result() would give them (halved where every pair is visited twice)."""
+    MoleculePlan.result() would give them (halved where every pair is visited twice); `unrolled`: a list
+    traversal through its unrolled body."""
     import subprocess
 
     from strategies import schedules
@@ -267,7 +316,8 @@ def _run_on_host(exe, name: str, mols, model, tmp, cap: int = 0):
         for bases in colours:
             np.array([len(bases)], np.int32).tofile(f)
             np.ascontiguousarray(bases, np.int32).tofile(f)
-    run = subprocess.run([str(exe), str(tmp / "k.bin"), str(tmp / "k.out")], capture_output=True, text=True)
+    run = subprocess.run([str(exe), str(tmp / "k.bin"), str(tmp / "k.out"), *(["unrolled"] if unrolled else [])],
+                         capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     out = np.fromfile(tmp / "k.out", np.float64)
     share = 1.0 if name in molecules_cuda.NEWTON3 else 0.5
@@ -316,6 +366,59 @@ def test_a_verlet_row_that_overflows_is_counted_and_the_wider_list_is_right(kern
     want = ref.compute(mols, model)
     assert wide["pairs"] == want["pairs"]
     assert float(np.abs(wide["forces"] - want["forces"]).max() / np.abs(want["forces"]).max()) <= 1e-11
+
+
+def _shaped(nl: int, nq: int, m: int = 64, L: float = 9.0, periodic: bool = True, seed: int = 7):
+    """A uniform system of molecules of nl Lennard-Jones centres and nq charges, off the centre and
+    tilted, neutral where nq is even."""
+    from tests.test_molecules import _quat, _site
+
+    rng = np.random.default_rng(seed)
+    sites = [_site("lj", rng.normal(scale=0.2, size=3), sigma=1.0 + 0.1 * k, epsilon=1.0 - 0.2 * k) for k in range(nl)]
+    sites += [_site("charge", rng.normal(scale=0.2, size=3), charge=(0.5 + 0.1 * k) * (-1) ** k) for k in range(nq)]
+    model = M.parse({"components": {"W": {"mass": 1.0, "inertia": [1, 1, 1], "sites": sites}}, "cutoff": 3.0,
+                     "electrostatics": {"method": "reaction-field", "epsilon_rf": 40.0}})
+    side = int(np.ceil(m ** (1 / 3)))
+    grid = np.array([(i, j, k) for i in range(side) for j in range(side) for k in range(side)][:m], np.float64)
+    centres = (grid + 0.5) * (L / side) + rng.normal(scale=0.1, size=(m, 3))
+    return M.Molecules(centres, _quat(rng, m), np.zeros(m, np.int32), Box.make([L] * 3, periodic)), model
+
+
+@needs_nvcc
+@pytest.mark.parametrize("name", molecules_cuda.LISTS)
+@pytest.mark.parametrize("shape", [(1, 3), (1, 1), (2, 0), (0, 2), (2, 2)])
+@pytest.mark.parametrize("periodic, switch", [(True, False), (False, True)])
+def test_the_list_kernels_unrolled_body_gives_the_general_loops_bits(kernels_on_host, tmp_path, name, shape, periodic,
+                                                                    switch):
+    """The list kernels' unrolled body (molecules_cuda.site_shape: molecule i's sites in registers, the
+    loops of a uniform system of Lennard-Jones centres and charges unrolled) run thread by thread on the
+    host: the same bits as the general loops, and the float64 reference's values (1e-11)."""
+    import dataclasses
+
+    mols, model = _shaped(*shape, periodic=periodic)
+    if switch:
+        model = dataclasses.replace(model, switch=0.8 * model.cutoff)
+    assert molecules_cuda.site_shape(model) == shape
+    general = _run_on_host(kernels_on_host, name, mols, model, tmp_path)
+    unrolled = _run_on_host(kernels_on_host, name, mols, model, tmp_path, unrolled=True)
+    for k in ("forces", "torques", "virial"):
+        assert np.array_equal(unrolled[k], general[k]), k
+    assert unrolled["energy"] == general["energy"] and unrolled["pairs"] == general["pairs"] > 0
+    _host_equals_reference(kernels_on_host, name, mols, model, tmp_path)
+
+
+def test_the_unrolled_body_takes_one_component_of_lennard_jones_centres_and_charges():
+    from harness import molecule_scenarios as S
+
+    assert molecules_cuda.site_shape(S.make("spce_water", "tiny", seed=1)[1]) == (1, 3)
+    for name in ("stockmayer", "two_centre_lj_quadrupole"):  # a dipole, a quadrupole: the general loops
+        assert molecules_cuda.site_shape(S.make(name, "tiny", seed=1)[1]) == molecules_cuda.GENERAL
+    assert molecules_cuda.site_shape(_shaped(2, 2)[1]) == (2, 2)
+    assert molecules_cuda.site_shape(_shaped(3, 4)[1]) == molecules_cuda.GENERAL  # beyond SHAPED_SITES
+    assert molecules_cuda.site_shape(_all_kinds(two=True)[1]) == molecules_cuda.GENERAL
+    for name in S.SCENARIOS:  # every shipped model's body is among those expressions() compiles
+        assert molecules_cuda.site_shape(S.make(name, "tiny", seed=1)[1]) in (molecules_cuda.GENERAL,
+                                                                             *molecules_cuda.SHIPPED_SHAPES), name
 
 
 @needs_nvcc

@@ -188,6 +188,23 @@ __host__ __device__ __forceinline__ void list_row(int i, const Vec4<Real>* __res
   }
 }
 
+// list_row for a uniform system of NL Lennard-Jones centres and NQ charges per molecule (ShapedSites):
+// molecule i's sites loaded once for its whole row, the pair body unrolled: list_row's operations.
+template <int NL, int NQ, bool PBC, bool ENERGY, typename Real, typename Acc>
+__host__ __device__ __forceinline__ void list_row_shaped(int i, const Vec4<Real>* __restrict__ c, const Box<Real>& box,
+                                                         const int* __restrict__ row, int n,
+                                                         const MoleculeModel<Real>& model, MoleculeAcc<Real, Acc>& acc,
+                                                         int lane, int step) {
+  const Vec4<Real> ci = c[i];
+  const ShapedSites<NL, NQ, Real> si(model, i);
+  for (int k = lane; k < n; k += step) {
+    const int j = row[k];
+    Real dx, dy, dz;
+    const Real r2 = centre_separation<PBC>(ci, c[j], box, dx, dy, dz);
+    if (r2 < model.rc2) acc.template add<ENERGY>(molecule_pair_shaped<NL, NQ>(model, si, j, dx, dy, dz), dx, dy, dz);
+  }
+}
+
 // The cell at base + offset, wrapped on periodic axes; -1 outside the grid on an open axis.
 __host__ __device__ __forceinline__ int block_cell(int bx, int by, int bz, int ox, int oy, int oz,
                                                    const MoleculeGrid& g) {

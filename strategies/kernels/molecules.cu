@@ -396,7 +396,8 @@ __global__ void molecule_list_build(const int m, const Vec4<Real>* __restrict__ 
 }
 
 // verlet_thread_padded: thread t takes molecule order[t] over its row (both directions: no Newton3).
-template <typename Real, typename Acc, int BLOCK, bool PBC, bool ENERGY>
+// NL, NQ > 0: a uniform system of that site shape, the rows through list_row_shaped (molecules_cuda.site_shape).
+template <typename Real, typename Acc, int BLOCK, bool PBC, bool ENERGY, int NL, int NQ>
 __global__ void __launch_bounds__(BLOCK)
 molecule_verlet_thread(const int m, const Vec4<Real>* __restrict__ c, const Box<Real> box,
                        const int* __restrict__ order, const int* __restrict__ list, const int* __restrict__ counts,
@@ -406,7 +407,9 @@ molecule_verlet_thread(const int m, const Vec4<Real>* __restrict__ c, const Box<
   MoleculeAcc<Real, Acc> acc;
   if (t < m) {
     const int i = order[t];
-    if (model.uniform()) {  // the same call twice: each copy compiled knowing how the sites are found
+    if constexpr (NL + NQ > 0) {
+      list_row_shaped<NL, NQ, PBC, ENERGY>(i, c, box, list + static_cast<size_t>(i) * cap, counts[i], model, acc, 0, 1);
+    } else if (model.uniform()) {  // the same call twice: each copy compiled knowing how the sites are found
       list_row<PBC, ENERGY>(i, c, box, list + static_cast<size_t>(i) * cap, counts[i], model, acc, 0, 1);
     } else {
       list_row<PBC, ENERGY>(i, c, box, list + static_cast<size_t>(i) * cap, counts[i], model, acc, 0, 1);
@@ -419,8 +422,8 @@ molecule_verlet_thread(const int m, const Vec4<Real>* __restrict__ c, const Box<
 // verlet_warp_padded: a group of `lanes` lanes of a warp (a power of two, 2 to 32: molecules_cuda.lanes()
 // picks it from the rows' length) takes molecule order[w], lane l of the group every lanes-th entry of
 // its row from l; then a sum over the group's lanes. Fewer lanes than 32 leave fewer of them idle on a
-// row's last stride and inside the cutoff test.
-template <typename Real, typename Acc, int BLOCK, bool PBC, bool ENERGY>
+// row's last stride and inside the cutoff test. NL, NQ: as molecule_verlet_thread's.
+template <typename Real, typename Acc, int BLOCK, bool PBC, bool ENERGY, int NL, int NQ>
 __global__ void __launch_bounds__(BLOCK)
 molecule_verlet_warp(const int m, const Vec4<Real>* __restrict__ c, const Box<Real> box,
                      const int* __restrict__ order, const int* __restrict__ list, const int* __restrict__ counts,
@@ -432,7 +435,10 @@ molecule_verlet_warp(const int m, const Vec4<Real>* __restrict__ c, const Box<Re
   int i = -1;
   if (w < m) {  // the lanes of a group take the same branch
     i = order[w];
-    if (model.uniform()) {  // the same call twice: each copy compiled knowing how the sites are found
+    if constexpr (NL + NQ > 0) {
+      list_row_shaped<NL, NQ, PBC, ENERGY>(i, c, box, list + static_cast<size_t>(i) * cap, counts[i], model, acc,
+                                           lane, lanes);
+    } else if (model.uniform()) {  // the same call twice: each copy compiled knowing how the sites are found
       list_row<PBC, ENERGY>(i, c, box, list + static_cast<size_t>(i) * cap, counts[i], model, acc, lane, lanes);
     } else {
       list_row<PBC, ENERGY>(i, c, box, list + static_cast<size_t>(i) * cap, counts[i], model, acc, lane, lanes);

@@ -228,6 +228,28 @@ __host__ __device__ __forceinline__ void add_site_force(MoleculePairResult<Real>
   o.tz += a.x * gy - a.y * gx;
 }
 
+// The switch where rs < rc: the pair's energy, force and torque scaled by S(|d|), and the force on i
+// gains -u S'(|d|) d / |d|.
+template <typename Real>
+__host__ __device__ __forceinline__ void switch_pair(const MoleculeModel<Real>& m, MoleculePairResult<Real>& o, Real dx,
+                                                     Real dy, Real dz) {
+  if (m.rs < m.rc) {
+    const Real r = sqrt(dx * dx + dy * dy + dz * dz);
+    if (r > m.rs) {
+      const Real x = (r - m.rs) / (m.rc - m.rs);
+      const Real sw = Real(1) - x * x * x * (Real(10) - Real(15) * x + Real(6) * x * x);
+      const Real gs = Real(30) * x * x * (Real(1) - x) * (Real(1) - x) / (m.rc - m.rs) * o.u / r;  // -u S'(r) / r
+      o.fx = sw * o.fx + gs * dx;
+      o.fy = sw * o.fy + gs * dy;
+      o.fz = sw * o.fz + gs * dz;
+      o.tx *= sw;
+      o.ty *= sw;
+      o.tz *= sw;
+      o.u *= sw;
+    }
+  }
+}
+
 // Molecules i and j, centres d = c_i - c_j apart (inside the cutoff): the force and torque on i and
 // the pair's energy, with the switch where rs < rc. Sums over the site pairs in the compute type: a
 // site's force over its partners first, then into the molecule's force and torque.
@@ -293,21 +315,82 @@ __host__ __device__ __forceinline__ MoleculePairResult<Real> molecule_pair(const
       }
     }
   }
-  if (m.rs < m.rc) {
-    const Real r = sqrt(dx * dx + dy * dy + dz * dz);
-    if (r > m.rs) {
-      const Real x = (r - m.rs) / (m.rc - m.rs);
-      const Real sw = Real(1) - x * x * x * (Real(10) - Real(15) * x + Real(6) * x * x);
-      const Real gs = Real(30) * x * x * (Real(1) - x) * (Real(1) - x) / (m.rc - m.rs) * o.u / r;  // -u S'(r) / r
-      o.fx = sw * o.fx + gs * dx;
-      o.fy = sw * o.fy + gs * dy;
-      o.fz = sw * o.fz + gs * dz;
-      o.tx *= sw;
-      o.ty *= sw;
-      o.tz *= sw;
-      o.u *= sw;
+  switch_pair(m, o, dx, dy, dz);
+  return o;
+}
+
+// A uniform system's molecules of NL Lennard-Jones centres and then NQ charges, no dipoles or quadrupoles
+// (molecules_cuda.site_shape): molecule i's site offsets held in registers for all its partners, and the
+// Lennard-Jones centres' (sigma, sqrt(eps), 0, kind), molecule 0's (the same in every molecule). The list
+// kernels load them once per row where molecule_pair's loops, their bounds known only at run time, load
+// them again for every partner.
+template <int NL, int NQ, typename Real>
+struct ShapedSites {
+  Vec4<Real> a[NL + NQ];
+  Vec4<Real> e[NL > 0 ? NL : 1];
+
+  __host__ __device__ __forceinline__ ShapedSites(const MoleculeModel<Real>& m, int i) {
+#pragma unroll
+    for (int s = 0; s < NL + NQ; ++s) a[s] = m.A[i * (NL + NQ) + s];
+#pragma unroll
+    for (int s = 0; s < NL; ++s) e[s] = m.E[s];
+  }
+};
+
+// molecule_pair for those molecules, its loops unrolled: i's sites from `si`, j's from A at j (NL + NQ).
+// The same operations in the same order as molecule_pair on the same values (the same bits on the host,
+// tests/test_gpu_molecules.py; on the device the compiler may fuse other multiply-adds).
+template <int NL, int NQ, typename Real>
+__host__ __device__ __forceinline__ MoleculePairResult<Real> molecule_pair_shaped(const MoleculeModel<Real>& m,
+                                                                          const ShapedSites<NL, NQ, Real>& si, int j,
+                                                                          Real dx, Real dy, Real dz) {
+  MoleculePairResult<Real> o{Real(0), Real(0), Real(0), Real(0), Real(0), Real(0), Real(0)};
+  const Vec4<Real>* __restrict__ aj = m.A + j * (NL + NQ);
+  if constexpr (NL > 0) {
+    const Real xi = m.xi[0], heta = Real(0.5) * m.eta[0];
+#pragma unroll
+    for (int s = 0; s < NL; ++s) {
+      const Vec4<Real> as = si.a[s], es = si.e[s];
+      Real gx = Real(0), gy = Real(0), gz = Real(0);
+#pragma unroll
+      for (int t = 0; t < NL; ++t) {
+        const Vec4<Real> at = aj[t], et = si.e[t];
+        const Real rx = dx + as.x - at.x, ry = dy + as.y - at.y, rz = dz + as.z - at.z;
+        const Real ir2 = mol_rcp(rx * rx + ry * ry + rz * rz);
+        const Real ep = xi * es.y * et.y;
+        const Real sg = heta * (es.x + et.x);
+        Real l6 = sg * sg * ir2;
+        l6 = l6 * l6 * l6;
+        o.u += Real(4) * ep * l6 * (l6 - Real(1));
+        const Real fac = Real(24) * ep * l6 * (Real(2) * l6 - Real(1)) * ir2;
+        gx += fac * rx;
+        gy += fac * ry;
+        gz += fac * rz;
+      }
+      add_site_force(o, as, gx, gy, gz);
     }
   }
+#pragma unroll
+  for (int s = NL; s < NL + NQ; ++s) {
+    const Vec4<Real> as = si.a[s];
+    const Real kq = m.k * as.w;
+    Real gx = Real(0), gy = Real(0), gz = Real(0);
+#pragma unroll
+    for (int t = NL; t < NL + NQ; ++t) {
+      const Vec4<Real> at = aj[t];
+      const Real rx = dx + as.x - at.x, ry = dy + as.y - at.y, rz = dz + as.z - at.z;
+      const Real r2 = rx * rx + ry * ry + rz * rz;
+      const Real inv = mol_rsqrt(r2);
+      const Real p = kq * at.w;
+      o.u += p * (inv + m.krf * r2 - m.crf);
+      const Real fac = p * (inv * inv * inv - Real(2) * m.krf);
+      gx += fac * rx;
+      gy += fac * ry;
+      gz += fac * rz;
+    }
+    add_site_force(o, as, gx, gy, gz);
+  }
+  switch_pair(m, o, dx, dy, dz);
   return o;
 }
 

@@ -2,7 +2,9 @@
 // after thread (nvcc compiles it for the CPU; no GPU needed), for tests/test_gpu_molecules.py. The kernels
 // of molecules.cu are thin wrappers around these functions; what the host does not run is theirs alone:
 // the block and warp reductions (summed here in plain order) and CuPy's sort of the cells (a stable sort
-// here). REAL is double (-DREAL=double). Input, raw little-endian arrays:
+// here). REAL is double (-DREAL=double). A third argument, "unrolled", runs the list modes (4, 5) through
+// the list kernels' unrolled body (list_row_shaped) for the shapes shaped_row() has. Input, raw
+// little-endian arrays:
 //   int32 nsites, M, C, mode, nx, ny, nz, px, py, pz, cap, ncolours
 //   REAL params[8 + 2 C^2 + 3 C], box[6] (lengths, inverse lengths, 0 on open axes), lo[3], side[3], reach^2
 //   int32 first[M + 1], comp[M], owner[nsites]; REAL bodyA[nsites][4], bodyE[nsites][4], quat[M][4],
@@ -17,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #ifndef __CUDA_ARCH__  // the host pass sees common.cuh's fixed-point constructors: host spellings of their intrinsics
@@ -94,8 +97,25 @@ static void warp_cell_pair_on_host(int a, int b, const std::vector<Vec4<Real>>& 
   }
 }
 
+// list_row_shaped for the site shapes the tests give it (NL Lennard-Jones centres, NQ charges: the model's
+// ends), as the list kernels run it with NL, NQ > 0; false for another shape.
 template <bool PBC>
-static int traverse(int mode, int m, const std::vector<Vec4<Real>>& c, const Box<Real>& box,
+static bool shaped_row(int i, const std::vector<Vec4<Real>>& c, const Box<Real>& box, const int* row, int n,
+                       const MoleculeModel<Real>& model, MoleculeAcc<Real, Acc>& acc, int lane, int lanes) {
+  const int nl = model.l0, nq = model.q0 - model.l0;
+  if (model.n0 != model.q0) return false;
+#define SHAPED(L, Q)                                                                           \
+  if (nl == L && nq == Q) {                                                                    \
+    list_row_shaped<L, Q, PBC, true>(i, c.data(), box, row, n, model, acc, lane, lanes);       \
+    return true;                                                                               \
+  }
+  SHAPED(1, 3) SHAPED(1, 1) SHAPED(2, 0) SHAPED(0, 2) SHAPED(2, 2)
+#undef SHAPED
+  return false;
+}
+
+template <bool PBC>
+static int traverse(int mode, bool unrolled, int m, const std::vector<Vec4<Real>>& c, const Box<Real>& box,
                     const std::vector<int>& cell, const std::vector<int>& start, const std::vector<int>& order,
                     const MoleculeGrid& g, const MoleculeModel<Real>& model, Real reach2, int cap,
                     const std::vector<std::vector<int>>& colours, std::vector<Acc>& force, std::vector<Acc>& torque,
@@ -205,6 +225,12 @@ static int traverse(int mode, int m, const std::vector<Vec4<Real>>& c, const Box
         allpairs_row<PBC, true>(i, m, c.data(), box, model, acc, lane, lanes);
       } else if (mode <= 2) {
         shell_row<PBC, true>(i, c.data(), box, cell.data(), start.data(), order.data(), g, model, acc, lane, lanes);
+      } else if (unrolled) {  // the list kernels' unrolled body (NL, NQ > 0)
+        if (!shaped_row<PBC>(i, c, box, list.data() + static_cast<size_t>(i) * cap, counts[i], model, acc, lane,
+                             lanes)) {
+          fprintf(stderr, "no unrolled body here for this site shape\n");
+          exit(3);
+        }
       } else {
         list_row<PBC, true>(i, c.data(), box, list.data() + static_cast<size_t>(i) * cap, counts[i], model, acc, lane,
                             lanes);
@@ -223,7 +249,8 @@ static int traverse(int mode, int m, const std::vector<Vec4<Real>>& c, const Box
 }
 
 int main(int argc, char** argv) {
-  if (argc != 3) return 2;
+  if (argc != 3 && argc != 4) return 2;
+  const bool unrolled = argc == 4 && std::string(argv[3]) == "unrolled";  // modes 4 and 5 only
   FILE* in = fopen(argv[1], "rb");
   if (!in) return 2;
   int head[12];
@@ -276,10 +303,10 @@ int main(int argc, char** argv) {
   std::vector<Acc> force(3 * m, Acc(0)), torque(3 * m, Acc(0));
   Sums sums;
   const bool pbc = g.px || g.py || g.pz;
-  const int longest = pbc ? traverse<true>(mode, m, c, box, cell, start, order, g, model, reach2, cap, colours, force,
-                                           torque, sums)
-                          : traverse<false>(mode, m, c, box, cell, start, order, g, model, reach2, cap, colours, force,
-                                            torque, sums);
+  const int longest = pbc ? traverse<true>(mode, unrolled, m, c, box, cell, start, order, g, model, reach2, cap,
+                                           colours, force, torque, sums)
+                          : traverse<false>(mode, unrolled, m, c, box, cell, start, order, g, model, reach2, cap,
+                                            colours, force, torque, sums);
   FILE* out = fopen(argv[2], "wb");
   if (!out) return 2;
   fwrite(force.data(), sizeof(Acc), force.size(), out);
