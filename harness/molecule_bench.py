@@ -30,11 +30,11 @@ COLUMNS = ["strategy", "backend", "scenario", "molecules", "sites", "precision",
 
 # --launch on molecules: verlet_warp_padded's lanes per molecule (its rule picks otherwise); spans=1: every
 # GPU traversal reads each molecule's site span from memory even with one component (where it counts them
-# from the index otherwise), to compare the two; unrolled=0: the list traversals take the general loops
-# where they would unroll the pair body (molecules_cuda.site_shape), unrolled=1 insists on the unrolled one
+# from the index otherwise), to compare the two; unrolled=0: the GPU traversals take the general loops where
+# they would unroll the pair body (molecules_cuda.site_shape), unrolled=1 insists on the unrolled one
 LAUNCH = {"lanes": (1, 2, 4, 8, 16, 32), "spans": (0, 1), "unrolled": (0, 1)}
 LAUNCH_HELP = ("molecules take lanes=K (verlet_warp_padded's lanes per molecule), spans=0|1 and unrolled=0|1 (the "
-               "list traversals' pair body)")
+               "pair body unrolled for its site shape or not)")
 
 
 def parse_launch(spec: str | None) -> dict:
@@ -91,7 +91,7 @@ def _pairs_by_components(mols, model) -> np.ndarray:
 def run(names: list[str], precisions: list[str], cases: list[dict], timing: dict, progress=None) -> list[dict]:
     """One row per (traversal, precision, case): status ok with the timings, or n/a or error with the reason."""
     from strategies import molecules as traversals
-    from strategies.molecules_cuda import GENERAL, LISTS, SHAPED_SITES, site_shape
+    from strategies.molecules_cuda import GENERAL, SHAPED_SITES, site_shape
 
     from .timing import time_cpu, time_gpu
 
@@ -116,8 +116,6 @@ def run(names: list[str], precisions: list[str], cases: list[dict], timing: dict
                     ok, why = False, "--launch lanes= is verlet_warp_padded's"
                 elif ok and launch and traversals.backend(name) != "cuda":
                     ok, why = False, "--launch applies to the GPU traversals"
-                elif ok and "unrolled" in launch and name not in LISTS:
-                    ok, why = False, "--launch unrolled= is the list traversals'"
                 elif ok and launch.get("unrolled") and (launch.get("spans") or site_shape(model) == GENERAL):
                     ok, why = False, ("--launch unrolled=1: the unrolled body takes one component of Lennard-Jones "
                                       f"centres and charges (at most {SHAPED_SITES} sites), without spans=1")
@@ -131,8 +129,7 @@ def run(names: list[str], precisions: list[str], cases: list[dict], timing: dict
                         from strategies.molecules_cuda import MoleculePlan
 
                         plan = MoleculePlan(name, mols, model, p, **launch)
-                        if name in LISTS:
-                            row["body"] = "general" if plan.shape == GENERAL else "unrolled {}+{}".format(*plan.shape)
+                        row["body"] = "general" if plan.shape == GENERAL else "unrolled {}+{}".format(*plan.shape)
                         plan.upload(mols.centres, mols.quaternions)
                         t = time_gpu(plan.run, warmup=max(1, timing["warmup"]), repeat=timing["repeat"],
                                      min_time=timing["min_time"], max_repeat=max(timing["repeat"], 1000))

@@ -25,15 +25,15 @@ the traversals of kernels/molecules.cu, named as the point strategies whose loop
                           build (upload() decides, on the host); a thread per molecule over its row
   verlet_warp_padded      the same list, a group of lanes of a warp per molecule over its row (4 to 32 lanes,
                           pick_lanes() from the rows and the molecules), then a sum over the group
-                          Both lists' kernels unroll the pair body for one component of Lennard-Jones
-                          centres and charges (site_shape: SPC/E's 1 + 3), molecule i's sites in registers
-                          for its row; the general loops otherwise
 
 An evaluation (MoleculePlan.run, all on the device, no host synchronisation): the sites turned by the
 quaternions (molecule_sites), the centres' cells (molecule_cell_of, then a stable sort by cell and the
 cell starts: CSR), the traversal, and the block sums of energy and virial. Each pair is visited from
 both sides except in the Newton3 traversals (NEWTON3); energy and virial are halved on the host where it is. Precision modes as for points (fp32: float
 compute and sums, mixed: float compute and double sums, fp64); the fixed-point mode is for points.
+Every traversal calls one pair body (kernels/molecules.cuh pair_body). For one component of Lennard-Jones
+centres and charges (site_shape: SPC/E's 1 centre and 3 charges) its loops are unrolled and molecule i's
+sites held in registers for all its partners; otherwise its general loops take any sites.
 The results match strategies/molecules_cpu.py's contract: float64 arrays of forces and torques, the
 energy with the dipoles' reaction-field self term, the 3x3 centre-of-mass virial and the molecule pairs.
 """
@@ -88,15 +88,16 @@ def pick_lanes(mean_row: float, m: int) -> int:
     return k
 
 
-SHAPED_SITES = 6  # the most sites per molecule the list kernels' unrolled body keeps in registers (4 each)
-GENERAL = (0, 0)  # the list kernels' site shape for the general loops
+SHAPED_SITES = 6  # the most sites per molecule the unrolled pair body keeps in registers (4 each)
+GENERAL = (0, 0)  # the site shape of the general loops
 SHIPPED_SHAPES = ((1, 3),)  # the shipped models' shapes besides GENERAL: SPC/E's (and TIP4P's) 1 centre, 3 charges
 
 
 def site_shape(model) -> tuple[int, int]:
-    """The list kernels' body for `model`: (NL, NQ) for one component of NL Lennard-Jones centres and NQ
-    charges (no dipoles or quadrupoles, at most SHAPED_SITES sites), whose loops they unroll with molecule
-    i's sites in registers for its whole row (kernels/molecules.cuh ShapedSites); GENERAL otherwise."""
+    """The pair body's site shape for `model`: (NL, NQ) for one component of NL Lennard-Jones centres and
+    NQ charges (no dipoles or quadrupoles, at most SHAPED_SITES sites), whose loops every traversal kernel
+    unrolls with molecule i's sites in registers for all its partners (kernels/molecules.cuh ShapedSites);
+    GENERAL otherwise."""
     if len(model.components) != 1:
         return GENERAL
     kinds = list(model.components[0].kinds)
@@ -106,29 +107,27 @@ def site_shape(model) -> tuple[int, int]:
 
 def traversal_expression(name: str, real: str, acc: str, pbc: bool, energy: bool, shape=GENERAL) -> str:
     """The traversal kernel's specialisation: its block size in the template, except the parity processors
-    that fix theirs (parity_block_csr a warp, the warp-block ones WARPBLOCK_WARPS warps, with their MODE);
-    the list kernels' with their site shape (site_shape) last."""
+    that fix theirs (parity_block_csr a warp, the warp-block ones WARPBLOCK_WARPS warps, with their MODE),
+    and the pair body's site shape (site_shape) last."""
+    nl, nq = shape
     if name in WARPBLOCK:
-        return f"{KERNELS[name]}<{real}, {acc}, {cuda.cbool(pbc)}, {cuda.cbool(energy)}, {WARPBLOCK[name]}>"
-    if name in LISTS:
-        return f"{KERNELS[name]}<{real}, {acc}, {BLOCK}, {cuda.cbool(pbc)}, {cuda.cbool(energy)}, {shape[0]}, {shape[1]}>"
+        return f"{KERNELS[name]}<{real}, {acc}, {cuda.cbool(pbc)}, {cuda.cbool(energy)}, {WARPBLOCK[name]}, {nl}, {nq}>"
     block = "" if name == "parity_block_csr" else f"{BLOCK}, "
-    return f"{KERNELS[name]}<{real}, {acc}, {block}{cuda.cbool(pbc)}, {cuda.cbool(energy)}>"
+    return f"{KERNELS[name]}<{real}, {acc}, {block}{cuda.cbool(pbc)}, {cuda.cbool(energy)}, {nl}, {nq}>"
 
 
 def expressions(name: str, precision: str) -> list[str]:
     """Every specialisation traversal `name` launches in `precision`: both periodicities, with and
-    without energy (the list kernels with the general body and the shipped models' unrolled ones), and
-    the site and cell kernels."""
+    without energy, the general body and the shipped models' unrolled ones, and the site and cell
+    kernels."""
     real, acc = PRECISIONS[precision][:2]
     out = [f"molecule_sites<{real}>"]
     if name != "allpairs_thread_naive":
         out.append(f"molecule_cell_of<{real}>")
     if name in LISTS:
         out += [f"molecule_list_build<{real}, {cuda.cbool(pbc)}>" for pbc in (True, False)]
-    shapes = (GENERAL, *SHIPPED_SHAPES) if name in LISTS else (GENERAL,)
-    out += [traversal_expression(name, real, acc, pbc, energy, shape) for shape in shapes for pbc in (True, False)
-            for energy in (True, False)]
+    out += [traversal_expression(name, real, acc, pbc, energy, shape) for shape in (GENERAL, *SHIPPED_SHAPES)
+            for pbc in (True, False) for energy in (True, False)]
     out += [f"molecule_kick<{acc}, {acc}>", f"molecule_drift<{real}, {acc}>"]  # DeviceRigid's MD step
     return out
 
@@ -292,11 +291,9 @@ class MoleculePlan:
         self.box = box.view(np.dtype({"names": ["lx", "ly", "lz", "ilx", "ily", "ilz"], "formats": [self.real] * 6}))
         self.fn_sites = cuda.kernel("molecules.cu", f"molecule_sites<{real_c}>")
         self.fn_cell = cuda.kernel("molecules.cu", f"molecule_cell_of<{real_c}>")
-        # the list kernels' body: unrolled for a uniform system of Lennard-Jones centres and charges (site_shape)
-        # unless `unrolled` is False (bench --launch unrolled=0 times the general loops on it)
-        if unrolled is not None and name not in LISTS:
-            raise ValueError(f"{name} takes no unrolled=; the list traversals do")
-        self.shape = site_shape(model) if name in LISTS and self.uniform and unrolled is not False else GENERAL
+        # the pair body: unrolled for a uniform system of Lennard-Jones centres and charges (site_shape) unless
+        # `unrolled` is False (bench --launch unrolled=0 times the general loops on it)
+        self.shape = site_shape(model) if self.uniform and unrolled is not False else GENERAL
         if unrolled and self.shape == GENERAL:
             raise ValueError(f"unrolled=1 needs one component of Lennard-Jones centres and charges (at most "
                              f"{SHAPED_SITES} sites) and no spans=1")

@@ -99,13 +99,15 @@ def test_gpu_traversals_agree_with_the_reference(name, precision, periodic, two)
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("name", molecules_cuda.LISTS)
+@pytest.mark.parametrize("name", molecules_cuda.TRAVERSALS)
 @pytest.mark.parametrize("precision", list(molecules_cuda.PRECISIONS))
 @pytest.mark.parametrize("shape, periodic", [((1, 3), True), ((2, 2), False), ((0, 2), True)])
-def test_the_list_kernels_unrolled_body_on_the_gpu_agrees_with_the_reference(name, precision, shape, periodic):
+def test_the_unrolled_pair_body_on_the_gpu_agrees_with_the_reference(name, precision, shape, periodic):
     """The unrolled body on the device (the default where the model has its shape) and the general loops
     (unrolled=False) in one process: each within verify's bound of the float64 reference, the same pairs."""
     mols, model = _shaped(*shape, periodic=periodic)
+    ok, why = molecules_cuda.applicable(name, mols, model)
+    assert ok, why
     want = ref.compute(mols, model)
     tol = molecule_check.tolerance(precision, mols, model)
     for unrolled in (None, False):
@@ -122,7 +124,7 @@ def test_the_list_kernels_unrolled_body_on_the_gpu_agrees_with_the_reference(nam
 
 
 @pytest.mark.gpu
-def test_bench_says_which_list_body_ran_and_refuses_unrolled_where_it_does_not_apply(tmp_path):
+def test_bench_says_which_pair_body_ran_and_refuses_unrolled_where_it_does_not_apply(tmp_path):
     from harness import molecule_bench
     from harness import molecule_scenarios as S
 
@@ -138,10 +140,10 @@ def test_bench_says_which_list_body_ran_and_refuses_unrolled_where_it_does_not_a
     assert rows[("verlet_warp_padded", "stockmayer", 0)]["body"] == "general"
     assert rows[("verlet_warp_padded", "stockmayer", 1)]["status"] == "n/a"
     assert "one component of Lennard-Jones centres and charges" in rows[("verlet_warp_padded", "stockmayer", 1)]["detail"]
-    assert rows[("fullshell_warp_csr", "spce_water", 0)]["status"] == "n/a"
-    assert "list traversals" in rows[("fullshell_warp_csr", "spce_water", 0)]["detail"]
-    default = molecule_bench.run(["verlet_thread_padded"], ["fp32"], cases[:1], timing)[0]
-    assert default["body"] == "unrolled 1+3"
+    assert rows[("fullshell_warp_csr", "spce_water", 0)]["body"] == "general"
+    assert rows[("fullshell_warp_csr", "spce_water", 1)]["body"] == "unrolled 1+3"
+    default = molecule_bench.run(["verlet_thread_padded", "fullshell_thread_csr"], ["fp32"], cases[:1], timing)
+    assert [r["body"] for r in default] == ["unrolled 1+3"] * 2
 
 
 @pytest.mark.gpu
@@ -285,8 +287,8 @@ def kernels_on_host(tmp_path_factory):
 
 def _run_on_host(exe, name: str, mols, model, tmp, cap: int = 0, unrolled: bool = False):
     """name's threads run on the host: (forces, torques, energy, virial, pairs, longest row) as
-    MoleculePlan.result() would give them (halved where every pair is visited twice); `unrolled`: a list
-    traversal through its unrolled body."""
+    MoleculePlan.result() would give them (halved where every pair is visited twice); `unrolled`: through
+    the pair body unrolled for the model's site shape."""
     import subprocess
 
     from strategies import schedules
@@ -385,17 +387,18 @@ def _shaped(nl: int, nq: int, m: int = 64, L: float = 9.0, periodic: bool = True
 
 
 @needs_nvcc
-@pytest.mark.parametrize("name", molecules_cuda.LISTS)
-@pytest.mark.parametrize("shape", [(1, 3), (1, 1), (2, 0), (0, 2), (2, 2)])
-@pytest.mark.parametrize("periodic, switch", [(True, False), (False, True)])
-def test_the_list_kernels_unrolled_body_gives_the_general_loops_bits(kernels_on_host, tmp_path, name, shape, periodic,
-                                                                    switch):
-    """The list kernels' unrolled body (molecules_cuda.site_shape: molecule i's sites in registers, the
-    loops of a uniform system of Lennard-Jones centres and charges unrolled) run thread by thread on the
-    host: the same bits as the general loops, and the float64 reference's values (1e-11)."""
+@pytest.mark.parametrize("name", molecules_cuda.TRAVERSALS)
+@pytest.mark.parametrize("shape, periodic, switch", [((1, 3), True, False), ((1, 3), False, True),
+                                                     ((1, 1), True, True), ((2, 0), False, False),
+                                                     ((0, 2), True, False), ((2, 2), True, True)])
+def test_the_unrolled_pair_body_gives_the_general_loops_bits(kernels_on_host, tmp_path, name, shape, periodic,
+                                                             switch):
+    """Every traversal's threads through the unrolled pair body (molecules_cuda.site_shape: molecule i's
+    sites in registers, the loops of a uniform system of Lennard-Jones centres and charges unrolled), run
+    on the host: the same bits as through the general loops, and the float64 reference's values (1e-11)."""
     import dataclasses
 
-    mols, model = _shaped(*shape, periodic=periodic)
+    mols, model = _shaped(*shape, periodic=periodic, m=64 if periodic else 60)
     if switch:
         model = dataclasses.replace(model, switch=0.8 * model.cutoff)
     assert molecules_cuda.site_shape(model) == shape

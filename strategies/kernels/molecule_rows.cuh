@@ -3,6 +3,9 @@
 // thread's work in turn (tests/data/molecule_kernels_host.cu), no GPU needed.
 //
 // `lane` and `step`: a thread takes every candidate (0, 1); lane l of a warp every 32nd from l (l, 32).
+// NL, NQ: the site shape of the pair body (molecules.cuh pair_body): NL + NQ > 0 unrolls it for a uniform
+// system of that many Lennard-Jones centres and charges, molecule i's sites loaded once per i
+// (ShapedSites); 0, 0 (the default) takes the general loops.
 #pragma once
 #include "molecules.cuh"
 
@@ -126,31 +129,37 @@ struct MoleculeAcc {
 };
 
 // Molecule i against the candidates j = lane, lane + step, ... of all molecules.
-template <bool PBC, bool ENERGY, typename Real, typename Acc>
+template <bool PBC, bool ENERGY, int NL = 0, int NQ = 0, typename Real, typename Acc>
 __host__ __device__ __forceinline__ void allpairs_row(int i, int m, const Vec4<Real>* __restrict__ c,
                                                       const Box<Real>& box, const MoleculeModel<Real>& model,
                                                       MoleculeAcc<Real, Acc>& acc, int lane, int step) {
   const Vec4<Real> ci = c[i];
+  const ShapedSites<NL, NQ, Real> si(model, i);
   for (int j = lane; j < m; j += step) {
     Real dx, dy, dz;
     const Real r2 = centre_separation<PBC>(ci, c[j], box, dx, dy, dz);
-    if (r2 < model.rc2 && j != i) acc.template add<ENERGY>(molecule_pair(model, i, j, dx, dy, dz), dx, dy, dz);
+    if (r2 < model.rc2 && j != i) {
+      acc.template add<ENERGY>(pair_body<NL, NQ>(model, si, i, j, dx, dy, dz), dx, dy, dz);
+    }
   }
 }
 
 // Molecule i against its share (lane, step) of the molecules of the 27 cells around its own.
-template <bool PBC, bool ENERGY, typename Real, typename Acc>
+template <bool PBC, bool ENERGY, int NL = 0, int NQ = 0, typename Real, typename Acc>
 __host__ __device__ __forceinline__ void shell_row(int i, const Vec4<Real>* __restrict__ c, const Box<Real>& box,
                                                    const int* __restrict__ cell, const int* __restrict__ start,
                                                    const int* __restrict__ order, const MoleculeGrid& g,
                                                    const MoleculeModel<Real>& model, MoleculeAcc<Real, Acc>& acc,
                                                    int lane, int step) {
   const Vec4<Real> ci = c[i];
+  const ShapedSites<NL, NQ, Real> si(model, i);
   for_shell(cell[i], g, start, lane, step, [&](int q) {
     const int j = order[q];
     Real dx, dy, dz;
     const Real r2 = centre_separation<PBC>(ci, c[j], box, dx, dy, dz);
-    if (r2 < model.rc2 && j != i) acc.template add<ENERGY>(molecule_pair(model, i, j, dx, dy, dz), dx, dy, dz);
+    if (r2 < model.rc2 && j != i) {
+      acc.template add<ENERGY>(pair_body<NL, NQ>(model, si, i, j, dx, dy, dz), dx, dy, dz);
+    }
   });
 }
 
@@ -175,33 +184,17 @@ __host__ __device__ __forceinline__ int list_row_build(int i, const Vec4<Real>* 
 }
 
 // Molecule i against its share (lane, step) of its Verlet row's n entries.
-template <bool PBC, bool ENERGY, typename Real, typename Acc>
+template <bool PBC, bool ENERGY, int NL = 0, int NQ = 0, typename Real, typename Acc>
 __host__ __device__ __forceinline__ void list_row(int i, const Vec4<Real>* __restrict__ c, const Box<Real>& box,
                                                   const int* __restrict__ row, int n, const MoleculeModel<Real>& model,
                                                   MoleculeAcc<Real, Acc>& acc, int lane, int step) {
-  const Vec4<Real> ci = c[i];
-  for (int k = lane; k < n; k += step) {
-    const int j = row[k];
-    Real dx, dy, dz;
-    const Real r2 = centre_separation<PBC>(ci, c[j], box, dx, dy, dz);
-    if (r2 < model.rc2) acc.template add<ENERGY>(molecule_pair(model, i, j, dx, dy, dz), dx, dy, dz);
-  }
-}
-
-// list_row for a uniform system of NL Lennard-Jones centres and NQ charges per molecule (ShapedSites):
-// molecule i's sites loaded once for its whole row, the pair body unrolled: list_row's operations.
-template <int NL, int NQ, bool PBC, bool ENERGY, typename Real, typename Acc>
-__host__ __device__ __forceinline__ void list_row_shaped(int i, const Vec4<Real>* __restrict__ c, const Box<Real>& box,
-                                                         const int* __restrict__ row, int n,
-                                                         const MoleculeModel<Real>& model, MoleculeAcc<Real, Acc>& acc,
-                                                         int lane, int step) {
   const Vec4<Real> ci = c[i];
   const ShapedSites<NL, NQ, Real> si(model, i);
   for (int k = lane; k < n; k += step) {
     const int j = row[k];
     Real dx, dy, dz;
     const Real r2 = centre_separation<PBC>(ci, c[j], box, dx, dy, dz);
-    if (r2 < model.rc2) acc.template add<ENERGY>(molecule_pair_shaped<NL, NQ>(model, si, j, dx, dy, dz), dx, dy, dz);
+    if (r2 < model.rc2) acc.template add<ENERGY>(pair_body<NL, NQ>(model, si, i, j, dx, dy, dz), dx, dy, dz);
   }
 }
 
@@ -253,20 +246,21 @@ __host__ __device__ __forceinline__ void add_pair_to_i(const MoleculePairResult<
 // (torque_on_j) added in global memory, the pair's energy and virial into acc; returns the lane's part
 // of the force and torque on i (the caller sums the lanes' parts and adds them to i). Within one i the
 // lanes' j are distinct; the caller orders the i (a warp barrier between them).
-template <bool PBC, bool ENERGY, typename Real, typename Acc>
+template <bool PBC, bool ENERGY, int NL = 0, int NQ = 0, typename Real, typename Acc>
 __host__ __device__ __forceinline__ void c08_lane(int i, int qi, int ca, int cb, const Vec4<Real>* __restrict__ c,
                                                   const Box<Real>& box, const int* __restrict__ start,
                                                   const int* __restrict__ order, const MoleculeModel<Real>& model,
                                                   Acc* __restrict__ force, Acc* __restrict__ torque,
                                                   MoleculeAcc<Real, Acc>& acc, int lane, int step, Acc (&fi)[6]) {
   const Vec4<Real> ci = c[i];
+  const ShapedSites<NL, NQ, Real> si(model, i);
   for (int k = 0; k < 6; ++k) fi[k] = Acc(0);
   for (int qj = (ca == cb ? qi + 1 : start[cb]) + lane; qj < start[cb + 1]; qj += step) {
     const int j = order[qj];
     Real dx, dy, dz;
     const Real r2 = centre_separation<PBC>(ci, c[j], box, dx, dy, dz);
     if (!(r2 < model.rc2)) continue;
-    const MoleculePairResult<Real> o = molecule_pair(model, i, j, dx, dy, dz);
+    const MoleculePairResult<Real> o = pair_body<NL, NQ>(model, si, i, j, dx, dy, dz);
     Real sx, sy, sz;
     torque_on_j(o, dx, dy, dz, sx, sy, sz);
     add_pair_to_i(o, fi);
@@ -293,7 +287,7 @@ __host__ __device__ __forceinline__ void add_to_molecule(int i, const Acc (&fi)[
 // One cell pair (ca, cb) with Newton3, all of it by one thread (parity_thread_csr's cell pair, and each of
 // c08_base's): every molecule i of ca against cb's molecules (after i where ca == cb), each pair once, the
 // force and torque on i added once its partners are done, j's written as they come (c08_lane).
-template <bool PBC, bool ENERGY, typename Real, typename Acc>
+template <bool PBC, bool ENERGY, int NL = 0, int NQ = 0, typename Real, typename Acc>
 __host__ __device__ __forceinline__ void cell_pair_thread(int ca, int cb, const Vec4<Real>* __restrict__ c,
                                                           const Box<Real>& box, const int* __restrict__ start,
                                                           const int* __restrict__ order,
@@ -302,7 +296,7 @@ __host__ __device__ __forceinline__ void cell_pair_thread(int ca, int cb, const 
   for (int qi = start[ca]; qi < start[ca + 1]; ++qi) {
     const int i = order[qi];
     Acc fi[6];
-    c08_lane<PBC, ENERGY>(i, qi, ca, cb, c, box, start, order, model, force, torque, acc, 0, 1, fi);
+    c08_lane<PBC, ENERGY, NL, NQ>(i, qi, ca, cb, c, box, start, order, model, force, torque, acc, 0, 1, fi);
     add_to_molecule(i, fi, force, torque);
   }
 }
@@ -312,7 +306,7 @@ __host__ __device__ __forceinline__ void cell_pair_thread(int ca, int cb, const 
 // bases), each molecule pair once: the force and torque on i added, the force subtracted from j and j's
 // torque (torque_on_j) added, in global memory (bases of one colour touch disjoint cells); the pairs'
 // energy and virial into acc. A thread takes every partner of each i (cell_pair_thread).
-template <bool PBC, bool ENERGY, typename Real, typename Acc>
+template <bool PBC, bool ENERGY, int NL = 0, int NQ = 0, typename Real, typename Acc>
 __host__ __device__ __forceinline__ void c08_base(int bx, int by, int bz, const Vec4<Real>* __restrict__ c,
                                                   const Box<Real>& box, const int* __restrict__ start,
                                                   const int* __restrict__ order, const MoleculeGrid& g,
@@ -323,19 +317,20 @@ __host__ __device__ __forceinline__ void c08_base(int bx, int by, int bz, const 
     int ca, cb;
     c08_cells(p, bx, by, bz, g, ca, cb);
     if (ca < 0 || cb < 0) continue;
-    cell_pair_thread<PBC, ENERGY>(ca, cb, c, box, start, order, model, force, torque, acc);
+    cell_pair_thread<PBC, ENERGY, NL, NQ>(ca, cb, c, box, start, order, model, force, torque, acc);
   }
 }
 
 // parity_block_csr's step s for one lane of the warp that holds a block of up to 32 molecules of cell A
-// (the lane's molecule i at centre ci where `active`) against a staged block of cell B (nbj molecules:
+// (the lane's molecule i at centre ci, its sites si, where `active`) against a staged block of cell B (nbj molecules:
 // their indices sj and centres sc): the lane meets slot (lane + s) mod 32, so within a step no two lanes
 // share a B molecule. The force and torque on i go into fi, those on j into the slot's sums sf[k * 32 +
 // slot] (k: force x, y, z, torque x, y, z). The diagonal (a block with itself) takes steps 1 to 16, step
 // 16 by lanes 0 to 15 only: each pair of the block once.
-template <bool PBC, bool ENERGY, typename Real, typename Acc>
+template <bool PBC, bool ENERGY, int NL = 0, int NQ = 0, typename Real, typename Acc>
 __host__ __device__ __forceinline__ void block_step(int lane, int s, bool diagonal, bool active, int i,
-                                                    const Vec4<Real>& ci, int nbj, const int* sj,
+                                                    const Vec4<Real>& ci, const ShapedSites<NL, NQ, Real>& si,
+                                                    int nbj, const int* sj,
                                                     const Vec4<Real>* sc, Acc* sf, const Box<Real>& box,
                                                     const MoleculeModel<Real>& model, MoleculeAcc<Real, Acc>& acc,
                                                     Acc (&fi)[6]) {
@@ -343,7 +338,7 @@ __host__ __device__ __forceinline__ void block_step(int lane, int s, bool diagon
   if (!active || slot >= nbj || (diagonal && s == 16 && lane >= 16)) return;
   Real dx, dy, dz;
   if (!(centre_separation<PBC>(ci, sc[slot], box, dx, dy, dz) < model.rc2)) return;
-  const MoleculePairResult<Real> o = molecule_pair(model, i, sj[slot], dx, dy, dz);
+  const MoleculePairResult<Real> o = pair_body<NL, NQ>(model, si, i, sj[slot], dx, dy, dz);
   Real tx, ty, tz;
   torque_on_j(o, dx, dy, dz, tx, ty, tz);
   add_pair_to_i(o, fi);
@@ -360,7 +355,7 @@ __host__ __device__ __forceinline__ void block_step(int lane, int s, bool diagon
 // two-pass form, and their intra-cell pass, the port's processCell): i against every molecule of cell b
 // (j != i), the force and torque written on i alone. The energy and virial of a pair count once: on the
 // side with a < b, or within a cell where i < j.
-template <bool PBC, bool ENERGY, typename Real, typename Acc>
+template <bool PBC, bool ENERGY, int NL = 0, int NQ = 0, typename Real, typename Acc>
 __host__ __device__ __forceinline__ void one_side_lane(int a, int b, int w, int lane, const Vec4<Real>* __restrict__ c,
                                                        const Box<Real>& box, const int* __restrict__ start,
                                                        const int* __restrict__ order, const MoleculeModel<Real>& model,
@@ -370,13 +365,14 @@ __host__ __device__ __forceinline__ void one_side_lane(int a, int b, int w, int 
   if (ia >= start[a + 1] - start[a]) return;
   const int i = order[start[a] + ia];
   const Vec4<Real> ci = c[i];
+  const ShapedSites<NL, NQ, Real> si(model, i);
   Acc fi[6] = {Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0)};
   for (int q = start[b]; q < start[b + 1]; ++q) {
     const int j = order[q];
     if (j == i) continue;
     Real dx, dy, dz;
     if (!(centre_separation<PBC>(ci, c[j], box, dx, dy, dz) < model.rc2)) continue;
-    const MoleculePairResult<Real> o = molecule_pair(model, i, j, dx, dy, dz);
+    const MoleculePairResult<Real> o = pair_body<NL, NQ>(model, si, i, j, dx, dy, dz);
     add_pair_to_i(o, fi);
     if (a < b || (a == b && i < j)) acc.template sums<ENERGY>(o, dx, dy, dz);
   }

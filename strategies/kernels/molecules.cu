@@ -7,7 +7,9 @@
 // W = sum over pairs of d F_i^T (d = c_i - c_j, the centre-of-mass convention, 9 entries: a molecule
 // system's virial is not symmetric) are summed per block into `partial` (kMolSums values a slot) with
 // the molecule pairs into `count`, and halved on the host where every pair was visited twice. Centres are
-// relative to the box centre. What each thread does is in molecule_rows.cuh.
+// relative to the box centre. What each thread does is in molecule_rows.cuh. Every traversal kernel's last
+// two template arguments, NL and NQ, are the pair body's site shape (molecules_cuda.site_shape): unrolled
+// for a uniform system of NL Lennard-Jones centres and NQ charges, the general loops for 0, 0.
 //   allpairs_thread_naive   a thread per molecule i against every j (minimum image)
 //   fullshell_thread_csr    a thread per molecule (in cell order) over the 27 cells around its own
 //   fullshell_warp_csr      a warp per molecule, its lanes over the candidates of those cells (the
@@ -142,21 +144,21 @@ __device__ __forceinline__ void group_store(const MoleculeAcc<Real, Acc>& acc, i
       const Vec4<Real> *__restrict__ A, const Vec4<Real> *__restrict__ E, Acc *__restrict__ force,                 \
       Acc *__restrict__ torque, Acc *__restrict__ partial, unsigned long long *__restrict__ count
 
-template <typename Real, typename Acc, int BLOCK, bool PBC, bool ENERGY>
+template <typename Real, typename Acc, int BLOCK, bool PBC, bool ENERGY, int NL, int NQ>
 __global__ void __launch_bounds__(BLOCK)
 molecule_allpairs_thread(const int m, const Vec4<Real>* __restrict__ c, const Box<Real> box, MOLECULE_ARGS) {
   const MoleculeModel<Real> model(params, span, comp, A, E);
   const int i = blockIdx.x * BLOCK + threadIdx.x;
   MoleculeAcc<Real, Acc> acc;
   if (i < m) {
-    allpairs_row<PBC, ENERGY>(i, m, c, box, model, acc, 0, 1);
+    allpairs_row<PBC, ENERGY, NL, NQ>(i, m, c, box, model, acc, 0, 1);
     acc.store(i, force, torque);
   }
   block_end<BLOCK, ENERGY>(acc, partial, count, blockIdx.x);
 }
 
 // fullshell_thread_csr: thread t takes molecule order[t] (cell order: a warp's molecules share cells).
-template <typename Real, typename Acc, int BLOCK, bool PBC, bool ENERGY>
+template <typename Real, typename Acc, int BLOCK, bool PBC, bool ENERGY, int NL, int NQ>
 __global__ void __launch_bounds__(BLOCK)
 molecule_fullshell_thread(const int m, const Vec4<Real>* __restrict__ c, const Box<Real> box,
                           const int* __restrict__ cell, const int* __restrict__ start, const int* __restrict__ order,
@@ -168,14 +170,14 @@ molecule_fullshell_thread(const int m, const Vec4<Real>* __restrict__ c, const B
   MoleculeAcc<Real, Acc> acc;
   if (t < m) {
     const int i = order[t];
-    shell_row<PBC, ENERGY>(i, c, box, cell, start, order, g, model, acc, 0, 1);
+    shell_row<PBC, ENERGY, NL, NQ>(i, c, box, cell, start, order, g, model, acc, 0, 1);
     acc.store(i, force, torque);
   }
   block_end<BLOCK, ENERGY>(acc, partial, count, blockIdx.x);
 }
 
 // fullshell_warp_csr: warp w takes molecule order[w], lane l every 32nd candidate from l.
-template <typename Real, typename Acc, int BLOCK, bool PBC, bool ENERGY>
+template <typename Real, typename Acc, int BLOCK, bool PBC, bool ENERGY, int NL, int NQ>
 __global__ void __launch_bounds__(BLOCK)
 molecule_fullshell_warp(const int m, const Vec4<Real>* __restrict__ c, const Box<Real> box,
                         const int* __restrict__ cell, const int* __restrict__ start, const int* __restrict__ order,
@@ -188,7 +190,7 @@ molecule_fullshell_warp(const int m, const Vec4<Real>* __restrict__ c, const Box
   MoleculeAcc<Real, Acc> acc;
   if (w < m) {  // the whole warp takes the same branch
     const int i = order[w];
-    shell_row<PBC, ENERGY>(i, c, box, cell, start, order, g, model, acc, lane, 32);
+    shell_row<PBC, ENERGY, NL, NQ>(i, c, box, cell, start, order, g, model, acc, lane, 32);
     warp_store(acc, i, lane, force, torque);
   }
   block_end<BLOCK, ENERGY>(acc, partial, count, blockIdx.x);
@@ -196,7 +198,7 @@ molecule_fullshell_warp(const int m, const Vec4<Real>* __restrict__ c, const Box
 
 // c08_thread_csr, one colour: thread t takes base bases[t] (3 ints); force and torque are added to
 // (zeroed before the first colour); block sums into slot slot0 + blockIdx.x.
-template <typename Real, typename Acc, int BLOCK, bool PBC, bool ENERGY>
+template <typename Real, typename Acc, int BLOCK, bool PBC, bool ENERGY, int NL, int NQ>
 __global__ void __launch_bounds__(BLOCK)
 molecule_c08_thread(const int nbases, const int* __restrict__ bases, const Vec4<Real>* __restrict__ c,
                     const Box<Real> box, const int* __restrict__ start, const int* __restrict__ order, const int nx,
@@ -207,8 +209,8 @@ molecule_c08_thread(const int nbases, const int* __restrict__ bases, const Vec4<
   const int t = blockIdx.x * BLOCK + threadIdx.x;
   MoleculeAcc<Real, Acc> acc;  // energy, virial and pairs: forces and torques go to global memory
   if (t < nbases) {
-    c08_base<PBC, ENERGY>(bases[3 * t + 0], bases[3 * t + 1], bases[3 * t + 2], c, box, start, order, g, model, force,
-                          torque, acc);
+    c08_base<PBC, ENERGY, NL, NQ>(bases[3 * t + 0], bases[3 * t + 1], bases[3 * t + 2], c, box, start, order, g, model,
+                                  force, torque, acc);
   }
   block_end<BLOCK, ENERGY>(acc, partial, count, slot0 + blockIdx.x);
 }
@@ -217,7 +219,7 @@ molecule_c08_thread(const int nbases, const int* __restrict__ bases, const Vec4<
 // turn, the whole warp together) the lanes split i's candidates j (c08_lane: distinct j per lane, written
 // directly), then their parts of i's force and torque are summed across the warp (warp_sum) and lane 0
 // adds them to i. Warp barriers order one i's writes before the next i's reads.
-template <typename Real, typename Acc, int BLOCK, bool PBC, bool ENERGY>
+template <typename Real, typename Acc, int BLOCK, bool PBC, bool ENERGY, int NL, int NQ>
 __global__ void __launch_bounds__(BLOCK)
 molecule_c08_warp(const int nbases, const int* __restrict__ bases, const Vec4<Real>* __restrict__ c,
                   const Box<Real> box, const int* __restrict__ start, const int* __restrict__ order, const int nx,
@@ -237,7 +239,7 @@ molecule_c08_warp(const int nbases, const int* __restrict__ bases, const Vec4<Re
       for (int qi = start[ca]; qi < start[ca + 1]; ++qi) {
         const int i = order[qi];
         Acc fi[6];
-        c08_lane<PBC, ENERGY>(i, qi, ca, cb, c, box, start, order, model, force, torque, acc, lane, 32, fi);
+        c08_lane<PBC, ENERGY, NL, NQ>(i, qi, ca, cb, c, box, start, order, model, force, torque, acc, lane, 32, fi);
         __syncwarp();
 #pragma unroll
         for (int k = 0; k < 6; ++k) fi[k] = warp_sum(fi[k]);
@@ -254,7 +256,7 @@ molecule_c08_warp(const int nbases, const int* __restrict__ bases, const Vec4<Re
 // parity_thread_csr: the ls1-MarDyn port's reference processor on the parity-plane traverser. One launch
 // is one layer of cell pairs (strategies/schedules.py parity_launches, decoded on the host into `pairs`),
 // every cell in at most one pair, so Newton3's writes need no atomics; a thread takes a whole cell pair.
-template <typename Real, typename Acc, int BLOCK, bool PBC, bool ENERGY>
+template <typename Real, typename Acc, int BLOCK, bool PBC, bool ENERGY, int NL, int NQ>
 __global__ void __launch_bounds__(BLOCK)
 molecule_parity_thread(const int npairs, const int2* __restrict__ pairs, const Vec4<Real>* __restrict__ c,
                        const Box<Real> box, const int* __restrict__ start, const int* __restrict__ order,
@@ -262,7 +264,9 @@ molecule_parity_thread(const int npairs, const int2* __restrict__ pairs, const V
   const MoleculeModel<Real> model(params, span, comp, A, E);
   const int t = blockIdx.x * BLOCK + threadIdx.x;
   MoleculeAcc<Real, Acc> acc;
-  if (t < npairs) cell_pair_thread<PBC, ENERGY>(pairs[t].x, pairs[t].y, c, box, start, order, model, force, torque, acc);
+  if (t < npairs) {
+    cell_pair_thread<PBC, ENERGY, NL, NQ>(pairs[t].x, pairs[t].y, c, box, start, order, model, force, torque, acc);
+  }
   block_end<BLOCK, ENERGY>(acc, partial, count, slot0 + blockIdx.x);
 }
 
@@ -272,7 +276,7 @@ molecule_parity_thread(const int npairs, const int2* __restrict__ pairs, const V
 // steps. B's sums go to global memory once its block is done, A's once all of B is: the caller makes sure
 // no other warp writes cells a and b meanwhile. Within a cell (a == b): blocks of B up to A's own, the
 // diagonal by half the steps.
-template <bool PBC, bool ENERGY, typename Real, typename Acc>
+template <bool PBC, bool ENERGY, int NL, int NQ, typename Real, typename Acc>
 __device__ __forceinline__ void warp_cell_pair(int a, int b, int lane, int* s_j, Vec4<Real>* s_c, Acc* s_f,
                                                const Vec4<Real>* __restrict__ c, const Box<Real>& box,
                                                const int* __restrict__ start, const int* __restrict__ order,
@@ -285,6 +289,7 @@ __device__ __forceinline__ void warp_cell_pair(int a, int b, int lane, int* s_j,
     const bool active = ia < na;
     const int i = active ? order[start[a] + ia] : order[start[a]];
     const Vec4<Real> ci = c[i];
+    const ShapedSites<NL, NQ, Real> si(model, i);
     Acc fi[6] = {Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0)};
     const int blocks_b = same ? ba + 1 : (nb + 31) / 32;
     for (int bb = 0; bb < blocks_b; ++bb) {
@@ -300,7 +305,7 @@ __device__ __forceinline__ void warp_cell_pair(int a, int b, int lane, int* s_j,
       for (int k = 0; k < 6; ++k) s_f[k * 32 + lane] = Acc(0);
       __syncwarp();
       for (int s = diagonal ? 1 : 0; s <= (diagonal ? 16 : 31); ++s) {
-        block_step<PBC, ENERGY>(lane, s, diagonal, active, i, ci, nbj, s_j, s_c, s_f, box, model, acc, fi);
+        block_step<PBC, ENERGY>(lane, s, diagonal, active, i, ci, si, nbj, s_j, s_c, s_f, box, model, acc, fi);
         __syncwarp();  // the next step hands this slot to another lane
       }
       if (jb < nb) {  // slot lane of B, by the lane that staged it
@@ -320,7 +325,7 @@ __device__ __forceinline__ void warp_cell_pair(int a, int b, int lane, int* s_j,
 // parity_block_csr: the port's thread-block processor on the same layers, a block of 32 threads per cell
 // pair (a cell of molecules holds tens of them: about 25 in water's 9 A cells), warp_cell_pair's loops.
 // Each cell belongs to one block of the launch.
-template <typename Real, typename Acc, bool PBC, bool ENERGY>
+template <typename Real, typename Acc, bool PBC, bool ENERGY, int NL, int NQ>
 __global__ void __launch_bounds__(32)
 molecule_parity_block(const int npairs, const int2* __restrict__ pairs, const Vec4<Real>* __restrict__ c,
                       const Box<Real> box, const int* __restrict__ start, const int* __restrict__ order,
@@ -332,7 +337,8 @@ molecule_parity_block(const int npairs, const int2* __restrict__ pairs, const Ve
   MoleculeAcc<Real, Acc> acc;
   const int a = pairs[blockIdx.x].x, b = pairs[blockIdx.x].y;
   if (start[a + 1] > start[a] && start[b + 1] > start[b]) {  // the whole block takes the same branch
-    warp_cell_pair<PBC, ENERGY>(a, b, threadIdx.x, s_j, s_c, s_f, c, box, start, order, model, force, torque, acc);
+    warp_cell_pair<PBC, ENERGY, NL, NQ>(a, b, threadIdx.x, s_j, s_c, s_f, c, box, start, order, model, force, torque,
+                                        acc);
   }
   block_end<32, ENERGY>(acc, partial, count, slot0 + blockIdx.x);
 }
@@ -349,7 +355,7 @@ molecule_parity_block(const int npairs, const int2* __restrict__ pairs, const Ve
 constexpr int kMolTwoPass = 0, kMolShared = 1;
 constexpr int kMolWarps = 4;
 
-template <typename Real, typename Acc, bool PBC, bool ENERGY, int MODE>
+template <typename Real, typename Acc, bool PBC, bool ENERGY, int MODE, int NL, int NQ>
 __global__ void __launch_bounds__(kMolWarps * 32)
 molecule_parity_warpblock(const int npairs, const int2* __restrict__ pairs, const Vec4<Real>* __restrict__ c,
                           const Box<Real> box, const int* __restrict__ start, const int* __restrict__ order,
@@ -371,11 +377,11 @@ molecule_parity_warpblock(const int npairs, const int2* __restrict__ pairs, cons
     if (a == b && job >= npairs) continue;  // a cell with itself is one job
     if (MODE == kMolTwoPass || a == b) {
       for (int w = 0; w * 32 < start[a + 1] - start[a]; ++w) {
-        one_side_lane<PBC, ENERGY>(a, b, w, lane, c, box, start, order, model, force, torque, acc);
+        one_side_lane<PBC, ENERGY, NL, NQ>(a, b, w, lane, c, box, start, order, model, force, torque, acc);
       }
     } else if (start[a + 1] > start[a] && start[b + 1] > start[b]) {
-      warp_cell_pair<PBC, ENERGY>(a, b, lane, s_j[warp], s_c[warp], s_f[warp], c, box, start, order, model, force,
-                                  torque, acc);
+      warp_cell_pair<PBC, ENERGY, NL, NQ>(a, b, lane, s_j[warp], s_c[warp], s_f[warp], c, box, start, order, model,
+                                          force, torque, acc);
     }
     if constexpr (ENERGY) job_sums(acc, lane, partial, count, slot0 + job);
     __syncwarp();
@@ -396,7 +402,6 @@ __global__ void molecule_list_build(const int m, const Vec4<Real>* __restrict__ 
 }
 
 // verlet_thread_padded: thread t takes molecule order[t] over its row (both directions: no Newton3).
-// NL, NQ > 0: a uniform system of that site shape, the rows through list_row_shaped (molecules_cuda.site_shape).
 template <typename Real, typename Acc, int BLOCK, bool PBC, bool ENERGY, int NL, int NQ>
 __global__ void __launch_bounds__(BLOCK)
 molecule_verlet_thread(const int m, const Vec4<Real>* __restrict__ c, const Box<Real> box,
@@ -408,7 +413,7 @@ molecule_verlet_thread(const int m, const Vec4<Real>* __restrict__ c, const Box<
   if (t < m) {
     const int i = order[t];
     if constexpr (NL + NQ > 0) {
-      list_row_shaped<NL, NQ, PBC, ENERGY>(i, c, box, list + static_cast<size_t>(i) * cap, counts[i], model, acc, 0, 1);
+      list_row<PBC, ENERGY, NL, NQ>(i, c, box, list + static_cast<size_t>(i) * cap, counts[i], model, acc, 0, 1);
     } else if (model.uniform()) {  // the same call twice: each copy compiled knowing how the sites are found
       list_row<PBC, ENERGY>(i, c, box, list + static_cast<size_t>(i) * cap, counts[i], model, acc, 0, 1);
     } else {
@@ -422,7 +427,7 @@ molecule_verlet_thread(const int m, const Vec4<Real>* __restrict__ c, const Box<
 // verlet_warp_padded: a group of `lanes` lanes of a warp (a power of two, 2 to 32: molecules_cuda.lanes()
 // picks it from the rows' length) takes molecule order[w], lane l of the group every lanes-th entry of
 // its row from l; then a sum over the group's lanes. Fewer lanes than 32 leave fewer of them idle on a
-// row's last stride and inside the cutoff test. NL, NQ: as molecule_verlet_thread's.
+// row's last stride and inside the cutoff test.
 template <typename Real, typename Acc, int BLOCK, bool PBC, bool ENERGY, int NL, int NQ>
 __global__ void __launch_bounds__(BLOCK)
 molecule_verlet_warp(const int m, const Vec4<Real>* __restrict__ c, const Box<Real> box,
@@ -436,8 +441,8 @@ molecule_verlet_warp(const int m, const Vec4<Real>* __restrict__ c, const Box<Re
   if (w < m) {  // the lanes of a group take the same branch
     i = order[w];
     if constexpr (NL + NQ > 0) {
-      list_row_shaped<NL, NQ, PBC, ENERGY>(i, c, box, list + static_cast<size_t>(i) * cap, counts[i], model, acc,
-                                           lane, lanes);
+      list_row<PBC, ENERGY, NL, NQ>(i, c, box, list + static_cast<size_t>(i) * cap, counts[i], model, acc, lane,
+                                    lanes);
     } else if (model.uniform()) {  // the same call twice: each copy compiled knowing how the sites are found
       list_row<PBC, ENERGY>(i, c, box, list + static_cast<size_t>(i) * cap, counts[i], model, acc, lane, lanes);
     } else {

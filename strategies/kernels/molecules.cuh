@@ -321,9 +321,9 @@ __host__ __device__ __forceinline__ MoleculePairResult<Real> molecule_pair(const
 
 // A uniform system's molecules of NL Lennard-Jones centres and then NQ charges, no dipoles or quadrupoles
 // (molecules_cuda.site_shape): molecule i's site offsets held in registers for all its partners, and the
-// Lennard-Jones centres' (sigma, sqrt(eps), 0, kind), molecule 0's (the same in every molecule). The list
-// kernels load them once per row where molecule_pair's loops, their bounds known only at run time, load
-// them again for every partner.
+// Lennard-Jones centres' (sigma, sqrt(eps), 0, kind), molecule 0's (the same in every molecule). The
+// traversals load them once per molecule i where molecule_pair's loops, their bounds known only at run
+// time, load them again for every partner. NL = NQ = 0: the general body, which holds nothing.
 template <int NL, int NQ, typename Real>
 struct ShapedSites {
   Vec4<Real> a[NL + NQ];
@@ -335,6 +335,11 @@ struct ShapedSites {
 #pragma unroll
     for (int s = 0; s < NL; ++s) e[s] = m.E[s];
   }
+};
+
+template <typename Real>
+struct ShapedSites<0, 0, Real> {
+  __host__ __device__ __forceinline__ ShapedSites(const MoleculeModel<Real>&, int) {}
 };
 
 // molecule_pair for those molecules, its loops unrolled: i's sites from `si`, j's from A at j (NL + NQ).
@@ -392,6 +397,19 @@ __host__ __device__ __forceinline__ MoleculePairResult<Real> molecule_pair_shape
   }
   switch_pair(m, o, dx, dy, dz);
   return o;
+}
+
+// The molecule-pair body every traversal calls, with molecule i's sites `si` loaded for it: unrolled for a
+// fixed shape (NL + NQ > 0), molecule_pair's general loops otherwise.
+template <int NL, int NQ, typename Real>
+__host__ __device__ __forceinline__ MoleculePairResult<Real> pair_body(const MoleculeModel<Real>& m,
+                                                               const ShapedSites<NL, NQ, Real>& si, int i, int j,
+                                                               Real dx, Real dy, Real dz) {
+  if constexpr (NL + NQ > 0) {
+    return molecule_pair_shaped<NL, NQ>(m, si, j, dx, dy, dz);
+  } else {
+    return molecule_pair(m, i, j, dx, dy, dz);
+  }
 }
 
 // The torque on j of the pair whose force and torque on i are o, at d = c_i - c_j: -tau_i - d x F_i.

@@ -2,9 +2,9 @@
 // after thread (nvcc compiles it for the CPU; no GPU needed), for tests/test_gpu_molecules.py. The kernels
 // of molecules.cu are thin wrappers around these functions; what the host does not run is theirs alone:
 // the block and warp reductions (summed here in plain order) and CuPy's sort of the cells (a stable sort
-// here). REAL is double (-DREAL=double). A third argument, "unrolled", runs the list modes (4, 5) through
-// the list kernels' unrolled body (list_row_shaped) for the shapes shaped_row() has. Input, raw
-// little-endian arrays:
+// here). REAL is double (-DREAL=double). A third argument, "unrolled", runs every mode through the pair
+// body unrolled for the model's site shape (NL, NQ > 0: one of those main() has), as the kernels do for
+// a uniform system of Lennard-Jones centres and charges. Input, raw little-endian arrays:
 //   int32 nsites, M, C, mode, nx, ny, nz, px, py, pz, cap, ncolours
 //   REAL params[8 + 2 C^2 + 3 C], box[6] (lengths, inverse lengths, 0 on open axes), lo[3], side[3], reach^2
 //   int32 first[M + 1], comp[M], owner[nsites]; REAL bodyA[nsites][4], bodyE[nsites][4], quat[M][4],
@@ -50,7 +50,7 @@ struct Sums {
 };
 
 // molecules.cu's warp_cell_pair with its 32 lanes in turn at every step (the lanes' slots differ within a step).
-template <bool PBC>
+template <bool PBC, int NL, int NQ>
 static void warp_cell_pair_on_host(int a, int b, const std::vector<Vec4<Real>>& c, const Box<Real>& box,
                                    const std::vector<int>& start, const std::vector<int>& order,
                                    const MoleculeModel<Real>& model, std::vector<Acc>& force, std::vector<Acc>& torque,
@@ -79,8 +79,9 @@ static void warp_cell_pair_on_host(int a, int b, const std::vector<Vec4<Real>>& 
       }
       for (int s = diagonal ? 1 : 0; s <= (diagonal ? 16 : 31); ++s) {
         for (int lane = 0; lane < 32; ++lane) {
-          block_step<PBC, true>(lane, s, diagonal, ba * 32 + lane < na, i[lane], ci[lane], nbj, sj, sc, sf, box, model,
-                                acc[lane], fi[lane]);
+          const ShapedSites<NL, NQ, Real> si(model, i[lane]);
+          block_step<PBC, true>(lane, s, diagonal, ba * 32 + lane < na, i[lane], ci[lane], si, nbj, sj, sc, sf, box,
+                                model, acc[lane], fi[lane]);
         }
       }
       for (int lane = 0; lane < nbj; ++lane) {
@@ -97,25 +98,8 @@ static void warp_cell_pair_on_host(int a, int b, const std::vector<Vec4<Real>>& 
   }
 }
 
-// list_row_shaped for the site shapes the tests give it (NL Lennard-Jones centres, NQ charges: the model's
-// ends), as the list kernels run it with NL, NQ > 0; false for another shape.
-template <bool PBC>
-static bool shaped_row(int i, const std::vector<Vec4<Real>>& c, const Box<Real>& box, const int* row, int n,
-                       const MoleculeModel<Real>& model, MoleculeAcc<Real, Acc>& acc, int lane, int lanes) {
-  const int nl = model.l0, nq = model.q0 - model.l0;
-  if (model.n0 != model.q0) return false;
-#define SHAPED(L, Q)                                                                           \
-  if (nl == L && nq == Q) {                                                                    \
-    list_row_shaped<L, Q, PBC, true>(i, c.data(), box, row, n, model, acc, lane, lanes);       \
-    return true;                                                                               \
-  }
-  SHAPED(1, 3) SHAPED(1, 1) SHAPED(2, 0) SHAPED(0, 2) SHAPED(2, 2)
-#undef SHAPED
-  return false;
-}
-
-template <bool PBC>
-static int traverse(int mode, bool unrolled, int m, const std::vector<Vec4<Real>>& c, const Box<Real>& box,
+template <bool PBC, int NL, int NQ>
+static int traverse(int mode, int m, const std::vector<Vec4<Real>>& c, const Box<Real>& box,
                     const std::vector<int>& cell, const std::vector<int>& start, const std::vector<int>& order,
                     const MoleculeGrid& g, const MoleculeModel<Real>& model, Real reach2, int cap,
                     const std::vector<std::vector<int>>& colours, std::vector<Acc>& force, std::vector<Acc>& torque,
@@ -135,7 +119,7 @@ static int traverse(int mode, bool unrolled, int m, const std::vector<Vec4<Real>
     for (const auto& pairs : colours) {
       for (size_t t = 0; t < pairs.size() / 3; ++t) {
         MoleculeAcc<Real, Acc> acc;
-        cell_pair_thread<PBC, true>(pairs[3 * t], pairs[3 * t + 1], c.data(), box, start.data(), order.data(), model,
+        cell_pair_thread<PBC, true, NL, NQ>(pairs[3 * t], pairs[3 * t + 1], c.data(), box, start.data(), order.data(), model,
                                     force.data(), torque.data(), acc);
         sums.add(acc);
       }
@@ -147,7 +131,7 @@ static int traverse(int mode, bool unrolled, int m, const std::vector<Vec4<Real>
       for (size_t t = 0; t < pairs.size() / 3; ++t) {
         const int a = pairs[3 * t], b = pairs[3 * t + 1];
         if (start[a + 1] > start[a] && start[b + 1] > start[b]) {
-          warp_cell_pair_on_host<PBC>(a, b, c, box, start, order, model, force, torque, sums);
+          warp_cell_pair_on_host<PBC, NL, NQ>(a, b, c, box, start, order, model, force, torque, sums);
         }
       }
     }
@@ -165,13 +149,13 @@ static int traverse(int mode, bool unrolled, int m, const std::vector<Vec4<Real>
           for (int w = 0; w * 32 < start[a + 1] - start[a]; ++w) {
             for (int lane = 0; lane < 32; ++lane) {
               MoleculeAcc<Real, Acc> acc;
-              one_side_lane<PBC, true>(a, b, w, lane, c.data(), box, start.data(), order.data(), model, force.data(),
+              one_side_lane<PBC, true, NL, NQ>(a, b, w, lane, c.data(), box, start.data(), order.data(), model, force.data(),
                                        torque.data(), acc);
               sums.add(acc);
             }
           }
         } else if (start[a + 1] > start[a] && start[b + 1] > start[b]) {
-          warp_cell_pair_on_host<PBC>(a, b, c, box, start, order, model, force, torque, sums);
+          warp_cell_pair_on_host<PBC, NL, NQ>(a, b, c, box, start, order, model, force, torque, sums);
         }
       }
     }
@@ -190,7 +174,7 @@ static int traverse(int mode, bool unrolled, int m, const std::vector<Vec4<Real>
             for (int lane = 0; lane < 32; ++lane) {
               MoleculeAcc<Real, Acc> acc;
               Acc fi[6];
-              c08_lane<PBC, true>(i, qi, ca, cb, c.data(), box, start.data(), order.data(), model, force.data(),
+              c08_lane<PBC, true, NL, NQ>(i, qi, ca, cb, c.data(), box, start.data(), order.data(), model, force.data(),
                                   torque.data(), acc, lane, 32, fi);
               for (int k = 0; k < 6; ++k) total[k] += fi[k];
               sums.add(acc);
@@ -206,7 +190,7 @@ static int traverse(int mode, bool unrolled, int m, const std::vector<Vec4<Real>
     for (const auto& bases : colours) {
       for (size_t t = 0; t < bases.size() / 3; ++t) {
         MoleculeAcc<Real, Acc> acc;
-        c08_base<PBC, true>(bases[3 * t], bases[3 * t + 1], bases[3 * t + 2], c.data(), box, start.data(),
+        c08_base<PBC, true, NL, NQ>(bases[3 * t], bases[3 * t + 1], bases[3 * t + 2], c.data(), box, start.data(),
                             order.data(), g, model, force.data(), torque.data(), acc);
         sums.add(acc);
       }
@@ -222,17 +206,11 @@ static int traverse(int mode, bool unrolled, int m, const std::vector<Vec4<Real>
     for (int lane = 0; lane < lanes; ++lane) {
       MoleculeAcc<Real, Acc> acc;
       if (mode == 0) {
-        allpairs_row<PBC, true>(i, m, c.data(), box, model, acc, lane, lanes);
+        allpairs_row<PBC, true, NL, NQ>(i, m, c.data(), box, model, acc, lane, lanes);
       } else if (mode <= 2) {
-        shell_row<PBC, true>(i, c.data(), box, cell.data(), start.data(), order.data(), g, model, acc, lane, lanes);
-      } else if (unrolled) {  // the list kernels' unrolled body (NL, NQ > 0)
-        if (!shaped_row<PBC>(i, c, box, list.data() + static_cast<size_t>(i) * cap, counts[i], model, acc, lane,
-                             lanes)) {
-          fprintf(stderr, "no unrolled body here for this site shape\n");
-          exit(3);
-        }
+        shell_row<PBC, true, NL, NQ>(i, c.data(), box, cell.data(), start.data(), order.data(), g, model, acc, lane, lanes);
       } else {
-        list_row<PBC, true>(i, c.data(), box, list.data() + static_cast<size_t>(i) * cap, counts[i], model, acc, lane,
+        list_row<PBC, true, NL, NQ>(i, c.data(), box, list.data() + static_cast<size_t>(i) * cap, counts[i], model, acc, lane,
                             lanes);
       }
       total.fx += acc.fx;
@@ -250,7 +228,7 @@ static int traverse(int mode, bool unrolled, int m, const std::vector<Vec4<Real>
 
 int main(int argc, char** argv) {
   if (argc != 3 && argc != 4) return 2;
-  const bool unrolled = argc == 4 && std::string(argv[3]) == "unrolled";  // modes 4 and 5 only
+  const bool unrolled = argc == 4 && std::string(argv[3]) == "unrolled";
   FILE* in = fopen(argv[1], "rb");
   if (!in) return 2;
   int head[12];
@@ -303,10 +281,29 @@ int main(int argc, char** argv) {
   std::vector<Acc> force(3 * m, Acc(0)), torque(3 * m, Acc(0));
   Sums sums;
   const bool pbc = g.px || g.py || g.pz;
-  const int longest = pbc ? traverse<true>(mode, unrolled, m, c, box, cell, start, order, g, model, reach2, cap,
-                                           colours, force, torque, sums)
-                          : traverse<false>(mode, unrolled, m, c, box, cell, start, order, g, model, reach2, cap,
-                                            colours, force, torque, sums);
+  const int nl = static_cast<int>(params[kMoleculeHeader + 2 * C * C]);  // component 0's kind ends
+  const int nq = static_cast<int>(params[kMoleculeHeader + 2 * C * C + 1]) - nl;
+  const int ns = static_cast<int>(params[kMoleculeHeader + 2 * C * C + 2]);
+  int longest = -1;
+#define RUN(L, Q)                                                                                                   \
+  longest = pbc ? traverse<true, L, Q>(mode, m, c, box, cell, start, order, g, model, reach2, cap, colours, force,   \
+                                       torque, sums)                                                                \
+                : traverse<false, L, Q>(mode, m, c, box, cell, start, order, g, model, reach2, cap, colours, force,  \
+                                        torque, sums)
+  if (!unrolled) {
+    RUN(0, 0);
+  } else if (C == 1 && ns == nl + nq) {  // the shapes the tests give (molecules_cuda.site_shape's)
+    if (nl == 1 && nq == 3) RUN(1, 3);
+    if (nl == 1 && nq == 1) RUN(1, 1);
+    if (nl == 2 && nq == 0) RUN(2, 0);
+    if (nl == 0 && nq == 2) RUN(0, 2);
+    if (nl == 2 && nq == 2) RUN(2, 2);
+  }
+#undef RUN
+  if (longest < 0) {
+    fprintf(stderr, "no unrolled body here for this site shape\n");
+    return 3;
+  }
   FILE* out = fopen(argv[2], "wb");
   if (!out) return 2;
   fwrite(force.data(), sizeof(Acc), force.size(), out);
