@@ -180,6 +180,7 @@ def _nve_device(strategy: str, model, mols, precision: str, state: rigid.RigidSt
         now = (bool(sample) and step % sample == 0) or step == steps  # the last step is a sample too
         dev.step(dt, energy=now)
         if now:
+            dev.settle()  # the step's closing half kick (fused steps keep it for the next one), timed with it
             plan.cp.cuda.get_current_stream().synchronize()
             wall += time.perf_counter() - t0
             take(step)
