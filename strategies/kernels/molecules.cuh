@@ -33,7 +33,9 @@
 // its charges, then its dipoles and quadrupoles. The body loops over Lennard-Jones centres with
 // Lennard-Jones centres and charges with charges in lean loops of their own (a water pair is one and nine
 // of those), and takes the multipole terms through the general form above only where a component has
-// dipoles or quadrupoles.
+// dipoles or quadrupoles. For one component of Lennard-Jones centres and charges alone the kernels take
+// molecule_pair_shaped instead: the same loops with their lengths known at compile time, molecule i's
+// sites held in registers across its partners (pair_body chooses, from the kernels' NL and NQ).
 //
 // Parameters (device array in the compute type, host order in molecules_cuda.params()):
 //   0 rc^2, 1 rs, 2 rc, 3 k (Coulomb constant), 4 k_rf, 5 c_rf, 6 rf for dipoles, 7 C (components),
