@@ -31,10 +31,11 @@ COLUMNS = ["strategy", "backend", "scenario", "molecules", "sites", "precision",
 # --launch on molecules: verlet_warp_padded's lanes per molecule (its rule picks otherwise); spans=1: every
 # GPU traversal reads each molecule's site span from memory even with one component (where it counts them
 # from the index otherwise), to compare the two; unrolled=0: the GPU traversals take the general loops where
-# they would unroll the pair body (molecules_cuda.site_shape), unrolled=1 insists on the unrolled one
-LAUNCH = {"lanes": (1, 2, 4, 8, 16, 32), "spans": (0, 1), "unrolled": (0, 1)}
-LAUNCH_HELP = ("molecules take lanes=K (verlet_warp_padded's lanes per molecule), spans=0|1 and unrolled=0|1 (the "
-               "pair body unrolled for its site shape or not)")
+# they would unroll the pair body (molecules_cuda.site_shape), unrolled=1 insists on the unrolled one;
+# counting=0: the centres' cells sorted by CuPy's stable argsort instead of the device counting sort
+LAUNCH = {"lanes": (1, 2, 4, 8, 16, 32), "spans": (0, 1), "unrolled": (0, 1), "counting": (0, 1)}
+LAUNCH_HELP = ("molecules take lanes=K (verlet_warp_padded's lanes per molecule), spans=0|1, unrolled=0|1 (the "
+               "pair body unrolled for its site shape or not) and counting=0|1 (the cells' sort)")
 
 
 def parse_launch(spec: str | None) -> dict:
@@ -53,7 +54,7 @@ def parse_launch(spec: str | None) -> dict:
             k = None
         if k not in LAUNCH[key]:
             raise InputError(f"--launch {key}={value}: one of {', '.join(map(str, LAUNCH[key]))}")
-        out[key] = bool(k) if key in ("spans", "unrolled") else k
+        out[key] = bool(k) if key in ("spans", "unrolled", "counting") else k
     return out
 
 

@@ -123,7 +123,7 @@ def expressions(name: str, precision: str) -> list[str]:
     real, acc = PRECISIONS[precision][:2]
     out = [f"molecule_sites<{real}>"]
     if name != "allpairs_thread_naive":
-        out.append(f"molecule_cell_of<{real}>")
+        out += [f"molecule_cell_of<{real}>", f"molecule_bin_count<{real}>", "molecule_rank_in_cell"]
     if name in LISTS:
         out += [f"molecule_list_build<{real}, {cuda.cbool(pbc)}>" for pbc in (True, False)]
     out += [traversal_expression(name, real, acc, pbc, energy, shape) for shape in (GENERAL, *SHIPPED_SHAPES)
@@ -244,7 +244,7 @@ class MoleculePlan:
     """One traversal and precision on one system of molecules: the device buffers, the kernels, and run()."""
 
     def __init__(self, name: str, mols, model, precision: str, lanes: int | None = None, spans: bool | None = None,
-                 unrolled: bool | None = None):
+                 unrolled: bool | None = None, counting: bool | None = None):
         import cupy as cp
 
         if name not in TRAVERSALS:
@@ -291,6 +291,16 @@ class MoleculePlan:
         self.box = box.view(np.dtype({"names": ["lx", "ly", "lz", "ilx", "ily", "ilz"], "formats": [self.real] * 6}))
         self.fn_sites = cuda.kernel("molecules.cu", f"molecule_sites<{real_c}>")
         self.fn_cell = cuda.kernel("molecules.cu", f"molecule_cell_of<{real_c}>")
+        # the centres' cells by the device counting sort (molecules.cu molecule_bin_count ...), or where
+        # `counting` is False by CuPy's stable argsort (the same arrays; bench --launch counting=0)
+        self.counting = counting is not False
+        if self.counting and name != "allpairs_thread_naive":
+            self.fn_bin = cuda.kernel("molecules.cu", f"molecule_bin_count<{real_c}>")
+            self.fn_rank = cuda.kernel("molecules.cu", "molecule_rank_in_cell")
+            self.fn_scan = cuda.kernel("binning.cu", "scan_counts")
+            self.fn_place = cuda.kernel("binning.cu", "place")
+            self.d_slot, self.d_order_tmp, self.d_order = (cp.empty(max(m, 1), np.int32) for _ in range(3))
+            self.d_bins = None  # per cell: the counts, and the scan's tiles and tickets (sized with the grid)
         # the pair body: unrolled for a uniform system of Lennard-Jones centres and charges (site_shape) unless
         # `unrolled` is False (bench --launch unrolled=0 times the general loops on it)
         self.shape = site_shape(model) if self.uniform and unrolled is not False else GENERAL
@@ -397,15 +407,33 @@ class MoleculePlan:
     def _cells(self) -> tuple:
         """The centres' cells as CSR (d_cell, d_order: a stable sort by cell, d_start); returns the grid's
         kernel arguments (cells and periodicity per axis)."""
+        from .binning import SCAN_TILE
+
         cp = self.cp
         lo, side, dims = self.cells
         R = self.real
-        self.fn_cell((max(1, -(-self.m // 256)),), (256,),
-                     (np.int32(self.m), self.d_c, R(lo[0]), R(lo[1]), R(lo[2]), R(side[0]), R(side[1]), R(side[2]),
-                      np.int32(dims[0]), np.int32(dims[1]), np.int32(dims[2]), self.d_cell))
-        self.d_order = cp.argsort(self.d_cell, kind="stable").astype(np.int32)
-        self.d_start[:] = cp.searchsorted(self.d_cell[self.d_order], cp.arange(len(self.d_start), dtype=np.int32))
-        return (*(np.int32(d) for d in dims), *(np.int32(p) for p in self.periodic))
+        geo = (R(lo[0]), R(lo[1]), R(lo[2]), R(side[0]), R(side[1]), R(side[2]), *(np.int32(d) for d in dims))
+        grid = (*(np.int32(d) for d in dims), *(np.int32(p) for p in self.periodic))
+        if not self.counting:
+            self.fn_cell((max(1, -(-self.m // 256)),), (256,), (np.int32(self.m), self.d_c, *geo, self.d_cell))
+            self.d_order = cp.argsort(self.d_cell, kind="stable").astype(np.int32)
+            self.d_start[:] = cp.searchsorted(self.d_cell[self.d_order], cp.arange(len(self.d_start), dtype=np.int32))
+            return grid
+        ncells = len(self.d_start) - 1
+        if self.d_bins is None or len(self.d_bins[0]) != ncells:
+            ntiles = -(-ncells // SCAN_TILE)
+            self.d_bins = (cp.zeros(ncells, np.int32), cp.zeros(ntiles, np.uint64), cp.zeros(2, np.uint32), ntiles)
+        counts, tiles, tickets, ntiles = self.d_bins
+        if self.m == 0:
+            self.d_start.fill(0)
+            return grid
+        blocks = (max(1, min(-(-self.m // 256), 8 * cuda.sm_count())),)
+        null = np.uint64(0)  # binning.cu's guard: always run
+        self.fn_bin(blocks, (256,), (np.int32(self.m), self.d_c, *geo, self.d_cell, self.d_slot, counts))
+        self.fn_scan((ntiles,), (256,), (counts, np.int32(ncells), self.d_start, tiles, tickets, np.int32(ntiles), null))
+        self.fn_place(blocks, (256,), (self.d_cell, self.d_slot, np.int32(self.m), self.d_start, self.d_order_tmp, null))
+        self.fn_rank(blocks, (256,), (np.int32(self.m), self.d_order_tmp, self.d_cell, self.d_start, self.d_order))
+        return grid
 
     def _build(self, grid) -> None:
         """The list from the cells just made (d_cell, d_start, d_order), its rows widened and built again

@@ -70,6 +70,7 @@ def test_site_pairs_of_two_components_count_each_kind_with_its_own():
     (["--scenario", "spce_water", "--launch", "block=128"], "molecules take lanes=K"),
     (["--scenario", "spce_water", "--launch", "spans=2"], "spans=2: one of 0, 1"),
     (["--scenario", "spce_water", "--launch", "unrolled=yes"], "unrolled=yes: one of 0, 1"),
+    (["--scenario", "spce_water", "--launch", "counting=2"], "counting=2: one of 0, 1"),
     (["--scenario", "spce_water", "--launch", "lanes=many"], "lanes=many"),
 ])
 def test_bench_molecules_refuses_in_one_line(tmp_path, capsys, extra, words):

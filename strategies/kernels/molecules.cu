@@ -55,6 +55,42 @@ __global__ void molecule_cell_of(const int m, const Vec4<Real>* __restrict__ c, 
   if (i < m) cell[i] = cell_index(c[i], lox, loy, loz, sx, sy, sz, nx, ny, nz);
 }
 
+// The centres' cells by a counting sort, in the order a stable sort by cell gives (molecules_cuda's
+// MoleculePlan._cells; CuPy's stable argsort gives the same arrays and is kept beside it):
+//   molecule_bin_count   each molecule's cell (as molecule_cell_of) and a provisional slot in it, one
+//                        atomic per cell a warp touches (counts zero on entry)
+//   scan_counts, place   binning.cu's: the cell starts (the counts zeroed for the next build), and each
+//                        molecule at start + slot in order_tmp
+//   molecule_rank_in_cell  the final order inside each cell: by index, whatever order the atomics took
+// Four launches, no host synchronisation and no allocation.
+template <typename Real>
+__global__ void molecule_bin_count(const int m, const Vec4<Real>* __restrict__ c, const Real lox, const Real loy,
+                                   const Real loz, const Real sx, const Real sy, const Real sz, const int nx,
+                                   const int ny, const int nz, int* __restrict__ cell, int* __restrict__ slot,
+                                   int* __restrict__ counts) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < m; i += gridDim.x * blockDim.x) {
+    const int cc = cell_index(c[i], lox, loy, loz, sx, sy, sz, nx, ny, nz);
+    cell[i] = cc;
+    const unsigned int active = __activemask();
+    const unsigned int peers = __match_any_sync(active, cc);
+    const int lane = threadIdx.x & 31, leader = __ffs(peers) - 1;
+    int base = 0;
+    if (lane == leader) base = atomicAdd(&counts[cc], __popc(peers));
+    base = __shfl_sync(active, base, leader);
+    slot[i] = base + __popc(peers & ((1u << lane) - 1u));
+  }
+}
+
+__global__ void molecule_rank_in_cell(const int m, const int* __restrict__ order_tmp, const int* __restrict__ cell,
+                                      const int* __restrict__ start, int* __restrict__ order) {
+  for (int k = blockIdx.x * blockDim.x + threadIdx.x; k < m; k += gridDim.x * blockDim.x) {
+    const int i = order_tmp[k], cc = cell[i];
+    int rank = 0;
+    for (int q = start[cc]; q < start[cc + 1]; ++q) rank += order_tmp[q] < i;
+    order[start[cc] + rank] = i;
+  }
+}
+
 // The block's energy, virial and pair count into slot `slot` of partial and count (every thread calls
 // it): warp sums, then the warps' sums in warp 0, in a fixed order.
 template <int BLOCK, typename Acc>
