@@ -20,9 +20,10 @@ the traversals of kernels/molecules.cu, named as the point strategies whose loop
                           warps taking jobs with one atomicAdd each (a cell pair, or one side of it, with all
                           its warp blocks); two-pass computes A->B and B->A, each writing its own side, shared
                           computes each pair once with B staged in the warp's shared slots
-  verlet_thread_padded    a list over the centres within (1 + SKIN) rc, a padded row per molecule, kept
-                          across evaluations while no centre has moved more than SKIN rc / 2 since the
-                          build (upload() decides, on the host); a thread per molecule over its row
+  verlet_thread_padded    a list over the centres within (1 + SKIN) rc, a padded row per molecule (built
+                          by a warp per molecule), kept across evaluations while no centre has moved more
+                          than SKIN rc / 2 since the build (upload() or DeviceRigid's drift flag decides);
+                          a thread per molecule over its row
   verlet_warp_padded      the same list, a group of lanes of a warp per molecule over its row (4 to 32 lanes,
                           pick_lanes() from the rows and the molecules), then a sum over the group
 
@@ -125,7 +126,7 @@ def expressions(name: str, precision: str) -> list[str]:
     if name != "allpairs_thread_naive":
         out += [f"molecule_cell_of<{real}>", f"molecule_bin_count<{real}>", "molecule_rank_in_cell"]
     if name in LISTS:
-        out += [f"molecule_list_build<{real}, {cuda.cbool(pbc)}>" for pbc in (True, False)]
+        out += [f"molecule_list_build{w}<{real}, {cuda.cbool(pbc)}>" for pbc in (True, False) for w in ("", "_warp")]
     out += [traversal_expression(name, real, acc, pbc, energy, shape) for shape in (GENERAL, *SHIPPED_SHAPES)
             for pbc in (True, False) for energy in (True, False)]
     out += [f"molecule_kick<{acc}, {acc}>", f"molecule_drift<{real}, {acc}>"]  # DeviceRigid's MD step
@@ -244,7 +245,7 @@ class MoleculePlan:
     """One traversal and precision on one system of molecules: the device buffers, the kernels, and run()."""
 
     def __init__(self, name: str, mols, model, precision: str, lanes: int | None = None, spans: bool | None = None,
-                 unrolled: bool | None = None, counting: bool | None = None):
+                 unrolled: bool | None = None, counting: bool | None = None, warp_build: bool | None = None):
         import cupy as cp
 
         if name not in TRAVERSALS:
@@ -311,7 +312,10 @@ class MoleculePlan:
                     for e in (True, False)}
         self.cells = None
         if name in LISTS:  # the list: built at the first run and again once a centre leaves half the skin
-            self.fn_build = cuda.kernel("molecules.cu", f"molecule_list_build<{real_c}, {cuda.cbool(self.pbc)}>")
+            # a warp per molecule's row (the default), or a thread's (warp_build False): the same rows
+            self.warp_build = warp_build is not False
+            self.fn_build = cuda.kernel("molecules.cu", f"molecule_list_build{'_warp' if self.warp_build else ''}"
+                                                        f"<{real_c}, {cuda.cbool(self.pbc)}>")
             self.reach = (1.0 + SKIN) * model.cutoff
             volume = float(np.prod(self.lengths))
             self.cap = int(1.3 * m / max(volume, 1e-300) * 4.0 / 3.0 * math.pi * self.reach ** 3) + 32
@@ -438,8 +442,9 @@ class MoleculePlan:
     def _build(self, grid) -> None:
         """The list from the cells just made (d_cell, d_start, d_order), its rows widened and built again
         where one overflowed (the host reads the longest row: one synchronisation per build)."""
+        threads = self.m * (32 if self.warp_build else 1)
         while True:
-            self.fn_build((max(1, -(-self.m // 256)),), (256,),
+            self.fn_build((max(1, -(-threads // 256)),), (256,),
                           (np.int32(self.m), self.d_c, self.box, self.d_cell, self.d_start, self.d_order, *grid,
                            self.real(self.reach * self.reach), np.int32(self.cap), self.d_list, self.d_counts))
             longest = int(self.d_counts.max().get()) if self.m else 0

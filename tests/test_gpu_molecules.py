@@ -507,6 +507,33 @@ def test_the_device_counting_sort_gives_the_stable_argsort_s_cells(name, periodi
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("periodic, two", [(True, False), (False, False), (True, True)])
+def test_the_warp_list_build_writes_the_thread_build_s_rows(periodic, two):
+    """The Verlet list built by a warp per molecule (the default) and by a thread per molecule: the same
+    counts and the same rows entry by entry, also where a row overflows a narrow cap (counted beyond it)."""
+    mols, model = _all_kinds(periodic=periodic, two=two)
+    rows = []
+    for warp in (True, False):
+        plan = molecules_cuda.MoleculePlan("verlet_thread_padded", mols, model, "fp64", warp_build=warp)
+        plan.upload(mols.centres, mols.quaternions)
+        plan.run()
+        counts = plan.d_counts.get()
+        lists = plan.d_list.get().reshape(plan.m, plan.cap)
+        assert counts.max() <= plan.cap
+        narrow = plan.d_counts.copy()
+        plan.cap = 4
+        plan.fn_build((max(1, -(-plan.m * (32 if warp else 1) // 256)),), (256,),
+                      (np.int32(plan.m), plan.d_c, plan.box, plan.d_cell, plan.d_start, plan.d_order, *plan._cells(),
+                       plan.real(plan.reach ** 2), np.int32(4), plan.d_list, narrow))
+        short = plan.d_list.get()[:plan.m * 4].reshape(plan.m, 4)
+        rows.append((counts, [lists[i, :counts[i]] for i in range(plan.m)], narrow.get(), short))
+    (c1, l1, n1, s1), (c2, l2, n2, s2) = rows
+    assert np.array_equal(c1, c2) and np.array_equal(n1, n2) and np.array_equal(n1, c1)
+    assert all(np.array_equal(a, b) for a, b in zip(l1, l2))
+    assert np.array_equal(np.where(np.arange(4) < n1[:, None], s1, 0), np.where(np.arange(4) < n2[:, None], s2, 0))
+
+
+@pytest.mark.gpu
 def test_fused_kicks_give_the_unfused_steps():
     """DeviceRigid with a step's closing half kick fused into the next step's opening one (the default) and
     without: in fp64 the same state after 30 steps with list builds on the way (1e-10), the same builds."""

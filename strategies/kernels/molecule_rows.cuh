@@ -58,11 +58,10 @@ __host__ __device__ __forceinline__ void cell_range(int c, int n, int periodic, 
 
 __host__ __device__ __forceinline__ int wrap_cell(int c, int n) { return c < 0 ? c + n : (c >= n ? c - n : c); }
 
-// visit(q) for the candidates q = start[nb] + lane, + step, ... of every cell nb around cell cc, each
-// neighbour cell once.
+// visit(nb) for every cell nb around cell cc (its own included), each neighbour cell once, in a fixed
+// order (x, then y, then z offsets ascending).
 template <class Visit>
-__host__ __device__ __forceinline__ void for_shell(int cc, const MoleculeGrid& g, const int* __restrict__ start,
-                                                   int lane, int step, Visit&& visit) {
+__host__ __device__ __forceinline__ void for_shell_cells(int cc, const MoleculeGrid& g, Visit&& visit) {
   const int cz = cc % g.nz, cy = (cc / g.nz) % g.ny, cx = cc / (g.nz * g.ny);
   int xl, xh, yl, yh, zl, zh;
   bool ax, ay, az;
@@ -75,11 +74,20 @@ __host__ __device__ __forceinline__ void for_shell(int cc, const MoleculeGrid& g
       const int by = ay ? oy : wrap_cell(cy + oy, g.ny);
       for (int oz = zl; oz <= zh; ++oz) {
         const int bz = az ? oz : wrap_cell(cz + oz, g.nz);
-        const int nb = (bx * g.ny + by) * g.nz + bz;
-        for (int q = start[nb] + lane; q < start[nb + 1]; q += step) visit(q);
+        visit((bx * g.ny + by) * g.nz + bz);
       }
     }
   }
+}
+
+// visit(q) for the candidates q = start[nb] + lane, + step, ... of every cell nb around cell cc, each
+// neighbour cell once.
+template <class Visit>
+__host__ __device__ __forceinline__ void for_shell(int cc, const MoleculeGrid& g, const int* __restrict__ start,
+                                                   int lane, int step, Visit&& visit) {
+  for_shell_cells(cc, g, [&](int nb) {
+    for (int q = start[nb] + lane; q < start[nb + 1]; q += step) visit(q);
+  });
 }
 
 // One thread's (or lane's) sums.

@@ -437,6 +437,43 @@ __global__ void molecule_list_build(const int m, const Vec4<Real>* __restrict__ 
   counts[i] = list_row_build<PBC>(i, c, box, cell, start, order, g, reach2, cap, list + static_cast<size_t>(i) * cap);
 }
 
+// The same rows by a warp per molecule: the lanes test 32 candidates of a cell at once and a ballot places
+// the ones within reach in candidate order, so every row is the one molecule_list_build writes (entry by
+// entry; beyond cap counted, not written).
+template <typename Real, bool PBC>
+__global__ void molecule_list_build_warp(const int m, const Vec4<Real>* __restrict__ c, const Box<Real> box,
+                                         const int* __restrict__ cell, const int* __restrict__ start,
+                                         const int* __restrict__ order, const int nx, const int ny, const int nz,
+                                         const int px, const int py, const int pz, const Real reach2, const int cap,
+                                         int* __restrict__ list, int* __restrict__ counts) {
+  const int lane = threadIdx.x & 31;
+  const int w = static_cast<int>((static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5);
+  if (w >= m) return;  // the whole warp: w is the warp's
+  const int i = order[w];
+  const MoleculeGrid g{nx, ny, nz, px, py, pz};
+  const Vec4<Real> ci = c[i];
+  int* __restrict__ row = list + static_cast<size_t>(i) * cap;
+  int n = 0;
+  for_shell_cells(cell[i], g, [&](int nb) {
+    const int end = start[nb + 1];
+    for (int base = start[nb]; base < end; base += 32) {  // every lane runs every round: the ballot's
+      const int q = base + lane;
+      int j = -1;
+      bool take = false;
+      if (q < end) {
+        j = order[q];
+        Real dx, dy, dz;
+        take = j != i && centre_separation<PBC>(ci, c[j], box, dx, dy, dz) < reach2;
+      }
+      const unsigned int mask = __ballot_sync(0xffffffffu, take);
+      const int at = n + __popc(mask & ((1u << lane) - 1u));
+      if (take && at < cap) row[at] = j;
+      n += __popc(mask);
+    }
+  });
+  if (lane == 0) counts[i] = n;
+}
+
 // verlet_thread_padded: thread t takes molecule order[t] over its row (both directions: no Newton3).
 template <typename Real, typename Acc, int BLOCK, bool PBC, bool ENERGY, int NL, int NQ>
 __global__ void __launch_bounds__(BLOCK)
