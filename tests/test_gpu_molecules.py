@@ -98,13 +98,18 @@ def test_gpu_traversals_agree_with_the_reference(name, precision, periodic, two)
     assert got["pairs"] == want["pairs"]
 
 
+UNROLLED_CASES = ([(name, "fp32", (1, 3), True) for name in molecules_cuda.TRAVERSALS]
+                  + [(name, "fp64", (2, 2), False) for name in molecules_cuda.TRAVERSALS]
+                  + [(name, "mixed", (0, 2), True) for name in molecules_cuda.LISTS])
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("name", molecules_cuda.TRAVERSALS)
-@pytest.mark.parametrize("precision", list(molecules_cuda.PRECISIONS))
-@pytest.mark.parametrize("shape, periodic", [((1, 3), True), ((2, 2), False), ((0, 2), True)])
+@pytest.mark.parametrize("name, precision, shape, periodic", UNROLLED_CASES)
 def test_the_unrolled_pair_body_on_the_gpu_agrees_with_the_reference(name, precision, shape, periodic):
     """The unrolled body on the device (the default where the model has its shape) and the general loops
-    (unrolled=False) in one process: each within verify's bound of the float64 reference, the same pairs."""
+    (unrolled=False) in one process: each within verify's bound of the float64 reference, the same pairs.
+    Every traversal in fp32 (SPC/E's shape, periodic) and fp64 (two centres and two charges, open), the
+    lists in mixed too (charges alone): each specialisation compiles on first use."""
     mols, model = _shaped(*shape, periodic=periodic)
     ok, why = molecules_cuda.applicable(name, mols, model)
     assert ok, why
