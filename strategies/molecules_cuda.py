@@ -129,7 +129,8 @@ def expressions(name: str, precision: str) -> list[str]:
         out += [f"molecule_list_build{w}<{real}, {cuda.cbool(pbc)}>" for pbc in (True, False) for w in ("", "_warp")]
     out += [traversal_expression(name, real, acc, pbc, energy, shape) for shape in (GENERAL, *SHIPPED_SHAPES)
             for pbc in (True, False) for energy in (True, False)]
-    out += [f"molecule_kick<{acc}, {acc}>", f"molecule_drift<{real}, {acc}>"]  # DeviceRigid's MD step
+    out += [f"molecule_kick<{acc}, {acc}>", f"molecule_drift<{real}, {acc}>",  # DeviceRigid's MD step
+            f"molecule_kick_drift<{real}, {acc}, {acc}>"]
     return out
 
 
@@ -516,7 +517,8 @@ class DeviceRigid:
 
     `fused` (the default): a step's closing half kick waits and goes with the next step's opening one, one
     kick of dt where there were two of dt / 2 (the same forces and orientations: the same step up to
-    rounding); settle() applies a waiting half kick, and download() and scale() call it first."""
+    rounding), in one kernel with the drift (molecule_kick_drift); settle() applies a waiting half kick,
+    and download() and scale() call it first."""
 
     def __init__(self, plan: MoleculePlan, state, fused: bool = True):
         cp = plan.cp
@@ -530,6 +532,7 @@ class DeviceRigid:
         real_c, acc_c = PRECISIONS[plan.precision][:2]
         self.fn_kick = cuda.kernel("molecules.cu", f"molecule_kick<{acc_c}, {acc_c}>")
         self.fn_drift = cuda.kernel("molecules.cu", f"molecule_drift<{real_c}, {acc_c}>")
+        self.fn_kick_drift = cuda.kernel("molecules.cu", f"molecule_kick_drift<{real_c}, {acc_c}, {acc_c}>")
         self.grid = (max(1, -(-plan.m // 256)),)
         self.L = np.asarray(plan.lengths, np.float64)
         plan.upload(state.r, state.q)
@@ -558,18 +561,23 @@ class DeviceRigid:
 
     def step(self, dt: float, energy: bool = False) -> None:
         """kick(dt/2), drift(dt), the traversal (with its energy and virial where `energy`), kick(dt/2); fused,
-        the first kick takes the last step's waiting half too and the last one waits (settle)."""
-        cp, plan = self.cp, self.plan
-        self._kick(self.waiting + 0.5 * dt)
-        self.waiting = 0.0
+        the first kick takes the last step's waiting half too, in one kernel with the drift, and the last
+        one waits (settle)."""
+        cp, plan, S = self.cp, self.plan, self.S
         stream = cp.cuda.get_current_stream()
         if self.at is not None:
             cp.cuda.runtime.memsetAsync(self.moved.data.ptr, 0, 4, stream.ptr)
-        self.fn_drift(self.grid, (256,), (np.int32(plan.m), self.r, self.p, self.q, self.pi, self.mass, self.inertia,
-                                          self.S(dt), *(self.S(x) for x in self.L),
-                                          *(np.int32(x) for x in plan.periodic), plan.d_c, plan.d_q,
-                                          self.at if self.at is not None else np.uint64(0),  # a null pointer
-                                          self.limit2, self.moved))
+        tail = (S(dt), *(S(x) for x in self.L), *(np.int32(x) for x in plan.periodic), plan.d_c, plan.d_q,
+                self.at if self.at is not None else np.uint64(0), self.limit2, self.moved)  # at: or a null pointer
+        if self.fused:
+            self.fn_kick_drift(self.grid, (256,), (np.int32(plan.m), self.r, self.p, self.q, self.pi, self.mass,
+                                                   self.inertia, plan.d_force, plan.d_torque,
+                                                   S(self.waiting + 0.5 * dt), *tail))
+        else:
+            self._kick(0.5 * dt)
+            self.fn_drift(self.grid, (256,), (np.int32(plan.m), self.r, self.p, self.q, self.pi, self.mass,
+                                              self.inertia, *tail))
+        self.waiting = 0.0
         if self.at is not None:  # one 4-byte read a step
             cp.cuda.runtime.memcpyAsync(self.moved_host.ctypes.data, self.moved.data.ptr, 4,
                                         cp.cuda.runtime.memcpyDeviceToHost, stream.ptr)
