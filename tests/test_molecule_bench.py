@@ -108,6 +108,11 @@ def test_the_report_puts_the_molecule_order_beside_the_points_order():
     assert "the order changes from points: allpairs_thread_cpu ahead of verlet_thread_cpu" in text
     assert "allpairs_thread_cpu ahead of fullshell_thread_cpu within their interquartile ranges: a tie" in text
     assert len(tables) == 2 and "allpairs_thread_cpu (1)" in tables[0] and "+4.90e-05" in tables[1]
+    assert "Measured at commit" not in text  # no commit recorded: none said
+    dated = render.Section("molecules", "Rigid molecules")
+    S.molecules(dated, [{**docs[0], "device": {"commit": "6aade6d"}}], points,
+                [{**nve[0], "device": {"commit": "0e00b4c"}}])
+    assert dated.blocks[0]["text"] == "Measured at commit 0e00b4c, 6aade6d."
     empty = render.Section("molecules", "Rigid molecules")
     S.molecules(empty, [], points, [])
     assert "No data for this section" in empty.blocks[0]["text"]

@@ -76,6 +76,10 @@ def molecules(sec: Section, docs: list[dict], bench: list[dict], nve: list[dict]
         return sec.empty("Run `python -m harness bench --scenario spce_water,stockmayer,two_centre_lj_quadrupole "
                          "--n small --precision fp32,mixed,fp64` and `python -m harness md --scenario spce_water "
                          "--nve-report ...`, and give their JSON to the report.")
+    commits = sorted({str(d.get("device", {}).get("commit")) for d in docs + nve
+                      if isinstance(d.get("device"), dict) and d["device"].get("commit")})
+    if commits:  # a results folder may hold molecule runs of another commit than its other results
+        sec.text("Measured at commit " + ", ".join(commits) + ".")
     if ok:
         sec.text("Time per evaluation of each molecule traversal (ms; a GPU traversal's kernels by CUDA events, a CPU "
                  "traversal's whole evaluation by the host clock) and site pairs per second; rank in brackets, per "
