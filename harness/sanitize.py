@@ -169,6 +169,7 @@ def inner(names: list[str], scenario: str, size: str, self_test: bool = False) -
 
 MOLECULE = "molecule:"  # a GPU molecule traversal's sanitizer target: molecule:<traversal>
 MOLECULE_FRAMES = 6
+MOLECULE_STEPS = 4  # device MD steps after the frames
 
 
 def _targets(spec: str | None, prefix: str, known: list[str], what: str) -> list[str]:
@@ -195,10 +196,12 @@ def molecule_targets(spec: str | None) -> list[str]:
 def _inner_molecules(name: str) -> None:
     """A GPU molecule traversal under the sanitizer: SPC/E water at size small (1,000 molecules, 3 cells
     a side), fp32 and fp64, on the configuration and MOLECULE_FRAMES frames of a random walk through one
-    plan (the Verlet lists built again as they go stale)."""
+    plan (the Verlet lists built again as they go stale), then MOLECULE_STEPS steps of the device MD
+    (strategies.molecules_cuda.DeviceRigid: the fused kick and drift, the list flag, a settle)."""
     from strategies import molecules as traversals
+    from strategies.molecules_cuda import DeviceRigid, MoleculePlan
 
-    from . import molecule_check, molecule_scenarios
+    from . import molecule_check, molecule_scenarios, rigid_md
 
     traversal = name[len(MOLECULE):]
     mols, model = molecule_scenarios.make("spce_water", "small", seed=3)
@@ -211,7 +214,12 @@ def _inner_molecules(name: str) -> None:
             plan = traversals.Plan(traversal, mols, model, p)
             for frame in [mols] + molecule_check.walk(mols, model, MOLECULE_FRAMES, seed=5):
                 plan.evaluate(frame)
-            print(f"molecules {traversal} {p}: {MOLECULE_FRAMES + 1} frames, {plan.rebuilds} list build(s)", flush=True)
+            dev = DeviceRigid(MoleculePlan(traversal, mols, model, p), rigid_md.start(mols, model, 2.494, 1))
+            for _ in range(MOLECULE_STEPS):
+                dev.step(0.01)
+            dev.settle()
+            print(f"molecules {traversal} {p}: {MOLECULE_FRAMES + 1} frames, {plan.rebuilds} list build(s), "
+                  f"{MOLECULE_STEPS} MD steps", flush=True)
             print(f"{MARK}ran {name} {p}", flush=True)
     except Exception as e:  # reported per traversal; the next one still runs
         print(f"{MARK}fail {name} {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", flush=True)
