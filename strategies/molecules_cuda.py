@@ -521,6 +521,8 @@ class DeviceRigid:
     and download() and scale() call it first."""
 
     def __init__(self, plan: MoleculePlan, state, fused: bool = True):
+        import cupyx
+
         cp = plan.cp
         self.plan, self.cp = plan, cp
         S = plan.acc
@@ -539,8 +541,6 @@ class DeviceRigid:
         plan.run()
         self.at = self.r.copy() if plan.name in LISTS else None
         self.moved = cp.zeros(1, np.int32)
-        import cupyx
-
         self.moved_host = cupyx.empty_pinned(1, np.int32)  # the flag's copy: no host allocation a step
         self.fused, self.waiting = fused, 0.0
         self.limit2 = self.S((0.5 * SKIN * plan.model.cutoff) ** 2)
