@@ -230,6 +230,43 @@ __host__ __device__ __forceinline__ void add_site_force(MoleculePairResult<Real>
   o.tz += a.x * gy - a.y * gx;
 }
 
+// Lennard-Jones centre s (offset as, parameters es) against centre t (at, et) of the molecule d away:
+// 4 eps ((sig/r)^12 - (sig/r)^6) into u, the force on s into g (E.x sigma, E.y sqrt(eps)).
+template <typename Real>
+__host__ __device__ __forceinline__ void lj_site_pair(const Vec4<Real>& as, const Vec4<Real>& es, const Vec4<Real>& at,
+                                                      const Vec4<Real>& et, Real xi, Real heta, Real dx, Real dy,
+                                                      Real dz, Real& u, Real& gx, Real& gy, Real& gz) {
+  const Real rx = dx + as.x - at.x, ry = dy + as.y - at.y, rz = dz + as.z - at.z;
+  const Real ir2 = mol_rcp(rx * rx + ry * ry + rz * rz);
+  const Real ep = xi * es.y * et.y;
+  const Real sg = heta * (es.x + et.x);
+  Real l6 = sg * sg * ir2;
+  l6 = l6 * l6 * l6;
+  u += Real(4) * ep * l6 * (l6 - Real(1));
+  const Real fac = Real(24) * ep * l6 * (Real(2) * l6 - Real(1)) * ir2;
+  gx += fac * rx;
+  gy += fac * ry;
+  gz += fac * rz;
+}
+
+// Charge s (offset as, kq = k q_s) against charge t (at, at.w = q_t) of the molecule d away, with the
+// reaction field's k_rf and c_rf:
+// k q_s q_t (1/r + k_rf r^2 - c_rf) into u, the force on s into g.
+template <typename Real>
+__host__ __device__ __forceinline__ void charge_site_pair(Real krf, Real crf, const Vec4<Real>& as, Real kq,
+                                                          const Vec4<Real>& at, Real dx, Real dy, Real dz, Real& u,
+                                                          Real& gx, Real& gy, Real& gz) {
+  const Real rx = dx + as.x - at.x, ry = dy + as.y - at.y, rz = dz + as.z - at.z;
+  const Real r2 = rx * rx + ry * ry + rz * rz;
+  const Real inv = mol_rsqrt(r2);
+  const Real p = kq * at.w;
+  u += p * (inv + krf * r2 - crf);
+  const Real fac = p * (inv * inv * inv - Real(2) * krf);
+  gx += fac * rx;
+  gy += fac * ry;
+  gz += fac * rz;
+}
+
 // The switch where rs < rc: the pair's energy, force and torque scaled by S(|d|), and the force on i
 // gains -u S'(|d|) d / |d|.
 template <typename Real>
@@ -269,17 +306,7 @@ __host__ __device__ __forceinline__ MoleculePairResult<Real> molecule_pair(const
       Real gx = Real(0), gy = Real(0), gz = Real(0);
       for (int t = sj; t < lj; ++t) {
         const Vec4<Real> at = m.A[t], et = m.E[m.uniform() ? t - sj : t];
-        const Real rx = dx + as.x - at.x, ry = dy + as.y - at.y, rz = dz + as.z - at.z;
-        const Real ir2 = mol_rcp(rx * rx + ry * ry + rz * rz);
-        const Real ep = xi * es.y * et.y;
-        const Real sg = heta * (es.x + et.x);
-        Real l6 = sg * sg * ir2;
-        l6 = l6 * l6 * l6;
-        o.u += Real(4) * ep * l6 * (l6 - Real(1));
-        const Real fac = Real(24) * ep * l6 * (Real(2) * l6 - Real(1)) * ir2;
-        gx += fac * rx;
-        gy += fac * ry;
-        gz += fac * rz;
+        lj_site_pair(as, es, at, et, xi, heta, dx, dy, dz, o.u, gx, gy, gz);
       }
       add_site_force(o, as, gx, gy, gz);
     }
@@ -290,15 +317,7 @@ __host__ __device__ __forceinline__ MoleculePairResult<Real> molecule_pair(const
     Real gx = Real(0), gy = Real(0), gz = Real(0);
     for (int t = lj; t < qj; ++t) {
       const Vec4<Real> at = m.A[t];
-      const Real rx = dx + as.x - at.x, ry = dy + as.y - at.y, rz = dz + as.z - at.z;
-      const Real r2 = rx * rx + ry * ry + rz * rz;
-      const Real inv = mol_rsqrt(r2);
-      const Real p = kq * at.w;
-      o.u += p * (inv + m.krf * r2 - m.crf);
-      const Real fac = p * (inv * inv * inv - Real(2) * m.krf);
-      gx += fac * rx;
-      gy += fac * ry;
-      gz += fac * rz;
+      charge_site_pair(m.krf, m.crf, as, kq, at, dx, dy, dz, o.u, gx, gy, gz);
     }
     add_site_force(o, as, gx, gy, gz);
   }
@@ -362,17 +381,7 @@ __host__ __device__ __forceinline__ MoleculePairResult<Real> molecule_pair_shape
 #pragma unroll
       for (int t = 0; t < NL; ++t) {
         const Vec4<Real> at = aj[t], et = si.e[t];
-        const Real rx = dx + as.x - at.x, ry = dy + as.y - at.y, rz = dz + as.z - at.z;
-        const Real ir2 = mol_rcp(rx * rx + ry * ry + rz * rz);
-        const Real ep = xi * es.y * et.y;
-        const Real sg = heta * (es.x + et.x);
-        Real l6 = sg * sg * ir2;
-        l6 = l6 * l6 * l6;
-        o.u += Real(4) * ep * l6 * (l6 - Real(1));
-        const Real fac = Real(24) * ep * l6 * (Real(2) * l6 - Real(1)) * ir2;
-        gx += fac * rx;
-        gy += fac * ry;
-        gz += fac * rz;
+        lj_site_pair(as, es, at, et, xi, heta, dx, dy, dz, o.u, gx, gy, gz);
       }
       add_site_force(o, as, gx, gy, gz);
     }
@@ -385,15 +394,7 @@ __host__ __device__ __forceinline__ MoleculePairResult<Real> molecule_pair_shape
 #pragma unroll
     for (int t = NL; t < NL + NQ; ++t) {
       const Vec4<Real> at = aj[t];
-      const Real rx = dx + as.x - at.x, ry = dy + as.y - at.y, rz = dz + as.z - at.z;
-      const Real r2 = rx * rx + ry * ry + rz * rz;
-      const Real inv = mol_rsqrt(r2);
-      const Real p = kq * at.w;
-      o.u += p * (inv + m.krf * r2 - m.crf);
-      const Real fac = p * (inv * inv * inv - Real(2) * m.krf);
-      gx += fac * rx;
-      gy += fac * ry;
-      gz += fac * rz;
+      charge_site_pair(m.krf, m.crf, as, kq, at, dx, dy, dz, o.u, gx, gy, gz);
     }
     add_site_force(o, as, gx, gy, gz);
   }
