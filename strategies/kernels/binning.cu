@@ -61,14 +61,7 @@ __global__ void bin_count(const Vec4<Real>* __restrict__ pos, const int n, const
     const int c = cell_of(p, box, g, isx, isy, isz);
     cell[i] = c;
     zkey[i] = z_key(p);
-    // lanes of one cell take their slots with one atomic (particles given in space order share cells)
-    const unsigned int active = __activemask();
-    const unsigned int peers = __match_any_sync(active, c);
-    const int lane = threadIdx.x & 31, leader = __ffs(peers) - 1;
-    int base = 0;
-    if (lane == leader) base = atomicAdd(&counts[c], __popc(peers));
-    base = __shfl_sync(active, base, leader);
-    slot[i] = base + __popc(peers & ((1u << lane) - 1u));
+    slot[i] = claim_cell_slot(counts, c);
   }
 }
 

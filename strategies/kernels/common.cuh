@@ -86,6 +86,19 @@ __device__ __forceinline__ Fixed halved<Fixed>(Fixed w, int shift) {
   return Fixed::raw(w.v >> shift);
 }
 
+// The calling lane's provisional slot in cell c: the active lanes of one cell take theirs with one atomic on
+// counts[c] (particles given in space order share cells), in lane order within the warp. The binning's
+// counting sorts (binning.cu bin_count, molecules.cu molecule_bin_count) call it.
+__device__ __forceinline__ int claim_cell_slot(int* __restrict__ counts, int c) {
+  const unsigned int active = __activemask();
+  const unsigned int peers = __match_any_sync(active, c);
+  const int lane = threadIdx.x & 31, leader = __ffs(peers) - 1;
+  int base = 0;
+  if (lane == leader) base = atomicAdd(&counts[c], __popc(peers));
+  base = __shfl_sync(active, base, leader);
+  return base + __popc(peers & ((1u << lane) - 1u));
+}
+
 template <typename Real>
 struct alignas(16) Vec4 {
   Real x, y, z, w;

@@ -71,13 +71,7 @@ __global__ void molecule_bin_count(const int m, const Vec4<Real>* __restrict__ c
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < m; i += gridDim.x * blockDim.x) {
     const int cc = cell_index(c[i], lox, loy, loz, sx, sy, sz, nx, ny, nz);
     cell[i] = cc;
-    const unsigned int active = __activemask();
-    const unsigned int peers = __match_any_sync(active, cc);
-    const int lane = threadIdx.x & 31, leader = __ffs(peers) - 1;
-    int base = 0;
-    if (lane == leader) base = atomicAdd(&counts[cc], __popc(peers));
-    base = __shfl_sync(active, base, leader);
-    slot[i] = base + __popc(peers & ((1u << lane) - 1u));
+    slot[i] = claim_cell_slot(counts, cc);
   }
 }
 
