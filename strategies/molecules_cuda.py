@@ -129,8 +129,7 @@ def expressions(name: str, precision: str) -> list[str]:
         out += [f"molecule_list_build{w}<{real}, {cuda.cbool(pbc)}>" for pbc in (True, False) for w in ("", "_warp")]
     out += [traversal_expression(name, real, acc, pbc, energy, shape) for shape in (GENERAL, *SHIPPED_SHAPES)
             for pbc in (True, False) for energy in (True, False)]
-    out += [f"molecule_kick<{acc}, {acc}>", f"molecule_drift<{real}, {acc}>",  # DeviceRigid's MD step
-            f"molecule_kick_drift<{real}, {acc}, {acc}>"]
+    out += [f"molecule_kick<{acc}, {acc}>", f"molecule_kick_drift<{real}, {acc}, {acc}>"]  # DeviceRigid's MD step
     return out
 
 
@@ -533,7 +532,6 @@ class DeviceRigid:
         self.inertia = cp.asarray(np.ascontiguousarray(state.inertia, S))
         real_c, acc_c = PRECISIONS[plan.precision][:2]
         self.fn_kick = cuda.kernel("molecules.cu", f"molecule_kick<{acc_c}, {acc_c}>")
-        self.fn_drift = cuda.kernel("molecules.cu", f"molecule_drift<{real_c}, {acc_c}>")
         self.fn_kick_drift = cuda.kernel("molecules.cu", f"molecule_kick_drift<{real_c}, {acc_c}, {acc_c}>")
         self.grid = (max(1, -(-plan.m // 256)),)
         self.L = np.asarray(plan.lengths, np.float64)
@@ -567,16 +565,14 @@ class DeviceRigid:
         stream = cp.cuda.get_current_stream()
         if self.at is not None:
             cp.cuda.runtime.memsetAsync(self.moved.data.ptr, 0, 4, stream.ptr)
-        tail = (S(dt), *(S(x) for x in self.L), *(np.int32(x) for x in plan.periodic), plan.d_c, plan.d_q,
-                self.at if self.at is not None else np.uint64(0), self.limit2, self.moved)  # at: or a null pointer
-        if self.fused:
-            self.fn_kick_drift(self.grid, (256,), (np.int32(plan.m), self.r, self.p, self.q, self.pi, self.mass,
-                                                   self.inertia, plan.d_force, plan.d_torque,
-                                                   S(self.waiting + 0.5 * dt), *tail))
-        else:
+        if not self.fused:
             self._kick(0.5 * dt)
-            self.fn_drift(self.grid, (256,), (np.int32(plan.m), self.r, self.p, self.q, self.pi, self.mass,
-                                              self.inertia, *tail))
+        h = self.waiting + 0.5 * dt if self.fused else 0.0  # unfused: kicked apart just now
+        self.fn_kick_drift(self.grid, (256,), (np.int32(plan.m), self.r, self.p, self.q, self.pi, self.mass,
+                                               self.inertia, plan.d_force, plan.d_torque, S(h), S(dt),
+                                               *(S(x) for x in self.L), *(np.int32(x) for x in plan.periodic),
+                                               plan.d_c, plan.d_q, self.at if self.at is not None else np.uint64(0),
+                                               self.limit2, self.moved))  # at: or a null pointer
         self.waiting = 0.0
         if self.at is not None:  # one 4-byte read a step
             cp.cuda.runtime.memcpyAsync(self.moved_host.ctypes.data, self.moved.data.ptr, 4,

@@ -540,58 +540,12 @@ __global__ void molecule_kick(const int m, S* __restrict__ p, S* __restrict__ pi
   for (int k = 0; k < 4; ++k) pi[4 * i + k] = pq[k];
 }
 
-// The drift of molecule i's state in registers, then its state and the traversal's inputs written: the
-// centres relative to the box centre (r - L/2, r in [0, L) on periodic axes) and the quaternions, in the
-// compute type; with a list (at: the centres at its build), *moved = 1 where a centre is more than
-// sqrt(limit2) from its place then.
-template <typename Real, typename S>
-__device__ __forceinline__ void drift_molecule(const int i, S (&rr)[3], const S (&pp)[3], S (&qq)[4], S (&pq)[4],
-                                               const S mass, const S (&in)[3], const S dt, const S (&box)[3],
-                                               const int (&per)[3], S* __restrict__ r, S* __restrict__ q,
-                                               S* __restrict__ pi, Vec4<Real>* __restrict__ c,
-                                               Real* __restrict__ quat, const S* __restrict__ at, const S limit2,
-                                               int* __restrict__ moved) {
-  rigid_drift(rr, pp, qq, pq, mass, in, dt, box, per);
-  for (int k = 0; k < 3; ++k) r[3 * i + k] = rr[k];
-  for (int k = 0; k < 4; ++k) {
-    q[4 * i + k] = qq[k];
-    pi[4 * i + k] = pq[k];
-    quat[4 * i + k] = static_cast<Real>(qq[k]);
-  }
-  c[i] = {static_cast<Real>(rr[0] - S(0.5) * box[0]), static_cast<Real>(rr[1] - S(0.5) * box[1]),
-          static_cast<Real>(rr[2] - S(0.5) * box[2]), Real(0)};
-  if (at != nullptr) {  // a list traversal's rebuild test: moved more than half the skin since the build
-    S d2 = S(0);
-    for (int k = 0; k < 3; ++k) {
-      S d = rr[k] - at[3 * i + k];
-      if (per[k]) d -= box[k] * rint(d / box[k]);
-      d2 += d * d;
-    }
-    if (d2 > limit2) *moved = 1;  // every writer writes the same value
-  }
-}
-
-template <typename Real, typename S>
-__global__ void molecule_drift(const int m, S* __restrict__ r, const S* __restrict__ p, S* __restrict__ q,
-                               S* __restrict__ pi, const S* __restrict__ mass, const S* __restrict__ inertia,
-                               const S dt, const S lx, const S ly, const S lz, const int px, const int py,
-                               const int pz, Vec4<Real>* __restrict__ c, Real* __restrict__ quat,
-                               const S* __restrict__ at, const S limit2, int* __restrict__ moved) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= m) return;
-  S rr[3] = {r[3 * i], r[3 * i + 1], r[3 * i + 2]};
-  const S pp[3] = {p[3 * i], p[3 * i + 1], p[3 * i + 2]};
-  S qq[4] = {q[4 * i], q[4 * i + 1], q[4 * i + 2], q[4 * i + 3]};
-  S pq[4] = {pi[4 * i], pi[4 * i + 1], pi[4 * i + 2], pi[4 * i + 3]};
-  const S in[3] = {inertia[3 * i], inertia[3 * i + 1], inertia[3 * i + 2]};
-  const S box[3] = {lx, ly, lz};
-  const int per[3] = {px, py, pz};
-  drift_molecule(i, rr, pp, qq, pq, mass[i], in, dt, box, per, r, q, pi, c, quat, at, limit2, moved);
-}
-
-// molecule_kick by h, then molecule_drift by dt, in one pass (DeviceRigid's fused step: a step's opening
-// kick with the last step's closing half): the same arithmetic as the two kernels, one launch and one
-// round trip of the momenta through memory fewer.
+// A kick of the momenta by h (0: none), then the drift by dt, a thread per molecule; then its state and
+// the traversal's inputs written: the centres relative to the box centre (r - L/2, r in [0, L) on
+// periodic axes) and the quaternions, in the compute type; with a list (at: the centres at its build),
+// *moved = 1 where a centre is more than sqrt(limit2) from its place then. DeviceRigid's fused step passes
+// a step's opening kick with the last step's closing half; its unfused step kicks apart (molecule_kick)
+// and passes h = 0, which changes no bit of the momenta.
 template <typename Real, typename S, typename Acc>
 __global__ void molecule_kick_drift(const int m, S* __restrict__ r, S* __restrict__ p, S* __restrict__ q,
                                     S* __restrict__ pi, const S* __restrict__ mass, const S* __restrict__ inertia,
@@ -606,10 +560,29 @@ __global__ void molecule_kick_drift(const int m, S* __restrict__ r, S* __restric
   S qq[4] = {q[4 * i], q[4 * i + 1], q[4 * i + 2], q[4 * i + 3]};
   S pq[4] = {pi[4 * i], pi[4 * i + 1], pi[4 * i + 2], pi[4 * i + 3]};
   const S in[3] = {inertia[3 * i], inertia[3 * i + 1], inertia[3 * i + 2]};
-  rigid_kick(pp, pq, qq, in, S(force[3 * i]), S(force[3 * i + 1]), S(force[3 * i + 2]), S(torque[3 * i]),
-             S(torque[3 * i + 1]), S(torque[3 * i + 2]), h);
-  for (int k = 0; k < 3; ++k) p[3 * i + k] = pp[k];
   const S box[3] = {lx, ly, lz};
   const int per[3] = {px, py, pz};
-  drift_molecule(i, rr, pp, qq, pq, mass[i], in, dt, box, per, r, q, pi, c, quat, at, limit2, moved);
+  if (h != S(0)) {
+    rigid_kick(pp, pq, qq, in, S(force[3 * i]), S(force[3 * i + 1]), S(force[3 * i + 2]), S(torque[3 * i]),
+               S(torque[3 * i + 1]), S(torque[3 * i + 2]), h);
+    for (int k = 0; k < 3; ++k) p[3 * i + k] = pp[k];
+  }
+  rigid_drift(rr, pp, qq, pq, mass[i], in, dt, box, per);
+  for (int k = 0; k < 3; ++k) r[3 * i + k] = rr[k];
+  for (int k = 0; k < 4; ++k) {
+    q[4 * i + k] = qq[k];
+    pi[4 * i + k] = pq[k];
+    quat[4 * i + k] = static_cast<Real>(qq[k]);
+  }
+  c[i] = {static_cast<Real>(rr[0] - S(0.5) * lx), static_cast<Real>(rr[1] - S(0.5) * ly),
+          static_cast<Real>(rr[2] - S(0.5) * lz), Real(0)};
+  if (at != nullptr) {  // a list traversal's rebuild test: moved more than half the skin since the build
+    S d2 = S(0);
+    for (int k = 0; k < 3; ++k) {
+      S d = rr[k] - at[3 * i + k];
+      if (per[k]) d -= box[k] * rint(d / box[k]);
+      d2 += d * d;
+    }
+    if (d2 > limit2) *moved = 1;  // every writer writes the same value
+  }
 }
