@@ -1,6 +1,6 @@
 """md for rigid molecules: NVE with the NO_SQUISH integrator (mdcore.rigid) and the forces and torques
 of the float64 reference or a molecule traversal (strategies/molecules.py: the CPU's or the GPU's). With
-a GPU traversal the whole step runs on the device (strategies.molecules_cuda.DeviceRigid: the same
+a GPU traversal the whole step runs on the device (strategies.rigid_cuda.DeviceRigid: the same
 NO_SQUISH in kernels/rigid.cuh), the state read back only at the samples.
 
 Units are the components file's: dt in its time unit, length * sqrt(mass / energy) (0.1 ps for
@@ -130,7 +130,7 @@ def _summary(state: rigid.RigidState, samples: list[Sample], steps: int, dt: flo
 
 
 def on_device(strategy: str) -> bool:
-    """Whether the whole MD step runs on the device: a GPU traversal (strategies.molecules_cuda.DeviceRigid)."""
+    """Whether the whole MD step runs on the device: a GPU traversal (strategies.rigid_cuda.DeviceRigid)."""
     if strategy == "reference":
         return False
     from strategies import molecules as traversals
@@ -143,7 +143,8 @@ def _nve_device(strategy: str, model, mols, precision: str, state: rigid.RigidSt
     """_nve with the whole step on the device: the state uploaded once, the energy summed only at the
     samples, the state read back only there (and every 10 steps of the equilibration, to rescale)."""
     from strategies import molecules as traversals
-    from strategies.molecules_cuda import DeviceRigid, MoleculePlan
+    from strategies.molecules_cuda import MoleculePlan
+    from strategies.rigid_cuda import DeviceRigid
 
     ok, why = traversals.applicable(strategy, mols, model)
     if not ok:

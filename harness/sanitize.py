@@ -197,9 +197,10 @@ def _inner_molecules(name: str) -> None:
     """A GPU molecule traversal under the sanitizer: SPC/E water at size small (1,000 molecules, 3 cells
     a side), fp32 and fp64, on the configuration and MOLECULE_FRAMES frames of a random walk through one
     plan (the Verlet lists built again as they go stale), then MOLECULE_STEPS steps of the device MD
-    (strategies.molecules_cuda.DeviceRigid: the fused kick and drift, the list flag, a settle)."""
+    (strategies.rigid_cuda.DeviceRigid: the fused kick and drift, the list flag, a settle)."""
     from strategies import molecules as traversals
-    from strategies.molecules_cuda import DeviceRigid, MoleculePlan
+    from strategies.molecules_cuda import MoleculePlan
+    from strategies.rigid_cuda import DeviceRigid
 
     from . import molecule_check, molecule_scenarios, rigid_md
 

@@ -12,7 +12,7 @@ from harness import molecule_check
 from mdcore import Box
 from mdcore import molecules as M
 from reference import molecules as ref
-from strategies import molecules_cuda, nvcc
+from strategies import molecules_cuda, nvcc, rigid_cuda
 
 from tests.test_molecules_cpu import _all_kinds
 
@@ -550,7 +550,7 @@ def test_fused_kicks_give_the_unfused_steps():
     for fused in (True, False):
         state = rigid_md.start(mols, model, 2.494, 2)
         plan = molecules_cuda.MoleculePlan("verlet_warp_padded", mols, model, "fp64")
-        dev = molecules_cuda.DeviceRigid(plan, state, fused=fused)
+        dev = rigid_cuda.DeviceRigid(plan, state, fused=fused)
         for _ in range(30):
             dev.step(0.02)
         dev.download(state)
