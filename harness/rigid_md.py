@@ -155,8 +155,7 @@ def _nve_device(strategy: str, model, mols, precision: str, state: rigid.RigidSt
     done = 0
     while done < equilibrate_steps:  # velocity rescaling, as equilibrate() does on the host
         k = min(10, equilibrate_steps - done)
-        for _ in range(k):
-            dev.step(dt)
+        dev.steps(dt, k)
         done += k
         dev.download(state)
         kinetic = sum(state.kinetic())
@@ -175,20 +174,20 @@ def _nve_device(strategy: str, model, mols, precision: str, state: rigid.RigidSt
             progress(f"  step {step:8d}  E {s.total:.10g}  U {s.potential:.8g}  K {kt + kr:.8g}  T {s.temperature:.4g}")
 
     take(0)
-    wall = 0.0
-    for step in range(1, steps + 1):
+    dev.capture(dt)  # the forces-only steps' CUDA graphs recorded before the clock starts
+    wall, step = 0.0, 0
+    while step < steps:  # forces-only steps up to the next sample (the last step is one too), then the sample's
+        nxt = min(steps, (step // sample + 1) * sample) if sample else steps
         t0 = time.perf_counter()
-        now = (bool(sample) and step % sample == 0) or step == steps  # the last step is a sample too
-        dev.step(dt, energy=now)
-        if now:
-            dev.settle()  # the step's closing half kick (fused steps keep it for the next one), timed with it
-            plan.cp.cuda.get_current_stream().synchronize()
-            wall += time.perf_counter() - t0
-            take(step)
-        else:
-            wall += time.perf_counter() - t0
-    plan.cp.cuda.get_current_stream().synchronize()
-    return samples, _summary(state, samples, steps, dt, wall)
+        dev.steps(dt, nxt - step - 1)
+        dev.step(dt, energy=True)
+        dev.settle()  # the step's closing half kick (fused steps keep it for the next one), timed with it
+        wall += time.perf_counter() - t0
+        step = nxt
+        take(step)
+    summary = _summary(state, samples, steps, dt, wall)
+    summary["graph"] = dev.graph or "off"
+    return samples, summary
 
 
 def run(mols, model, strategy: str, dt: float, steps: int, temperature: float, sample: int, seed: int,

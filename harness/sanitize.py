@@ -197,7 +197,8 @@ def _inner_molecules(name: str) -> None:
     """A GPU molecule traversal under the sanitizer: SPC/E water at size small (1,000 molecules, 3 cells
     a side), fp32 and fp64, on the configuration and MOLECULE_FRAMES frames of a random walk through one
     plan (the Verlet lists built again as they go stale), then MOLECULE_STEPS steps of the device MD
-    (strategies.rigid_cuda.DeviceRigid: the fused kick and drift, the list flag, a settle)."""
+    (strategies.rigid_cuda.DeviceRigid: the fused kick and drift, the list's build behind the device flag, the
+    steps' CUDA graphs, a settle)."""
     from strategies import molecules as traversals
     from strategies.molecules_cuda import MoleculePlan
     from strategies.rigid_cuda import DeviceRigid
@@ -215,10 +216,10 @@ def _inner_molecules(name: str) -> None:
             plan = traversals.Plan(traversal, mols, model, p)
             for frame in [mols] + molecule_check.walk(mols, model, MOLECULE_FRAMES, seed=5):
                 plan.evaluate(frame)
-            dev = DeviceRigid(MoleculePlan(traversal, mols, model, p), rigid_md.start(mols, model, 2.494, 1))
-            for _ in range(MOLECULE_STEPS):
-                dev.step(0.01)
-            dev.settle()
+            state = rigid_md.start(mols, model, 2.494, 1)
+            dev = DeviceRigid(MoleculePlan(traversal, mols, model, p), state)
+            dev.steps(0.01, MOLECULE_STEPS)  # one step, then replayed graphs of them where they capture
+            dev.download(state)
             print(f"molecules {traversal} {p}: {MOLECULE_FRAMES + 1} frames, {plan.rebuilds} list build(s), "
                   f"{MOLECULE_STEPS} MD steps", flush=True)
             print(f"{MARK}ran {name} {p}", flush=True)

@@ -128,6 +128,7 @@ def expressions(name: str, precision: str) -> list[str]:
         out += [f"molecule_cell_of<{real}>", f"molecule_bin_count<{real}>", "molecule_rank_in_cell"]
     if name in LISTS:
         out += [f"molecule_list_build{w}<{real}, {cuda.cbool(pbc)}>" for pbc in (True, False) for w in ("", "_warp")]
+        out += [f"molecule_list_mark<{acc}>"]  # rigid_cuda's device-decided builds
     out += [traversal_expression(name, real, acc, pbc, energy, shape) for shape in (GENERAL, *SHIPPED_SHAPES)
             for pbc in (True, False) for energy in (True, False)]
     out += [f"molecule_kick<{acc}, {acc}>", f"molecule_kick_drift<{real}, {acc}, {acc}>"]  # rigid_cuda's MD step
@@ -322,9 +323,10 @@ class MoleculePlan:
             self.cap = int(1.3 * m / max(volume, 1e-300) * 4.0 / 3.0 * math.pi * self.reach ** 3) + 32
             self.d_list = cp.zeros(m * self.cap, np.int32)
             self.d_counts = cp.zeros(m, np.int32)
+            self.d_longest = cp.zeros(1, np.int32)  # the longest row, where one outgrew cap (else 0)
             self.list_at: np.ndarray | None = None
             self.stale = True
-            self.rebuilds = 0
+            self.rebuilds = 0  # builds the host asked for; DeviceRigid adds those its steps decided
 
     def upload(self, centres: np.ndarray, quaternions: np.ndarray) -> None:
         """Centres (relative to the box centre, wrapped into it on periodic axes) and quaternions; the
@@ -379,17 +381,34 @@ class MoleculePlan:
     def run(self, energy: bool = True) -> None:
         """The evaluation, enqueued on the current stream (a list traversal's list built first where it is
         stale: upload() says)."""
+        self.sites()
+        if self.name in LISTS and self.stale:
+            self._build(self._cells())
+        self.traverse(energy)
+
+    def sites(self) -> None:
+        """The lab-frame sites from the quaternions (molecule_sites)."""
         if self.nsites:
             self.fn_sites((-(-self.nsites // SITE_BLOCK),), (SITE_BLOCK,),
                           (np.int32(self.nsites), self.d_owner, self.d_q, self.d_bodyA, self.d_bodyE, self.d_A, self.d_E))
+
+    def upkeep(self, guard) -> None:
+        """A list traversal's build decided on the device: the cells (counting sort) and the rows, every
+        kernel run only where the device int32 `guard` is set (no host synchronisation; a row longer than
+        cap is counted in d_longest, which the caller reads: strategies/rigid_cuda.py)."""
+        if self.name not in LISTS or not self.counting:
+            raise ValueError(f"{self.name}: the list's build is decided on the device only for a list traversal "
+                             "with the counting sort")
+        self._rows(self._cells(guard), guard)
+
+    def traverse(self, energy: bool = True) -> None:
+        """The traversal over the sites (and a list traversal's list) as they are."""
         common = model_args(self)
         if self.name == "allpairs_thread_naive":
             self.fns[energy]((self.grid,), (BLOCK,), (np.int32(self.m), self.d_c, self.box, *common))
             return
         if self.name in LISTS:
-            if self.stale:
-                self._build(self._cells())
-            self.fns[energy]((self.grid,), (BLOCK,), (np.int32(self.m), self.d_c, self.box, self.d_list_order,
+            self.fns[energy]((self.grid,), (BLOCK,), (np.int32(self.m), self.d_c, self.box, self.d_order,
                                                       self.d_list, self.d_counts, np.int32(self.cap),
                                                       *((np.int32(self.lanes),) if self.name in WARP else ()), *common))
             return
@@ -409,15 +428,18 @@ class MoleculePlan:
         self.fns[energy]((self.grid,), (BLOCK,), (np.int32(self.m), self.d_c, self.box, self.d_cell, self.d_start,
                                                   self.d_order, *grid, *common))
 
-    def _cells(self) -> tuple:
+    def _cells(self, guard=None) -> tuple:
         """The centres' cells as CSR (d_cell, d_order: a stable sort by cell, d_start); returns the grid's
-        kernel arguments (cells and periodicity per axis)."""
+        kernel arguments (cells and periodicity per axis). `guard` (the counting sort only): a device int32
+        the kernels run behind (None: always)."""
         cp = self.cp
         lo, side, dims = self.cells
         R = self.real
         geo = (R(lo[0]), R(lo[1]), R(lo[2]), R(side[0]), R(side[1]), R(side[2]), *(np.int32(d) for d in dims))
         grid = (*(np.int32(d) for d in dims), *(np.int32(p) for p in self.periodic))
         if not self.counting:
+            if guard is not None:
+                raise ValueError("the argsort of the cells runs on the host's decision only")
             self.fn_cell((max(1, -(-self.m // 256)),), (256,), (np.int32(self.m), self.d_c, *geo, self.d_cell))
             self.d_order = cp.argsort(self.d_cell, kind="stable").astype(np.int32)
             self.d_start[:] = cp.searchsorted(self.d_cell[self.d_order], cp.arange(len(self.d_start), dtype=np.int32))
@@ -431,27 +453,38 @@ class MoleculePlan:
             self.d_start.fill(0)
             return grid
         blocks = (max(1, min(-(-self.m // 256), 8 * cuda.sm_count())),)
-        null = np.uint64(0)  # binning.cu's guard: always run
-        self.fn_bin(blocks, (256,), (np.int32(self.m), self.d_c, *geo, self.d_cell, self.d_slot, counts))
-        self.fn_scan((ntiles,), (256,), (counts, np.int32(ncells), self.d_start, tiles, tickets, np.int32(ntiles), null))
-        self.fn_place(blocks, (256,), (self.d_cell, self.d_slot, np.int32(self.m), self.d_start, self.d_order_tmp, null))
-        self.fn_rank(blocks, (256,), (np.int32(self.m), self.d_order_tmp, self.d_cell, self.d_start, self.d_order))
+        g = np.uint64(0) if guard is None else guard  # a null pointer: always run
+        self.fn_bin(blocks, (256,), (np.int32(self.m), self.d_c, *geo, self.d_cell, self.d_slot, counts, g))
+        self.fn_scan((ntiles,), (256,), (counts, np.int32(ncells), self.d_start, tiles, tickets, np.int32(ntiles), g))
+        self.fn_place(blocks, (256,), (self.d_cell, self.d_slot, np.int32(self.m), self.d_start, self.d_order_tmp, g))
+        self.fn_rank(blocks, (256,), (np.int32(self.m), self.d_order_tmp, self.d_cell, self.d_start, self.d_order, g))
         return grid
 
-    def _build(self, grid) -> None:
-        """The list from the cells just made (d_cell, d_start, d_order), its rows widened and built again
-        where one overflowed (the host reads the longest row: one synchronisation per build)."""
+    def _rows(self, grid, guard=None) -> None:
+        """The rows from the cells just made (d_cell, d_start, d_order; the traversal takes the molecules
+        in that order), behind `guard` where given."""
         threads = self.m * (32 if self.warp_build else 1)
+        self.fn_build((max(1, -(-threads // 256)),), (256,),
+                      (np.int32(self.m), self.d_c, self.box, self.d_cell, self.d_start, self.d_order, *grid,
+                       self.real(self.reach * self.reach), np.int32(self.cap), self.d_list, self.d_counts,
+                       self.d_longest, np.uint64(0) if guard is None else guard))
+
+    def widen(self, longest: int) -> None:
+        """Rows for `longest` entries and a quarter more (the list must be built again)."""
+        self.cap = int(1.25 * longest) + 8
+        self.d_list = self.cp.zeros(self.m * self.cap, np.int32)
+        self.d_longest.fill(0)
+        self.stale = True
+
+    def _build(self, grid) -> None:
+        """The list from the cells just made, its rows widened and built again where one overflowed (the
+        host reads the longest row: one synchronisation per build)."""
         while True:
-            self.fn_build((max(1, -(-threads // 256)),), (256,),
-                          (np.int32(self.m), self.d_c, self.box, self.d_cell, self.d_start, self.d_order, *grid,
-                           self.real(self.reach * self.reach), np.int32(self.cap), self.d_list, self.d_counts))
-            longest = int(self.d_counts.max().get()) if self.m else 0
-            if longest <= self.cap:
+            self._rows(grid)
+            longest = int(self.d_longest.get()[0]) if self.m else 0
+            if not longest:
                 break
-            self.cap = int(1.25 * longest) + 8
-            self.d_list = self.cp.zeros(self.m * self.cap, np.int32)
-        self.d_list_order = self.d_order.copy()  # the traversal's molecule order: the build's cell order
+            self.widen(longest)
         self.list_at = self.host_c.copy()
         self.stale = False
         self.rebuilds += 1

@@ -482,6 +482,7 @@ def test_the_md_step_on_the_device_follows_the_host_s(name):
     dev = rigid_md.run(mols, model, name, 0.01, 45, 2.494, 10, 2, precision="fp64")
     host = rigid_md.run(mols, model, "fullshell_thread_cpu", 0.01, 45, 2.494, 10, 2, precision="fp64")
     assert dev["summary"].get("on_device") and len(dev["samples"]) == len(host["samples"]) == 6
+    assert dev["summary"]["graph"] == "on"  # the forces-only steps between samples replayed as CUDA graphs
     assert [s["step"] for s in dev["samples"]] == [0, 10, 20, 30, 40, 45]
     scale = max(abs(s["potential"]) for s in host["samples"])
     for a, b in zip(dev["samples"], host["samples"]):
@@ -515,7 +516,8 @@ def test_the_device_counting_sort_gives_the_stable_argsort_s_cells(name, periodi
 @pytest.mark.parametrize("periodic, two", [(True, False), (False, False), (True, True)])
 def test_the_warp_list_build_writes_the_thread_build_s_rows(periodic, two):
     """The Verlet list built by a warp per molecule (the default) and by a thread per molecule: the same
-    counts and the same rows entry by entry, also where a row overflows a narrow cap (counted beyond it)."""
+    counts and the same rows entry by entry, also where a row overflows a narrow cap (held at it, the longest
+    recorded)."""
     mols, model = _all_kinds(periodic=periodic, two=two)
     rows = []
     for warp in (True, False):
@@ -525,15 +527,17 @@ def test_the_warp_list_build_writes_the_thread_build_s_rows(periodic, two):
         counts = plan.d_counts.get()
         lists = plan.d_list.get().reshape(plan.m, plan.cap)
         assert counts.max() <= plan.cap
+        assert int(plan.d_longest.get()[0]) == 0
         narrow = plan.d_counts.copy()
         plan.cap = 4
         plan.fn_build((max(1, -(-plan.m * (32 if warp else 1) // 256)),), (256,),
                       (np.int32(plan.m), plan.d_c, plan.box, plan.d_cell, plan.d_start, plan.d_order, *plan._cells(),
-                       plan.real(plan.reach ** 2), np.int32(4), plan.d_list, narrow))
+                       plan.real(plan.reach ** 2), np.int32(4), plan.d_list, narrow, plan.d_longest, np.uint64(0)))
         short = plan.d_list.get()[:plan.m * 4].reshape(plan.m, 4)
+        assert int(plan.d_longest.get()[0]) == int(counts.max()) > 4  # the longest row recorded
         rows.append((counts, [lists[i, :counts[i]] for i in range(plan.m)], narrow.get(), short))
     (c1, l1, n1, s1), (c2, l2, n2, s2) = rows
-    assert np.array_equal(c1, c2) and np.array_equal(n1, n2) and np.array_equal(n1, c1)
+    assert np.array_equal(c1, c2) and np.array_equal(n1, n2) and np.array_equal(n1, np.minimum(c1, 4))
     assert all(np.array_equal(a, b) for a, b in zip(l1, l2))
     assert np.array_equal(np.where(np.arange(4) < n1[:, None], s1, 0), np.where(np.arange(4) < n2[:, None], s2, 0))
 
@@ -560,6 +564,59 @@ def test_fused_kicks_give_the_unfused_steps():
     for k in ("r", "p", "q", "pi"):
         x, y = getattr(a, k), getattr(b, k)
         assert float(np.abs(x - y).max()) <= 1e-10 * float(np.abs(y).max()), k
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("precision", ["fp32", "fp64"])
+@pytest.mark.parametrize("name", ["verlet_thread_padded", "verlet_warp_padded"])
+def test_builds_decided_on_the_device_and_graphs_give_the_host_s_steps_bitwise(name, precision):
+    """The list's build behind the drift's device flag (upkeep='device', the default) step by step, the same
+    as replayed CUDA graphs of steps (steps()), and the host reading the flag each step (upkeep='host'): the
+    same kernels in the same order, so the same bits after 60 steps with builds on the way, and the same
+    builds."""
+    from harness import molecule_scenarios as S
+    from harness import rigid_md
+
+    mols, model = S.make("spce_water", "small", seed=4)
+    out = []
+    for upkeep, graphs in (("host", False), ("device", False), ("device", True)):
+        state = rigid_md.start(mols, model, 2.494, 2)
+        plan = molecules_cuda.MoleculePlan(name, mols, model, precision)
+        dev = rigid_cuda.DeviceRigid(plan, state, upkeep=upkeep)
+        assert dev.device_upkeep is (upkeep == "device")
+        if graphs:
+            dev.steps(0.02, 60)
+            assert dev.graph == "on"
+        else:
+            for _ in range(60):
+                dev.step(0.02)
+        dev.download(state)
+        out.append((state, plan.rebuilds))
+    assert out[0][1] == out[1][1] == out[2][1] > 1
+    for state, _ in out[1:]:
+        for k in ("r", "p", "q", "pi"):
+            assert np.array_equal(getattr(state, k), getattr(out[0][0], k)), k
+
+
+@pytest.mark.gpu
+def test_a_row_outgrowing_the_list_at_a_device_build_is_reported():
+    """A build the device decided with rows longer than the list's capacity (made narrow here): download()
+    raises StrategyError naming the capacity, never a silently shorter list."""
+    from harness import molecule_scenarios as S
+    from harness import rigid_md
+    from mdcore import StrategyError
+
+    mols, model = S.make("spce_water", "small", seed=4)
+    state = rigid_md.start(mols, model, 2.494, 2)
+    plan = molecules_cuda.MoleculePlan("verlet_warp_padded", mols, model, "fp32")
+    dev = rigid_cuda.DeviceRigid(plan, state)
+    dev.step(0.01)
+    dev.download(state)  # built once, nothing outgrown
+    plan.cap = 4
+    dev.at += plan.cp.asarray(0.37 * np.asarray(plan.lengths), dev.S)  # every centre far from its build place
+    dev.steps(0.01, 3)
+    with pytest.raises(StrategyError, match="capacity 4"):
+        dev.download(state)
 
 
 @needs_nvcc

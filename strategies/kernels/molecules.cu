@@ -25,7 +25,8 @@
 //                           warp sum of i's force and torque (the warp-block form of c08)
 //   verlet_thread_padded    a list over the centres within the cutoff and a skin, a padded row per
 //                           molecule (molecule_list_build), kept across steps while the centres stay
-//                           within half the skin (the host decides); a thread per molecule over its row
+//                           within half the skin (the host decides, or the MD step's device flag:
+//                           the build kernels' guard); a thread per molecule over its row
 //   verlet_warp_padded      the same list, a warp per molecule over its row, then a warp sum
 #include "molecule_rows.cuh"
 #include "rigid.cuh"
@@ -62,12 +63,17 @@ __global__ void molecule_cell_of(const int m, const Vec4<Real>* __restrict__ c, 
 //   scan_counts, place   binning.cu's: the cell starts (the counts zeroed for the next build), and each
 //                        molecule at start + slot in order_tmp
 //   molecule_rank_in_cell  the final order inside each cell: by index, whatever order the atomics took
-// Four launches, no host synchronisation and no allocation.
+// Four launches, no host synchronisation and no allocation. With the list kernels below they take a guard:
+// where it is given (the MD step's displacement flag) they run only where *guard is set, so that a
+// step decides its own list build on the device (strategies/rigid_cuda.py); nullptr: always.
+__device__ __forceinline__ bool molecule_skipped(const int* guard) { return guard != nullptr && *guard == 0; }
+
 template <typename Real>
 __global__ void molecule_bin_count(const int m, const Vec4<Real>* __restrict__ c, const Real lox, const Real loy,
                                    const Real loz, const Real sx, const Real sy, const Real sz, const int nx,
                                    const int ny, const int nz, int* __restrict__ cell, int* __restrict__ slot,
-                                   int* __restrict__ counts) {
+                                   int* __restrict__ counts, const int* __restrict__ guard) {
+  if (molecule_skipped(guard)) return;
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < m; i += gridDim.x * blockDim.x) {
     const int cc = cell_index(c[i], lox, loy, loz, sx, sy, sz, nx, ny, nz);
     cell[i] = cc;
@@ -76,7 +82,9 @@ __global__ void molecule_bin_count(const int m, const Vec4<Real>* __restrict__ c
 }
 
 __global__ void molecule_rank_in_cell(const int m, const int* __restrict__ order_tmp, const int* __restrict__ cell,
-                                      const int* __restrict__ start, int* __restrict__ order) {
+                                      const int* __restrict__ start, int* __restrict__ order,
+                                      const int* __restrict__ guard) {
+  if (molecule_skipped(guard)) return;
   for (int k = blockIdx.x * blockDim.x + threadIdx.x; k < m; k += gridDim.x * blockDim.x) {
     const int i = order_tmp[k], cc = cell[i];
     int rank = 0;
@@ -281,8 +289,6 @@ molecule_c08_warp(const int nbases, const int* __restrict__ bases, const Vec4<Re
   block_end<BLOCK, ENERGY>(acc, partial, count, slot0 + blockIdx.x);
 }
 
-// The Verlet list over the centres: thread t takes molecule order[t] and writes its padded row
-// list[i * cap ...] and counts[i] (beyond cap: counted, not written; the host builds again, wider).
 // parity_thread_csr: the ls1-MarDyn port's reference processor on the parity-plane traverser. One launch
 // is one layer of cell pairs (strategies/schedules.py parity_launches, decoded on the host into `pairs`),
 // every cell in at most one pair, so Newton3's writes need no atomics; a thread takes a whole cell pair.
@@ -418,28 +424,37 @@ molecule_parity_warpblock(const int npairs, const int2* __restrict__ pairs, cons
   }
 }
 
+// The Verlet list over the centres: thread t takes molecule order[t] and writes its padded row
+// list[i * cap ...] and counts[i].
 template <typename Real, bool PBC>
 __global__ void molecule_list_build(const int m, const Vec4<Real>* __restrict__ c, const Box<Real> box,
                                     const int* __restrict__ cell, const int* __restrict__ start,
                                     const int* __restrict__ order, const int nx, const int ny, const int nz,
                                     const int px, const int py, const int pz, const Real reach2, const int cap,
-                                    int* __restrict__ list, int* __restrict__ counts) {
+                                    int* __restrict__ list, int* __restrict__ counts, int* __restrict__ longest,
+                                    const int* __restrict__ guard) {
+  if (molecule_skipped(guard)) return;
   const int t = blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= m) return;
   const int i = order[t];
   const MoleculeGrid g{nx, ny, nz, px, py, pz};
-  counts[i] = list_row_build<PBC>(i, c, box, cell, start, order, g, reach2, cap, list + static_cast<size_t>(i) * cap);
+  const int n = list_row_build<PBC>(i, c, box, cell, start, order, g, reach2, cap, list + static_cast<size_t>(i) * cap);
+  counts[i] = min(n, cap);
+  if (n > cap) atomicMax(longest, n);
 }
 
 // The same rows by a warp per molecule: the lanes test 32 candidates of a cell at once and a ballot places
 // the ones within reach in candidate order, so every row is the one molecule_list_build writes (entry by
-// entry; beyond cap counted, not written).
+// entry). Beyond cap neither writes: a longer row keeps cap entries (the traversals read no further) and
+// the longest such row goes into *longest (the host widens the rows and builds again, or reports it).
 template <typename Real, bool PBC>
 __global__ void molecule_list_build_warp(const int m, const Vec4<Real>* __restrict__ c, const Box<Real> box,
                                          const int* __restrict__ cell, const int* __restrict__ start,
                                          const int* __restrict__ order, const int nx, const int ny, const int nz,
                                          const int px, const int py, const int pz, const Real reach2, const int cap,
-                                         int* __restrict__ list, int* __restrict__ counts) {
+                                         int* __restrict__ list, int* __restrict__ counts, int* __restrict__ longest,
+                                         const int* __restrict__ guard) {
+  if (molecule_skipped(guard)) return;
   const int lane = threadIdx.x & 31;
   const int w = static_cast<int>((static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5);
   if (w >= m) return;  // the whole warp: w is the warp's
@@ -465,7 +480,22 @@ __global__ void molecule_list_build_warp(const int m, const Vec4<Real>* __restri
       n += __popc(mask);
     }
   });
-  if (lane == 0) counts[i] = n;
+  if (lane == 0) {
+    counts[i] = min(n, cap);
+    if (n > cap) atomicMax(longest, n);
+  }
+}
+
+// After a build the MD step's device decision made (guarded as the build): the centres at the build (at, the
+// state's r) and the builds counted (builds[0] + 1, one thread).
+template <typename S>
+__global__ void molecule_list_mark(const int m, const S* __restrict__ r, S* __restrict__ at,
+                                   unsigned int* __restrict__ builds, const int* __restrict__ guard) {
+  if (molecule_skipped(guard)) return;
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i == 0) builds[0] += 1u;
+  if (i >= m) return;
+  for (int k = 0; k < 3; ++k) at[3 * i + k] = r[3 * i + k];
 }
 
 // verlet_thread_padded: thread t takes molecule order[t] over its row (both directions: no Newton3).
