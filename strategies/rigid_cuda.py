@@ -183,6 +183,7 @@ class DeviceRigid:
         key = (float(dt), k)
         if key not in self.graphs:
             waiting = self.waiting
+            self.waiting = 0.5 * dt if self.fused else 0.0  # as steps() replays it: after a step, half a kick waits
             try:
                 with self.stream:
                     self.stream.begin_capture()
