@@ -426,6 +426,12 @@ def _mc_system(r: dict) -> tuple:
             dev.get("commit"))
 
 
+def _mc_noise(r: dict) -> float:
+    """A batch timing's noise: its interquartile range over the median (batch_iqr), or in results written
+    before that was recorded the (max - min) / median of their few batches."""
+    return float(r["batch_iqr"] if r.get("batch_iqr") is not None else r.get("batch_spread") or 0.0)
+
+
 def _mc_pairs(data: Data, fast, slow, label) -> list[Pair]:
     """Batch time per move of a result of kind `fast` (the claim's faster one) against one of kind
     `slow` on the same system, precision, GPU and commit: ratio = slow / fast."""
@@ -436,7 +442,7 @@ def _mc_pairs(data: Data, fast, slow, label) -> list[Pair]:
         for b in data.mc:
             if b is a or not slow(b, a) or _mc_system(a) != _mc_system(b):
                 continue
-            band = max(TIE, float(a.get("batch_spread") or 0.0), float(b.get("batch_spread") or 0.0))
+            band = max(TIE, _mc_noise(a), _mc_noise(b))
             out.append(Pair(label(a), b["batch_us_per_move"] / a["batch_us_per_move"], band,
                             (a["_file"], b["_file"])))
     return out

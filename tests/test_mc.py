@@ -122,11 +122,13 @@ def test_mc_needs_ewald_and_a_periodic_box(tmp_path):
     assert r.returncode == 2 and "periodic in all three axes" in r.stderr
 
 
-def _mc_doc(folder, name, kspace_name, us, charged="only", uncharged=0, gpu="NVIDIA H200", spread=0.01):
+def _mc_doc(folder, name, kspace_name, us, charged="only", uncharged=0, gpu="NVIDIA H200", spread=0.01, iqr=None):
     doc = {"kind": "mc", "kspace": kspace_name, "precision": "fp64", "input": "w.npz", "atoms": 9000,
            "molecules": 3000, "kvectors": 5071, "batch": 1000, "batch_us_per_move": us, "batch_spread": spread,
            "uncharged": uncharged, "launch": {"charged": charged}, "device": {"gpu": gpu, "commit": "abc"},
            "meta": {"date": "2026-11-29"}}
+    if iqr is not None:
+        doc["batch_iqr"] = iqr
     (folder / f"{name}.json").write_text(json.dumps(doc))
 
 
@@ -147,6 +149,18 @@ def test_the_gomc_claims_read_mc_results(tmp_path):
     _mc_doc(tmp_path, "all", "kspace_block_staged", 0.15, charged="all", uncharged=3000)
     rows = {r["claim"]: r for r in claims.evaluate(claims.load([tmp_path]))}
     assert rows["gomc-skip-uncharged"]["verdict"] == claims.HOLDS
+
+
+def test_a_gomc_claim_s_noise_band_is_the_batches_interquartile_range(tmp_path):
+    """A 1.2x faster staged kernel: a tie where the results carry only the (max - min) spread of their batches
+    (0.3, wider than the gap), faster where they carry the interquartile range (0.03)."""
+    from harness import claims
+
+    for iqr, verdict in ((None, claims.FAILS), (0.03, claims.HOLDS)):
+        _mc_doc(tmp_path, "kloop", "kspace_thread_kloop", 0.18, spread=0.3, iqr=iqr)
+        _mc_doc(tmp_path, "staged", "kspace_block_staged", 0.15, spread=0.3, iqr=iqr)
+        rows = {r["claim"]: r for r in claims.evaluate(claims.load([tmp_path]))}
+        assert rows["gomc-shared-staging"]["verdict"] == verdict, rows["gomc-shared-staging"]
 
 
 @pytest.mark.parametrize("spec,words", [

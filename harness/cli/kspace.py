@@ -101,7 +101,8 @@ def add_mc(sub) -> None:
     p.add_argument("--angle", type=float, default=0.5, help="the largest rotation of a molecule, radians")
     p.add_argument("--check", type=NONNEG_INT, default=0, help="compare this many energy changes of the batch and of "
                                                                "the loop with a full float64 recomputation")
-    p.add_argument("--repeat", type=COUNT, default=5, help="timed batches (the median is reported)")
+    p.add_argument("--repeat", type=COUNT, default=21, help="timed batches (the median is reported, the "
+                                                              "interquartile range as the noise)")
     p.add_argument("--seed", type=NONNEG_INT, default=1, help="the moves' random seed")
     p.add_argument("--json", help="also write the results here")
     p.set_defaults(fn=cmd_mc)
@@ -195,13 +196,16 @@ def _run_mc(args: argparse.Namespace) -> int:
     if strategy.backend == "cuda" and hasattr(mover, "batch_bytes") and mover.batch_bytes(args.batch) > 2 << 30:
         raise InputError(f"--batch {args.batch}: {name}'s atomics need {mover.batch_bytes(args.batch):,} bytes of "
                          "scratch; take a smaller batch")
-    batch_ms, batch_spread, batch_de = _time_batch(mover, strategy, batch_moves, args)
+    t, batch_de = _time_batch(mover, strategy, batch_moves, args)
+    batch_ms, batch_spread = t.median, t.spread
+    batch_iqr = (t.q3 - t.q1) / t.median if t.median > 0 else 0.0
     loop_ms, loop_de, accepted = _time_loop(mover, strategy, loop_moves, args)
     out = {"kspace": name, "precision": args.precision, "input": args.system or Path(args.input).name,
            "forcefield": "built in" if args.system else Path(args.forcefield).name, "atoms": n, "molecules": nmol,
            "kvectors": ewald.count,
            "kmax": list(ewald.kmax), "alpha": ewald.alpha, "moves": args.moves, "batch": args.batch,
            "uncharged": int(np.sum(pot.charges == 0.0)), "batch_ms": batch_ms, "batch_spread": batch_spread,
+           "batch_iqr": batch_iqr, "batch_repeats": t.repeats,
            "batch_us_per_move": 1e3 * batch_ms / args.batch,
            "loop_ms": loop_ms, "loop_us_per_move": 1e3 * loop_ms / args.moves,
            "acceptance": float(np.mean(accepted)), "launch": strategy.launch, "loop": args.loop,
@@ -231,16 +235,15 @@ def _run_mc(args: argparse.Namespace) -> int:
 
 
 def _time_batch(mover, strategy, moves, args):
-    """The median time of --repeat batches (ms), their spread ((max - min) / median) and the batch's dE
-    (float64)."""
+    """The times of --repeat batches (ms; a Stats: the median, and the noise as the interquartile range over
+    it) and the batch's dE (float64)."""
     if strategy.backend == "cpu":
         times = []
         for _ in range(max(1, min(args.repeat, 3))):
             t0 = time.perf_counter()
             de = mover.batch(moves)
             times.append(1e3 * (time.perf_counter() - t0))
-        t = Stats.of(times)
-        return t.median, t.spread, de
+        return Stats.of(times), de
     cp = mover.cp
     dev = mover.upload_moves(moves)
     de = mover.batch(dev, args.batch)  # warm-up (module load)
@@ -252,8 +255,7 @@ def _time_batch(mover, strategy, moves, args):
         b.record()
         b.synchronize()
         times.append(cp.cuda.get_elapsed_time(a, b))
-    t = Stats.of(times)
-    return t.median, t.spread, de.get().astype(np.float64)
+    return Stats.of(times), de.get().astype(np.float64)
 
 
 def _time_loop(mover, strategy, moves, args):
