@@ -139,9 +139,12 @@ def on_device(strategy: str) -> bool:
 
 
 def _nve_device(strategy: str, model, mols, precision: str, state: rigid.RigidState, dt: float, steps: int,
-                sample: int, progress=None, equilibrate_steps: int = 0, temperature: float = 0.0):
+                sample: int, progress=None, equilibrate_steps: int = 0, temperature: float = 0.0,
+                graph: bool = True, fused: bool = True, upkeep: str | None = None):
     """_nve with the whole step on the device: the state uploaded once, the energy summed only at the
-    samples, the state read back only there (and every 10 steps of the equilibration, to rescale)."""
+    samples, the state read back only there (and every 10 steps of the equilibration, to rescale). The
+    forces-only steps between samples replay CUDA graphs unless `graph` is False; `fused` and `upkeep` as
+    DeviceRigid takes them."""
     from strategies import molecules as traversals
     from strategies.molecules_cuda import MoleculePlan
     from strategies.rigid_cuda import DeviceRigid
@@ -150,12 +153,12 @@ def _nve_device(strategy: str, model, mols, precision: str, state: rigid.RigidSt
     if not ok:
         raise InputError(f"md: {strategy} cannot run these molecules: {why}")
     plan = MoleculePlan(strategy, mols, model, precision)
-    dev = DeviceRigid(plan, state)
+    dev = DeviceRigid(plan, state, fused=fused, upkeep=upkeep)
     dof = degrees_of_freedom(state)
     done = 0
     while done < equilibrate_steps:  # velocity rescaling, as equilibrate() does on the host
         k = min(10, equilibrate_steps - done)
-        dev.steps(dt, k)
+        dev.steps(dt, k, graphs=graph)
         done += k
         dev.download(state)
         kinetic = sum(state.kinetic())
@@ -174,30 +177,34 @@ def _nve_device(strategy: str, model, mols, precision: str, state: rigid.RigidSt
             progress(f"  step {step:8d}  E {s.total:.10g}  U {s.potential:.8g}  K {kt + kr:.8g}  T {s.temperature:.4g}")
 
     take(0)
-    dev.capture(dt)  # the forces-only steps' CUDA graphs recorded before the clock starts
+    if graph:
+        dev.capture(dt)  # the forces-only steps' CUDA graphs recorded before the clock starts
     wall, step = 0.0, 0
     while step < steps:  # forces-only steps up to the next sample (the last step is one too), then the sample's
         nxt = min(steps, (step // sample + 1) * sample) if sample else steps
         t0 = time.perf_counter()
-        dev.steps(dt, nxt - step - 1)
+        dev.steps(dt, nxt - step - 1, graphs=graph)
         dev.step(dt, energy=True)
         dev.settle()  # the step's closing half kick (fused steps keep it for the next one), timed with it
         wall += time.perf_counter() - t0
         step = nxt
         take(step)
     summary = _summary(state, samples, steps, dt, wall)
-    summary["graph"] = dev.graph or "off"
+    summary["graph"] = (dev.graph or "off") if graph else "off"
+    summary["upkeep"] = "device" if dev.device_upkeep else ("host" if dev.at is not None else "none")
+    summary["fused"] = fused
     return samples, summary
 
 
 def run(mols, model, strategy: str, dt: float, steps: int, temperature: float, sample: int, seed: int,
-        progress=None, equilibrate_steps: int = 0, precision: str = "fp64") -> dict:
+        progress=None, equilibrate_steps: int = 0, precision: str = "fp64", graph: bool = True, fused: bool = True,
+        upkeep: str | None = None) -> dict:
     """The run's samples and summary (a JSON-ready dict): `equilibrate_steps` with velocity rescaling to
     `temperature` first, then `steps` of NVE. A GPU traversal keeps the whole step on the device."""
     state = start(mols, model, temperature, seed)
     if on_device(strategy):
         samples, summary = _nve_device(strategy, model, mols, precision, state, dt, steps, sample, progress,
-                                       equilibrate_steps, temperature)
+                                       equilibrate_steps, temperature, graph, fused, upkeep)
         summary["on_device"] = True
     else:
         force_fn = forces_of(strategy, model, mols, precision)
@@ -210,7 +217,8 @@ def run(mols, model, strategy: str, dt: float, steps: int, temperature: float, s
 
 
 def nve_report(mols, model, names: list[str], precisions: list[str], dt: float, steps: int, temperature: float,
-               sample: int, seed: int, equilibrate_steps: int = 0, say=None, peers: bool = True) -> list[dict]:
+               sample: int, seed: int, equilibrate_steps: int = 0, say=None, peers: bool = True, graph: bool = True,
+               fused: bool = True, upkeep: str | None = None) -> list[dict]:
     """NVE from one start for each traversal and precision: the start (momenta at `temperature`, then
     `equilibrate_steps` of velocity rescaling with the first traversal's fp64 forces) copied for each run.
     Rows: traversal, precision, drift per molecule per time unit, largest |E - E0| per molecule, ms per
@@ -234,12 +242,14 @@ def nve_report(mols, model, names: list[str], precisions: list[str], dt: float, 
                 rows.append({**row, "status": "n/a", "detail": "the reference computes in fp64"})
             else:
                 if on_device(name):
-                    _, s = _nve_device(name, model, mols, prec, copy.deepcopy(state0), dt, steps, sample)
+                    _, s = _nve_device(name, model, mols, prec, copy.deepcopy(state0), dt, steps, sample,
+                                       graph=graph, fused=fused, upkeep=upkeep)
                 else:
                     _, s = _nve(copy.deepcopy(state0), forces_of(name, model, mols, prec), dt, steps, sample)
                 rows.append({**row, "status": "ok", "drift": s["drift_per_molecule_per_time"],
                              "max_deviation": s["max_deviation_per_molecule"],
-                             "ms_per_step": 1e3 * s["seconds_per_step"], "temperature": s["temperature_mean"]})
+                             "ms_per_step": 1e3 * s["seconds_per_step"], "temperature": s["temperature_mean"],
+                             **{k: s[k] for k in ("graph", "upkeep", "fused") if k in s}})
             if say:
                 say(rows[-1])
     if peers:

@@ -314,8 +314,10 @@ class MoleculePlan:
                     for e in (True, False)}
         self.cells = None
         if name in LISTS:  # the list: built at the first run and again once a centre leaves half the skin
-            # a warp per molecule's row (the default), or a thread's (warp_build False): the same rows
-            self.warp_build = warp_build is not False
+            # a warp per molecule's row, or a thread's: the same rows. Unless `warp_build` says, a warp while
+            # the warps' threads stay within MANY_THREADS (32,768 molecules: 0.35 against 0.43 ms), a thread
+            # beyond (1,000,000: 7.1 against 9.1 ms; H200, docs/decisions/molecule-list-kernel.md)
+            self.warp_build = warp_build if warp_build is not None else 32 * m <= MANY_THREADS
             self.fn_build = cuda.kernel("molecules.cu", f"molecule_list_build{'_warp' if self.warp_build else ''}"
                                                         f"<{real_c}, {cuda.cbool(self.pbc)}>")
             self.reach = (1.0 + SKIN) * model.cutoff

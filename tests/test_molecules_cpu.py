@@ -165,6 +165,7 @@ def test_md_of_molecules_conserves_energy_and_writes_its_summary(tmp_path, capsy
     (["--dt", "0.001", "--temperature", "1", "--precision", "fixed"], "not fixed"),
     (["--dt", "0.001", "--temperature", "1", "--strategy", "reference", "--precision", "fp32"], "not fp32"),
     (["--dt", "0.001", "--temperature", "1", "--launch", "block=64"], "--launch"),
+    (["--dt", "0.001", "--temperature", "1", "--launch", "upkeep=sometimes"], "upkeep=device|host"),
     (["--dt", "0.001", "--temperature", "1", "--input", "x.npz"], "not with the scenario"),
     (["--dt", "0.001", "--temperature", "1", "--strategy", "c08_thread_cpu"], "2x2x2")])
 def test_md_of_molecules_refuses_what_does_not_apply_in_one_line(extra, words, capsys):

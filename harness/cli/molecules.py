@@ -148,7 +148,7 @@ def _molecule_run_setup(args: argparse.Namespace):
     from .. import md, molecule_scenarios
 
     bad = [o for o, v in (("--forcefield", args.forcefield), ("--potential", args.potential),
-                          ("--launch", args.launch), ("--out", args.out)) if v]
+                          ("--out", args.out)) if v]
     if bad:
         raise InputError(f"md: {', '.join(bad)} do(es) not apply to molecules")
     if args.dt is None or args.temperature is None:
@@ -168,6 +168,25 @@ def _molecule_run_setup(args: argparse.Namespace):
         raise InputError(f"md: --input holds molecules with --molecules FILE, not with the scenario {args.scenario}")
     mols, model = molecule_scenarios.make(args.scenario, args.n, seed=args.seed)
     return steps, mols, model, f"{args.scenario} seed={args.seed}"
+
+
+UPKEEP_HELP = "md on molecules takes --launch upkeep=device|host (how a list traversal's device step decides a build)"
+
+
+def _device_step_options(args: argparse.Namespace) -> dict:
+    """The device MD step's choices (strategies.rigid_cuda.DeviceRigid): CUDA graphs (--no-graph: a launch a
+    step), fused kicks (--no-fuse) and --launch upkeep=device|host; InputError for any other launch key."""
+    upkeep = None
+    for item in (args.launch or "").split(","):
+        if not item.strip():
+            continue
+        key, _, value = item.partition("=")
+        key, value = key.strip(), value.strip()
+        if key != "upkeep" or value not in ("device", "host"):
+            raise InputError(f"md: --launch {item.strip()!r}: {UPKEEP_HELP}")
+        upkeep = value
+    return {"graph": not getattr(args, "no_graph", False), "fused": not getattr(args, "no_fuse", False),
+            "upkeep": upkeep}
 
 
 def _nve_report_molecules(args: argparse.Namespace) -> int:
@@ -191,6 +210,7 @@ def _nve_report_molecules(args: argparse.Namespace) -> int:
         raise InputError(f"md --nve-report: molecules compute in {', '.join(traversals.PRECISIONS)}, not "
                          f"{', '.join(wrong)}")
     steps, mols, model, what = _molecule_run_setup(args)
+    options = _device_step_options(args)
     print(f"NVE report: {len(mols.centres)} molecules of {what}, cutoff {model.cutoff:g}"
           + (f" (switch from {model.switch:g})" if model.switch is not None else " (plain cutoff)")
           + (f", {args.equilibrate} steps rescaled to k_B T {args.temperature:g} first" if args.equilibrate else "")
@@ -208,7 +228,8 @@ def _nve_report_molecules(args: argparse.Namespace) -> int:
               flush=True)
 
     rows = rigid_md.nve_report(mols, model, names, precisions, args.dt, steps, args.temperature, args.sample,
-                               args.seed, equilibrate_steps=args.equilibrate, say=say, peers=not args.no_peers)
+                               args.seed, equilibrate_steps=args.equilibrate, say=say, peers=not args.no_peers,
+                               **options)
     if args.json:
         doc = {"schema_version": results.SCHEMA_VERSION, "kind": "nve-molecules", "device": device.header(),
                "system": what, "molecules": len(mols.centres), "steps": steps, "dt": args.dt, "sample": args.sample,
@@ -235,15 +256,19 @@ def cmd_md_molecules(args: argparse.Namespace) -> int:
         offered = "fp64" if strategy == "reference" else ", ".join(traversals.PRECISIONS)
         raise InputError(f"md: molecule forces come in {offered} from {strategy}, not {precision}")
     steps, mols, model, what = _molecule_run_setup(args)
+    options = _device_step_options(args)
     if not args.quiet:
         print(f"md {strategy} {precision} {len(mols.centres)} molecules of {what}, cutoff {model.cutoff:g}: "
               + (f"{args.equilibrate} steps rescaled to k_B T {args.temperature:g}, then " if args.equilibrate else "")
               + f"{steps} steps of dt {args.dt:g} (NO_SQUISH, NVE), k_B T0 {args.temperature:g}, a sample every "
               f"{args.sample}")
     res = rigid_md.run(mols, model, strategy, args.dt, steps, args.temperature, args.sample, args.seed,
-                       progress=None if args.quiet else print, equilibrate_steps=args.equilibrate, precision=precision)
+                       progress=None if args.quiet else print, equilibrate_steps=args.equilibrate, precision=precision,
+                       **options)
     s = res["summary"]
-    print(f"md {strategy} {precision} {s['molecules']} molecules: {1e3 * s['seconds_per_step']:.3f} ms per step; "
+    how = (f" (on the device: graphs {s['graph']}, list upkeep {s['upkeep']}, kicks {'fused' if s['fused'] else 'apart'})"
+           if s.get("on_device") else "")
+    print(f"md {strategy} {precision} {s['molecules']} molecules: {1e3 * s['seconds_per_step']:.3f} ms per step{how}; "
           "energy drift "
           f"{s['drift_per_molecule_per_time']:+.3e} per molecule per time unit, largest |E - E0| "
           f"{s['max_deviation_per_molecule']:.3e} per molecule, mean k_B T {s['temperature_mean']:.4g}")

@@ -449,7 +449,8 @@ def add_md(sub) -> None:
                         "equilibrated start (default 10,000 steps)")
     p.add_argument("--strategies", help="for --nve-report (default: the CSR full shell and the Verlet list)")
     p.add_argument("--no-peers", action="store_true", help="--nve-report without OpenMM")
-    p.add_argument("--launch", help="launch parameters key=value,...")
+    p.add_argument("--launch", help="launch parameters key=value,... (molecules: upkeep=device|host, how a list "
+                                    "traversal's device step decides its builds)")
     p.add_argument("--scenario", default="lj_liquid", help="a periodic scenario (default lj_liquid), or a molecule "
                                                            "scenario")
     p.add_argument("--equilibrate", type=NONNEG_INT, default=0, help="molecules: this many steps of velocity "
@@ -478,7 +479,8 @@ def add_md(sub) -> None:
     p.add_argument("--no-fuse", action="store_true",
                    help="the plain steps (kick_drift, the strategy's step, kick in input order) where the strategy "
                         "offers fused ones (the Verlet list: the state in the list's order, the integrator in its "
-                        "force kernel; the same bits)")
+                        "force kernel; the same bits); molecules: each step's closing half kick apart, not "
+                        "with the next step's opening one")
     p.add_argument("--quiet", action="store_true", help="only the summary line")
     potential_args(p)
     p.add_argument("--potential", help="replace each scenario's potential: e.g. "
