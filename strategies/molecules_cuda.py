@@ -128,11 +128,18 @@ def expressions(name: str, precision: str) -> list[str]:
         out += [f"molecule_cell_of<{real}>", f"molecule_bin_count<{real}>", "molecule_rank_in_cell"]
     if name in LISTS:
         out += [f"molecule_list_build{w}<{real}, {cuda.cbool(pbc)}>" for pbc in (True, False) for w in ("", "_warp")]
-        out += [f"molecule_list_mark<{acc}>"]  # rigid_cuda's device-decided builds
     out += [traversal_expression(name, real, acc, pbc, energy, shape) for shape in (GENERAL, *SHIPPED_SHAPES)
             for pbc in (True, False) for energy in (True, False)]
-    out += [f"molecule_kick<{acc}, {acc}>", f"molecule_kick_drift<{real}, {acc}, {acc}>"]  # rigid_cuda's MD step
     return out
+
+
+MD_FILE = "molecule_md.cu"  # the device MD step's kernels (strategies/rigid_cuda.py)
+
+
+def md_expressions(precision: str) -> list[str]:
+    """The device MD step's specialisations in `precision` (kernels/molecule_md.cu)."""
+    real, acc = PRECISIONS[precision][:2]
+    return [f"molecule_kick<{acc}, {acc}>", f"molecule_kick_drift<{real}, {acc}, {acc}>", f"molecule_list_mark<{acc}>"]
 
 
 def _kind_order(comp) -> np.ndarray:

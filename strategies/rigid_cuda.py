@@ -1,4 +1,4 @@
-"""NO_SQUISH on the device for a GPU molecule traversal (kernels/rigid.cuh, molecules.cu's molecule_kick and
+"""NO_SQUISH on the device for a GPU molecule traversal (kernels/rigid.cuh, molecule_md.cu's molecule_kick and
 molecule_kick_drift): the whole rigid-body MD step stays on the GPU, around a MoleculePlan's forces and
 torques (strategies/molecules_cuda.py). harness/rigid_md.py runs it."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ from mdcore import StrategyError
 
 from . import cuda
 from . import graphs as conditional
-from .molecules_cuda import LISTS, PRECISIONS, SKIN, MoleculePlan
+from .molecules_cuda import LISTS, MD_FILE, PRECISIONS, SKIN, MoleculePlan
 
 # forces-only steps one CUDA graph replays (steps() takes the largest that fit, then smaller ones)
 GRAPH_SIZES = (32, 8, 1)
@@ -58,8 +58,8 @@ class DeviceRigid:
         self.mass = cp.asarray(np.asarray(state.mass, S))
         self.inertia = cp.asarray(np.ascontiguousarray(state.inertia, S))
         real_c, acc_c = PRECISIONS[plan.precision][:2]
-        self.fn_kick = cuda.kernel("molecules.cu", f"molecule_kick<{acc_c}, {acc_c}>")
-        self.fn_kick_drift = cuda.kernel("molecules.cu", f"molecule_kick_drift<{real_c}, {acc_c}, {acc_c}>")
+        self.fn_kick = cuda.kernel(MD_FILE, f"molecule_kick<{acc_c}, {acc_c}>")
+        self.fn_kick_drift = cuda.kernel(MD_FILE, f"molecule_kick_drift<{real_c}, {acc_c}, {acc_c}>")
         self.grid = (max(1, -(-plan.m // 256)),)
         self.L = np.asarray(plan.lengths, np.float64)
         plan.upload(state.r, state.q)
@@ -72,7 +72,7 @@ class DeviceRigid:
         self.limit2 = self.S((0.5 * SKIN * plan.model.cutoff) ** 2)
         self.builds = getattr(plan, "rebuilds", 0)
         if self.device_upkeep:
-            self.fn_mark = cuda.kernel("molecules.cu", f"molecule_list_mark<{acc_c}>")
+            self.fn_mark = cuda.kernel(MD_FILE, f"molecule_list_mark<{acc_c}>")
             self.d_builds = cp.zeros(1, np.uint32)  # builds the steps decided on the device
             self.host_builds = plan.rebuilds
             conditional.conditional_status()  # self-tested here, before any capture

@@ -20,16 +20,20 @@ needs_nvcc = pytest.mark.skipif(nvcc.nvcc() is None, reason="nvcc not found on P
 
 
 @needs_nvcc
-def test_every_molecule_kernel_compiles_and_fp32_has_no_float64():
+@pytest.mark.parametrize("unit", ["molecules.cu", molecules_cuda.MD_FILE])
+def test_every_molecule_kernel_compiles_and_fp32_has_no_float64(unit):
     # every pair of two template arguments' values that occurs (nvcc.covering, as tests/test_kernels.py
     # does for the point kernels); MDFORCE_COMPILE_ALL=1 compiles every specialisation
     import os
 
-    exprs = sorted({e for name in molecule_cuda_names() for p in molecules_cuda.PRECISIONS
-                    for e in molecules_cuda.expressions(name, p)})
+    if unit == molecules_cuda.MD_FILE:
+        exprs = sorted({e for p in molecules_cuda.PRECISIONS for e in molecules_cuda.md_expressions(p)})
+    else:
+        exprs = sorted({e for name in molecule_cuda_names() for p in molecules_cuda.PRECISIONS
+                        for e in molecules_cuda.expressions(name, p)})
     if os.environ.get("MDFORCE_COMPILE_ALL") != "1":
         exprs = nvcc.covering(exprs)
-    code, out, ptx = nvcc.compile_unit("molecules.cu", exprs, keep_ptx=True)
+    code, out, ptx = nvcc.compile_unit(unit, exprs, keep_ptx=True)
     assert code == 0, out
     assert len(nvcc.resources(out)) == len(exprs)
     kernels = nvcc.entries(ptx)

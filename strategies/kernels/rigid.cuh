@@ -1,5 +1,5 @@
 // The NO_SQUISH rigid-body integrator (mdcore/rigid.py: Miller et al., J. Chem. Phys. 116, 8649 (2002)) for
-// one molecule, so that a GPU molecule traversal's MD step stays on the device (molecules.cu's
+// one molecule, so that a GPU molecule traversal's MD step stays on the device (molecule_md.cu's
 // rigid_kick and rigid_drift, a thread per molecule). __host__ __device__: the CI test compiles these for
 // the host and checks them against mdcore.rigid (tests/data/rigid_host.cu).
 //
