@@ -229,8 +229,7 @@ def check_strategies(spec: str | None) -> list[str]:
     if spec in (None, "all"):
         return list(traversals.TRAVERSALS)
     names = [x.strip() for x in spec.split(",") if x.strip()]
-    bad = [n for n in names if n not in traversals.TRAVERSALS]
-    if bad:
-        raise InputError(f"bench: {', '.join(bad)} has no molecule functor yet; molecules run in "
-                         f"{', '.join(traversals.TRAVERSALS)}")
+    err = traversals.refuse(names, "bench")
+    if err:
+        raise err
     return names

@@ -68,16 +68,15 @@ def pairs_agree(got: int, want: int, mols, cutoff: float, precision: str) -> boo
 
 def selection(spec: str | None) -> list[str]:
     """The molecule traversals to check: all (default) or a comma list of names."""
-    from mdcore import InputError
     from strategies import molecules as traversals
 
     if spec in (None, "all"):
         return list(traversals.TRAVERSALS)
     out = []
     for name in (x.strip() for x in spec.split(",") if x.strip()):
-        if name not in traversals.TRAVERSALS:
-            raise InputError(f"--molecule-strategies: {name} has no molecule functor yet; molecules run in "
-                             f"{', '.join(traversals.TRAVERSALS)}")
+        err = traversals.refuse([name], "--molecule-strategies")
+        if err:
+            raise err
         out.append(name)
     return out
 

@@ -10,6 +10,38 @@ assert PRECISIONS == tuple(molecules_cuda.PRECISIONS)
 TRAVERSALS = molecules_cpu.TRAVERSALS + molecules_cuda.TRAVERSALS
 
 
+def why_not(name: str) -> str:
+    """Why strategy `name` takes no molecules (the line a refusal prints)."""
+    if name.startswith("clusterpair_"):
+        return "its clusters of 8 and their interaction masks are laid out for points"
+    if name.endswith("_mutex"):
+        return ("the port's global-mutex scheduler and cell locks stay with the points: a warp holds both cells "
+                "of a molecule job, so the lock-free form needs no locks")
+    if name.endswith(("_2d", "_nested")):
+        return (f"a cell-view variant of {name.rsplit('_', 1)[0]}_csr, the view the molecule traversals use "
+                "(views change the points' cell storage, not the pair body)")
+    if name == "allpairs_thread_tiled":
+        return "its tiles stage points in shared memory; allpairs_thread_naive is the all-pairs molecule traversal"
+    from . import registry
+
+    if name in registry.names(experimental=True) and name not in registry.names():
+        return "an experimental point strategy, kept to compare designs on points"
+    return "no molecule traversal of that name"
+
+
+def refuse(names, what: str, reference: bool = False):
+    """InputError naming each of `names` that is not a molecule traversal and why, with those there are;
+    None when all are (the reference too where `reference`)."""
+    from mdcore import InputError
+
+    bad = [n for n in names if n not in TRAVERSALS and not (reference and n == "reference")]
+    if not bad:
+        return None
+    known = ("reference, " if reference else "") + ", ".join(TRAVERSALS)
+    why = "; ".join(f"{n}: {why_not(n)}" for n in bad)
+    return InputError(f"{what}: no molecule form for {why}. Molecules run in {known}")
+
+
 def backend(name: str) -> str:
     return "cuda" if name in molecules_cuda.TRAVERSALS else "cpu"
 

@@ -63,7 +63,7 @@ def test_site_pairs_of_two_components_count_each_kind_with_its_own():
 @pytest.mark.parametrize("extra, words", [
     (["--scenario", "spce_water", "--scenario", "lj_liquid"], "benchmarked apart"),
     (["--scenario", "spce_water", "--suite", "default"], "--suite"),
-    (["--scenario", "spce_water", "--strategies", "clusterpair_warp_newton3"], "no molecule functor"),
+    (["--scenario", "spce_water", "--strategies", "clusterpair_warp_newton3"], "no molecule form for clusterpair_warp_newton3: its clusters"),
     (["--molecules", "c.json"], "needs --input"),
     (["--scenario", "spce_water", "--n", "huge"], "huge"),
     (["--scenario", "spce_water", "--launch", "lanes=3"], "one of 1, 2, 4, 8, 16, 32"),
@@ -144,7 +144,7 @@ def test_tune_on_molecules_picks_a_verified_traversal_and_sets_a_wrong_one_aside
 
 
 @pytest.mark.parametrize("extra, words", [(["--precision", "fixed"], "not fixed"),
-                                          (["--strategies", "clusterpair_warp_newton3"], "no molecule functor"),
+                                          (["--strategies", "clusterpair_warp_newton3"], "no molecule form for clusterpair_warp_newton3: its clusters"),
                                           (["--cache", "c.json"], "--cache")])
 def test_tune_on_molecules_refuses_in_one_line(capsys, extra, words):
     assert cli.main(["tune", "--scenario", "spce_water", "--n", "tiny", *extra]) == 2

@@ -161,7 +161,7 @@ def test_md_of_molecules_conserves_energy_and_writes_its_summary(tmp_path, capsy
 
 @pytest.mark.parametrize("extra, words", [
     ([], "take --dt"), (["--dt", "0.001", "--temperature", "1", "--strategy", "clusterpair_thread_cpu"],
-                        "no molecule functor"),
+                        "no molecule form for clusterpair_thread_cpu: its clusters of 8"),
     (["--dt", "0.001", "--temperature", "1", "--precision", "fixed"], "not fixed"),
     (["--dt", "0.001", "--temperature", "1", "--strategy", "reference", "--precision", "fp32"], "not fp32"),
     (["--dt", "0.001", "--temperature", "1", "--launch", "block=64"], "--launch"),
@@ -174,6 +174,35 @@ def test_md_of_molecules_refuses_what_does_not_apply_in_one_line(extra, words, c
     assert cli.main(["md", "--scenario", "spce_water", "--n", "tiny", *extra]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and words in err[0]
+
+
+def test_every_strategy_without_a_molecule_form_says_why():
+    from strategies import molecules, registry
+
+    others = [n for n in registry.names(experimental=True) if n not in molecules.TRAVERSALS]
+    assert others and "clusterpair_warp_newton3" in others
+    fallback = molecules.why_not("no_such_strategy")
+    assert all(molecules.why_not(n) != fallback for n in others), [n for n in others
+                                                                   if molecules.why_not(n) == fallback]
+    assert molecules.refuse(list(molecules.TRAVERSALS), "bench") is None
+    assert molecules.refuse(["reference"], "md", reference=True) is None
+    err = str(molecules.refuse(["verlet_thread_padded", "c08_warp_2d", "parity_warpblock_shared_mutex"], "bench"))
+    assert err.startswith("bench: no molecule form for c08_warp_2d: a cell-view variant of c08_warp_csr")
+    assert "parity_warpblock_shared_mutex: the port's global-mutex scheduler" in err
+    assert "verlet_thread_padded:" not in err and "\n" not in err
+
+
+@pytest.mark.parametrize("command, out", [
+    (["bench", "--scenario", "spce_water", "--n", "tiny", "--strategies"], "--out"),
+    (["tune", "--scenario", "spce_water", "--n", "tiny", "--strategies"], "--json"),
+    (["verify", "--scenarios", "lj_liquid", "--size", "tiny", "--molecule-strategies"], "--out")])
+def test_the_commands_refuse_a_strategy_without_a_molecule_form_with_the_reason(command, out, capsys, tmp_path):
+    from harness import cli
+
+    assert cli.main([*command, "fullshell_thread_nested", out, str(tmp_path / "o.json")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "fullshell_thread_nested: a cell-view variant of fullshell_thread_csr" in err[0]
+    assert not (tmp_path / "o.json").exists()
 
 
 def test_verify_checks_the_molecule_traversals_and_fails_a_wrong_torque(tmp_path, capsys, monkeypatch):

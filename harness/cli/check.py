@@ -345,9 +345,9 @@ def _molecule_forces(args: argparse.Namespace) -> int:
 
     if args.forcefield or args.potential:
         raise InputError("--molecules names the interactions: give it without --forcefield or --potential")
-    if args.strategy != "reference" and args.strategy not in traversals.TRAVERSALS:
-        raise InputError(f"--molecules: strategy {args.strategy} has no molecule functor yet; molecules run in "
-                         f"reference, {', '.join(traversals.TRAVERSALS)}")
+    err = traversals.refuse([args.strategy], "--molecules", reference=True)
+    if err:
+        raise err
     check_precision(args.precision)
     if args.strategy != "reference" and args.precision not in traversals.PRECISIONS:
         raise InputError(f"--molecules: molecules compute in {', '.join(traversals.PRECISIONS)}, not "

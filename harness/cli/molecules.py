@@ -94,10 +94,9 @@ def cmd_tune_molecules(args: argparse.Namespace) -> int:
         raise InputError(f"tune: molecules compute in {', '.join(traversals.PRECISIONS)}, not {args.precision}")
     if args.strategies:
         names = [x.strip() for x in args.strategies.split(",") if x.strip()]
-        unknown = [n for n in names if n not in traversals.TRAVERSALS]
-        if unknown:
-            raise InputError(f"tune: {', '.join(unknown)} has no molecule functor yet; molecules run in "
-                             f"{', '.join(traversals.TRAVERSALS)}")
+        err = traversals.refuse(names, "tune")
+        if err:
+            raise err
     else:  # the GPU's traversals where there is one, else the CPU's
         want = "cuda" if device_status()[0] else "cpu"
         names = [n for n in traversals.TRAVERSALS if traversals.backend(n) == want]
@@ -200,10 +199,9 @@ def _nve_report_molecules(args: argparse.Namespace) -> int:
     gpu = device_status()[0]
     names = [x.strip() for x in (args.strategies or ("fullshell_thread_cpu,fullshell_thread_csr" if gpu
                                                      else "fullshell_thread_cpu")).split(",") if x.strip()]
-    bad = [n for n in names if n != "reference" and n not in traversals.TRAVERSALS]
-    if bad:
-        raise InputError(f"md --nve-report: {', '.join(bad)} has no molecule functor yet; molecules run in reference, "
-                         f"{', '.join(traversals.TRAVERSALS)}")
+    err = traversals.refuse(names, "md --nve-report", reference=True)
+    if err:
+        raise err
     precisions = parse_precisions(args.precision) if args.precision else list(traversals.PRECISIONS)
     wrong = [p for p in precisions if p not in traversals.PRECISIONS]
     if wrong:
@@ -248,9 +246,9 @@ def cmd_md_molecules(args: argparse.Namespace) -> int:
     if args.nve_report:
         return _nve_report_molecules(args)
     strategy = args.strategy or "fullshell_thread_cpu"
-    if strategy != "reference" and strategy not in traversals.TRAVERSALS:
-        raise InputError(f"md: strategy {strategy} has no molecule functor yet; molecules run in reference, "
-                         f"{', '.join(traversals.TRAVERSALS)}")
+    err = traversals.refuse([strategy], "md", reference=True)
+    if err:
+        raise err
     precision = args.precision or "fp64"
     if precision not in traversals.PRECISIONS or (strategy == "reference" and precision != "fp64"):
         offered = "fp64" if strategy == "reference" else ", ".join(traversals.PRECISIONS)
