@@ -6,6 +6,7 @@ import os
 import platform
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -113,6 +114,45 @@ def host_memory_available() -> int | None:
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
         return None
+
+
+def host_cpu_seconds(stat: str = "/proc/stat") -> float | None:
+    """CPU seconds every process of the host has used since boot (Linux's /proc/stat: user, nice,
+    system, irq, softirq and steal time of all cores), None where that file is not there."""
+    try:
+        with open(stat) as f:
+            fields = f.readline().split()
+    except OSError:
+        return None
+    if len(fields) < 9 or fields[0] != "cpu":
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[1:9])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+class HostLoad:
+    """What the host's other processes used of its cores while a measurement ran: the host's CPU time
+    less this process's own (all its threads: numba's, CUDA's), over the wall time. A CPU strategy's
+    threads that find their cores taken wait, and a GPU point's launches with them; its samples can then
+    agree with each other and all be slow, which the spread does not show. None off Linux."""
+
+    def __init__(self, stat: str = "/proc/stat"):
+        self._stat = stat
+        self._wall, self._host, self._own = time.monotonic(), host_cpu_seconds(stat), time.process_time()
+
+    def other_cores(self) -> float | None:
+        host = host_cpu_seconds(self._stat)
+        wall = time.monotonic() - self._wall
+        if host is None or self._host is None or wall <= 0.0:
+            return None
+        return max(0.0, (host - self._host) - (time.process_time() - self._own)) / wall
+
+
+def host_busy(other_cores: float | None, threads: int, cores: int | None = None) -> bool:
+    """Whether other processes used more of the host's cores than a measurement running `threads`
+    threads left free (half a core of slack: /proc/stat counts in ticks)."""
+    cores = cores or os.cpu_count() or 1
+    return other_cores is not None and other_cores > max(0, cores - threads) + 0.5
 
 
 def header() -> dict:

@@ -157,6 +157,14 @@ def terminal_table(rows: list[dict]) -> str:
             text += (f"\n  the CPU points ran on {threads} numba thread{'s' if threads > 1 else ''} of "
                      f"{os.cpu_count()} core(s): with few cores other work on the machine moves them"
                      + ("; --cpu-threads 1 times them steadier" if threads > 1 else ""))
+    busy = [r for r in rows if r.get("host_busy")]
+    if busy:
+        text += (f"\nhost busy at {len(busy)} point{'s' if len(busy) > 1 else ''} (other processes used more of the "
+                 f"{os.cpu_count()} cores than the point left free, up to "
+                 f"{max(r['host_other_cores'] for r in busy):.1f}): their times may read slow however steady; "
+                 f"time them with the host to itself: "
+                 + "; ".join(f"{r['strategy']} {r['scenario']} N={r['n']} {r['precision']}" for r in busy[:4])
+                 + ("; ..." if len(busy) > 4 else ""))
     return text
 
 

@@ -1,5 +1,6 @@
 """The command line as a user runs it: python -m harness ..."""
 import json
+import os
 
 import numpy as np
 import pytest
@@ -157,6 +158,49 @@ def test_noisy_points_are_named_under_the_table():
              "compute_spread": 0.01}]
     text = sweep.terminal_table(rows)
     assert "noisy" in text and "a s N=10 fp32 (90%)" in text and "b s N=10" not in text.split("noisy")[1]
+
+
+def test_the_host_s_other_load_is_read_from_proc_stat(tmp_path, monkeypatch):
+    from harness import device
+
+    stat = tmp_path / "stat"
+    tck = os.sysconf("SC_CLK_TCK")
+
+    def write(busy_s):  # user nice system idle iowait irq softirq steal guest guest_nice, in ticks
+        ticks = int(busy_s * tck)
+        stat.write_text(f"cpu  {ticks - 3 * tck} 0 {tck} 99999 7 {tck} 0 {tck} 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n")
+    write(100.0)
+    assert device.host_cpu_seconds(str(stat)) == pytest.approx(100.0, abs=2.0 / tck)
+    assert device.host_cpu_seconds(str(tmp_path / "none")) is None
+    clock = {"wall": 50.0, "own": 3.0}
+    monkeypatch.setattr(device.time, "monotonic", lambda: clock["wall"])
+    monkeypatch.setattr(device.time, "process_time", lambda: clock["own"])
+    load = device.HostLoad(str(stat))
+    write(100.0 + 2.0 * 31.0)  # two seconds: 31 cores busy on the host, 1 of them this process
+    clock.update(wall=52.0, own=5.0)
+    assert load.other_cores() == pytest.approx(30.0, abs=0.05)
+    assert device.host_busy(30.0, threads=32, cores=32) and not device.host_busy(16.0, threads=16, cores=32)
+    assert device.host_busy(31.9, threads=1, cores=32) and not device.host_busy(None, threads=32, cores=32)
+
+
+def test_a_point_timed_while_the_host_is_busy_says_so(monkeypatch):
+    from harness import bench, device, sweep
+
+    class Busy:
+        def other_cores(self):
+            return float(os.cpu_count() or 1)
+    p = scenarios.make("lj_liquid", "tiny", precision="fp64")
+    s = strategies.create("allpairs_thread_cpu")
+    quiet = bench.bench_point(s, p, warmup=0, repeat=3, min_time=0.0, graph=False)
+    assert quiet["host_other_cores"] is None or quiet["host_other_cores"] >= 0.0
+    monkeypatch.setattr(device, "HostLoad", Busy)
+    row = bench.bench_point(s, p, warmup=0, repeat=3, min_time=0.0, graph=False)
+    assert row["host_busy"] is True and row["host_other_cores"] == float(os.cpu_count() or 1)
+    text = sweep.terminal_table([row, {**quiet, "host_busy": False}])
+    assert "host busy at 1 point" in text and "allpairs_thread_cpu lj_liquid" in text.split("host busy")[1]
+    from harness.report import verdict
+
+    assert bool(verdict.candidates([{**row, "_device": {}}])["noisy"].iloc[0]) is True
 
 
 def test_bench_budget_skips_points_with_the_reason(tmp_path):

@@ -66,7 +66,8 @@ def candidates(bench: list[dict]) -> pd.DataFrame:
                 "family": r["scenario"].split(":")[0], "n": int(r["n"]), "precision": r["precision"],
                 "outputs": r.get("outputs", "all"), "potential": r.get("potential", ""),
                 "strategy": r.get("name") or r["strategy"].split("[")[0], "label": r["strategy"],
-                "backend": r.get("backend"), "run": r.get("_file", 0), "noisy": bool(r.get("noisy"))}
+                "backend": r.get("backend"), "run": r.get("_file", 0),
+                "noisy": bool(r.get("noisy") or r.get("host_busy"))}
         # distance checks per interaction of what each time includes: the build's and the force's
         # from scratch; per MD step the force phase's over the list where there is one
         checks = {SCRATCH: _num(r.get("checks_per_interaction")),
