@@ -20,7 +20,7 @@ import numpy as np
 
 from mdcore import InputError
 
-from . import molecule_check
+from . import device, molecule_check
 
 COLUMNS = ["strategy", "backend", "scenario", "molecules", "sites", "precision", "status", "compute_ms",
            "compute_min_ms", "compute_max_ms", "compute_q1_ms", "compute_q3_ms", "spread", "repeats",
@@ -124,6 +124,7 @@ def run(names: list[str], precisions: list[str], cases: list[dict], timing: dict
                     rows.append({**row, "status": "n/a", "detail": why})
                     continue
                 out = {}
+                load = device.HostLoad()
                 try:
                     if traversals.backend(name) == "cuda":  # the device's time of an evaluation, CUDA events
                         from strategies import molecules_cuda
@@ -161,6 +162,10 @@ def run(names: list[str], precisions: list[str], cases: list[dict], timing: dict
                            compute_q1_ms=t.q1, compute_q3_ms=t.q3, spread=t.spread, repeats=t.repeats,
                            molecules_per_s=m / s, molecule_pairs_per_s=row["molecule_pairs"] / s,
                            site_pairs_per_s=sp / s, energy=out["energy"])
+                other = load.other_cores()
+                row["host_other_cores"] = None if other is None else round(other, 2)
+                if device.host_busy(other, 1 if traversals.backend(name) == "cuda" else _cpu_threads()):
+                    row["host_busy"] = True  # other processes held the cores it needed: see docs/method.md
                 if not molecule_check.pairs_agree(out["pairs"], row["molecule_pairs"], mols, model.cutoff, p):
                     row.update(status="error",
                                detail=f"{out['pairs']} molecule pairs, the count {row['molecule_pairs']}")
@@ -170,6 +175,12 @@ def run(names: list[str], precisions: list[str], cases: list[dict], timing: dict
                 if progress:
                     progress(f"  {name} {p} {case['case']}: {t}")
     return rows
+
+
+def _cpu_threads() -> int:
+    import numba
+
+    return numba.get_num_threads()
 
 
 def amortised(name: str, precision: str, mols, model, frames: int) -> dict:
@@ -204,7 +215,9 @@ def table(rows: list[dict]) -> str:
                      f"{f('compute_ms', 10, '.4g')} {f('spread', 7, '.2f')} {f('forces_ms', 10, '.4g')} "
                      f"{f('molecules_per_s', 9, '.3g')} "
                      f"{f('site_pairs_per_s', 11, '.3g')} {f('amortised_ms', 10, '.4g')}  {r['status']}"
-                     + (f" ({r['detail']})" if r.get("status") != "ok" and r.get("detail") else ""))
+                     + (f" ({r['detail']})" if r.get("status") != "ok" and r.get("detail") else "")
+                     + (f" (host busy: other processes used {r['host_other_cores']:.1f} cores)"
+                        if r.get("host_busy") else ""))
     return "\n".join(lines)
 
 

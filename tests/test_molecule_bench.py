@@ -39,6 +39,20 @@ def test_bench_times_the_molecule_traversals_on_a_scenario(tmp_path, capsys):
     assert "stockmayer:tiny fp64: " in text and "verlet_thread_cpu" in text
 
 
+def test_a_molecule_point_timed_while_the_host_is_busy_says_so(monkeypatch):
+    from harness import device, molecule_bench
+
+    class Busy:
+        def other_cores(self):
+            return 1000.0
+    monkeypatch.setattr(device, "HostLoad", Busy)
+    cases = molecule_bench.scenario_cases(["spce_water"], ["tiny"], seed=1)
+    timing = {"warmup": 0, "repeat": 2, "min_time": 0.0, "launch": {}}
+    rows = molecule_bench.run(["fullshell_thread_cpu"], ["fp64"], cases, timing)
+    assert rows[0]["status"] == "ok" and rows[0]["host_busy"] is True and rows[0]["host_other_cores"] == 1000.0
+    assert "(host busy: other processes used 1000.0 cores)" in molecule_bench.table(rows)
+
+
 def test_site_pairs_of_two_components_count_each_kind_with_its_own():
     """Two components with mirrored sites: the molecule pairs per pair of components add up to all
     pairs within the cutoff, and their site terms to LJ x LJ plus electrostatic x electrostatic."""
