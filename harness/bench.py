@@ -217,10 +217,7 @@ def bench_point(strategy: strategies.Strategy, problem: Problem, warmup: int, re
             row["pct_of_dram"] = 100.0 * row["eff_bandwidth_gbs"] / info["peak_dram_gbs"]
     if t["compute"].repeats > 1 and t["compute"].spread > NOISE:
         row["noisy"] = True  # NVBench's habit: say so rather than print a median that moved
-    other = load.other_cores()
-    row["host_other_cores"] = None if other is None else round(other, 2)
-    if device.host_busy(other, 1 if gpu else _cpu_threads()):
-        row["host_busy"] = True  # its samples may agree and all be slow: the spread cannot show it
+    load.record(row, gpu)
     row["launch"] = plan.launch_info or None
     row["device_bytes"] = plan.device_bytes
     if isinstance(frames, str):
@@ -235,12 +232,6 @@ def bench_point(strategy: strategies.Strategy, problem: Problem, warmup: int, re
             row["amortised_note"] = f"error: {e}"
     row["status"] = "ok"
     return row
-
-
-def _cpu_threads() -> int:
-    import numba
-
-    return numba.get_num_threads()
 
 
 def launch_variants(cls: type[strategies.Strategy], launch: dict, sweep: dict[str, list]) -> list[dict]:

@@ -147,12 +147,28 @@ class HostLoad:
             return None
         return max(0.0, (host - self._host) - (time.process_time() - self._own)) / wall
 
+    def record(self, row: dict, gpu: bool) -> None:
+        """The point's host_other_cores, and host_busy where the others took the cores it needed."""
+        other = self.other_cores()
+        row["host_other_cores"] = None if other is None else round(other, 2)
+        if host_busy(other, point_threads(gpu)):
+            row["host_busy"] = True  # its samples may agree and all be slow: the spread cannot show it
+
 
 def host_busy(other_cores: float | None, threads: int, cores: int | None = None) -> bool:
     """Whether other processes used more of the host's cores than a measurement running `threads`
     threads left free (half a core of slack: /proc/stat counts in ticks)."""
     cores = cores or os.cpu_count() or 1
     return other_cores is not None and other_cores > max(0, cores - threads) + 0.5
+
+
+def point_threads(gpu: bool) -> int:
+    """The host threads a timed point keeps busy: one launching a GPU strategy's kernels, numba's for a CPU one."""
+    if gpu:
+        return 1
+    import numba
+
+    return numba.get_num_threads()
 
 
 def header() -> dict:

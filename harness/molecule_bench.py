@@ -162,10 +162,7 @@ def run(names: list[str], precisions: list[str], cases: list[dict], timing: dict
                            compute_q1_ms=t.q1, compute_q3_ms=t.q3, spread=t.spread, repeats=t.repeats,
                            molecules_per_s=m / s, molecule_pairs_per_s=row["molecule_pairs"] / s,
                            site_pairs_per_s=sp / s, energy=out["energy"])
-                other = load.other_cores()
-                row["host_other_cores"] = None if other is None else round(other, 2)
-                if device.host_busy(other, 1 if traversals.backend(name) == "cuda" else _cpu_threads()):
-                    row["host_busy"] = True  # other processes held the cores it needed: see docs/method.md
+                load.record(row, traversals.backend(name) == "cuda")
                 if not molecule_check.pairs_agree(out["pairs"], row["molecule_pairs"], mols, model.cutoff, p):
                     row.update(status="error",
                                detail=f"{out['pairs']} molecule pairs, the count {row['molecule_pairs']}")
@@ -175,12 +172,6 @@ def run(names: list[str], precisions: list[str], cases: list[dict], timing: dict
                 if progress:
                     progress(f"  {name} {p} {case['case']}: {t}")
     return rows
-
-
-def _cpu_threads() -> int:
-    import numba
-
-    return numba.get_num_threads()
 
 
 def amortised(name: str, precision: str, mols, model, frames: int) -> dict:

@@ -186,7 +186,7 @@ def test_the_host_s_other_load_is_read_from_proc_stat(tmp_path, monkeypatch):
 def test_a_point_timed_while_the_host_is_busy_says_so(monkeypatch):
     from harness import bench, device, sweep
 
-    class Busy:
+    class Busy(device.HostLoad):
         def other_cores(self):
             return float(os.cpu_count() or 1)
     p = scenarios.make("lj_liquid", "tiny", precision="fp64")

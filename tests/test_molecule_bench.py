@@ -42,7 +42,7 @@ def test_bench_times_the_molecule_traversals_on_a_scenario(tmp_path, capsys):
 def test_a_molecule_point_timed_while_the_host_is_busy_says_so(monkeypatch):
     from harness import device, molecule_bench
 
-    class Busy:
+    class Busy(device.HostLoad):
         def other_cores(self):
             return 1000.0
     monkeypatch.setattr(device, "HostLoad", Busy)
